@@ -1,0 +1,189 @@
+"""Platform kinds, owned by the platform team: Cluster, Project, PinterestSideCar, RuntimeProfile."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, model_validator
+
+from pincompile.models.base import TIERS, Arch, Metadata, Placement, Resource, Strict, Tier
+from pincompile.models.pod import ContainerPort, EnvVar, Probes, Resources, Volume
+from pincompile.models.types import Image, KubernetesVersion, Label63, LabelKey, LabelValue, Name, Quantity
+
+WORKLOAD_KINDS: tuple[str, ...] = (
+    "PinPod", "PinApp", "PinterestService", "PinterestJobSet", "PinterestTrainingJob",
+    "PinterestCronJob", "PinterestDaemon",
+)
+WorkloadKind = Literal[
+    "PinPod", "PinApp", "PinterestService", "PinterestJobSet", "PinterestTrainingJob",
+    "PinterestCronJob", "PinterestDaemon",
+]
+QuotaResource = Literal["cpu", "memory", "nvidia.com/gpu", "ephemeral-storage", "storage", "pods"]
+
+
+class ClusterSpec(Strict):
+    region: str
+    zone: str
+    context: str | None = None
+    """kubeconfig context the reconciler uses (default: the cluster's name)."""
+    kubernetes_version: KubernetesVersion = "1.33"
+    """Decides e.g. native sidecars (>= 1.29)."""
+    capacity: dict[QuotaResource, Quantity] = Field(default_factory=dict)
+    gpu_types: list[str] = Field(default_factory=list)
+    arch: list[Arch] = Field(default_factory=lambda: ["amd64"])
+    tiers: list[Tier] = Field(default_factory=lambda: list(TIERS))
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
+    schedulable: bool = True
+    """false = cordoned: nothing new is placed here."""
+    addons: list[str] = Field(default_factory=list)
+    """Optional operators present, e.g. kubeflow-training, keda."""
+
+
+class Cluster(Resource):
+    """One member cluster of the fleet."""
+
+    KIND: ClassVar[str] = "Cluster"
+    kind: Literal["Cluster"]
+    metadata: Metadata
+    spec: ClusterSpec
+
+    @property
+    def context(self) -> str:
+        return self.spec.context or self.metadata.name
+
+
+class ProjectQuota(Strict):
+    """Quota per tier; a missing tier means 0 allowed."""
+
+    reserved: dict[QuotaResource, Quantity] | None = None
+    ondemand: dict[QuotaResource, Quantity] | None = None
+    preemptible: dict[QuotaResource, Quantity] | None = None
+
+
+class ProjectPolicy(Strict):
+    allow_host_network: bool = False
+    """Host network is for system projects only."""
+    allow_privileged: bool = False
+    allow_daemons: bool = False
+    """PinterestDaemon only in projects that allow it."""
+    allow_host_path: bool = False
+
+
+class ProjectSpec(Strict):
+    namespace: Label63 | None = None
+    """Default: the project name."""
+    owners: list[str] = Field(default_factory=list)
+    quota: ProjectQuota = Field(default_factory=ProjectQuota)
+    placement: Placement = Field(default_factory=Placement)
+    """Optional limits on where this project may run."""
+    policy: ProjectPolicy = Field(default_factory=ProjectPolicy)
+
+
+class Project(Resource):
+    """A tenant."""
+
+    KIND: ClassVar[str] = "Project"
+    kind: Literal["Project"]
+    metadata: Metadata
+    spec: ProjectSpec = Field(default_factory=ProjectSpec)
+
+    @property
+    def namespace(self) -> str:
+        return self.spec.namespace or self.metadata.name
+
+
+class SidecarContainer(Strict):
+    """A managed sidecar's container; string values may use templates."""
+
+    name: Label63 | None = None
+    """Default: the sidecar's name."""
+    image: Image
+    command: list[str] | None = None
+    args: list[str] | None = None
+    env: list[EnvVar] = Field(default_factory=list)
+    ports: list[ContainerPort] = Field(default_factory=list)
+    resources: Resources = Field(default_factory=Resources)
+    probes: Probes | None = None
+    privileged: bool = False
+
+
+class SideCarSpec(Strict):
+    mode: Literal["sidecar", "daemon"] = "sidecar"
+    """sidecar (in every selected pod) | daemon (one per node, via DaemonSet)."""
+    inject: Literal["always", "opt-in"] = "always"
+    applies_to: list[WorkloadKind] = Field(default_factory=lambda: list(WORKLOAD_KINDS))
+    order: Literal["before-main", "after-main"] = "before-main"
+    """before-main: starts first, stops last."""
+    container: SidecarContainer
+    volumes: list[Volume] = Field(default_factory=list)
+    host_network: bool = False
+    """Daemon mode only."""
+    tolerations: Literal["all", "none"] | list[dict[str, Any]] = "all"
+    """Daemon mode only."""
+
+
+class PinterestSideCar(Resource):
+    """A managed infrastructure component."""
+
+    KIND: ClassVar[str] = "PinterestSideCar"
+    kind: Literal["PinterestSideCar"]
+    metadata: Metadata
+    spec: SideCarSpec
+
+
+class InitContainer(Strict):
+    name: Label63
+    image: Image
+    command: list[str] | None = None
+    args: list[str] | None = None
+    env: list[EnvVar] = Field(default_factory=list)
+    resources: Resources = Field(default_factory=Resources)
+
+
+class NativeVolume(Strict):
+    """A Kubernetes volume as written in a pod spec, e.g. ``{name: logs, emptyDir: {}}``."""
+
+    model_config = Strict.model_config | {"extra": "allow"}
+    name: Label63
+
+    @model_validator(mode="after")
+    def _one_source(self) -> NativeVolume:
+        sources = list((self.model_extra or {}).keys())
+        if len(sources) != 1:
+            raise ValueError(
+                f"volume '{self.name}' needs exactly one source such as emptyDir: {{}}")
+        return self
+
+
+class VolumeMount(Strict):
+    name: Label63
+    mount_path: str
+    read_only: bool = False
+    sub_path: str | None = None
+
+
+class RuntimeProfileSpec(Strict):
+    init_containers: list[InitContainer] = Field(default_factory=list)
+    env: list[EnvVar] = Field(default_factory=list)
+    """Identity variables added to every container."""
+    volumes: list[NativeVolume] = Field(default_factory=list)
+    volume_mounts: list[VolumeMount] = Field(default_factory=list)
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    values: dict[str, Any] = Field(default_factory=dict)
+    """Platform values visible to templates as ``platform``."""
+
+
+class RuntimeProfile(Resource):
+    """What every workload pod gets (exactly one per platform)."""
+
+    KIND: ClassVar[str] = "RuntimeProfile"
+    kind: Literal["RuntimeProfile"]
+    metadata: Metadata
+    spec: RuntimeProfileSpec = Field(default_factory=RuntimeProfileSpec)
+
+
+__all__ = [
+    "WORKLOAD_KINDS", "Cluster", "ContainerPort", "Image", "Name", "Project",
+    "PinterestSideCar", "RuntimeProfile",
+]

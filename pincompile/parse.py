@@ -1,0 +1,233 @@
+"""Turn loaded YAML documents into typed specs; every schema error gets a precise location."""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from pincompile.catalog import Catalog, Entry
+from pincompile.diagnostics import Diagnostic
+from pincompile.loader import API_GROUP, Document, LoadResult
+from pincompile.models import API_VERSION, KINDS
+
+_SKIP_KINDS_HINT = "pincompile reads documents with apiVersion pincompute.io/v1"
+
+
+def parse(loaded: LoadResult) -> tuple[Catalog, list[Diagnostic]]:
+    """Validate every document against its kind's model."""
+    catalog = Catalog()
+    diagnostics: list[Diagnostic] = list(loaded.diagnostics)
+    for doc in loaded.documents:
+        entry, problems = parse_document(doc)
+        diagnostics.extend(problems)
+        if entry is not None:
+            catalog.add(entry)
+    return catalog, diagnostics
+
+
+def _is_ours(data: dict[str, Any]) -> bool:
+    api = data.get("apiVersion")
+    kind = data.get("kind")
+    if isinstance(api, str) and api.split("/")[0].endswith(API_GROUP.split(".")[0] + ".io"):
+        return True
+    if isinstance(api, str) and difflib.get_close_matches(api.split("/")[0], [API_GROUP], 1, 0.85):
+        return True
+    return isinstance(kind, str) and kind in KINDS
+
+
+def parse_document(doc: Document) -> tuple[Entry[Any] | None, list[Diagnostic]]:
+    """One document → (typed entry or None, diagnostics). Foreign documents are ignored."""
+    data = doc.data
+    if not isinstance(data, dict):
+        return None, [doc.start.error(
+            "not-a-mapping", "a document must be a mapping with apiVersion, kind, metadata, spec")]
+    if not _is_ours(data):
+        return None, []  # other YAML in the repository (CI config, kustomize, ...) is not ours
+    api = data.get("apiVersion")
+    if api != API_VERSION:
+        where = doc.locate(["apiVersion"]) if "apiVersion" in data else doc.start
+        shown = "missing" if api is None else f"'{api}'"
+        return None, [where.error("api-version", f"apiVersion is {shown}; expected '{API_VERSION}'",
+                                  _SKIP_KINDS_HINT)]
+    kind = data.get("kind")
+    model = KINDS.get(kind) if isinstance(kind, str) else None
+    if model is None:
+        where = doc.locate(["kind"]) if "kind" in data else doc.start
+        close = difflib.get_close_matches(str(kind), list(KINDS), 1) if kind else []
+        hint = f"did you mean '{close[0]}'?" if close else f"kinds: {', '.join(KINDS)}"
+        shown = "missing" if kind is None else f"'{kind}'"
+        return None, [where.error("unknown-kind", f"kind is {shown}; not a pincompute.io kind",
+                                  hint)]
+    try:
+        resource = model.model_validate(data)
+    except ValidationError as exc:
+        return None, list(_diagnostics(doc, model, exc.errors(include_url=False)))
+    except (RecursionError, ValueError, TypeError) as exc:
+        return None, [doc.start.error("invalid", f"cannot read this {kind}: {exc}")]
+    return Entry(resource, doc), []
+
+
+# --- pydantic errors → located diagnostics ----------------------------------------------------
+
+def _diagnostics(doc: Document, model: type[BaseModel], errors: list[ErrorDetails]
+                 ) -> Iterable[Diagnostic]:
+    grouped: dict[tuple[Any, ...], list[ErrorDetails]] = {}
+    for err in errors:
+        path = _data_path(doc.data, err["loc"])
+        grouped.setdefault(path, []).append(err)
+    for path, errs in grouped.items():
+        yield _one_diagnostic(doc, model, path, errs)
+
+
+def _data_path(data: Any, loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    """Drop pydantic's type tags (union members, validators) from an error location."""
+    path: list[int | str] = []
+    node = data
+    for i, part in enumerate(loc):
+        if isinstance(node, dict) and part in node:
+            path.append(part)
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            path.append(part)
+            node = node[part]
+        elif i == len(loc) - 1 and isinstance(node, dict) and isinstance(part, str) and (
+            "[" not in part
+        ):
+            path.append(part)  # a missing or extra key
+        # otherwise: a tag such as 'custom' or 'list[str]' or 'function-after[...]'
+    return tuple(path)
+
+
+def _one_diagnostic(doc: Document, model: type[BaseModel], path: tuple[int | str, ...],
+                    errs: list[ErrorDetails]) -> Diagnostic:
+    err = errs[0]
+    etype = err["type"]
+    field_name = dotted(path) or "document"
+    hint: str | None = None
+    if etype == "union_tag_invalid":
+        ctx = err.get("ctx") or {}
+        tags = [t.strip().strip("'") for t in str(ctx.get("expected_tags", "")).split(",")]
+        tag = str(ctx.get("tag", ""))
+        close = difflib.get_close_matches(tag, tags, 1, 0.6)
+        return doc.locate((*path, "type")).error(
+            "invalid-enum", f"{dotted((*path, 'type'))}: '{tag}' is not one of: {', '.join(tags)}",
+            f"did you mean '{close[0]}'?" if close else None)
+    if etype == "extra_forbidden":
+        where = doc.locate(path, key=True)
+        bad = str(path[-1])
+        allowed = sorted(_allowed_fields(model, path[:-1]))
+        close = difflib.get_close_matches(bad, allowed, 1, 0.6)
+        hint = f"did you mean '{close[0]}'?" if close else (
+            f"allowed here: {', '.join(allowed)}" if allowed else None)
+        return where.error("unknown-field", f"unknown field '{bad}' in {_parent(path)}", hint)
+    where = doc.locate(path)
+    if etype == "missing":
+        return where.error("missing-field", f"missing required field '{path[-1]}' in "
+                           f"{_parent(path)}")
+    value = err.get("input")
+    messages: list[str] = []
+    for e in errs:
+        msg = _message(e)
+        if msg not in messages:
+            messages.append(msg)
+        if e["type"] == "literal_error":
+            expected = _literal_options(e)
+            close = difflib.get_close_matches(str(value), expected, 1, 0.6)
+            if close:
+                hint = f"did you mean '{close[0]}'?"
+    code = "invalid-value" if len(errs) > 1 else _code(etype)
+    return where.error(code, f"{field_name}: {' or '.join(messages)}", hint)
+
+
+def dotted(path: Iterable[int | str]) -> str:
+    """``spec.template.containers[0].image`` for a data path."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _parent(path: tuple[int | str, ...]) -> str:
+    return dotted(path[:-1]) or "the document"
+
+
+def _literal_options(err: ErrorDetails) -> list[str]:
+    ctx = err.get("ctx") or {}
+    expected = str(ctx.get("expected", ""))
+    return [p.strip().strip("'") for p in expected.replace(" or ", ",").split(",") if p.strip()]
+
+
+def _message(err: ErrorDetails) -> str:
+    etype = err["type"]
+    value = err.get("input")
+    shown = repr(value) if not isinstance(value, dict | list) else type(value).__name__
+    if etype == "value_error":
+        return str(err["msg"]).removeprefix("Value error, ")
+    if etype == "literal_error":
+        return f"{shown} is not one of: {', '.join(_literal_options(err))}"
+    if etype in ("string_type",):
+        extra = " (quote it)" if isinstance(value, int | float) and not isinstance(value, bool) else ""
+        return f"expected a string, got {shown}{extra}"
+    if etype in ("int_type", "int_parsing", "int_from_float"):
+        return f"expected a whole number, got {shown}"
+    if etype in ("bool_type", "bool_parsing"):
+        return f"expected true or false, got {shown}"
+    if etype in ("list_type",):
+        return f"expected a list, got {shown}"
+    if etype in ("dict_type", "model_type", "model_attributes_type"):
+        return f"expected a mapping, got {shown}"
+    if etype == "too_short":
+        return "needs at least one item"
+    if etype in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
+        return f"{shown}: {str(err['msg']).lower()}"
+    if etype in ("string_too_long",):
+        return f"{shown} is too long: {str(err['msg']).lower()}"
+    if etype == "union_tag_invalid":
+        return f"{str(err['msg'])}"
+    if etype == "union_tag_not_found":
+        return "needs a 'type' field"
+    return str(err["msg"])
+
+
+def _code(etype: str) -> str:
+    return {"literal_error": "invalid-enum", "value_error": "invalid-value"}.get(
+        etype, "invalid-type" if etype.endswith(("_type", "_parsing")) else "invalid-value")
+
+
+def _allowed_fields(model: type[BaseModel], path: tuple[int | str, ...]) -> set[str]:
+    """Field names (aliases) accepted at ``path`` inside ``model``."""
+    current: list[Any] = [model]
+    for part in path:
+        nxt: list[Any] = []
+        for tp in current:
+            for t in _unwrap(tp):
+                if isinstance(t, type) and issubclass(t, BaseModel) and isinstance(part, str):
+                    for name, f in t.model_fields.items():
+                        if part in (f.alias, name):
+                            nxt.append(f.annotation)
+                elif isinstance(part, int) and typing.get_origin(t) is list:
+                    nxt.extend(typing.get_args(t))
+                elif isinstance(part, str) and typing.get_origin(t) is dict:
+                    nxt.append(typing.get_args(t)[1])
+        current = nxt
+    names: set[str] = set()
+    for tp in current:
+        for t in _unwrap(tp):
+            if isinstance(t, type) and issubclass(t, BaseModel):
+                names.update(f.alias or n for n, f in t.model_fields.items())
+    return names
+
+
+def _unwrap(tp: Any) -> list[Any]:
+    origin = typing.get_origin(tp)
+    if origin is typing.Annotated:
+        return _unwrap(typing.get_args(tp)[0])
+    if origin in (typing.Union, types.UnionType):
+        return [x for a in typing.get_args(tp) for x in _unwrap(a)]
+    return [tp]
