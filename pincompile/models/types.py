@@ -215,3 +215,21 @@ KubernetesVersion = Annotated[
     Field(description='Kubernetes minor version, quoted: "1.33"', examples=["1.33"]),
 ]
 Port = Annotated[int, Field(ge=1, le=65535)]
+
+
+_BINARY_SUFFIXES = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
+
+
+def format_quantity(value: Decimal, resource: str) -> str:
+    """Render a Decimal as a Kubernetes quantity: cpu as cores or millicores (rounded up),
+    byte sizes with the largest exact binary suffix, counts as whole numbers."""
+    if resource == "cpu":
+        millis = int((value * 1000).to_integral_value(rounding="ROUND_CEILING"))
+        return str(millis // 1000) if millis % 1000 == 0 else f"{millis}m"
+    if resource in ("memory", "ephemeral-storage", "storage"):
+        whole = int(value.to_integral_value(rounding="ROUND_CEILING"))
+        for suffix, size in _BINARY_SUFFIXES:
+            if whole and whole % size == 0:
+                return f"{whole // size}{suffix}"
+        return str(whole)
+    return str(int(value.to_integral_value(rounding="ROUND_CEILING")))
