@@ -8,7 +8,7 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BeforeValidator, Field, PlainSerializer
+from pydantic import AfterValidator, BeforeValidator, Field, PlainSerializer, WithJsonSchema
 
 _QUANTITY = re.compile(r"^[+]?(\d+(\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?\d+)?$")
 _DURATION = re.compile(r"^(?:(\d+)(ms|s|m|h|d))+$")
@@ -184,7 +184,11 @@ Quantity = Annotated[
     str,
     BeforeValidator(_number_to_str),
     AfterValidator(_check_quantity),
-    Field(json_schema_extra={"pattern": _QUANTITY.pattern}, examples=["500m", "2", "4Gi"]),
+    WithJsonSchema({
+        "anyOf": [{"type": "string", "pattern": _QUANTITY.pattern}, {"type": "number"}],
+        "description": "Kubernetes quantity, e.g. 500m, 2, 4Gi",
+        "examples": ["500m", "2", "4Gi"],
+    }),
 ]
 Duration = Annotated[
     str, AfterValidator(_check_duration),

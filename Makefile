@@ -1,0 +1,39 @@
+# Two entry points for a fresh machine (see README):
+#   make demo   — set up, validate and compile examples/ into out/
+#   make test   — set up and run every test (the e2e tests build a local Kubernetes fleet once)
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+
+.PHONY: demo test setup lint schemas fleet-up fleet-down clean
+
+$(BIN)/pincompile: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	@touch $@
+
+setup: $(BIN)/pincompile
+
+demo: setup
+	$(BIN)/pincompile validate examples
+	$(BIN)/pincompile compile examples -o out
+	@echo "manifests written to out/ (see out/placement.json for placement decisions)"
+
+lint: setup
+	$(BIN)/ruff check pincompile reconciler tests bench
+
+test: setup lint
+	$(BIN)/python -m pytest -q
+
+schemas: setup
+	$(BIN)/pincompile schema -o schemas
+
+fleet-up: setup
+	$(BIN)/pincompile fleet up
+
+fleet-down: setup
+	$(BIN)/pincompile fleet down
+
+clean:
+	rm -rf $(VENV) out .pytest_cache .hypothesis
