@@ -1,0 +1,287 @@
+"""Read a revision's specs straight from git objects: no checkout, works in a dirty tree.
+
+``git ls-tree -r -z`` lists the files under the spec root and a single ``git cat-file
+--batch`` process streams their blobs into :func:`pincompile.loader.load_text`. The result
+is the same :class:`~pincompile.loader.LoadResult` that :func:`~pincompile.loader.load_tree`
+gives for a working tree: names relative to the spec root, hidden files and folders skipped,
+symlinks followed only while they stay inside the spec root (``symlink-outside-root``
+otherwise), files over the loader's size limit refused without being read into memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import posixpath
+import subprocess
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from pincompile.diagnostics import Diagnostic
+from pincompile.loader import MAX_FILE_BYTES, YAML_SUFFIXES, LoadResult, load_text
+
+GIT_TIMEOUT = 120
+_MODE_SYMLINK = "120000"
+_MAX_LINK_HOPS = 40
+_CHUNK = 1 << 20
+
+
+class GitError(Exception):
+    """A git operation failed; the message is meant for the user as it is."""
+
+
+@dataclass(frozen=True)
+class SpecRoot:
+    """Where the specs live: the repository's work tree and the spec folder inside it."""
+
+    toplevel: Path
+    prefix: str
+    """Spec root relative to ``toplevel`` in POSIX form; ``""`` for the repository root."""
+
+    def describe(self) -> str:
+        return f"{self.prefix}/" if self.prefix else "the repository root"
+
+
+@dataclass(frozen=True)
+class TreeEntry:
+    """One ``git ls-tree`` row."""
+
+    mode: str
+    type: str
+    oid: str
+    path: str
+
+
+def _git(toplevel: Path | str, *args: str, input: bytes | None = None) -> bytes:
+    """Run git in ``toplevel``; return stdout or raise :class:`GitError` with git's words."""
+    try:
+        proc = subprocess.run(["git", *args], cwd=toplevel, input=input, capture_output=True,
+                              timeout=GIT_TIMEOUT, check=False)
+    except FileNotFoundError as exc:
+        raise GitError("git is not installed (or not on PATH)") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise GitError(f"git {args[0]} took longer than {GIT_TIMEOUT}s") from exc
+    if proc.returncode != 0:
+        message = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise GitError(f"git {args[0]} failed: {message[-1] if message else proc.returncode}")
+    return proc.stdout
+
+
+def spec_root(path: Path) -> SpecRoot:
+    """Find the git work tree containing ``path`` and ``path``'s place inside it.
+
+    ``path`` need not exist in the work tree (it may exist only in an older revision); its
+    nearest existing ancestor must be inside a git work tree.
+    """
+    absolute = Path(os.path.abspath(path))
+    anchor = absolute
+    while not anchor.is_dir():
+        if anchor.parent == anchor:
+            break
+        anchor = anchor.parent
+    try:
+        top = _git(anchor, "rev-parse", "--show-toplevel").decode().strip()
+    except GitError as exc:
+        if "not a git repository" in str(exc):
+            raise GitError(f"{path} is not inside a git work tree") from None
+        raise  # e.g. "dubious ownership": git's own words say what to do
+    if not top:
+        raise GitError(f"{path} is not inside a git work tree")
+    toplevel = Path(os.path.realpath(top))
+    real = Path(os.path.realpath(absolute))
+    if real != toplevel and not real.is_relative_to(toplevel):
+        raise GitError(f"{path} is outside the git work tree {toplevel}")
+    prefix = real.relative_to(toplevel).as_posix()
+    return SpecRoot(toplevel, "" if prefix == "." else prefix)
+
+
+def resolve_ref(toplevel: Path, ref: str) -> str:
+    """The full commit sha ``ref`` names (a branch, tag, sha, ``HEAD~2``, ...)."""
+    if not ref or ref.startswith("-") or "\n" in ref:
+        raise GitError(f"'{ref}' is not a valid revision")
+    try:
+        out = _git(toplevel, "rev-parse", "--verify", "--quiet", "--end-of-options",
+                   f"{ref}^{{commit}}")
+    except GitError:
+        hint = ""
+        if "/" in ref and not ref.startswith("refs/"):
+            remote, _, branch = ref.partition("/")
+            hint = (f"; if it is a remote branch, fetch it first "
+                    f"(git fetch {remote} {branch}) — CI checkouts are often shallow")
+        raise GitError(f"unknown revision '{ref}': not a branch, tag or commit of "
+                       f"{toplevel}{hint}") from None
+    return out.decode().strip()
+
+
+def short(sha: str) -> str:
+    """The usual 12-character abbreviation of a sha."""
+    return sha[:12]
+
+
+def list_tree(toplevel: Path, sha: str, prefix: str) -> list[TreeEntry]:
+    """Every entry below ``prefix`` (or ``prefix`` itself when it is a file) at ``sha``."""
+    args = ["ls-tree", "-r", "-z", "--full-tree", sha]
+    if prefix:
+        args += ["--", prefix]
+    entries: list[TreeEntry] = []
+    for record in _git(toplevel, *args).split(b"\0"):
+        if not record:
+            continue
+        meta, _, raw_path = record.partition(b"\t")
+        mode, otype, oid = meta.decode().split(" ")
+        path = raw_path.decode("utf-8", "surrogateescape")
+        if not prefix or path == prefix or path.startswith(prefix + "/"):
+            entries.append(TreeEntry(mode, otype, oid, path))
+    return entries
+
+
+def _write_lines(stream: IO[bytes], oids: Sequence[str]) -> None:
+    with contextlib.suppress(BrokenPipeError, ValueError, OSError):
+        try:
+            for oid in oids:
+                stream.write(oid.encode() + b"\n")
+        finally:
+            stream.close()
+
+
+def _read_exact(stream: IO[bytes], size: int) -> bytes:
+    data = stream.read(size)
+    if len(data) != size:
+        raise GitError("git cat-file ended early")
+    return data
+
+
+def read_blobs(toplevel: Path, oids: Sequence[str], *, limit: int = MAX_FILE_BYTES
+               ) -> Iterator[tuple[str, bytes | int]]:
+    """Yield ``(oid, content)`` in order through one ``git cat-file --batch`` process.
+
+    A blob larger than ``limit`` is skipped over unread and yields its size instead.
+    """
+    if not oids:
+        return
+    proc = subprocess.Popen(["git", "cat-file", "--batch"], cwd=toplevel,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    assert proc.stdin is not None and proc.stdout is not None
+    writer = threading.Thread(target=_write_lines, args=(proc.stdin, oids), daemon=True)
+    writer.start()
+    try:
+        for oid in oids:
+            header = proc.stdout.readline().decode().split()
+            if len(header) != 3:
+                raise GitError(f"git cat-file cannot read object {oid}: {' '.join(header)}")
+            size = int(header[2])
+            if size > limit:
+                left = size
+                while left:
+                    left -= len(_read_exact(proc.stdout, min(left, _CHUNK)))
+                content: bytes | int = size
+            else:
+                content = _read_exact(proc.stdout, size)
+            _read_exact(proc.stdout, 1)  # the newline after every object
+            yield oid, content
+    finally:
+        proc.stdout.close()
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        writer.join(timeout=5)
+
+
+def _walk_order(rel: str) -> tuple[tuple[int, str], ...]:
+    """The order ``os.walk`` visits files in (``load_tree``'s): a folder's own files, sorted,
+    before its subfolders, sorted."""
+    *folders, name = rel.split("/")
+    return (*((1, f) for f in folders), (0, name))
+
+
+def _hidden(rel: str) -> bool:
+    return any(part.startswith(".") for part in rel.split("/"))
+
+
+def load_revision(root: SpecRoot, sha: str) -> LoadResult:
+    """Load the specs under ``root`` as they are at commit ``sha``, like ``load_tree``."""
+    entries = list_tree(root.toplevel, sha, root.prefix)
+    single = len(entries) == 1 and entries[0].path == root.prefix and bool(root.prefix)
+    base = "" if single or not root.prefix else root.prefix + "/"
+    tree = {e.path[len(base):] if not single else posixpath.basename(e.path): e
+            for e in entries if e.type == "blob"}  # submodules (commits) are not read
+    dirs = {posixpath.dirname(rel) for rel in tree}
+    dirs |= {d.rsplit("/", i)[0] for d in list(dirs) for i in range(1, d.count("/") + 1)}
+
+    result = LoadResult()
+    wanted: list[tuple[str, str]] = []  # (name, oid) in sorted order
+    links = {rel: e for rel, e in tree.items() if e.mode == _MODE_SYMLINK}
+    link_targets = dict(zip(
+        links, (c for _, c in read_blobs(root.toplevel, [e.oid for e in links.values()])),
+        strict=True)) if links else {}
+    for rel in sorted(tree, key=_walk_order):
+        entry = tree[rel]
+        if not single and (_hidden(rel) or not rel.endswith(YAML_SUFFIXES)):
+            continue
+        if entry.mode != _MODE_SYMLINK:
+            wanted.append((rel, entry.oid))
+            continue
+        if single:
+            result.diagnostics.append(Diagnostic(
+                rel, 1, 1, "unreadable", f"is a symlink at {short(sha)}; not followed",
+                "pass the path of the file it points to"))
+            continue
+        oid, problem = _follow(rel, tree, link_targets, dirs)
+        if problem is not None:
+            result.diagnostics.append(problem)
+        elif oid is not None:
+            wanted.append((rel, oid))
+    names = [name for name, _ in wanted]
+    blobs = read_blobs(root.toplevel, [o for _, o in wanted], limit=MAX_FILE_BYTES)
+    for name, (_, content) in zip(names, blobs, strict=True):
+        if isinstance(content, int):
+            result.diagnostics.append(Diagnostic(
+                name, 1, 1, "file-too-large",
+                f"file is {content} bytes; the limit is {MAX_FILE_BYTES}"))
+            continue
+        result.extend(load_text(name, content))
+    return result
+
+
+def _follow(rel: str, tree: dict[str, TreeEntry], targets: dict[str, bytes | int],
+            dirs: set[str]) -> tuple[str | None, Diagnostic | None]:
+    """The blob a symlink inside the spec root leads to, as the working-tree loader would."""
+    current = rel
+    for _ in range(_MAX_LINK_HOPS):
+        raw = targets.get(current)
+        target = raw.decode("utf-8", "surrogateescape") if isinstance(raw, bytes) else ""
+        joined = posixpath.normpath(posixpath.join(posixpath.dirname(current), target))
+        if not target or target.startswith("/") or joined == ".." or joined.startswith("../"):
+            return None, Diagnostic(
+                rel, 1, 1, "symlink-outside-root",
+                "symlink points outside the repository; not followed",
+                "copy the file into the repository instead")
+        if joined in dirs:
+            return None, None  # a link to a folder: folders are not descended through links
+        entry = tree.get(joined)
+        if entry is None:
+            return None, Diagnostic(rel, 1, 1, "unreadable",
+                                    f"cannot read: symlink target '{target}' does not exist")
+        if entry.mode != _MODE_SYMLINK:
+            return entry.oid, None
+        if joined not in targets:
+            return None, Diagnostic(rel, 1, 1, "unreadable", "cannot read: symlink loop")
+        current = joined
+    return None, Diagnostic(rel, 1, 1, "unreadable", "cannot read: too many levels of symlinks")
+
+
+def path_exists(root: SpecRoot, sha: str) -> bool:
+    """Whether the spec root exists at ``sha``."""
+    if not root.prefix:
+        return True
+    try:
+        proc = subprocess.run(["git", "cat-file", "-e", f"{sha}:{root.prefix}"],
+                              cwd=root.toplevel, capture_output=True, timeout=GIT_TIMEOUT,
+                              check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise GitError(f"git cat-file failed: {exc}") from exc
+    return proc.returncode == 0

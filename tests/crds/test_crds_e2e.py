@@ -1,0 +1,153 @@
+"""The CRDs against a real API server: the host of a local fleet accepts them as structural,
+stores a custom resource, serves its status subresource and its printer columns.
+
+The session ``fleet`` fixture lives in ``tests/e2e/conftest.py`` and is only visible below
+``tests/e2e/``; this module starts a one-cluster fleet of its own (about 10 s) from the same
+``reconciler.fleet`` code and the same cached binaries.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pincompile.crds import PROJECT_LABEL, all_crds, custom_resource
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+SINGLE = REPO / "tests" / "e2e" / "fixtures" / "single"
+APP = {
+    "apiVersion": "pincompute.io/v1", "kind": "PinApp",
+    "metadata": {"name": "cart", "project": "shop", "labels": {"team": "shop"}},
+    "spec": {"replicas": 2, "tier": "ondemand",
+             "rollout": {"maxSurge": "25%", "maxUnavailable": 0},
+             "template": {"containers": [
+                 {"name": "main", "image": "registry.internal/shop/cart:1.0.0",
+                  "resources": {"cpu": "500m", "memory": 1073741824}}]}},
+}
+
+
+@pytest.fixture(scope="module")
+def host() -> Iterator[Any]:
+    """A kubernetes ApiClient for the host context of a fresh one-cluster fleet."""
+    try:
+        from reconciler.fleet import build
+        from reconciler.fleet import fleet as fleet_mod
+        from reconciler.fleet.errors import FleetError
+    except ImportError:  # pragma: no cover - the fleet package is not there
+        pytest.skip("reconciler.fleet is not available")
+    if build.find_go() is None and not build.binaries_present(build.bin_dir()):
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("CI=true but the fleet cannot be built: " + build.ENABLE_HINT)
+        pytest.skip("needs Go or cached fleet binaries: " + build.ENABLE_HINT)
+    from kubernetes import config
+
+    build.ensure_binaries(echo=lambda _m: None)
+    directory = build.cache_root() / f"fleet-e2e-crds-{os.getpid()}"
+    try:
+        state = fleet_mod.up(SINGLE, directory, echo=lambda _m: None)
+    except FleetError as exc:
+        fleet_mod.down(directory, echo=lambda _m: None)
+        shutil.rmtree(directory, ignore_errors=True)
+        pytest.fail(f"fleet up failed: {exc}\n{exc.log_tail}", pytrace=False)
+    client = config.new_client_from_config(config_file=str(state.kubeconfig), context="host")
+    try:
+        yield client
+    finally:
+        client.close()
+        fleet_mod.down(directory, echo=lambda _m: None)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 60.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.3)
+
+
+def get_table(api: Any, path: str) -> dict[str, Any]:
+    """GET ``path`` as a meta.k8s.io Table (what kubectl get prints), for any client version."""
+    headers = {"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}
+    token = api.configuration.get_api_key_with_prefix("authorization")
+    if token:
+        headers["Authorization"] = token
+    response = api.rest_client.request("GET", api.configuration.host + path, headers=headers)
+    data = response.data if getattr(response, "data", None) else response.read()
+    return json.loads(data)  # type: ignore[no-any-return]
+
+
+def test_crds_are_established_and_store_a_workload(host: Any) -> None:
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    ext = client.ApiextensionsV1Api(host)
+    for definition in all_crds():
+        ext.create_custom_resource_definition(definition)
+
+    def established() -> bool:
+        for definition in all_crds():
+            got = ext.read_custom_resource_definition(definition["metadata"]["name"])
+            conditions = {c.type: c.status for c in got.status.conditions or []}
+            assert conditions.get("NonStructuralSchema") != "True", got.metadata.name
+            if conditions.get("Established") != "True":
+                return False
+        return True
+
+    wait_for("every CRD to be established", established)
+
+    client.CoreV1Api(host).create_namespace({"metadata": {"name": "shop"}})
+    custom = client.CustomObjectsApi(host)
+    resource = custom_resource(APP)
+    created = custom.create_namespaced_custom_object(
+        "pincompute.io", "v1", "shop", "pinapps", resource, field_validation="Strict")
+    assert created["metadata"]["labels"][PROJECT_LABEL] == "shop"
+    # stored exactly as written: no server-side defaults sneak in
+    assert created["spec"] == resource["spec"]
+
+    # unknown fields and invalid values are refused by the schema
+    typo = json.loads(json.dumps(resource))
+    typo["metadata"]["name"] = "typo"
+    typo["spec"]["replicass"] = 3
+    with pytest.raises(ApiException) as refused:
+        custom.create_namespaced_custom_object(
+            "pincompute.io", "v1", "shop", "pinapps", typo, field_validation="Strict")
+    assert refused.value.status in (400, 422) and "replicass" in str(refused.value.body)
+    bad = json.loads(json.dumps(resource))
+    bad["metadata"]["name"] = "bad"
+    bad["spec"]["tier"] = "gold"
+    with pytest.raises(ApiException) as invalid:
+        custom.create_namespaced_custom_object("pincompute.io", "v1", "shop", "pinapps", bad)
+    assert invalid.value.status == 422 and "spec.tier" in str(invalid.value.body)
+
+    # the status subresource: the reconciler's aggregated status, per cluster
+    status = {"status": {
+        "phase": "Ready", "ready": "2/2", "replicas": 2, "readyReplicas": 2,
+        "observedRevision": "0123abcd", "observedGeneration": 1,
+        "conditions": [{"type": "Ready", "status": "True", "reason": "AllClustersReady",
+                        "lastTransitionTime": "2025-01-01T00:00:00Z"}],
+        "clusters": [{"name": "solo", "phase": "Ready", "replicas": 2, "readyReplicas": 2}],
+    }}
+    patched = custom.patch_namespaced_custom_object_status(
+        "pincompute.io", "v1", "shop", "pinapps", "cart", status)
+    assert patched["status"]["clusters"][0]["readyReplicas"] == 2
+    assert patched["spec"] == resource["spec"]
+
+    # the printer columns, as kubectl get shows them
+    table = get_table(host, "/apis/pincompute.io/v1/namespaces/shop/pinapps")
+    columns = [c["name"] for c in table["columnDefinitions"]]
+    assert columns == ["Name", "Project", "Tier", "Ready", "Phase", "Age"]
+    (row,) = table["rows"]
+    assert row["cells"][:5] == ["cart", "shop", "ondemand", "2/2", "Ready"]
