@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pincompile.diagnostics import Location
 from pincompile.loader import Document
@@ -36,39 +36,61 @@ class Catalog:
     """All specs of one repository revision."""
 
     entries: list[Entry[Resource]] = field(default_factory=list)
+    _memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def add(self, entry: Entry[Resource]) -> None:
         self.entries.append(entry)
+        self._memo.clear()
+
+    def _cached(self, name: str, build: Callable[[], Any]) -> Any:
+        """The indexes below are built once per set of entries (callers ask for them once
+        per workload: rebuilding each time would make a compile quadratic)."""
+        if self._memo.get("#entries") != len(self.entries):
+            self._memo.clear()
+            self._memo["#entries"] = len(self.entries)
+        if name not in self._memo:
+            self._memo[name] = build()
+        return self._memo[name]
 
     def of_kind(self, kind: str) -> Iterator[Entry[Resource]]:
         return (e for e in self.entries if e.resource.kind == kind)
 
     @property
     def clusters(self) -> dict[str, Entry[Cluster]]:
-        return _first_by_name(self.entries, Cluster)
+        return dict(self._cached("clusters", lambda: _first_by_name(self.entries, Cluster)))
 
     @property
     def projects(self) -> dict[str, Entry[Project]]:
-        return _first_by_name(self.entries, Project)
+        return dict(self._cached("projects", lambda: _first_by_name(self.entries, Project)))
 
     @property
     def sidecars(self) -> dict[str, Entry[PinterestSideCar]]:
-        return _first_by_name(self.entries, PinterestSideCar)
+        return dict(self._cached("sidecars",
+                                 lambda: _first_by_name(self.entries, PinterestSideCar)))
 
     @property
     def runtime(self) -> Entry[RuntimeProfile] | None:
-        profiles = [e for e in self.entries if isinstance(e.resource, RuntimeProfile)]
-        return profiles[0] if profiles else None  # type: ignore[return-value]
+        def first() -> Entry[RuntimeProfile] | None:
+            profiles = [e for e in self.entries if isinstance(e.resource, RuntimeProfile)]
+            return profiles[0] if profiles else None  # type: ignore[return-value]
+
+        return self._cached("runtime", first)  # type: ignore[no-any-return]
 
     @property
     def workloads(self) -> list[Entry[Workload]]:
-        items = [e for e in self.entries if isinstance(e.resource, Workload)]
-        return sorted(items, key=lambda e: e.resource.key)  # type: ignore[arg-type,return-value]
+        def build() -> list[Entry[Workload]]:
+            items = [e for e in self.entries if isinstance(e.resource, Workload)]
+            return sorted(items, key=lambda e: e.resource.key)  # type: ignore[arg-type,return-value]
+
+        return list(self._cached("workloads", build))
 
     @property
     def scalers(self) -> list[Entry[PinScaler]]:
-        items = [e for e in self.entries if isinstance(e.resource, PinScaler)]
-        return sorted(items, key=lambda e: e.resource.key)  # type: ignore[arg-type,return-value]
+        def build() -> list[Entry[PinScaler]]:
+            items = [e for e in self.entries if isinstance(e.resource, PinScaler)]
+            return sorted(items, key=lambda e: e.resource.key)  # type: ignore[arg-type,return-value]
+
+        return list(self._cached("scalers", build))
 
 
 def _first_by_name(entries: list[Entry[Resource]], cls: type[R]) -> dict[str, Entry[R]]:
