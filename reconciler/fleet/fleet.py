@@ -1,0 +1,564 @@
+"""Bring a local fleet up, report on it, and take it down again.
+
+Layout of a fleet directory (default ``${PINCOMPILE_CACHE:-~/.cache/pincompile}/fleet``)::
+
+    state.json        what runs: ports, pids (+ start times), versions, contexts
+    kubeconfig        contexts `host` and one per Cluster (spec.context)
+    pki/              self-signed CA, serving and client certs, SA signing key
+    etcd/             the one etcd's data; each control plane has its own --etcd-prefix
+    clusters/<name>/  component kubeconfigs
+    logs/             one log file per process
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import ssl
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+
+from reconciler.fleet import addons, build, storage
+from reconciler.fleet.certs import Pki, generate_pki
+from reconciler.fleet.clusters import ClusterSpec, ClusterSpecError, load_clusters
+from reconciler.fleet.errors import FleetError
+from reconciler.fleet.nodes import KWOK_SELECTOR, generate_nodes, host_cluster
+from reconciler.fleet.ports import claim_ports, release_ports
+from reconciler.fleet.processes import (
+    Proc,
+    client_ssl_context,
+    is_alive,
+    log_tail,
+    spawn,
+    stop,
+    wait_until_ready,
+)
+
+HOST = "host"
+STATE_FILE = "state.json"
+LOCK_FILE = ".lock"
+STAGES = Path(__file__).with_name("stages.yaml")
+SERVICE_CIDR = "10.96.0.0/16"
+APISERVER_TIMEOUT = 180.0
+SETTLE_TIMEOUT = 120.0
+#: controllers the fleet does not need (no cloud, no volumes to attach, no CSR signing)
+DISABLED_CONTROLLERS = (
+    "bootstrap-signer-controller", "token-cleaner-controller",
+    "cloud-node-lifecycle-controller", "service-lb-controller", "node-route-controller",
+    "node-ipam-controller", "persistentvolume-attach-detach-controller",
+    "persistentvolume-expander-controller", "certificatesigningrequest-signing-controller",
+    "certificatesigningrequest-approving-controller",
+    "certificatesigningrequest-cleaner-controller",
+)
+
+#: shutdown order: clients of the apiservers first, etcd last (all at once is slower)
+STOP_ORDER = ("kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd")
+
+Echo = Callable[[str], None]
+
+
+def stop_fleet(procs: list[Proc]) -> list[Proc]:
+    """Stop the processes in :data:`STOP_ORDER`; return those that still run."""
+    def rank(proc: Proc) -> int:
+        name = proc.name.split("[", 1)[0]
+        return STOP_ORDER.index(name) if name in STOP_ORDER else 0
+
+    left: list[Proc] = []
+    for group in sorted({rank(p) for p in procs}):
+        left += stop([p for p in procs if rank(p) == group])
+    return left
+
+
+def _clusters(count: int) -> str:
+    return f"{count} cluster{'' if count == 1 else 's'}"
+
+
+def default_dir() -> Path:
+    """``${PINCOMPILE_CACHE:-~/.cache/pincompile}/fleet``."""
+    return build.cache_root() / "fleet"
+
+
+def port_registry() -> Path:
+    """The file in which fleets claim their ports."""
+    return build.cache_root() / "fleet-ports.json"
+
+
+@dataclass
+class ClusterRuntime:
+    """One running control plane of the fleet."""
+
+    name: str
+    context: str
+    port: int
+    controller_manager_port: int
+    scheduler_port: int
+    etcd_prefix: str
+    nodes: list[str] = field(default_factory=list)
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+
+@dataclass
+class FleetState:
+    """Everything ``up`` recorded about a fleet (persisted as ``state.json``)."""
+
+    dir: Path
+    phase: str = "starting"
+    owner_pid: int = 0
+    bin_dir: str = ""
+    versions: dict[str, str] = field(default_factory=dict)
+    clusters_path: str = ""
+    etcd_port: int = 0
+    etcd_peer_port: int = 0
+    clusters: list[ClusterRuntime] = field(default_factory=list)
+    procs: list[Proc] = field(default_factory=list)
+    started_at: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.dir / "kubeconfig"
+
+    @property
+    def contexts(self) -> dict[str, str]:
+        """Cluster name -> kubeconfig context (includes ``host``)."""
+        return {c.name: c.context for c in self.clusters}
+
+    def cluster(self, name: str) -> ClusterRuntime:
+        for runtime in self.clusters:
+            if name in (runtime.name, runtime.context):
+                return runtime
+        raise KeyError(name)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dir": str(self.dir), "phase": self.phase, "owner_pid": self.owner_pid,
+            "bin_dir": self.bin_dir, "versions": self.versions,
+            "clusters_path": self.clusters_path, "kubeconfig": str(self.kubeconfig),
+            "etcd_port": self.etcd_port, "etcd_peer_port": self.etcd_peer_port,
+            "clusters": [{**vars(c), "server": c.server} for c in self.clusters],
+            "procs": [p.to_json() for p in self.procs],
+            "started_at": self.started_at, "timings": self.timings,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> FleetState:
+        clusters = [ClusterRuntime(**{k: v for k, v in c.items() if k != "server"})
+                    for c in data.get("clusters", [])]
+        return cls(
+            dir=Path(data["dir"]), phase=data.get("phase", "starting"),
+            owner_pid=int(data.get("owner_pid", 0)), bin_dir=data.get("bin_dir", ""),
+            versions=dict(data.get("versions", {})),
+            clusters_path=data.get("clusters_path", ""),
+            etcd_port=int(data.get("etcd_port", 0)),
+            etcd_peer_port=int(data.get("etcd_peer_port", 0)), clusters=clusters,
+            procs=[Proc.from_json(p) for p in data.get("procs", [])],
+            started_at=float(data.get("started_at", 0.0)),
+            timings=dict(data.get("timings", {})),
+        )
+
+    def save(self) -> None:
+        tmp = self.dir / f"{STATE_FILE}.tmp"
+        tmp.write_text(json.dumps(self.to_json(), indent=2))
+        tmp.replace(self.dir / STATE_FILE)
+
+
+def read_state(directory: Path) -> FleetState | None:
+    """The recorded state of the fleet in ``directory``, if any."""
+    path = directory / STATE_FILE
+    try:
+        return FleetState.from_json(json.loads(path.read_text()))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise FleetError(f"{path} is unreadable ({exc}); remove {directory} by hand") from exc
+
+
+def is_running(state: FleetState) -> bool:
+    """True when the fleet finished starting and all its processes still run."""
+    return state.phase == "up" and bool(state.procs) and all(is_alive(p) for p in state.procs)
+
+
+@contextlib.contextmanager
+def _dir_lock(directory: Path) -> Iterator[None]:
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / LOCK_FILE, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            raise FleetError(f"another `pincompile fleet` command is working on {directory}"
+                             ) from exc
+        yield
+
+
+@contextlib.contextmanager
+def _step(label: str, echo: Echo, timings: dict[str, float]) -> Iterator[None]:
+    start = time.monotonic()
+    yield
+    took = time.monotonic() - start
+    timings[label] = round(took, 2)
+    echo(f"  {label:<38} {took:6.1f}s")
+
+
+def _clean(directory: Path) -> None:
+    """Remove everything ``up`` creates in ``directory`` (not the lock file)."""
+    for child in directory.iterdir():
+        if child.name == LOCK_FILE:
+            continue
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
+
+
+def _b64(path: Path) -> str:
+    return base64.b64encode(path.read_bytes()).decode()
+
+
+def write_kubeconfig(path: Path, entries: list[tuple[str, str]], pki: Pki, who: str,
+                     embed: bool = True, current: str | None = None) -> None:
+    """Write a kubeconfig with one context per (context, server), all as user ``who``."""
+    def files(kind: str, p: Path) -> dict[str, str]:
+        return {f"{kind}-data": _b64(p)} if embed else {kind: str(p)}
+
+    config = {
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": ctx, "cluster": {"server": server,
+                                               **files("certificate-authority", pki.ca_cert)}}
+                     for ctx, server in entries],
+        "users": [{"name": f"fleet-{who}",
+                   "user": {**files("client-certificate", pki.client_cert(who)),
+                            **files("client-key", pki.client_key(who))}}],
+        "contexts": [{"name": ctx, "context": {"cluster": ctx, "user": f"fleet-{who}"}}
+                     for ctx, _ in entries],
+        "current-context": current or entries[0][0],
+    }
+    yaml = YAML()
+    yaml.default_flow_style = False
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w") as out:
+        yaml.dump(config, out)
+    tmp.chmod(0o600)
+    tmp.replace(path)
+
+
+def apiserver_args(state: FleetState, runtime: ClusterRuntime, pki: Pki) -> list[str]:
+    """Command line of one kube-apiserver."""
+    return [
+        f"{state.bin_dir}/kube-apiserver",
+        "--bind-address=127.0.0.1", f"--secure-port={runtime.port}",
+        "--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none",
+        f"--etcd-servers=http://127.0.0.1:{state.etcd_port}",
+        f"--etcd-prefix={runtime.etcd_prefix}",
+        f"--tls-cert-file={pki.serving_cert}", f"--tls-private-key-file={pki.serving_key}",
+        f"--client-ca-file={pki.ca_cert}",
+        f"--requestheader-client-ca-file={pki.ca_cert}",
+        "--requestheader-allowed-names=front-proxy-client",
+        "--requestheader-username-headers=X-Remote-User",
+        "--requestheader-group-headers=X-Remote-Group",
+        "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+        f"--proxy-client-cert-file={pki.client_cert('front-proxy-client')}",
+        f"--proxy-client-key-file={pki.client_key('front-proxy-client')}",
+        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+        f"--service-account-key-file={pki.sa_pub}",
+        f"--service-account-signing-key-file={pki.sa_key}",
+        f"--service-cluster-ip-range={SERVICE_CIDR}",
+        "--authorization-mode=RBAC", "--allow-privileged=true",
+        # GPU nodes are tainted nvidia.com/gpu; pods requesting GPUs get the toleration.
+        "--enable-admission-plugins=ExtendedResourceToleration",
+        "--enable-priority-and-fairness=false", "--profiling=false",
+        "--event-ttl=30m",
+    ]
+
+
+def _component_common(kubeconfig: Path, port: int) -> list[str]:
+    return [f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}", "--bind-address=127.0.0.1",
+            f"--secure-port={port}", "--leader-elect=false"]
+
+
+def controller_manager_args(state: FleetState, runtime: ClusterRuntime, pki: Pki,
+                            kubeconfig: Path) -> list[str]:
+    """Command line of one kube-controller-manager."""
+    disabled = ",".join(f"-{c}" for c in DISABLED_CONTROLLERS)
+    return [
+        f"{state.bin_dir}/kube-controller-manager",
+        *_component_common(kubeconfig, runtime.controller_manager_port),
+        f"--controllers=*,{disabled}", f"--cluster-name={runtime.name}",
+        f"--service-account-private-key-file={pki.sa_key}", f"--root-ca-file={pki.ca_cert}",
+        f"--service-cluster-ip-range={SERVICE_CIDR}",
+        "--kube-api-qps=200", "--kube-api-burst=400",
+    ]
+
+
+def scheduler_args(state: FleetState, runtime: ClusterRuntime, kubeconfig: Path) -> list[str]:
+    """Command line of one kube-scheduler."""
+    return [f"{state.bin_dir}/kube-scheduler",
+            *_component_common(kubeconfig, runtime.scheduler_port),
+            "--kube-api-qps=200", "--kube-api-burst=400"]
+
+
+def kwok_args(state: FleetState, index: int, kubeconfig: Path) -> list[str]:
+    """Command line of one kwok (fakes the nodes annotated kwok.x-k8s.io/node=fake)."""
+    return [f"{state.bin_dir}/kwok", f"--kubeconfig={kubeconfig}", f"--config={STAGES}",
+            "--manage-all-nodes=false", f"--manage-nodes-with-annotation-selector={KWOK_SELECTOR}",
+            "--node-ip=127.0.0.1", f"--cidr=10.{64 + index % 64}.0.1/16", "--v=WARN"]
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "GOFLAGS")}
+    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
+    return env
+
+
+def _api_client(state: FleetState, context: str) -> Any:
+    from kubernetes import config as kconfig
+
+    return kconfig.new_client_from_config(config_file=str(state.kubeconfig), context=context)
+
+
+def _create_nodes(state: FleetState, specs: dict[str, ClusterSpec]) -> None:
+    """Create every cluster's kwok Node objects, addon CRDs and storage classes."""
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    for runtime in state.clusters:
+        spec = specs[runtime.name]
+        api = _api_client(state, runtime.context)
+        try:
+            core: Any = client.CoreV1Api(api)
+            nodes = generate_nodes(spec, general_nodes=1 if runtime.name == HOST else 3)
+            for node in nodes:
+                core.create_node(body=node)
+                # status is not always kept on create; set it explicitly (kwok keeps it)
+                core.patch_node_status(node["metadata"]["name"], {"status": node["status"]})
+            runtime.nodes = [n["metadata"]["name"] for n in nodes]
+            addons.install(api, spec.addons)
+            storage.install(api)
+        except ApiException as exc:
+            raise FleetError(f"cluster {runtime.name}: creating nodes failed: "
+                             f"{exc.status} {exc.reason}") from exc
+        finally:
+            api.close()
+
+
+def _wait_settled(state: FleetState, timeout: float) -> None:
+    """Wait until every cluster's nodes are Ready and its default ServiceAccount exists."""
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    deadline = time.monotonic() + timeout
+    pending = list(state.clusters)
+    clients = {r.name: _api_client(state, r.context) for r in pending}
+    why = ""
+    try:
+        while pending:
+            for proc in state.procs:
+                if not is_alive(proc):
+                    raise FleetError(f"{proc.name} exited during startup (log: {proc.log})",
+                                     log_tail(proc.log))
+            still = []
+            for runtime in pending:
+                core: Any = client.CoreV1Api(clients[runtime.name])
+                try:
+                    nodes = core.list_node(label_selector="type=kwok").items
+                    ready = [n.metadata.name for n in nodes if any(
+                        c.type == "Ready" and c.status == "True"
+                        for c in (n.status.conditions or []))]
+                    if len(ready) < len(runtime.nodes):
+                        why = f"{runtime.name}: {len(ready)}/{len(runtime.nodes)} nodes Ready"
+                        still.append(runtime)
+                        continue
+                    core.read_namespaced_service_account("default", "default")
+                except ApiException as exc:
+                    why = f"{runtime.name}: {exc.status} {exc.reason}"
+                    still.append(runtime)
+            pending = still
+            if pending and time.monotonic() > deadline:
+                kwok = next((p for p in state.procs if p.name.startswith("kwok")), None)
+                tail = log_tail(kwok.log) if kwok else ""
+                raise FleetError(f"fleet did not settle within {timeout:.0f}s ({why})", tail)
+            if pending:
+                time.sleep(0.5)
+    finally:
+        for api in clients.values():
+            api.close()
+
+
+def up(clusters_path: str | Path, directory: str | Path | None = None,
+       echo: Echo = print) -> FleetState:
+    """Start the fleet (no-op when it already runs). Raises FleetError/ClusterSpecError."""
+    directory = Path(directory or default_dir()).expanduser().resolve()
+    specs_list = load_clusters(clusters_path)
+    if not specs_list:
+        raise ClusterSpecError(f"{clusters_path}: no `kind: Cluster` documents found")
+    for spec in specs_list:
+        if HOST in (spec.name, spec.context):
+            raise ClusterSpecError(f"{spec.source}: the name/context {HOST!r} is reserved "
+                                   "for the fleet's host control plane")
+    with _dir_lock(directory):
+        old = read_state(directory)
+        if old is not None and is_running(old):
+            echo(f"fleet already up in {directory} ({_clusters(len(old.clusters) - 1)} + host)")
+            wanted = {HOST, *(s.name for s in specs_list)}
+            if wanted != {c.name for c in old.clusters}:
+                echo(f"note: it runs the clusters of {old.clusters_path}, not those of "
+                     f"{clusters_path}; run `pincompile fleet down` first to change them")
+            echo(f"kubeconfig: {old.kubeconfig}")
+            return old
+        if old is not None:
+            echo(f"cleaning up a stopped or broken fleet in {directory}")
+            stop_fleet(old.procs)
+            release_ports(port_registry(), str(directory))
+        timings: dict[str, float] = {}
+        total = time.monotonic()
+        echo(f"starting fleet in {directory}")
+        with _step("binaries (build or cache)", echo, timings):
+            bins = build.ensure_binaries(echo=echo)
+        _clean(directory)
+        specs = {HOST: host_cluster(), **{s.name: s for s in specs_list}}
+        state = FleetState(dir=directory, owner_pid=os.getpid(), bin_dir=str(bins),
+                           versions=build.versions(),
+                           clusters_path=str(Path(clusters_path).resolve()),
+                           started_at=time.time(), timings=timings)
+        state.save()
+        try:
+            _start(state, specs, echo, timings)
+        except BaseException:
+            stop_fleet(state.procs)
+            release_ports(port_registry(), str(directory))
+            (directory / STATE_FILE).unlink(missing_ok=True)
+            raise
+        timings["total"] = round(time.monotonic() - total, 2)
+        state.phase = "up"
+        state.save()
+        echo(f"fleet up in {timings['total']:.1f}s: {_clusters(len(specs_list))} + host, "
+             f"{len(state.procs)} processes")
+        echo(f"kubeconfig: {state.kubeconfig}")
+        echo(f"  contexts: {', '.join(r.context for r in state.clusters)}")
+        echo(f"  use it: export KUBECONFIG={state.kubeconfig}")
+        if shutil.which("kubectl"):
+            echo(f"  try: kubectl --context {state.clusters[-1].context} get nodes")
+        return state
+
+
+def _start(state: FleetState, specs: dict[str, ClusterSpec], echo: Echo,
+           timings: dict[str, float]) -> None:
+    directory = state.dir
+    env = _env()
+    logs = directory / "logs"
+    with _step("certificates", echo, timings):
+        pki = generate_pki(directory / "pki")
+    with _step("ports", echo, timings):
+        ports = claim_ports(port_registry(), str(directory), 2 + 3 * len(specs))
+    state.etcd_port, state.etcd_peer_port = ports[0], ports[1]
+    for i, (name, spec) in enumerate(specs.items()):
+        p = ports[2 + 3 * i: 5 + 3 * i]
+        state.clusters.append(ClusterRuntime(name=name, context=spec.context, port=p[0],
+                                             controller_manager_port=p[1],
+                                             scheduler_port=p[2],
+                                             etcd_prefix=f"/pincompile/{name}"))
+    state.save()
+    write_kubeconfig(state.kubeconfig, [(r.context, r.server) for r in state.clusters],
+                     pki, "admin")
+
+    with _step("etcd", echo, timings):
+        etcd_url = f"http://127.0.0.1:{state.etcd_port}"
+        peer_url = f"http://127.0.0.1:{state.etcd_peer_port}"
+        etcd = spawn("etcd", [
+            f"{state.bin_dir}/etcd", "--name=fleet", f"--data-dir={directory / 'etcd'}",
+            f"--listen-client-urls={etcd_url}", f"--advertise-client-urls={etcd_url}",
+            f"--listen-peer-urls={peer_url}", f"--initial-advertise-peer-urls={peer_url}",
+            f"--initial-cluster=fleet={peer_url}", "--initial-cluster-state=new",
+            "--unsafe-no-fsync", "--quota-backend-bytes=4294967296",
+            "--auto-compaction-retention=5m", "--auto-compaction-mode=periodic",
+            "--log-level=warn",
+        ], logs / "etcd.log", env=env)
+        state.procs.append(etcd)
+        state.save()
+        wait_until_ready([(etcd, f"{etcd_url}/health", None)], timeout=60)
+
+    admin_ctx = client_ssl_context(pki.ca_cert, pki.client_cert("admin"),
+                                   pki.client_key("admin"))
+    with _step(f"kube-apiserver x{len(state.clusters)}", echo, timings):
+        waits: list[tuple[Proc, str, ssl.SSLContext | None]] = []
+        for runtime in state.clusters:
+            proc = spawn(f"kube-apiserver[{runtime.name}]",
+                         apiserver_args(state, runtime, pki),
+                         logs / f"{runtime.name}.kube-apiserver.log", env=env)
+            state.procs.append(proc)
+            waits.append((proc, f"{runtime.server}/readyz", admin_ctx))
+        state.save()
+        wait_until_ready(waits, timeout=APISERVER_TIMEOUT)
+
+    with _step("nodes, CRDs, storage classes", echo, timings):
+        _create_nodes(state, specs)
+
+    with _step("controller-managers, schedulers, kwok", echo, timings):
+        insecure = ssl.create_default_context()
+        insecure.check_hostname = False
+        insecure.verify_mode = ssl.CERT_NONE  # self-signed serving certs of the components
+        waits = []
+        for index, runtime in enumerate(state.clusters):
+            cdir = directory / "clusters" / runtime.name
+            cdir.mkdir(parents=True, exist_ok=True)
+            kcs = {}
+            for who in ("controller-manager", "scheduler", "kwok"):
+                kcs[who] = cdir / f"{who}.kubeconfig"
+                write_kubeconfig(kcs[who], [(runtime.context, runtime.server)], pki, who,
+                                 embed=False)
+            kcm = spawn(f"kube-controller-manager[{runtime.name}]",
+                        controller_manager_args(state, runtime, pki, kcs["controller-manager"]),
+                        logs / f"{runtime.name}.kube-controller-manager.log", env=env)
+            sched = spawn(f"kube-scheduler[{runtime.name}]",
+                          scheduler_args(state, runtime, kcs["scheduler"]),
+                          logs / f"{runtime.name}.kube-scheduler.log", env=env)
+            kwok = spawn(f"kwok[{runtime.name}]", kwok_args(state, index, kcs["kwok"]),
+                         logs / f"{runtime.name}.kwok.log", env=env)
+            state.procs += [kcm, sched, kwok]
+            waits += [
+                (kcm, f"https://127.0.0.1:{runtime.controller_manager_port}/healthz", insecure),
+                (sched, f"https://127.0.0.1:{runtime.scheduler_port}/readyz", insecure),
+            ]
+        state.save()
+        wait_until_ready(waits, timeout=SETTLE_TIMEOUT)
+
+    with _step("nodes Ready, service accounts", echo, timings):
+        _wait_settled(state, timeout=SETTLE_TIMEOUT)
+
+
+def down(directory: str | Path | None = None, echo: Echo = print) -> bool:
+    """Stop every process the fleet in ``directory`` recorded and remove its state.
+
+    Returns False when there was no fleet to stop.
+    """
+    directory = Path(directory or default_dir()).expanduser().resolve()
+    if not (directory / STATE_FILE).exists():
+        echo(f"no fleet in {directory}")
+        return False
+    with _dir_lock(directory):
+        state = read_state(directory)
+        if state is None:
+            echo(f"no fleet in {directory}")
+            return False
+        start = time.monotonic()
+        left = stop_fleet(state.procs)
+        if left:
+            raise FleetError("could not stop: " + ", ".join(f"{p.name} (pid {p.pid})"
+                                                            for p in left))
+        release_ports(port_registry(), str(directory))
+        _clean(directory)
+        echo(f"fleet in {directory} stopped ({len(state.procs)} processes) "
+             f"in {time.monotonic() - start:.1f}s")
+        return True

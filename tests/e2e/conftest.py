@@ -1,0 +1,137 @@
+"""A real local fleet for e2e tests: one ``fleet up`` per session, ``fleet down`` at the end.
+
+Tests marked ``@pytest.mark.e2e`` ask for the ``fleet`` fixture (or ``e2e_toolchain`` when
+they manage a fleet of their own). The fleet uses the Cluster specs in
+``$PINCOMPILE_E2E_CLUSTERS`` (default: ``examples/platform`` when present, else
+``tests/e2e/fixtures/clusters``). The first run builds the binaries (cached afterwards).
+Without Go (and without cached binaries) the e2e tests are skipped; with ``CI=true`` that
+is an error instead.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reconciler.fleet import build
+from reconciler.fleet import fleet as fleet_mod
+from reconciler.fleet.clusters import ClusterSpec, load_clusters
+from reconciler.fleet.errors import FleetError
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURE_CLUSTERS = Path(__file__).parent / "fixtures" / "clusters"
+ENABLE = ("e2e tests need Go >= 1.26 to build the fleet once (or cached binaries): "
+          + build.ENABLE_HINT + "; CI=true makes this an error")
+
+
+def clusters_path() -> Path:
+    """Cluster specs the session fleet is built from."""
+    env = os.environ.get("PINCOMPILE_E2E_CLUSTERS")
+    if env:
+        return Path(env)
+    examples = REPO / "examples" / "platform"
+    if examples.exists() and load_clusters(examples):
+        return examples
+    return FIXTURE_CLUSTERS
+
+
+def _toolchain_missing() -> bool:
+    if build.find_go() is not None:
+        return False
+    try:
+        return not build.binaries_present(build.bin_dir())
+    except FleetError:
+        return True
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Fold every "no toolchain" skip into ONE summary line (pytest groups by location)."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    longrepr = report.longrepr
+    if report.skipped and isinstance(longrepr, tuple) and ENABLE in str(longrepr[2]):
+        report.longrepr = (__file__, 1, longrepr[2])
+
+
+@pytest.fixture(scope="session")
+def e2e_toolchain() -> Path:
+    """The fleet's binary directory; skips (or fails under CI=true) without Go."""
+    if _toolchain_missing():
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("CI=true but " + ENABLE, pytrace=False)
+        pytest.skip(ENABLE)
+    try:
+        return build.ensure_binaries(echo=lambda m: print(m, flush=True))
+    except FleetError as exc:
+        pytest.fail(f"{exc}\n{exc.log_tail}", pytrace=False)
+
+
+def _reap_leftover_fleets(root: Path) -> None:
+    """Stop fleets of earlier e2e sessions that died without tearing down."""
+    for directory in root.glob("fleet-e2e-*"):
+        try:
+            pid = int(directory.name.rsplit("-", 1)[1])
+        except ValueError:
+            continue
+        if pid != os.getpid() and not Path(f"/proc/{pid}").exists():
+            try:
+                fleet_mod.down(directory, echo=lambda _m: None)
+            except FleetError:
+                continue
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+def new_fleet_dir(tag: str) -> Path:
+    """A fleet directory owned by this test session (cleaned up if the session dies)."""
+    root = build.cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    return root / f"fleet-e2e-{tag}-{os.getpid()}"
+
+
+@pytest.fixture(scope="session")
+def fleet(e2e_toolchain: Path) -> Iterator[fleet_mod.FleetState]:
+    """A running fleet (host + one control plane per Cluster spec) for the session."""
+    _reap_leftover_fleets(build.cache_root())
+    directory = new_fleet_dir("session")
+    start = time.monotonic()
+    try:
+        state = fleet_mod.up(clusters_path(), directory, echo=lambda m: print(m, flush=True))
+    except FleetError as exc:
+        pytest.fail(f"fleet up failed: {exc}\n{exc.log_tail}", pytrace=False)
+    print(f"e2e fleet up in {time.monotonic() - start:.1f}s", flush=True)
+    try:
+        yield state
+    finally:
+        fleet_mod.down(directory, echo=lambda m: print(m, flush=True))
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def fleet_specs(fleet: fleet_mod.FleetState) -> dict[str, ClusterSpec]:
+    """Cluster specs of the session fleet, by name (without the host)."""
+    return {s.name: s for s in load_clusters(fleet.clusters_path)}
+
+
+@pytest.fixture(scope="session")
+def kube(fleet: fleet_mod.FleetState) -> Iterator[Callable[[str], Any]]:
+    """``kube(context)`` -> a kubernetes.client.ApiClient for that context of the fleet."""
+    from kubernetes import config
+
+    clients: dict[str, Any] = {}
+
+    def get(context: str) -> Any:
+        if context not in clients:
+            clients[context] = config.new_client_from_config(
+                config_file=str(fleet.kubeconfig), context=context)
+        return clients[context]
+
+    yield get
+    for client in clients.values():
+        client.close()
