@@ -1,19 +1,14 @@
 """The CRDs against a real API server: the host of a local fleet accepts them as structural,
 stores a custom resource, serves its status subresource and its printer columns.
 
-The session ``fleet`` fixture lives in ``tests/e2e/conftest.py`` and is only visible below
-``tests/e2e/``; this module starts a one-cluster fleet of its own (about 10 s) from the same
-``reconciler.fleet`` code and the same cached binaries.
+Uses the session fleet of ``tests/conftest.py``.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -22,8 +17,6 @@ from pincompile.crds import PROJECT_LABEL, all_crds, custom_resource
 
 pytestmark = pytest.mark.e2e
 
-REPO = Path(__file__).resolve().parents[2]
-SINGLE = REPO / "tests" / "e2e" / "fixtures" / "single"
 APP = {
     "apiVersion": "pincompute.io/v1", "kind": "PinApp",
     "metadata": {"name": "cart", "project": "shop", "labels": {"team": "shop"}},
@@ -36,35 +29,9 @@ APP = {
 
 
 @pytest.fixture(scope="module")
-def host() -> Iterator[Any]:
-    """A kubernetes ApiClient for the host context of a fresh one-cluster fleet."""
-    try:
-        from reconciler.fleet import build
-        from reconciler.fleet import fleet as fleet_mod
-        from reconciler.fleet.errors import FleetError
-    except ImportError:  # pragma: no cover - the fleet package is not there
-        pytest.skip("reconciler.fleet is not available")
-    if build.find_go() is None and not build.binaries_present(build.bin_dir()):
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("CI=true but the fleet cannot be built: " + build.ENABLE_HINT)
-        pytest.skip("needs Go or cached fleet binaries: " + build.ENABLE_HINT)
-    from kubernetes import config
-
-    build.ensure_binaries(echo=lambda _m: None)
-    directory = build.cache_root() / f"fleet-e2e-crds-{os.getpid()}"
-    try:
-        state = fleet_mod.up(SINGLE, directory, echo=lambda _m: None)
-    except FleetError as exc:
-        fleet_mod.down(directory, echo=lambda _m: None)
-        shutil.rmtree(directory, ignore_errors=True)
-        pytest.fail(f"fleet up failed: {exc}\n{exc.log_tail}", pytrace=False)
-    client = config.new_client_from_config(config_file=str(state.kubeconfig), context="host")
-    try:
-        yield client
-    finally:
-        client.close()
-        fleet_mod.down(directory, echo=lambda _m: None)
-        shutil.rmtree(directory, ignore_errors=True)
+def host(kube: Callable[[str], Any]) -> Any:
+    """A kubernetes ApiClient for the host context of the session fleet."""
+    return kube("host")
 
 
 def wait_for(what: str, check: Callable[[], Any], timeout: float = 60.0) -> Any:

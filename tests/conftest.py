@@ -1,4 +1,5 @@
-"""A real local fleet for e2e tests: one ``fleet up`` per session, ``fleet down`` at the end.
+"""Shared test fixtures, chiefly a real local fleet for e2e tests: one ``fleet up`` per
+session, ``fleet down`` at the end.
 
 Tests marked ``@pytest.mark.e2e`` ask for the ``fleet`` fixture (or ``e2e_toolchain`` when
 they manage a fleet of their own). The fleet uses the Cluster specs in
@@ -24,8 +25,8 @@ from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.clusters import ClusterSpec, load_clusters
 from reconciler.fleet.errors import FleetError
 
-REPO = Path(__file__).resolve().parents[2]
-FIXTURE_CLUSTERS = Path(__file__).parent / "fixtures" / "clusters"
+REPO = Path(__file__).resolve().parents[1]
+FIXTURE_CLUSTERS = Path(__file__).parent / "e2e" / "fixtures" / "clusters"
 ENABLE = ("e2e tests need Go >= 1.26 to build the fleet once (or cached binaries): "
           + build.ENABLE_HINT + "; CI=true makes this an error")
 
