@@ -8,6 +8,7 @@ UTF-8 text, and symlinks that leave the repository root are refused.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.constructor import DuplicateKeyError
+from ruamel.yaml.docinfo import DocInfo, version
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, SequenceNode
 
@@ -27,6 +29,19 @@ YAML_SUFFIXES = (".yaml", ".yml")
 MAX_FILE_BYTES = 16 * 1024 * 1024
 #: How many nodes a document may have once its aliases are expanded.
 MAX_EXPANDED_NODES = 200_000
+#: Flow collections ([...], {...}) nested deeper than this are refused before parsing: the
+#: YAML scanner's cost grows with the square of the depth (1,000 levels take seconds).
+MAX_FLOW_DEPTH = 100
+#: Explicit tags a spec may use; others (``!!python/...``, ``!!set``, ``!custom``, and
+#: ``!!str``, which round-trip loading keeps as a tagged scalar) build values no field holds.
+ALLOWED_TAGS = frozenset({"!!int", "!!float", "!!bool", "!!null", "!!map", "!!seq"})
+
+#: Text that makes a file that is not valid YAML worth reporting: it was meant as a spec.
+_SPEC_MARKER = re.compile(
+    r"pincompute\.io|^\s*kind:\s*[\"']?(Pin[A-Za-z]+|Cluster|Project|RuntimeProfile)\b",
+    re.MULTILINE)
+
+_BRACKETS = re.compile(r"[\[\]{}]")
 
 PathKey = tuple[str | int, ...]
 
@@ -40,6 +55,9 @@ class Document:
     data: Any
     line: int
     column: int
+    problems: list[Diagnostic] = field(default_factory=list)
+    """Loader findings reported only if the document turns out to be a spec (e.g. YAML tags,
+    which foreign files such as CloudFormation templates use freely)."""
 
     @property
     def kind(self) -> str | None:
@@ -87,9 +105,10 @@ def locate(
                     child = node[part]
                     # Block collections report the position of their first element better
                     # than the position of the value indicator.
-                    if isinstance(child, CommentedMap | CommentedSeq) and child.lc.line is not None:
-                        if not child or child.fa.flow_style():
-                            line, col = child.lc.line, child.lc.col
+                    if (isinstance(child, CommentedMap | CommentedSeq)
+                            and child.lc.line is not None
+                            and (not child or child.fa.flow_style())):
+                        line, col = child.lc.line, child.lc.col
                 best = Location(file, line + 1, col + 1)
                 node = node[part]
             elif isinstance(node, CommentedSeq) and isinstance(part, int) and part < len(node):
@@ -128,6 +147,44 @@ def _expanded_size(node: Node, memo: dict[int, int], limit: int) -> int:
                 break
     memo[id(node)] = total
     return total
+
+
+def _flow_too_deep(text: str) -> int | None:
+    """Offset of the first bracket nested deeper than ``MAX_FLOW_DEPTH`` (quotes are not
+    tracked: only text with over a hundred unbalanced brackets in strings is misjudged)."""
+    depth = 0
+    for match in _BRACKETS.finditer(text):
+        depth += 1 if match.group() in "[{" else -1
+        if depth > MAX_FLOW_DEPTH:
+            return match.start()
+        depth = max(depth, 0)
+    return None
+
+
+def _explicit_tag(node: Node) -> str | None:
+    """The tag as written (``!!set``, ``!x``), or None when the tag was resolved implicitly."""
+    ctag = getattr(node, "ctag", None)
+    handle = getattr(ctag, "handle", None)
+    return None if handle is None else f"{handle}{getattr(ctag, 'suffix', '')}"
+
+
+def _unsupported_tag(node: Node, seen: set[int]) -> Node | None:
+    """The first node with an explicit tag outside ``ALLOWED_TAGS`` (each node visited once)."""
+    if id(node) in seen:
+        return None
+    seen.add(id(node))
+    if _explicit_tag(node) not in (None, *ALLOWED_TAGS):
+        return node
+    children: list[Node] = []
+    if isinstance(node, SequenceNode):
+        children = list(node.value)
+    elif isinstance(node, MappingNode):
+        children = [n for pair in node.value for n in pair]
+    for child in children:
+        found = _unsupported_tag(child, seen)
+        if found is not None:
+            return found
+    return None
 
 
 def _yaml_error(file: str, exc: YAMLError) -> Diagnostic:
@@ -182,8 +239,21 @@ def load_text(file: str, raw: bytes | str) -> LoadResult:
     else:
         text = raw
     result.sources[file] = text
+    too_deep = _flow_too_deep(text)
+    if too_deep is not None:
+        if not _SPEC_MARKER.search(text):
+            return result  # someone else's YAML that we could not read anyway
+        line = text.count("\n", 0, too_deep) + 1
+        col = too_deep - (text.rfind("\n", 0, too_deep) + 1) + 1
+        result.diagnostics.append(Diagnostic(
+            file, line, col, "yaml-too-deep",
+            f"YAML nesting is too deep: more than {MAX_FLOW_DEPTH} levels of [ ] and {{ }}"))
+        return result
     yaml = _new_yaml()
     try:
+        # What YAML.load_all() sets up before parsing (a %YAML directive needs it).
+        yaml.doc_infos.append(DocInfo(requested_version=version(yaml.version)))
+        yaml.tags = {}
         constructor, parser = yaml.get_constructor_parser(text)
         composer = yaml.composer
         index = 0
@@ -199,21 +269,34 @@ def load_text(file: str, raw: bytes | str) -> LoadResult:
                         f"document expands to more than {MAX_EXPANDED_NODES} nodes through "
                         "YAML aliases; refused", "avoid deeply nested anchors and aliases"))
                     return result
+                tagged = _unsupported_tag(node, set())
                 data = constructor.construct_document(node)
                 mark = node.start_mark
                 if data is not None:
-                    result.documents.append(
-                        Document(file, index, data, mark.line + 1, mark.column + 1))
+                    doc = Document(file, index, data, mark.line + 1, mark.column + 1)
+                    if tagged is not None:
+                        tag_mark = tagged.start_mark
+                        doc.problems.append(Diagnostic(
+                            file, tag_mark.line + 1, tag_mark.column + 1, "unsupported-tag",
+                            f"YAML tag '{_explicit_tag(tagged)}' is not supported in specs",
+                            "remove the tag: specs use plain YAML values (quote a string)"))
+                    result.documents.append(doc)
                 index += 1
+                yaml.doc_infos.append(DocInfo(requested_version=version(yaml.version)))
         finally:
             parser.dispose()
     except YAMLError as exc:
-        result.diagnostics.append(_yaml_error(file, exc))
+        problem = _yaml_error(file, exc)
     except RecursionError:
-        result.diagnostics.append(Diagnostic(file, 1, 1, "yaml-too-deep",
-                                             "YAML nesting is too deep"))
-    except (ValueError, TypeError, OverflowError) as exc:  # constructor edge cases
-        result.diagnostics.append(Diagnostic(file, 1, 1, "yaml-syntax", f"invalid YAML: {exc}"))
+        problem = Diagnostic(file, 1, 1, "yaml-too-deep", "YAML nesting is too deep")
+    except (ValueError, TypeError, OverflowError, LookupError, AttributeError,
+            AssertionError) as exc:  # ruamel edge cases: never a traceback for odd input
+        problem = Diagnostic(file, 1, 1, "yaml-syntax", f"invalid YAML: {exc}")
+    else:
+        return result
+    # Broken YAML that is not a spec (a Helm template, someone else's config) is not ours.
+    if _SPEC_MARKER.search(text):
+        result.diagnostics.append(problem)
     return result
 
 

@@ -4,12 +4,23 @@ from __future__ import annotations
 
 from pincompile.models.base import API_VERSION, TIERS, Resource, Tier
 from pincompile.models.platform import (
-    WORKLOAD_KINDS, Cluster, Project, PinterestSideCar, RuntimeProfile,
+    WORKLOAD_KINDS,
+    Cluster,
+    PinterestSideCar,
+    Project,
+    RuntimeProfile,
 )
 from pincompile.models.pod import Container, PodTemplate, Volume
 from pincompile.models.workloads import (
-    PinApp, PinPod, PinScaler, PinterestCronJob, PinterestDaemon, PinterestJobSet,
-    PinterestService, PinterestTrainingJob, Workload,
+    PinApp,
+    PinPod,
+    PinScaler,
+    PinterestCronJob,
+    PinterestDaemon,
+    PinterestJobSet,
+    PinterestService,
+    PinterestTrainingJob,
+    Workload,
 )
 
 #: Every kind, by name, in the order documentation lists them.

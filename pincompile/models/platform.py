@@ -1,4 +1,5 @@
-"""Platform kinds, owned by the platform team: Cluster, Project, PinterestSideCar, RuntimeProfile."""
+"""Platform kinds (owned by the platform team): Cluster, Project, PinterestSideCar,
+RuntimeProfile."""
 
 from __future__ import annotations
 
@@ -8,7 +9,15 @@ from pydantic import Field, model_validator
 
 from pincompile.models.base import TIERS, Arch, Metadata, Placement, Resource, Strict, Tier
 from pincompile.models.pod import ContainerPort, EnvVar, Probes, Resources, Volume
-from pincompile.models.types import Image, KubernetesVersion, Label63, LabelKey, LabelValue, Name, Quantity
+from pincompile.models.types import (
+    Image,
+    KubernetesVersion,
+    Label63,
+    LabelKey,
+    LabelValue,
+    Name,
+    Quantity,
+)
 
 WORKLOAD_KINDS: tuple[str, ...] = (
     "PinPod", "PinApp", "PinterestService", "PinterestJobSet", "PinterestTrainingJob",
@@ -184,6 +193,12 @@ class RuntimeProfile(Resource):
 
 
 __all__ = [
-    "WORKLOAD_KINDS", "Cluster", "ContainerPort", "Image", "Name", "Project",
-    "PinterestSideCar", "RuntimeProfile",
+    "WORKLOAD_KINDS",
+    "Cluster",
+    "ContainerPort",
+    "Image",
+    "Name",
+    "PinterestSideCar",
+    "Project",
+    "RuntimeProfile",
 ]

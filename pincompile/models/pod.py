@@ -8,7 +8,15 @@ from pydantic import Field, model_validator
 
 from pincompile.models.base import Arch, Strict
 from pincompile.models.types import (
-    Duration, EnvName, Image, Label63, Name, Port, PortName, Quantity,
+    Duration,
+    EnvName,
+    Image,
+    Label63,
+    Name,
+    Port,
+    PortName,
+    Quantity,
+    located_error,
 )
 
 
@@ -122,7 +130,7 @@ class Volume(Strict):
     @model_validator(mode="after")
     def _check_type(self) -> Volume:
         if not self.mount_path.startswith("/"):
-            raise ValueError(f"mountPath '{self.mount_path}' must be absolute")
+            raise located_error(f"mountPath '{self.mount_path}' must be absolute", "mountPath")
         if self.type == "ebs" and self.size is None:
             raise ValueError(f"ebs volume '{self.name}' needs a size")
         if self.type == "secret" and not self.secret_name:

@@ -9,8 +9,10 @@ from functools import lru_cache
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, PlainSerializer, WithJsonSchema
+from pydantic_core import PydanticCustomError
 
-_QUANTITY = re.compile(r"^[+]?(\d+(\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?\d+)?$")
+_QUANTITY = re.compile(
+    r"^[+]?(\d+(\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?\d+)?$")
 _DURATION = re.compile(r"^(?:(\d+)(ms|s|m|h|d))+$")
 _DURATION_PART = re.compile(r"(\d+)(ms|s|m|h|d)")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -25,6 +27,12 @@ _IMAGE = re.compile(
 )
 _DURATION_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
 _UNQUOTED_NUMBER_HINT = "quote the value"
+
+
+def located_error(message: str, *at: str | int) -> PydanticCustomError:
+    """A model validator's error that points at a field below the model (by its YAML name),
+    e.g. ``raise located_error("...", "maxReplicas")``; the parse stage locates it there."""
+    return PydanticCustomError("value_error", message, {"at": at})
 
 
 def _number_to_str(value: Any) -> Any:

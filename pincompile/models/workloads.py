@@ -7,12 +7,27 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from pincompile.models.base import (
-    DaemonPlacement, JobSetPlacement, Placement, Resource, ServicePlacement, Strict, Tier,
+    DaemonPlacement,
+    JobSetPlacement,
+    Placement,
+    Resource,
+    ServicePlacement,
+    Strict,
+    Tier,
     WorkloadMetadata,
 )
 from pincompile.models.pod import PodTemplate, Volume
 from pincompile.models.types import (
-    Cron, Duration, IntOrPercent, Label63, Name, Port, PortName, Quantity, TimeZone,
+    Cron,
+    Duration,
+    IntOrPercent,
+    Label63,
+    Name,
+    Port,
+    PortName,
+    Quantity,
+    TimeZone,
+    located_error,
 )
 
 
@@ -171,13 +186,14 @@ class ScalerSpec(Strict):
     @model_validator(mode="after")
     def _bounds(self) -> ScalerSpec:
         if self.max_replicas < self.min_replicas:
-            raise ValueError(
-                f"maxReplicas ({self.max_replicas}) is below minReplicas ({self.min_replicas})")
-        for s in self.schedules:
+            raise located_error(
+                f"maxReplicas ({self.max_replicas}) is below minReplicas ({self.min_replicas})",
+                "maxReplicas")
+        for i, s in enumerate(self.schedules):
             if s.min_replicas > self.max_replicas:
-                raise ValueError(
+                raise located_error(
                     f"schedule minReplicas ({s.min_replicas}) exceeds maxReplicas "
-                    f"({self.max_replicas})")
+                    f"({self.max_replicas})", "schedules", i, "minReplicas")
         return self
 
 
@@ -250,13 +266,13 @@ class TrainingJobSpec(WorkloadSpec):
         allowed = FRAMEWORK_ROLES[self.framework]
         for role, count in self.replicas.items():
             if role not in allowed:
-                raise ValueError(
+                raise located_error(
                     f"replica role '{role}' is not a {self.framework} role; "
-                    f"use {', '.join(allowed)}")
+                    f"use {', '.join(allowed)}", "replicas", role)
             if count < 0:
-                raise ValueError(f"replicas.{role} must not be negative")
+                raise located_error(f"replicas.{role} must not be negative", "replicas", role)
         if not any(self.replicas.values()):
-            raise ValueError("replicas needs at least one replica")
+            raise located_error("replicas needs at least one replica", "replicas")
         return self
 
 

@@ -1,0 +1,1 @@
+"""Tests of the spec language: loader, schema, semantic checks, CLI and pre-commit hook."""

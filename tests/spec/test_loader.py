@@ -1,0 +1,298 @@
+"""The loader: strict where YAML is lax, silent about YAML that is not ours."""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+from pathlib import Path
+
+from pincompile.loader import MAX_EXPANDED_NODES, MAX_FILE_BYTES, load_text, load_tree
+from pincompile.pipeline import compile_path
+
+from .conftest import doc, files, triples, validate, write_tree
+
+POD = doc("""
+    apiVersion: pincompute.io/v1
+    kind: PinPod
+    metadata: {name: NAME, project: shop}
+    spec:
+      containers: [{name: main, image: "registry.internal/app:1.0"}]
+    """)
+
+
+def pod(name: str) -> str:
+    return POD.replace("NAME", name)
+
+
+# --- what the YAML itself may be ---------------------------------------------------------
+
+def test_duplicate_key_names_both_lines() -> None:
+    text = doc("""
+        apiVersion: pincompute.io/v1
+        kind: PinPod
+        metadata:
+          name: one
+          project: shop
+          name: two
+        spec:
+          containers: [{name: main, image: "registry.internal/app:1.0"}]
+        """)
+    result = load_text("dup.yaml", text)
+    assert triples(result.diagnostics) == [
+        ("dup.yaml:6:3", "duplicate-key", 'duplicate key "name" (first defined at line 4)')]
+    assert result.diagnostics[0].hint == "each key may appear once in a mapping"
+
+
+def test_duplicate_key_in_flow_mapping() -> None:
+    text = "apiVersion: pincompute.io/v1\nmetadata: {name: a, project: b, name: c}\n"
+    assert triples(load_text("dup.yaml", text).diagnostics) == [
+        ("dup.yaml:2:33", "duplicate-key", 'duplicate key "name" (first defined at line 2)')]
+
+
+def test_non_utf8_is_located_at_the_byte() -> None:
+    raw = b"apiVersion: pincompute.io/v1\nkind: PinPod\nmetadata: {name: caf\xe9}\n"
+    result = load_text("latin1.yaml", raw)
+    assert triples(result.diagnostics) == [
+        ("latin1.yaml:3:21", "not-utf8", "file is not valid UTF-8 (byte 0xe9)")]
+    assert result.documents == []
+
+
+def test_binary_file_is_refused() -> None:
+    raw = b"apiVersion: pincompute.io/v1\nkind: \x00\x01\x02"
+    result = load_text("blob.yaml", raw)
+    assert triples(result.diagnostics) == [
+        ("blob.yaml:2:7", "binary-file", "file is binary (contains a NUL byte), not YAML text")]
+
+
+def test_utf8_byte_order_mark_is_accepted() -> None:
+    result = load_text("bom.yaml", "\ufeff".encode() + pod("bom").encode())
+    assert result.diagnostics == []
+    assert result.documents[0].data["metadata"]["name"] == "bom"
+
+
+def test_file_too_large_is_refused_without_parsing() -> None:
+    result = load_text("huge.yaml", b"#" * (MAX_FILE_BYTES + 1))
+    assert [d.code for d in result.diagnostics] == ["file-too-large"]
+
+
+def test_yaml_syntax_error_is_located() -> None:
+    text = "apiVersion: pincompute.io/v1\nkind: PinPod\nmetadata:\n\tname: tabbed\n"
+    result = load_text("tab.yaml", text)
+    assert [(d.location(), d.code) for d in result.diagnostics] == [("tab.yaml:4:1", "yaml-syntax")]
+    assert "'\\t'" in result.diagnostics[0].message
+
+
+def test_yaml_version_directive_is_read() -> None:
+    result = load_text("v11.yaml", "%YAML 1.1\n---\n" + pod("old-yaml"))
+    assert result.diagnostics == []
+    assert result.documents[0].line == 3
+
+
+def test_deep_flow_nesting_is_refused_quickly() -> None:
+    text = "apiVersion: pincompute.io/v1\nkind: PinPod\nspec: " + "[" * 5000 + "]" * 5000
+    started = time.perf_counter()
+    result = load_text("deep.yaml", text)
+    assert time.perf_counter() - started < 0.5
+    assert triples(result.diagnostics) == [
+        ("deep.yaml:3:107", "yaml-too-deep",
+         "YAML nesting is too deep: more than 100 levels of [ ] and { }")]
+
+
+def test_deep_block_nesting_is_an_error_not_a_crash() -> None:
+    text = "apiVersion: pincompute.io/v1\nkind: PinPod\nspec:\n" + "".join(
+        " " * (i + 1) + "a:\n" for i in range(1200))
+    assert [d.code for d in load_text("deep.yaml", text).diagnostics] == ["yaml-too-deep"]
+
+
+def test_unsupported_tag_in_a_spec() -> None:
+    text = pod("tagged").replace('image: "registry', 'image: !docker "registry')
+    assert triples(validate(files({"apps/tagged.yaml": text}))) == [
+        ("apps/tagged.yaml:5:36", "unsupported-tag",
+         "YAML tag '!docker' is not supported in specs")]
+
+
+def test_plain_tags_are_accepted() -> None:
+    text = pod("tagged").replace("spec:", "spec: !!map")
+    assert validate(files({"apps/tagged.yaml": text})) == []
+
+
+def test_anchors_and_aliases_within_bounds_are_fine() -> None:
+    text = doc("""
+        apiVersion: pincompute.io/v1
+        kind: PinPod
+        metadata: {name: anchored, project: shop, labels: &labels {team: shop}}
+        spec:
+          containers:
+            - {name: main, image: "registry.internal/app:1.0", resources: &res {cpu: "1"}}
+            - {name: helper, image: "registry.internal/helper:1.0", resources: *res}
+        """)
+    assert validate(files({"apps/anchored.yaml": text})) == []
+
+
+# --- billion laughs ---------------------------------------------------------------------------
+
+BILLION_LAUGHS = doc("""
+    apiVersion: pincompute.io/v1
+    kind: PinPod
+    metadata: {name: lol, project: shop}
+    a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+    b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+    c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+    d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+    e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+    f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+    g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+    h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
+    i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
+    spec: {containers: [{name: main, image: "registry.internal/app:1.0", args: *i}]}
+    """)
+
+
+def test_billion_laughs_is_refused_fast_and_small(tmp_path: Path) -> None:
+    compile_path(write_tree(tmp_path / "warm-up", files()), revision="test")  # imports
+    write_tree(tmp_path / "repo", {"lol.yaml": BILLION_LAUGHS})
+    started = time.perf_counter()
+    result = compile_path(tmp_path / "repo", revision="test")
+    assert time.perf_counter() - started < 0.5
+    tracemalloc.start()
+    started = time.perf_counter()
+    try:
+        result = compile_path(tmp_path / "repo", revision="test")
+        elapsed = time.perf_counter() - started
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert triples(result.diagnostics) == [
+        ("lol.yaml:1:1", "alias-bomb",
+         f"document expands to more than {MAX_EXPANDED_NODES} nodes through YAML aliases; "
+         "refused")]
+    assert elapsed < 1.0  # tracing allocations slows Python down
+    assert peak < 50 * 2**20
+
+
+def test_alias_bomb_in_a_later_document_keeps_the_earlier_ones() -> None:
+    result = load_text("two.yaml", pod("first") + "---\n" + BILLION_LAUGHS)
+    assert [d.data["metadata"]["name"] for d in result.documents] == ["first"]
+    assert [(d.location(), d.code) for d in result.diagnostics] == [("two.yaml:7:1", "alias-bomb")]
+
+
+# --- documents in files -----------------------------------------------------------------------
+
+def test_multi_document_file_with_empty_documents() -> None:
+    text = "# header comment\n---\n" + pod("one") + "---\n---\n# only a comment\n---\n" + pod("two")
+    result = load_text("multi.yaml", text)
+    assert result.diagnostics == []
+    assert [(d.data["metadata"]["name"], d.line) for d in result.documents] == [
+        ("one", 3), ("two", 12)]
+    broken = text.replace("name: two", "name: Two")
+    assert [d.location() for d in validate(files({"apps/multi.yaml": broken}))] == [
+        "apps/multi.yaml:14:18"]
+
+
+def test_empty_and_comment_only_files_are_fine() -> None:
+    for text in ("", "\n\n", "# nothing here\n", "---\n", "--- \n...\n"):
+        result = load_text("empty.yaml", text)
+        assert (result.documents, result.diagnostics) == ([], []), text
+
+
+def test_each_error_of_a_multi_document_file_is_reported() -> None:
+    text = pod("Bad-One") + "---\n" + pod("good") + "---\n" + pod("bad-two").replace(
+        "project: shop", "project: nope")
+    assert [(d.location(), d.code) for d in validate(files({"apps/m.yaml": text}))] == [
+        ("apps/m.yaml:3:18", "invalid-value"), ("apps/m.yaml:15:36", "unknown-project")]
+
+
+# --- the tree ---------------------------------------------------------------------------------
+
+FOREIGN = {
+    "ci/workflow.yaml": doc("""
+        name: ci
+        on: {push: {branches: [main]}}
+        jobs:
+          test: {runs-on: ubuntu-latest, steps: [{run: make test}]}
+        """),
+    "deploy/deployment.yaml": doc("""
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: web}
+        spec: {replicas: 2, template: {spec: {containers: [{name: web, image: nginx}]}}}
+        """),
+    "deploy/kustomization.yml": "resources: [deployment.yaml]\n",
+    "chart/templates/svc.yaml": doc("""
+        apiVersion: v1
+        kind: Service
+        metadata:
+          name: {{ include "chart.fullname" . }}
+        {{- with .Values.labels }}
+          labels: {{ toYaml . | nindent 4 }}
+        {{- end }}
+        """),
+    "ansible/site.yml": "- hosts: all\n  roles: [common]\n",
+    "cfn/stack.yaml": "Resources:\n  Bucket:\n    Type: AWS::S3::Bucket\n"
+                      "    Properties: {BucketName: !Ref Name}\n",
+    "docs/notes.yaml": "just a sentence\n",
+    "dup/config.yaml": "a: 1\na: 2\n",
+}
+
+
+def test_foreign_yaml_is_ignored(tmp_path: Path) -> None:
+    write_tree(tmp_path, {**files(), **FOREIGN})
+    result = compile_path(tmp_path, revision="test")
+    assert result.diagnostics == []
+    assert len(result.catalog.entries) == 17
+
+
+def test_non_yaml_and_hidden_files_are_ignored(tmp_path: Path) -> None:
+    broken = "apiVersion: pincompute.io/v1\nkind: PinPod\nmetadata: [\n"
+    write_tree(tmp_path, {
+        **files(),
+        "README.md": broken, "apps/spec.json": broken, "apps/spec.yaml.bak": broken,
+        "apps/.draft.yaml": broken, ".github/workflows/ci.yaml": broken,
+    })
+    assert compile_path(tmp_path, revision="test").diagnostics == []
+
+
+def test_yml_suffix_is_read(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"a/one.yml": pod("one"), "a/two.yaml": pod("two")})
+    assert sorted(d.data["metadata"]["name"] for d in load_tree(tmp_path).documents) == [
+        "one", "two"]
+
+
+def test_symlink_outside_root_is_refused(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    write_tree(outside, {"secret.yaml": pod("secret")})
+    root = write_tree(tmp_path / "repo", files())
+    (root / "apps" / "link.yaml").symlink_to(outside / "secret.yaml")
+    result = compile_path(root, revision="test")
+    assert triples(result.diagnostics) == [
+        ("apps/link.yaml:1:1", "symlink-outside-root",
+         "symlink points outside the repository; not followed")]
+    assert "secret" not in {e.resource.name for e in result.catalog.entries}
+
+
+def test_symlink_inside_root_is_followed(tmp_path: Path) -> None:
+    root = write_tree(tmp_path, {**files(), ".shared/common.yaml": pod("shared")})
+    (root / "apps" / "shared.yaml").symlink_to(root / ".shared" / "common.yaml")
+    result = compile_path(root, revision="test")
+    assert result.diagnostics == []
+    assert "shared" in {e.resource.name for e in result.catalog.entries}
+
+
+def test_symlinked_directory_is_not_descended(tmp_path: Path) -> None:
+    outside = write_tree(tmp_path / "outside", {"x.yaml": pod("Not-Valid")})
+    root = write_tree(tmp_path / "repo", files())
+    (root / "linked").symlink_to(outside, target_is_directory=True)
+    assert compile_path(root, revision="test").diagnostics == []
+
+
+def test_a_single_file_can_be_loaded() -> None:
+    path = Path(__file__).parent / "fixtures" / "valid" / "apps" / "shop" / "checkout.yml"
+    result = load_tree(path)
+    assert (result.diagnostics, [d.file for d in result.documents]) == ([], ["checkout.yml"])
+
+
+def test_broken_spec_yaml_is_reported_but_broken_foreign_yaml_is_not() -> None:
+    broken_spec = "apiVersion: pincompute.io/v1\nkind: PinPod\nmetadata: {name: [\n"
+    assert [(d.location(), d.code) for d in load_text("s.yaml", broken_spec).diagnostics] == [
+        ("s.yaml:4:1", "yaml-syntax")]
+    assert load_text("t.yaml", FOREIGN["chart/templates/svc.yaml"]).diagnostics == []
