@@ -121,7 +121,7 @@ def _data_path(data: Any, loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
         if (isinstance(node, dict) and part in node) or (
                 isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)):
             path.append(part)
-            node = node[part]
+            node = node[part]  # type: ignore[index]  # list index checked just above
         elif i == len(loc) - 1 and isinstance(node, dict) and isinstance(part, str) and (
             "[" not in part
         ):

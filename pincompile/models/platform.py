@@ -3,6 +3,7 @@ RuntimeProfile."""
 
 from __future__ import annotations
 
+import typing
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
@@ -19,14 +20,11 @@ from pincompile.models.types import (
     Quantity,
 )
 
-WORKLOAD_KINDS: tuple[str, ...] = (
-    "PinPod", "PinApp", "PinterestService", "PinterestJobSet", "PinterestTrainingJob",
-    "PinterestCronJob", "PinterestDaemon",
-)
 WorkloadKind = Literal[
     "PinPod", "PinApp", "PinterestService", "PinterestJobSet", "PinterestTrainingJob",
     "PinterestCronJob", "PinterestDaemon",
 ]
+WORKLOAD_KINDS: tuple[WorkloadKind, ...] = typing.get_args(WorkloadKind)
 QuotaResource = Literal["cpu", "memory", "nvidia.com/gpu", "ephemeral-storage", "storage", "pods"]
 
 
@@ -39,7 +37,7 @@ class ClusterSpec(Strict):
     """Decides e.g. native sidecars (>= 1.29)."""
     capacity: dict[QuotaResource, Quantity] = Field(default_factory=dict)
     gpu_types: list[str] = Field(default_factory=list)
-    arch: list[Arch] = Field(default_factory=lambda: ["amd64"])
+    arch: list[Arch] = Field(default_factory=lambda: list[Arch](["amd64"]))
     tiers: list[Tier] = Field(default_factory=lambda: list(TIERS))
     labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
     schedulable: bool = True

@@ -30,6 +30,9 @@ from pincompile.models.types import (
     located_error,
 )
 
+#: Upper bound of any pod count (Kubernetes caps Indexed Job completions at 100,000).
+MAX_PODS = 100_000
+MAX_RETRIES = 1_000
 
 class WorkloadSpec(Strict):
     """Fields every workload has at spec level."""
@@ -114,7 +117,7 @@ class DisruptionBudget(Strict):
 
 
 class AppSpec(WorkloadSpec):
-    replicas: int = Field(default=1, ge=0)
+    replicas: int = Field(default=1, ge=0, le=MAX_PODS)
     template: PodTemplate
     placement: ServicePlacement = Field(default_factory=ServicePlacement)
     rollout: Rollout = Field(default_factory=Rollout)
@@ -166,7 +169,7 @@ class ScaleSchedule(Strict):
     cron: Cron
     duration: Duration
     timezone: TimeZone = "Etc/UTC"
-    min_replicas: int = Field(ge=1)
+    min_replicas: int = Field(ge=1, le=MAX_PODS)
 
 
 class Cooldown(Strict):
@@ -177,8 +180,8 @@ class Cooldown(Strict):
 class ScalerSpec(Strict):
     target: Name
     """A PinApp or PinterestService of the same project."""
-    min_replicas: int = Field(default=1, ge=1)
-    max_replicas: int = Field(ge=1)
+    min_replicas: int = Field(default=1, ge=1, le=MAX_PODS)
+    max_replicas: int = Field(ge=1, le=MAX_PODS)
     metrics: list[Metric] = Field(default_factory=list)
     schedules: list[ScaleSchedule] = Field(default_factory=list)
     cooldown: Cooldown = Field(default_factory=Cooldown)
@@ -220,11 +223,11 @@ class VolumeClaimTemplate(Strict):
 
 
 class JobSetSpec(WorkloadSpec):
-    completions: int = Field(ge=1)
+    completions: int = Field(ge=1, le=MAX_PODS)
     """Shards; each pod gets PINCOMPUTE_SHARD_INDEX and the total."""
-    parallelism: int | None = Field(default=None, ge=1)
+    parallelism: int | None = Field(default=None, ge=1, le=MAX_PODS)
     template: PodTemplate
-    backoff_limit_per_shard: int = Field(default=3, ge=0)
+    backoff_limit_per_shard: int = Field(default=3, ge=0, le=MAX_RETRIES)
     ttl_after_finished: Duration | None = None
     config_templates: dict[str, str] = Field(default_factory=dict)
     """Rendered per job; templates also see ``job`` (completions, parallelism, ...)."""
@@ -248,7 +251,7 @@ FRAMEWORK_ROLES: dict[str, tuple[str, ...]] = {
 
 
 class RunPolicy(Strict):
-    backoff_limit: int | None = Field(default=None, ge=0)
+    backoff_limit: int | None = Field(default=None, ge=0, le=MAX_RETRIES)
     ttl_after_finished: Duration | None = None
     clean_pod_policy: Literal["Running", "All", "None"] = "Running"
     active_deadline: Duration | None = None
@@ -256,7 +259,7 @@ class RunPolicy(Strict):
 
 class TrainingJobSpec(WorkloadSpec):
     framework: Literal["pytorch", "tensorflow"]
-    replicas: dict[str, int]
+    replicas: dict[str, Annotated[int, Field(ge=0, le=MAX_PODS)]]
     """pytorch: master / worker; tensorflow: chief / worker / ps."""
     template: PodTemplate
     run_policy: RunPolicy = Field(default_factory=RunPolicy)
@@ -291,7 +294,7 @@ class CronJobSpec(WorkloadSpec):
     concurrency_policy: Literal["Allow", "Forbid", "Replace"] = "Allow"
     template: PodTemplate
     suspend: bool = False
-    backoff_limit: int | None = Field(default=None, ge=0)
+    backoff_limit: int | None = Field(default=None, ge=0, le=MAX_RETRIES)
     starting_deadline: Duration | None = None
     restart_policy: Literal["OnFailure", "Never"] = "OnFailure"
 
