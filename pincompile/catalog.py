@@ -9,7 +9,13 @@ from typing import Any, Generic, TypeVar
 from pincompile.diagnostics import Location
 from pincompile.loader import Document
 from pincompile.models import (
-    Cluster, PinScaler, Project, PinterestSideCar, Resource, RuntimeProfile, Workload,
+    Cluster,
+    PinScaler,
+    PinterestSideCar,
+    Project,
+    Resource,
+    RuntimeProfile,
+    Workload,
 )
 
 R = TypeVar("R", bound=Resource)

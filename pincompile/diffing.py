@@ -28,10 +28,6 @@ ACTIONS: tuple[Action, ...] = ("added", "changed", "removed")
 
 #: Annotations that differ between any two revisions by design; never a difference.
 VOLATILE_ANNOTATIONS: frozenset[str] = frozenset({"pincompute.io/revision"})
-#: Annotations naming a spec's ``file:line``: only the file counts, so a comment or a
-#: reformatting that shifts lines shows nothing, while moving a spec to another file does.
-LOCATION_ANNOTATIONS: frozenset[str] = frozenset({"pincompute.io/source"})
-_LINE_SUFFIX = re.compile(r"(:\d+){1,2}$")
 #: GitHub refuses comments over 65,536 characters; leave room for a bot's own header.
 MARKDOWN_LIMIT = 60_000
 _CONTEXT_LINES = 3
@@ -120,18 +116,16 @@ def object_key(manifest: Manifest) -> ObjectKey:
                      group)
 
 
-def normalize(obj: Mapping[str, Any], ignore_annotations: Collection[str] = VOLATILE_ANNOTATIONS,
-              location_annotations: Collection[str] = LOCATION_ANNOTATIONS) -> dict[str, Any]:
-    """A deep copy of ``obj`` as it is compared and shown: without volatile annotations and
-    with ``file:line`` annotations cut to the file (at any ``metadata`` level)."""
+def normalize(obj: Mapping[str, Any], ignore_annotations: Collection[str] = VOLATILE_ANNOTATIONS
+              ) -> dict[str, Any]:
+    """A deep copy of ``obj`` as it is compared and shown: without volatile annotations (at
+    any ``metadata`` level)."""
 
     def annotations(values: Mapping[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for key, value in values.items():
             if key in ignore_annotations:
                 continue
-            if key in location_annotations and isinstance(value, str):
-                value = _LINE_SUFFIX.sub("", value)
             out[str(key)] = walk(value)
         return out
 
@@ -156,7 +150,6 @@ def normalize(obj: Mapping[str, Any], ignore_annotations: Collection[str] = VOLA
 def diff_manifests(
     base: Iterable[Manifest], head: Iterable[Manifest], *,
     ignore_annotations: Collection[str] = VOLATILE_ANNOTATIONS,
-    location_annotations: Collection[str] = LOCATION_ANNOTATIONS,
     clusters: Collection[str] | None = None, context: int = _CONTEXT_LINES,
 ) -> DiffReport:
     """Match objects of two compiles and describe every difference.
@@ -178,9 +171,9 @@ def diff_manifests(
         a, b = old.get(key), new.get(key)
         before = after = None
         if a is not None:
-            before = normalize(a.obj, ignore_annotations, location_annotations)
+            before = normalize(a.obj, ignore_annotations)
         if b is not None:
-            after = normalize(b.obj, ignore_annotations, location_annotations)
+            after = normalize(b.obj, ignore_annotations)
         if before is not None and after is not None and _same(before, after):
             unchanged += 1
             continue

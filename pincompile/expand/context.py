@@ -165,7 +165,7 @@ class Target(Generic[W]):
     def annotations(self) -> dict[str, str]:
         return {
             **self.resource.metadata.annotations,
-            ANNOTATION_SOURCE: f"{self.entry.file}:{self.entry.doc.line}",
+            ANNOTATION_SOURCE: self.entry.file,
             ANNOTATION_REVISION: self.run.revision,
         }
 

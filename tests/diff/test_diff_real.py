@@ -8,7 +8,7 @@ from click.testing import CliRunner, Result
 from diff_helpers import CART_REFORMATTED, CART_V2, FILES, Repo
 
 from pincompile.cli import cli
-from pincompile.diffing import LOCATION_ANNOTATIONS, VOLATILE_ANNOTATIONS
+from pincompile.diffing import VOLATILE_ANNOTATIONS
 
 CART_FILE = "specs/apps/shop/cart.yaml"
 
@@ -22,7 +22,7 @@ def test_the_annotations_diff_treats_specially_are_the_ones_expansion_writes() -
     from pincompile.expand.context import ANNOTATION_REVISION, ANNOTATION_SOURCE
 
     assert ANNOTATION_REVISION in VOLATILE_ANNOTATIONS
-    assert ANNOTATION_SOURCE in LOCATION_ANNOTATIONS
+    assert ANNOTATION_SOURCE not in VOLATILE_ANNOTATIONS  # moving a spec is a change
 
 
 def test_replicas_and_label_change_between_two_commits(repo: Repo) -> None:

@@ -92,17 +92,14 @@ def test_other_annotations_do_count() -> None:
     assert [c.action for c in report.changes] == ["changed"]
 
 
-def test_source_line_does_not_count_but_source_file_does() -> None:
+def test_moving_a_spec_to_another_file_counts() -> None:
     def with_source(source: str) -> dict[str, Any]:
         obj = deployment(2)
         obj["metadata"]["annotations"]["pincompute.io/source"] = source
         return obj
 
-    shifted = diff_manifests([m("east-a", with_source("apps/cart.yaml:1"))],
-                             [m("east-a", with_source("apps/cart.yaml:14"))])
-    assert shifted.empty
-    moved = diff_manifests([m("east-a", with_source("apps/cart.yaml:1"))],
-                           [m("east-a", with_source("apps/shop/cart.yaml:1"))])
+    moved = diff_manifests([m("east-a", with_source("apps/cart.yaml"))],
+                           [m("east-a", with_source("apps/shop/cart.yaml"))])
     assert moved.changes[0].paths == [
         'metadata.annotations["pincompute.io/source"]: "apps/cart.yaml" → "apps/shop/cart.yaml"']
 
@@ -119,17 +116,17 @@ def test_normalize_strips_the_revision_at_every_metadata_level() -> None:
 
 def test_unified_diff_of_a_change() -> None:
     report = diff_manifests([m("east-a", deployment(2))],
-                            [m("east-a", deployment(4, labels={"team": "shop", "x": "y"}))])
+                            [m("east-a", deployment(4, labels={"team": "shop", "x": "z"}))])
     (change,) = report.changes
     lines = change.diff.splitlines()
     assert lines[0] == "--- a/east-a/shop/deployment-cart.yaml"
     assert lines[1] == "+++ b/east-a/shop/deployment-cart.yaml"
     assert "-  replicas: 2" in lines and "+  replicas: 4" in lines
-    assert "+    x: y" in lines
+    assert "+    x: z" in lines
     assert any(line.startswith("@@ ") for line in lines)
     # only changed lines carry a sign; context lines start with a space
     assert sum(1 for line in lines[2:] if line[:1] in "+-") == 3
-    assert change.paths == ['metadata.labels.x: added "y"', "spec.replicas: 2 → 4"]
+    assert change.paths == ['metadata.labels.x: added "z"', "spec.replicas: 2 → 4"]
 
 
 def test_added_and_removed_diff_against_dev_null() -> None:
