@@ -59,23 +59,33 @@ class Result:
 
 
 def run(loaded: LoadResult, *, revision: str = "unknown", expand: bool = True) -> Result:
-    """Run every stage over loaded documents and collect all diagnostics."""
+    """Run every stage over loaded documents and collect all diagnostics.
+
+    Later stages guard against what earlier ones already reported (a duplicate container,
+    say); where two stages flag the same place, the earlier stage's message is kept.
+    """
     from pincompile.checks import check
     from pincompile.expand import expand_all
     from pincompile.placement import plan as place
 
     catalog, diagnostics = parse(loaded)
     result = Result(catalog=catalog, sources=loaded.sources, diagnostics=diagnostics)
-    result.diagnostics.extend(check(catalog))
+    _add_new(result.diagnostics, check(catalog))
     plan, problems = place(catalog)
     result.plan = plan
-    result.diagnostics.extend(problems)
+    _add_new(result.diagnostics, problems)
     if expand:
         manifests, problems = expand_all(catalog, plan, revision=revision)
         result.manifests = manifests
-        result.diagnostics.extend(problems)
+        _add_new(result.diagnostics, problems)
     result.diagnostics = sorted(set(result.diagnostics))
     return result
+
+
+def _add_new(found: list[Diagnostic], more: list[Diagnostic]) -> None:
+    """Add a stage's diagnostics, except at places an earlier stage already reported."""
+    taken = {(d.file, d.line, d.column) for d in found}
+    found.extend(d for d in more if (d.file, d.line, d.column) not in taken)
 
 
 def compile_path(root: Path, *, revision: str | None = None, expand: bool = True) -> Result:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -469,17 +470,19 @@ class PodBuilder:
         self._volumes[name] = vol
 
     def _check_names(self, containers: Sequence[Obj]) -> None:
-        """A user container may not share its name with any other container of the pod."""
-        counts: dict[str, int] = {}
-        for built in containers:
-            counts[built["name"]] = counts.get(built["name"], 0) + 1
-        for i, c in enumerate(self.template.containers):
-            if counts.get(c.name, 0) > 1:
+        """A user container may not reuse the name of an injected container or of an earlier
+        user container (reported at the later one, like the checks stage does)."""
+        user = [c.name for c in self.template.containers]
+        injected = Counter(b["name"] for b in containers) - Counter(user)
+        seen: set[str] = set()
+        for i, name in enumerate(user):
+            if injected[name] or name in seen:
                 self.t.error((self.t.entry, (*self.t.template_path, "containers", i, "name")),
                              "duplicate-container",
-                             f"container name '{c.name}' is already used in this pod (by the "
+                             f"container name '{name}' is already used in this pod (by the "
                              "runtime profile, a managed sidecar or another container)",
                              "choose another name")
+            seen.add(name)
 
     def _scheduling(self, node_selector: Mapping[str, str] | None,
                     pod_tolerations: Sequence[Obj]) -> Obj:
