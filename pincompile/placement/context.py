@@ -69,19 +69,22 @@ def cluster_capacity(cluster: Cluster) -> dict[str, Decimal]:
     return {k: parse_quantity(v) for k, v in sorted(cluster.spec.capacity.items())}
 
 
+def available(capacity: dict[str, Decimal], resource: str) -> Decimal | None:
+    """How much of ``resource`` a cluster offers: its capacity, 0 for an unlisted GPU, or
+    None when the resource is not tracked."""
+    if resource in capacity:
+        return capacity[resource]
+    return Decimal(0) if resource in ZERO_IF_MISSING else None
+
+
 def pods_fit(capacity: dict[str, Decimal], requests: Requests) -> Decimal | None:
     """How many pods with ``requests`` the capacity holds (a Decimal, not rounded), or None
     when nothing in the capacity constrains them. A missing ``nvidia.com/gpu`` capacity
     means no GPUs; other missing entries are not tracked."""
     best: Decimal | None = None
     for res, amount in requests.items():
-        if amount <= 0:
-            continue
-        if res in capacity:
-            have = capacity[res]
-        elif res in ZERO_IF_MISSING:
-            have = Decimal(0)
-        else:
+        have = available(capacity, res)
+        if amount <= 0 or have is None:
             continue
         n = have / amount
         best = n if best is None else min(best, n)
@@ -98,13 +101,8 @@ def shortfall(capacity: dict[str, Decimal], requests: Requests, pods: int) -> st
     """Why ``pods`` pods with ``requests`` do not fit ``capacity`` (None if they do)."""
     for res, amount in sorted(requests.items()):
         need = amount * pods
-        if need <= 0:
-            continue
-        if res in capacity:
-            have = capacity[res]
-        elif res in ZERO_IF_MISSING:
-            have = Decimal(0)
-        else:
+        have = available(capacity, res)
+        if need <= 0 or have is None:
             continue
         if need > have:
             what = f"{pods} pods need" if pods != 1 else "one pod needs"

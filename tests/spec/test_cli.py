@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from pincompile.cli import cli
@@ -90,12 +91,11 @@ def test_json_output_includes_hints(tmp_path: Path) -> None:
         "message": "sidecar 'loging' does not exist", "hint": "did you mean 'logging'?"}]
 
 
-def test_default_path_is_the_current_directory(tmp_path: Path) -> None:
-    write_tree(tmp_path, files())
-    runner = CliRunner()
-    with runner.isolated_filesystem(temp_dir=tmp_path) as cwd:
-        write_tree(Path(cwd), files({"apps/bad.yaml": LATEST}))
-        result = runner.invoke(cli, ["validate", "-o", "json"])
+def test_default_path_is_the_current_directory(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    write_tree(tmp_path, files({"apps/bad.yaml": LATEST}))
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["validate", "-o", "json"])
     assert result.exit_code == 1
     assert [d["file"] for d in json.loads(result.stdout)] == ["apps/bad.yaml"]
 
