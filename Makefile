@@ -22,6 +22,7 @@ demo: setup
 
 lint: setup
 	$(BIN)/ruff check pincompile reconciler tests bench
+	$(BIN)/mypy pincompile reconciler
 
 test: setup lint
 	$(BIN)/python -m pytest -q
