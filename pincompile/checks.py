@@ -283,6 +283,16 @@ def scaler_targets(specs: Specs) -> Iterator[Diagnostic]:
                             f"{found.resource.kind} '{target}' is already scaled by PinScaler "
                             f"'{other.resource.name}' at {where(other)}",
                             "a workload has at most one PinScaler; merge their metrics")
+            continue
+        app = found.resource.spec
+        low, high = scaler.spec.min_replicas, scaler.spec.max_replicas
+        if "replicas" in app.model_fields_set and not low <= app.replicas <= high:
+            yield found.at("spec", "replicas").error(
+                "replicas-outside-scaler",
+                f"replicas {app.replicas} is outside the bounds of PinScaler "
+                f"'{scaler.name}' at {where(entry)} (minReplicas {low}, maxReplicas {high})",
+                "the autoscaler owns the replica count: set replicas within the bounds "
+                "or leave it out")
 
 
 def sidecar_references(specs: Specs) -> Iterator[Diagnostic]:

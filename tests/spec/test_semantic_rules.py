@@ -187,6 +187,25 @@ SEMANTIC_CASES = [
         ('apps/shop/web2.yaml:4:16', 'duplicate-scaler',
          "PinApp 'web' is already scaled by PinScaler 'web' at apps/shop/web.yaml:37")],
         hint='a workload has at most one PinScaler; merge their metrics'),
+    Case('replicas-outside-scaler', 'apps/shop/bad.yaml', """
+        apiVersion: pincompute.io/v1
+        kind: PinApp
+        metadata: {name: cart, project: shop}
+        spec:
+          replicas: 10
+          template:
+            containers: [{name: main, image: "registry.internal/app:1.0"}]
+        ---
+        apiVersion: pincompute.io/v1
+        kind: PinScaler
+        metadata: {name: cart, project: shop}
+        spec: {target: cart, maxReplicas: 3}
+        """, [
+        ('apps/shop/bad.yaml:5:13', 'replicas-outside-scaler',
+         "replicas 10 is outside the bounds of PinScaler 'cart' at apps/shop/bad.yaml:11 "
+         '(minReplicas 1, maxReplicas 3)')],
+        hint='the autoscaler owns the replica count: set replicas within the bounds or leave '
+             'it out'),
     Case('scaler-for-service-ok', 'apps/shop/bad.yaml', """
         apiVersion: pincompute.io/v1
         kind: PinScaler
