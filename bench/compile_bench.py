@@ -1,0 +1,465 @@
+#!/usr/bin/env python3
+"""Measure the compile target of DESIGN.md ("Performance targets") on a synthetic repository.
+
+    python bench/compile_bench.py --apps 1000          # quick: about a minute on 2 cores
+    python bench/compile_bench.py                      # 10,000 apps: ~10 minutes, 1.2 GiB
+    python bench/compile_bench.py --apps 1000 --json   # machine-readable
+
+Generates a spec repository (the platform of examples/platform with its 6 member clusters,
+capacities and project quotas scaled up so that everything fits, and N apps over the example
+projects, one app per file under apps/<project>/), then measures, each in a fresh Python
+process (so peak RSS is per phase and no cache is warm from an earlier phase):
+
+  floor        load every input file with pincompile's loader (``load_tree``) + serialize
+               every generated manifest with pincompile's serializer (``to_yaml``); the
+               manifests are produced by an untimed compile in between
+  compile      the stages of ``pipeline.run`` called one by one (load, parse, check, place,
+               expand), then ``render_files`` (serialize, with placement.json) and
+               ``write_tree``, exactly as ``pincompile compile`` does
+  cli          ``pincompile compile REPO -o OUT -q`` as a subprocess: the same, plus
+               interpreter start-up and imports
+  incremental  one app's replicas changed, then the whole repository compiled again (there
+               is no incremental cache: this is a full compile, against the < 1 s target)
+
+Reports ``compile / floor`` (target: <= 2x). Prints numbers; it is not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples" / "platform"
+CLUSTERS = 6
+CAPACITY_SCALE = 1000
+"""Example cluster capacities are sized for a local fake fleet; scaled so 10,000 apps fit."""
+PROJECTS = {
+    # name: (namespace, placement, policy) as in examples/platform/projects
+    "search": ("search", "{regions: [us-east-1]}", False),
+    "ads": ("ads", None, False),
+    "ml": ("ml", "{regions: [us-east-1]}", False),
+    "platform-system": ("pincompute-system", None, True),
+}
+APP_PROJECTS = ["search", "ads", "ml", "platform-system"]
+APP_WEIGHTS = [40, 35, 20, 5]
+REVISION = "bench"
+
+
+# --- the synthetic repository ------------------------------------------------------------
+
+def write_platform(root: Path) -> None:
+    """Clusters, runtime and sidecars of examples/platform; projects with huge quotas."""
+    platform = root / "platform"
+    shutil.copytree(EXAMPLES / "sidecars", platform / "sidecars")
+    shutil.copy(EXAMPLES / "runtime.yaml", platform / "runtime.yaml")
+    (platform / "clusters").mkdir(parents=True)
+    count = 0
+    for src in sorted((EXAMPLES / "clusters").glob("*.yaml")):
+        text = src.read_text()
+        count += len(re.findall(r"^kind: Cluster$", text, re.M))
+        (platform / "clusters" / src.name).write_text(
+            re.sub(r"capacity: \{(.*)\}", _scale_capacity, text))
+    if count != CLUSTERS:
+        sys.exit(f"examples/platform has {count} clusters, this bench expects {CLUSTERS}")
+    (platform / "projects").mkdir()
+    for name, (namespace, placement, system) in PROJECTS.items():
+        quota = '{cpu: "1000000", memory: 4000Ti}'
+        lines = [
+            "apiVersion: pincompute.io/v1", "kind: Project", f"metadata: {{name: {name}}}",
+            "spec:", f"  namespace: {namespace}", f"  owners: [team-{name}]", "  quota:",
+            f"    reserved: {quota}", f"    ondemand: {quota}", f"    preemptible: {quota}",
+        ]
+        if placement:
+            lines.append(f"  placement: {placement}")
+        lines.append(f"  policy: {{allowHostNetwork: {str(system).lower()}, "
+                     f"allowPrivileged: false, allowDaemons: {str(system).lower()}}}")
+        (platform / "projects" / f"{name}.yaml").write_text("\n".join(lines) + "\n")
+
+
+def _scale_capacity(match: re.Match[str]) -> str:
+    parts = []
+    for item in match.group(1).split(","):
+        key, value = (s.strip() for s in item.split(":", 1))
+        number = re.fullmatch(r'"?(\d+)(\w*)"?', value)
+        if number and key != "nvidia.com/gpu":
+            value = f'"{int(number.group(1)) * CAPACITY_SCALE}{number.group(2)}"'
+        parts.append(f"{key}: {value}")
+    return "capacity: {" + ", ".join(parts) + "}"
+
+
+def _container(rng: random.Random, name: str, project: str, port: bool) -> list[str]:
+    cpu = rng.choice(["100m", "250m", "500m", "1", "2"])
+    mem = rng.choice(["256Mi", "512Mi", "1Gi", "2Gi", "4Gi"])
+    lines = [
+        f"      - name: {name}",
+        f"        image: registry.internal/{project}/{name}:"
+        f"1.{rng.randrange(40)}.{rng.randrange(9)}",
+        f'        args: ["--port=8080", "--log-level={rng.choice(["info", "warn"])}"]',
+        "        env:",
+        f"          - {{name: MAX_CONNECTIONS, value: \"{rng.randrange(10, 500)}\"}}",
+    ]
+    if rng.random() < 0.3:
+        lines.append(f"          - {{name: DB_PASSWORD, secretRef: {{name: {name}-db, "
+                     "key: password}}")
+    if port:
+        lines += ["        ports: [{name: http, containerPort: 8080}]",
+                  f"        resources: {{cpu: {cpu}, memory: {mem}}}",
+                  "        probes:",
+                  "          readiness: {http: /ready, port: 8080}",
+                  "          liveness: {http: /healthz, port: 8080}"]
+    else:
+        lines.append(f"        resources: {{cpu: {cpu}, memory: {mem}}}")
+    return lines
+
+
+def _pin_app(rng: random.Random, name: str, project: str, i: int) -> tuple[str, int]:
+    replicas = rng.randint(2, 30)
+    tier = rng.choice(["reserved", "ondemand", "ondemand", "preemptible"])
+    spread = rng.choice(["zone", "zone", "cluster", "none"])
+    lines = [
+        "apiVersion: pincompute.io/v1", "kind: PinApp", "metadata:", f"  name: {name}",
+        f"  project: {project}", f"  labels: {{team: {project}-team-{i % 17}}}", "spec:",
+        f"  replicas: {replicas}", f"  tier: {tier}", "  placement:",
+        f"    spread: {spread}", f"    maxClusters: {rng.choice([2, 3, 3])}",
+    ]
+    if rng.random() < 0.5:
+        lines.append("    clusterLabels: {pool: general}")
+    lines += ["  template:", "    containers:", *_container(rng, "main", project, True)]
+    if rng.random() < 0.3:
+        lines.append("    sidecars: [logging]")
+    lines.append("    network: routable")
+    if rng.random() < 0.4:
+        lines += ["    config:", "      app.yaml: |", "        server:",
+                  "          port: 8080", f"        cache_mb: {rng.randrange(64, 4096)}",
+                  f"        feature_flags: [a{i % 7}, b{i % 11}]"]
+    lines += ["  rollout: {strategy: zone-by-zone, maxSurge: 25%, maxUnavailable: 0, "
+              "healthTimeout: 10m}",
+              "  service:", "    ports: [{name: http, port: 80, targetPort: 8080}]"]
+    if rng.random() < 0.3:
+        lines.append(f"    ingress: {{host: {name}.internal}}")
+    lines.append("  disruptionBudget: {maxUnavailable: 1}")
+    if rng.random() < 0.3:
+        low = rng.randint(1, replicas)
+        high = rng.randint(replicas, 60)
+        lines += ["---", "apiVersion: pincompute.io/v1", "kind: PinScaler", "metadata:",
+                  f"  name: {name}", f"  project: {project}", "spec:", f"  target: {name}",
+                  f"  minReplicas: {low}", f"  maxReplicas: {high}", "  metrics:",
+                  f"    - {{type: cpu, targetUtilization: {rng.randrange(50, 80)}}}",
+                  "  cooldown: {scaleUp: 60s, scaleDown: 5m}"]
+    return "\n".join(lines) + "\n", replicas
+
+
+def _jobset(rng: random.Random, name: str, project: str) -> str:
+    completions = rng.randint(10, 500)
+    lines = [
+        "apiVersion: pincompute.io/v1", "kind: PinterestJobSet", "metadata:",
+        f"  name: {name}", f"  project: {project}", "spec:",
+        f"  completions: {completions}", f"  parallelism: {rng.randint(1, 20)}",
+        "  backoffLimitPerShard: 3", "  ttlAfterFinished: 1h", "  tier: preemptible",
+        f"  placement: {{clusterLabels: {{pool: general}}, divide: {rng.random() < 0.5}}}"
+        .replace("True", "true").replace("False", "false"),
+        "  template:", "    containers:", *_container(rng, "worker", project, False),
+        "  configTemplates:", "    job.conf: |", "      shard_count={{ job.completions }}",
+        "      first_shard_here={{ job.indexOffset }}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _cron(rng: random.Random, name: str, project: str) -> str:
+    lines = [
+        "apiVersion: pincompute.io/v1", "kind: PinterestCronJob", "metadata:",
+        f"  name: {name}", f"  project: {project}", "spec:",
+        f'  schedule: "{rng.randrange(60)} */{rng.choice([1, 2, 6])} * * *"',
+        "  timezone: Etc/UTC", "  concurrencyPolicy: Forbid", "  tier: ondemand",
+        "  placement: {clusterLabels: {pool: general}}",
+        "  template:", "    containers:", *_container(rng, "main", project, False),
+    ]
+    if rng.random() < 0.5:
+        lines.append("    sidecars: [logging]")
+    return "\n".join(lines) + "\n"
+
+
+def _pin_pod(rng: random.Random, name: str, project: str) -> str:
+    lines = [
+        "apiVersion: pincompute.io/v1", "kind: PinPod", "metadata:", f"  name: {name}",
+        f"  project: {project}", "spec:", "  tier: ondemand", "  restartPolicy: Always",
+        "  failover: true", "  containers:",
+        *(line[2:] for line in _container(rng, "main", project, True)),
+        "  volumes:", "    - {name: scratch, type: emptyDir, mountPath: /scratch, size: 10Gi}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def generate(root: Path, apps: int, seed: int) -> dict[str, int]:
+    """Write the repository; return how many specs of each kind it holds."""
+    rng = random.Random(seed)
+    write_platform(root)
+    counts: dict[str, int] = {}
+    for i in range(apps):
+        project = rng.choices(APP_PROJECTS, APP_WEIGHTS)[0]
+        roll = rng.random()
+        if roll < 0.80:
+            kind = "PinApp"
+            text, _ = _pin_app(rng, f"{project[:6]}-svc-{i:05d}", project, i)
+            if "kind: PinScaler" in text:
+                counts["PinScaler"] = counts.get("PinScaler", 0) + 1
+        elif roll < 0.88:
+            kind, text = "PinterestJobSet", _jobset(rng, f"{project[:6]}-job-{i:05d}", project)
+        elif roll < 0.95:
+            kind, text = "PinterestCronJob", _cron(rng, f"{project[:6]}-cron-{i:05d}", project)
+        else:
+            kind, text = "PinPod", _pin_pod(rng, f"{project[:6]}-pod-{i:05d}", project)
+        counts[kind] = counts.get(kind, 0) + 1
+        folder = root / "apps" / project
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{i:05d}.yaml").write_text(text)
+    return counts
+
+
+def change_one_app(root: Path) -> str:
+    """Change the replicas of the first PinApp (by file name); return its file."""
+    for path in sorted((root / "apps").rglob("*.yaml")):
+        text = path.read_text()
+        if "kind: PinApp" in text:
+            new = re.sub(r"^  replicas: (\d+)$", lambda m: f"  replicas: {int(m[1]) % 30 + 2}",
+                         text, count=1, flags=re.M)
+            path.write_text(new)
+            return path.relative_to(root).as_posix()
+    raise SystemExit("no PinApp to change")
+
+
+# --- phases, each run in a fresh process ---------------------------------------------------
+
+def _rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def phase_floor(root: Path) -> dict[str, Any]:
+    from pincompile.loader import load_tree
+    from pincompile.output import to_yaml
+    from pincompile.pipeline import run
+
+    rss_imports = _rss_mib()
+    start = time.perf_counter()
+    loaded = load_tree(root)
+    t_load = time.perf_counter() - start
+    manifests = run(loaded, revision=REVISION).manifests  # untimed: what to serialize
+    objs = [m.obj for m in manifests]
+    start = time.perf_counter()
+    texts = [to_yaml(obj) for obj in objs]
+    t_ser = time.perf_counter() - start
+    # For context only: the same files through libyaml (no locations, no strictness).
+    import yaml
+
+    start = time.perf_counter()
+    for path in sorted(root.rglob("*.yaml")):
+        list(yaml.load_all(path.read_bytes(), Loader=yaml.CSafeLoader))
+    t_libyaml = time.perf_counter() - start
+    return {"load": t_load, "serialize": t_ser, "floor": t_load + t_ser,
+            "load_libyaml": t_libyaml, "floor_libyaml": t_libyaml + t_ser,
+            "objects": len(texts), "bytes": sum(len(t) for t in texts),
+            "rss_imports_mib": rss_imports, "rss_peak_mib": _rss_mib()}
+
+
+def phase_compile(root: Path, out: Path) -> dict[str, Any]:
+    """``pipeline.run`` stage by stage, then what ``pincompile compile`` does with it."""
+    from pincompile.checks import check
+    from pincompile.expand import expand_all
+    from pincompile.loader import load_tree
+    from pincompile.output import render_files, write_tree
+    from pincompile.parse import parse
+    from pincompile.pipeline import Result, _add_new
+    from pincompile.placement import plan as place
+
+    rss_imports = _rss_mib()
+    stages: dict[str, float] = {}
+    clock = time.perf_counter()
+
+    def lap(name: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        stages[name] = now - clock
+        clock = now
+
+    loaded = load_tree(root)
+    lap("load")
+    catalog, diagnostics = parse(loaded)
+    result = Result(catalog=catalog, sources=loaded.sources, diagnostics=diagnostics)
+    lap("parse")
+    _add_new(result.diagnostics, check(catalog))
+    lap("check")
+    plan, problems = place(catalog)
+    result.plan = plan
+    _add_new(result.diagnostics, problems)
+    lap("place")
+    manifests, problems = expand_all(catalog, plan, revision=REVISION)
+    result.manifests = manifests
+    _add_new(result.diagnostics, problems)
+    result.diagnostics = sorted(set(result.diagnostics))
+    lap("expand")
+    if result.diagnostics:
+        first = result.diagnostics[:5]
+        raise SystemExit(f"the synthetic repository does not validate: {first}")
+    files = render_files(manifests, "yaml", plan.to_json())
+    lap("serialize")
+    write_tree(out, files)
+    lap("write")
+    return {"stages": stages, "compile": sum(stages.values()), "objects": len(manifests),
+            "specs": len(catalog.entries), "files": len(files),
+            "bytes": sum(len(t) for t in files.values()),
+            "rss_imports_mib": rss_imports, "rss_peak_mib": _rss_mib()}
+
+
+def in_subprocess(phase: str, root: Path, out: Path) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, __file__, "--phase", phase, "--repo", str(root), "--out", str(out)],
+        capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        sys.exit(f"phase {phase} failed:\n{proc.stdout}\n{proc.stderr}")
+    data: dict[str, Any] = json.loads(proc.stdout)
+    return data
+
+
+def cli_compile(root: Path, out: Path) -> dict[str, Any]:
+    """``pincompile compile`` as a subprocess; wall time and its own peak RSS (wait4)."""
+    exe = shutil.which("pincompile")
+    cmd = [exe] if exe else [sys.executable, "-m", "pincompile.cli"]
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen([*cmd, "compile", str(root), "-o", str(out), "-q",
+                                 "--revision", REVISION], stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        took = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            err.seek(0)
+            sys.exit(f"pincompile compile failed ({proc.returncode}):\n"
+                     f"{err.read().decode()[-3000:]}")
+    return {"wall": took, "rss_peak_mib": usage.ru_maxrss / 1024}
+
+
+# --- driver ------------------------------------------------------------------------------
+
+def best(runs: list[dict[str, Any]], key: str) -> dict[str, Any]:
+    return min(runs, key=lambda r: r[key])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--apps", type=int, default=10_000, help="apps to generate")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="runs of each phase; the fastest is reported")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--keep", metavar="DIR", help="generate into DIR and keep it")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--no-cli", action="store_true", help="skip the CLI subprocess run")
+    parser.add_argument("--phase", choices=["floor", "compile"], help=argparse.SUPPRESS)
+    parser.add_argument("--repo", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.phase:  # a worker process
+        root, out = Path(args.repo), Path(args.out)
+        data = phase_floor(root) if args.phase == "floor" else phase_compile(root, out)
+        print(json.dumps(data))
+        return 0
+
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="compile-bench-"))
+    root, out = work / "repo", work / "out"
+    def log(message: str) -> None:  # progress on stderr (stdout: the table or JSON)
+        print(message, file=sys.stderr, flush=True)
+
+    try:
+        if root.exists():
+            shutil.rmtree(root)
+        start = time.perf_counter()
+        counts = generate(root, args.apps, args.seed)
+        files = sum(1 for _ in root.rglob("*.yaml"))
+        size = sum(p.stat().st_size for p in root.rglob("*.yaml"))
+        log(f"generated {args.apps} apps ({files} files, {size / 2**20:.1f} MiB) in "
+            f"{time.perf_counter() - start:.1f}s: {root}")
+        floors, compiles, clis = [], [], []
+        for n in range(args.repeat):
+            log(f"run {n + 1}/{args.repeat}: floor ...")
+            floors.append(in_subprocess("floor", root, out))
+            log(f"run {n + 1}/{args.repeat}: compile ...")
+            compiles.append(in_subprocess("compile", root, out))
+            if not args.no_cli:
+                log(f"run {n + 1}/{args.repeat}: pincompile compile (CLI) ...")
+                clis.append(cli_compile(root, out))
+        changed = change_one_app(root)
+        log(f"incremental: changed replicas in {changed}; compiling ...")
+        incr = best([in_subprocess("compile", root, out) for _ in range(args.repeat)],
+                    "compile")
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+    floor, comp = best(floors, "floor"), best(compiles, "compile")
+    report: dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%d"), "apps": args.apps, "clusters": CLUSTERS,
+        "input_files": files, "input_mib": round(size / 2**20, 2), "kinds": counts,
+        "cpus": os.cpu_count(), "loadavg": os.getloadavg(), "repeat": args.repeat,
+        "python": sys.version.split()[0],
+        "floor": floor, "compile": comp,
+        "ratio_compile_over_floor": comp["compile"] / floor["floor"],
+        "ratio_target": 2.0,
+        "ratio_compile_over_floor_libyaml": comp["compile"] / floor["floor_libyaml"],
+        "incremental": {"changed": changed, "compile": incr["compile"],
+                        "stages": incr["stages"], "target_s": 1.0},
+    }
+    if clis:
+        cli = min(clis, key=lambda r: r["wall"])
+        report["cli"] = cli
+        report["ratio_cli_over_floor"] = cli["wall"] / floor["floor"]
+    if args.json:
+        print(json.dumps(report, indent=2, sort_keys=True))
+    else:
+        print_table(report)
+    return 0
+
+
+def print_table(r: dict[str, Any]) -> None:
+    f, c = r["floor"], r["compile"]
+    print(f"\ncompile bench {r['date']}: {r['apps']} apps ({r['input_files']} files, "
+          f"{r['input_mib']} MiB) -> {c['objects']} objects for {r['clusters']} clusters "
+          f"({c['bytes'] / 2**20:.0f} MiB); {r['cpus']} CPUs, load "
+          f"{' '.join(f'{x:.1f}' for x in r['loadavg'])}, best of {r['repeat']}")
+    print(f"  kinds: {', '.join(f'{k} {v}' for k, v in sorted(r['kinds'].items()))}")
+    print(f"\n  {'floor':<34}{'seconds':>9}")
+    print(f"  {'  load (load_tree)':<34}{f['load']:9.2f}")
+    print(f"  {'  serialize (to_yaml per object)':<34}{f['serialize']:9.2f}")
+    print(f"  {'  total':<34}{f['floor']:9.2f}")
+    print(f"  {'  (context: load with libyaml)':<34}{f['load_libyaml']:9.2f}")
+    print(f"\n  {'compile stage':<34}{'seconds':>9}{'share':>8}")
+    for name, took in c["stages"].items():
+        print(f"  {'  ' + name:<34}{took:9.2f}{took / c['compile']:8.0%}")
+    print(f"  {'  total':<34}{c['compile']:9.2f}")
+    print(f"\n  compile / floor        {r['ratio_compile_over_floor']:6.2f}x   (target <= 2x)")
+    print(f"  compile / libyaml floor{r['ratio_compile_over_floor_libyaml']:6.2f}x   (context: "
+          "if parsing were libyaml's speed)")
+    if "cli" in r:
+        print(f"  CLI wall / floor       {r['ratio_cli_over_floor']:6.2f}x   "
+              f"(pincompile compile: {r['cli']['wall']:.2f}s incl. start-up and imports)")
+    inc = r["incremental"]
+    print(f"  incremental (1 app)    {inc['compile']:6.2f}s   (target < 1 s; full recompile, "
+          "no cache)")
+    print(f"  peak RSS: compile {c['rss_peak_mib']:.0f} MiB (after imports "
+          f"{c['rss_imports_mib']:.0f} MiB); floor process {f['rss_peak_mib']:.0f} MiB "
+          "(includes its untimed compile)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
