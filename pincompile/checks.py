@@ -37,6 +37,7 @@ from pincompile.models import (
     Workload,
 )
 from pincompile.models.types import parse_quantity
+from pincompile.models.workloads import AppSpec
 from pincompile.parse import dotted
 
 Path = tuple[str | int, ...]
@@ -285,6 +286,7 @@ def scaler_targets(specs: Specs) -> Iterator[Diagnostic]:
                             "a workload has at most one PinScaler; merge their metrics")
             continue
         app = found.resource.spec
+        assert isinstance(app, AppSpec)  # a PinApp's or PinterestService's (checked above)
         low, high = scaler.spec.min_replicas, scaler.spec.max_replicas
         if "replicas" in app.model_fields_set and not low <= app.replicas <= high:
             yield found.at("spec", "replicas").error(

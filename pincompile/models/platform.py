@@ -9,14 +9,13 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from pincompile.models.base import TIERS, Arch, Metadata, Placement, Resource, Strict, Tier
-from pincompile.models.pod import ContainerPort, EnvVar, Probes, Resources, Volume
+from pincompile.models.pod import ContainerFields, EnvVar, Resources, Volume
 from pincompile.models.types import (
     Image,
     KubernetesVersion,
     Label63,
     LabelKey,
     LabelValue,
-    Name,
     Quantity,
 )
 
@@ -99,19 +98,11 @@ class Project(Resource):
         return self.spec.namespace or self.metadata.name
 
 
-class SidecarContainer(Strict):
+class SidecarContainer(ContainerFields):
     """A managed sidecar's container; string values may use templates."""
 
     name: Label63 | None = None
     """Default: the sidecar's name."""
-    image: Image
-    command: list[str] | None = None
-    args: list[str] | None = None
-    env: list[EnvVar] = Field(default_factory=list)
-    ports: list[ContainerPort] = Field(default_factory=list)
-    resources: Resources = Field(default_factory=Resources)
-    probes: Probes | None = None
-    privileged: bool = False
 
 
 class SideCarSpec(Strict):
@@ -193,10 +184,10 @@ class RuntimeProfile(Resource):
 __all__ = [
     "WORKLOAD_KINDS",
     "Cluster",
-    "ContainerPort",
-    "Image",
-    "Name",
+    "InitContainer",
     "PinterestSideCar",
     "Project",
     "RuntimeProfile",
+    "SidecarContainer",
+    "WorkloadKind",
 ]

@@ -93,21 +93,27 @@ class Probes(Strict):
     startup: Probe | None = None
 
 
-class Container(Strict):
-    """A user container."""
+class ContainerFields(Strict):
+    """What every container spec has: user containers and managed sidecars alike."""
 
-    name: Label63
     image: Image
     command: list[str] | None = None
     args: list[str] | None = None
     env: list[EnvVar] = Field(default_factory=list)
     ports: list[ContainerPort] = Field(default_factory=list)
     resources: Resources = Field(default_factory=Resources)
+    probes: Probes | None = None
+    privileged: bool = False
+    """Privileged mode; only in projects whose policy allows it."""
+
+
+class Container(ContainerFields):
+    """A user container."""
+
+    name: Label63
     lifecycle: Literal["main", "sidecar"] = "main"
     """main, or sidecar: a user-owned sidecar that lives as long as the mains."""
-    probes: Probes | None = None
     working_dir: str | None = None
-    privileged: bool = False
     """Privileged mode; only in projects whose policy allows it."""
 
 
