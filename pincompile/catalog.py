@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -105,3 +105,12 @@ def _first_by_name(entries: list[Entry[Resource]], cls: type[R]) -> dict[str, En
         if isinstance(e.resource, cls):
             found.setdefault(e.resource.name, e)  # type: ignore[arg-type]
     return dict(sorted(found.items()))
+
+
+def canonical(entries: Iterable[Entry[R]]) -> dict[tuple[str, str, str], Entry[R]]:
+    """One entry per (kind, project, name), sorted by key; of duplicates (which checks report)
+    the first in file order, so the result does not depend on the order files were read."""
+    out: dict[tuple[str, str, str], Entry[R]] = {}
+    for e in sorted(entries, key=lambda e: (e.resource.key, e.doc.file, e.doc.index)):
+        out.setdefault(e.resource.key, e)
+    return out

@@ -33,18 +33,19 @@ def managed_sidecars(kind: str, template: PodTemplate, catalog: Catalog
     return sorted(chosen, key=lambda e: (e.resource.spec.order != "before-main", e.resource.name))
 
 
-def resource_requests(res: Resources) -> Requests:
-    """Requests of one container's ``resources``."""
-    out: Requests = {}
-    if res.cpu is not None:
-        out["cpu"] = parse_quantity(res.cpu)
-    if res.memory is not None:
-        out["memory"] = parse_quantity(res.memory)
+def requested(res: Resources) -> dict[str, str]:
+    """One container's ``resources`` as written, keyed by Kubernetes resource name."""
+    out = {name: value for name, value in (
+        ("cpu", res.cpu), ("memory", res.memory), ("ephemeral-storage", res.ephemeral_storage),
+    ) if value is not None}
     if res.gpu:
-        out[GPU] = Decimal(res.gpu)
-    if res.ephemeral_storage is not None:
-        out["ephemeral-storage"] = parse_quantity(res.ephemeral_storage)
+        out[GPU] = str(res.gpu)
     return out
+
+
+def resource_requests(res: Resources) -> Requests:
+    """Requests of one container's ``resources``, as numbers."""
+    return {name: parse_quantity(value) for name, value in requested(res).items()}
 
 
 def _add(into: Requests, more: Requests) -> None:

@@ -7,12 +7,12 @@ and the source/revision annotations are the same everywhere (DESIGN.md, "Ownersh
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Generic, TypeVar
 
-from pincompile.catalog import Catalog, Entry
+from pincompile.catalog import Catalog, Entry, canonical
 from pincompile.diagnostics import Diagnostic
 from pincompile.expand.templates import Renderer
 from pincompile.models import Cluster, PinScaler, Project, Resource, RuntimeProfile, Workload
@@ -222,15 +222,6 @@ class WorkloadTarget(Target[W]):
     def template_path(self) -> tuple[str | int, ...]:
         """Where the pod template sits in the spec (PinPod's spec *is* the template)."""
         return ("spec",) if self.kind == "PinPod" else ("spec", "template")
-
-
-def canonical(entries: Iterable[Entry[R]]) -> dict[Key, Entry[R]]:
-    """One entry per key, sorted by key; of duplicates (which checks report) the first in
-    file order, the one placement uses."""
-    out: dict[Key, Entry[R]] = {}
-    for e in sorted(entries, key=lambda e: (e.resource.key, e.doc.file, e.doc.index)):
-        out.setdefault(e.resource.key, e)
-    return out
 
 
 def kube_version(cluster: Cluster) -> tuple[int, int]:

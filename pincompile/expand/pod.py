@@ -44,7 +44,7 @@ from pincompile.expand.context import (
     plain,
     priority_class,
 )
-from pincompile.injection import GPU, managed_sidecars
+from pincompile.injection import GPU, managed_sidecars, requested
 from pincompile.models import PinterestSideCar, PodTemplate, RuntimeProfile, Volume, Workload
 from pincompile.models.platform import InitContainer, SidecarContainer
 from pincompile.models.pod import EnvVar, Probe, Probes, Resources
@@ -82,15 +82,7 @@ def env_var(var: EnvVar, value: str | None = None) -> Obj:
 
 def resources(res: Resources) -> Obj:
     """Requests as written; limits equal requests unless ``limits`` overrides cpu/memory."""
-    requests: dict[str, str] = {}
-    if res.cpu is not None:
-        requests["cpu"] = res.cpu
-    if res.memory is not None:
-        requests["memory"] = res.memory
-    if res.ephemeral_storage is not None:
-        requests["ephemeral-storage"] = res.ephemeral_storage
-    if res.gpu:
-        requests[GPU] = str(res.gpu)
+    requests = requested(res)
     limits = dict(requests)
     if res.limits is not None:
         limits.update({k: v for k, v in (("cpu", res.limits.cpu), ("memory", res.limits.memory))

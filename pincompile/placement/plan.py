@@ -10,12 +10,12 @@ push another around.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import TypeVar
 
-from pincompile.catalog import Catalog, Entry
+from pincompile.catalog import Catalog, Entry, canonical
 from pincompile.diagnostics import Diagnostic, Location
 from pincompile.models import (
     TIERS,
@@ -94,9 +94,9 @@ class _Planner:
 
     # --- the whole fleet -------------------------------------------------------------------
     def run(self) -> tuple[Plan, list[Diagnostic]]:
-        workloads = _canonical(self.catalog.workloads)
+        workloads = canonical(self.catalog.workloads)
         keys = set(workloads)
-        for scaler_entry in _canonical(self.catalog.scalers).values():
+        for scaler_entry in canonical(self.catalog.scalers).values():
             scaler = scaler_entry.resource
             for kind in SERVICE_KINDS:
                 target = (kind, scaler.project, scaler.spec.target)
@@ -373,12 +373,3 @@ class _Planner:
                 if w.kind in sc.spec.applies_to and name in w.pod_template.sidecars:
                     wanted.update(s.cluster for s in p.decision.shards)
             self.result.sidecar_daemons[name] = sorted(wanted)
-
-
-def _canonical(entries: Sequence[Entry[R]]) -> dict[Key, Entry[R]]:
-    """One entry per key, sorted by key; of duplicates (an error reported elsewhere) the
-    first in file order, so the result does not depend on the order files were read."""
-    out: dict[Key, Entry[R]] = {}
-    for e in sorted(entries, key=lambda e: (e.resource.key, e.doc.file, e.doc.index)):
-        out.setdefault(e.resource.key, e)
-    return out
