@@ -20,8 +20,8 @@ from typing import Any, Literal
 
 from deepdiff import DeepDiff
 
+from pincompile.manifest import Manifest
 from pincompile.output import to_yaml as canonical_yaml
-from pincompile.pipeline import Manifest
 
 Action = Literal["added", "changed", "removed"]
 ACTIONS: tuple[Action, ...] = ("added", "changed", "removed")

@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from pincompile.pipeline import Manifest
+from pincompile.manifest import Manifest
 
 MARKER = ".pincompile-output"
 """Written into every output directory; only such a directory is ever replaced."""

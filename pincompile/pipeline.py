@@ -10,37 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pincompile.catalog import Catalog, Entry
+from pincompile.catalog import Catalog
 from pincompile.diagnostics import Diagnostic
 from pincompile.loader import LoadResult, load_tree
+from pincompile.manifest import Manifest
 from pincompile.parse import parse
-
-
-@dataclass
-class Manifest:
-    """One generated Kubernetes object destined for one member cluster."""
-
-    cluster: str
-    obj: dict[str, Any]
-    source: Entry[Any] | None = None
-
-    @property
-    def kind(self) -> str:
-        return str(self.obj["kind"])
-
-    @property
-    def name(self) -> str:
-        return str(self.obj["metadata"]["name"])
-
-    @property
-    def namespace(self) -> str | None:
-        ns = self.obj["metadata"].get("namespace")
-        return str(ns) if ns else None
-
-    @property
-    def relpath(self) -> str:
-        """``<cluster>/<namespace or _cluster>/<kind>-<name>.yaml``."""
-        return f"{self.cluster}/{self.namespace or '_cluster'}/{self.kind.lower()}-{self.name}.yaml"
 
 
 @dataclass

@@ -16,8 +16,8 @@ from pincompile.catalog import Catalog, Entry
 from pincompile.diagnostics import Diagnostic
 from pincompile.expand import app, cronjob, daemon, jobset, pinpod, platform, scaler, training
 from pincompile.expand.context import Obj, Run, WorkloadTarget
+from pincompile.manifest import Manifest
 from pincompile.models import Resource
-from pincompile.pipeline import Manifest
 from pincompile.placement import Plan
 
 Expander = Callable[[WorkloadTarget[Any]], list[Obj]]

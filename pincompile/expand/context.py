@@ -15,20 +15,23 @@ from typing import Any, Generic, TypeVar
 from pincompile.catalog import Catalog, Entry, canonical
 from pincompile.diagnostics import Diagnostic
 from pincompile.expand.templates import Renderer
+from pincompile.manifest import (
+    ANNOTATION_REVISION,
+    ANNOTATION_SOURCE,
+    LABEL_APP,
+    LABEL_CLUSTER,
+    LABEL_KIND,
+    LABEL_PROJECT,
+    LABEL_TIER,
+    MANAGED_BY,
+    MANAGED_BY_VALUE,
+)
 from pincompile.models import Cluster, PinScaler, Project, Resource, RuntimeProfile, Workload
 from pincompile.placement import Decision, Plan, Shard
 
 Obj = dict[str, Any]
 """One Kubernetes object (or a part of one) as plain data."""
 
-MANAGED_BY = "app.kubernetes.io/managed-by"
-LABEL_PROJECT = "pincompute.io/project"
-LABEL_APP = "pincompute.io/app"
-LABEL_KIND = "pincompute.io/kind"
-LABEL_TIER = "pincompute.io/tier"
-LABEL_CLUSTER = "pincompute.io/cluster"
-ANNOTATION_SOURCE = "pincompute.io/source"
-ANNOTATION_REVISION = "pincompute.io/revision"
 
 #: The ``pincompute.io/project`` label of fleet-wide objects no project owns (PriorityClasses,
 #: managed sidecar DaemonSets). A dot cannot occur in a project name, so it never collides.
@@ -148,7 +151,7 @@ class Target(Generic[W]):
         """Ownership labels (which win over the spec's own ``metadata.labels``)."""
         labels = {
             **self.resource.metadata.labels,
-            MANAGED_BY: "pincompile",
+            MANAGED_BY: MANAGED_BY_VALUE,
             LABEL_PROJECT: self.project,
             LABEL_APP: self.name,
             LABEL_KIND: self.kind,

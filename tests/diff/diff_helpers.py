@@ -129,7 +129,7 @@ def toy_expand(catalog: Any, revision: str) -> list[Any]:
     """A stand-in expansion for testing the command's plumbing without the real one: per
     PinApp and cluster one Deployment (replicas split over clusters), and per project and
     cluster one Namespace; every object carries the revision annotation."""
-    from pincompile.pipeline import Manifest
+    from pincompile.manifest import Manifest
 
     clusters = sorted(catalog.clusters)
     out: list[Manifest] = []

@@ -17,7 +17,7 @@ from pincompile.diffing import (
     summary_line,
     to_yaml,
 )
-from pincompile.pipeline import Manifest
+from pincompile.manifest import Manifest
 
 
 def deployment(replicas: int = 2, *, name: str = "cart", labels: dict[str, str] | None = None,

@@ -26,10 +26,10 @@ from pincompile.catalog import Catalog
 from pincompile.diagnostics import Diagnostic, render_human
 from pincompile.expand import expand_all
 from pincompile.loader import LoadResult, load_tree
+from pincompile.manifest import Manifest
 from pincompile.models import TIERS
 from pincompile.models.types import parse_quantity
 from pincompile.parse import parse
-from pincompile.pipeline import Manifest
 from pincompile.placement import Decision, Plan, Shard
 
 TESTS = Path(__file__).resolve().parent.parent

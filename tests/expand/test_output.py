@@ -9,6 +9,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pincompile.manifest import Manifest
 from pincompile.output import (
     MARKER,
     OutputError,
@@ -17,7 +18,6 @@ from pincompile.output import (
     to_yaml,
     write_tree,
 )
-from pincompile.pipeline import Manifest
 
 OBJ = {"kind": "ConfigMap", "apiVersion": "v1",
        "metadata": {"name": "x", "namespace": "ns", "labels": {"b": "true", "a": "1"}},

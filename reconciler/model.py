@@ -1,0 +1,87 @@
+"""Types shared by every part of the reconciler (imports nothing else of it).
+
+``Phase``/``Health`` describe one live object or one app; ``ClusterReport``/``PassReport``
+describe what one reconcile pass did, per member cluster.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+Obj = dict[str, Any]
+"""A Kubernetes object as plain data (as the API server returns it)."""
+
+
+class Phase(enum.StrEnum):
+    """Health of one object or one app, in the manner of Argo CD's health statuses."""
+
+    HEALTHY = "Healthy"
+    PROGRESSING = "Progressing"
+    DEGRADED = "Degraded"
+    FAILED = "Failed"
+    SUSPENDED = "Suspended"
+    MISSING = "Missing"
+    UNKNOWN = "Unknown"
+
+
+@dataclass(frozen=True)
+class Health:
+    """A phase and, unless Healthy, the reason in words a user can act on."""
+
+    phase: Phase
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """Which object, in which cluster: ``cluster``, ``apiVersion``, ``kind``, ns, name."""
+
+    cluster: str
+    api_version: str
+    kind: str
+    namespace: str | None
+    name: str
+
+    def __str__(self) -> str:
+        where = f"{self.namespace}/" if self.namespace else ""
+        return f"{self.kind}/{where}{self.name}"
+
+
+@dataclass
+class ClusterReport:
+    """What one pass did in one member cluster."""
+
+    cluster: str
+    created: list[ObjectRef] = field(default_factory=list)
+    updated: list[ObjectRef] = field(default_factory=list)
+    replaced: list[ObjectRef] = field(default_factory=list)
+    pruned: list[ObjectRef] = field(default_factory=list)
+    unchanged: int = 0
+    conflicts: list[str] = field(default_factory=list)
+    error: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def writes(self) -> int:
+        return len(self.created) + len(self.updated) + len(self.replaced) + len(self.pruned)
+
+
+@dataclass
+class PassReport:
+    """What one reconcile pass did, per member cluster, for one git revision."""
+
+    revision: str
+    clusters: dict[str, ClusterReport] = field(default_factory=dict)
+    seconds: float = 0.0
+    error: str | None = None
+    """Set when the pass did nothing at all (the compile failed, say)."""
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and all(c.error is None for c in self.clusters.values())
+
+    @property
+    def writes(self) -> int:
+        return sum(c.writes for c in self.clusters.values())
