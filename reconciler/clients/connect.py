@@ -1,0 +1,222 @@
+"""One connection per kubeconfig context, with every request going through one hook.
+
+The hook (``_Hook``) wraps the REST client that the official ``kubernetes`` client sends
+every request through, so it sees all of them — LIST, GET, dry-run and real writes,
+watches — and it is the one place that:
+
+* counts requests by verb (:class:`RequestStats`), which is how tests and ``apply`` know
+  that a pass made zero writes and at most one LIST per kind;
+* rate-limits them client-side (a token bucket per cluster);
+* retries on 429, 5xx and connection errors with exponential back-off and full jitter,
+  honouring ``Retry-After``.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import urllib3
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.dynamic import DynamicClient
+
+FIELD_MANAGER = "pincompile"
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+CONNECT_ERRORS = (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError)
+WRITE_VERBS = frozenset({"create", "update", "patch", "delete"})
+
+
+class ClusterUnreachable(Exception):
+    """The cluster's API server did not answer (after retries)."""
+
+
+@dataclass
+class RequestStats:
+    """Requests made to one cluster, by verb and resource (thread-safe)."""
+
+    by_verb: Counter[str] = field(default_factory=Counter)
+    lists: Counter[str] = field(default_factory=Counter)
+    """LIST requests per resource (``deployments``, ``pods``, ...)."""
+    writes_by_resource: Counter[str] = field(default_factory=Counter)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def record(self, verb: str, resource: str) -> None:
+        with self._lock:
+            self.by_verb[verb] += 1
+            if verb == "list":
+                self.lists[resource] += 1
+            if verb in WRITE_VERBS:
+                self.writes_by_resource[resource] += 1
+
+    @property
+    def writes(self) -> int:
+        return sum(self.by_verb[v] for v in WRITE_VERBS)
+
+    def reset(self) -> None:
+        with self._lock:
+            self.by_verb.clear()
+            self.lists.clear()
+            self.writes_by_resource.clear()
+
+
+def classify(method: str, url: str) -> tuple[str, str]:
+    """(verb, resource) of one request, the way the API server's audit log names them.
+
+    ``dry-run`` is a PATCH/POST with ``dryRun=All`` (it persists nothing); ``discovery``
+    is a GET of ``/api`` or ``/apis`` paths that name no resource.
+    """
+    parsed = urlparse(url)
+    query = parse_qs(parsed.query)
+    parts = [p for p in parsed.path.split("/") if p]
+    if parts[:1] == ["api"]:
+        rest = parts[2:]
+    elif parts[:1] == ["apis"]:
+        rest = parts[3:]
+    else:
+        return "other", parsed.path
+    if not rest:
+        return "discovery", parsed.path
+    if rest[0] == "namespaces" and len(rest) >= 3:
+        resource, name = rest[2], (rest[3] if len(rest) > 3 else None)
+    else:
+        resource, name = rest[0], (rest[1] if len(rest) > 1 else None)
+    method = method.upper()
+    if query.get("dryRun"):
+        return "dry-run", resource
+    if method == "GET":
+        if query.get("watch") in (["true"], ["1"]):
+            return "watch", resource
+        return ("get" if name else "list"), resource
+    return {"POST": "create", "PUT": "update", "PATCH": "patch",
+            "DELETE": "delete"}.get(method, method.lower()), resource
+
+
+class TokenBucket:
+    """Client-side rate limit: ``qps`` requests a second with bursts up to ``burst``."""
+
+    def __init__(self, qps: float, burst: int) -> None:
+        self.qps, self.burst = qps, burst
+        self.tokens = float(burst)
+        self.stamp = time.monotonic()
+        self.lock = threading.Lock()
+
+    def take(self) -> None:
+        while True:
+            with self.lock:
+                now = time.monotonic()
+                self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.qps)
+                self.stamp = now
+                if self.tokens >= 1:
+                    self.tokens -= 1
+                    return
+                wait = (1 - self.tokens) / self.qps
+            time.sleep(wait)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential back-off with full jitter; ``Retry-After`` wins when the server sends it."""
+
+    attempts: int = 4
+    base: float = 0.25
+    cap: float = 4.0
+
+    def delay(self, attempt: int, retry_after: str | None = None) -> float:
+        if retry_after:
+            try:
+                return min(float(retry_after), 30.0)
+            except ValueError:
+                pass
+        return random.uniform(0, min(self.cap, self.base * 2 ** attempt))
+
+
+class _Hook:
+    """Wraps ``RESTClientObject.request``: count, rate-limit, retry."""
+
+    def __init__(self, inner: Any, stats: RequestStats, bucket: TokenBucket,
+                 retry: RetryPolicy, timeout: tuple[float, float]) -> None:
+        self.inner, self.stats, self.bucket, self.retry = inner, stats, bucket, retry
+        self.timeout = timeout
+
+    def __call__(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        verb, resource = classify(method, url)
+        if kwargs.get("_request_timeout") is None and verb != "watch":
+            kwargs["_request_timeout"] = self.timeout
+        attempt = 0
+        while True:
+            self.bucket.take()
+            self.stats.record(verb, resource)
+            last = attempt + 1 >= self.retry.attempts
+            try:
+                response = self.inner(method, url, *args, **kwargs)
+            except ApiException as exc:
+                if exc.status not in RETRY_STATUSES or last:
+                    raise
+                delay = self.retry.delay(attempt, (exc.headers or {}).get("Retry-After"))
+            except CONNECT_ERRORS as exc:
+                if last:
+                    raise ClusterUnreachable(_reason(exc)) from exc
+                delay = self.retry.delay(attempt)
+            else:
+                if getattr(response, "status", 200) not in RETRY_STATUSES or last:
+                    return response
+                response.read()
+                delay = self.retry.delay(attempt, response.getheader("Retry-After"))
+            time.sleep(delay)
+            attempt += 1
+
+
+def _reason(exc: BaseException) -> str:
+    reason = getattr(exc, "reason", None) or exc
+    return str(reason).split(": ", 1)[-1][:300]
+
+
+class Connection:
+    """A client for one kubeconfig context: typed API client, dynamic client and stats."""
+
+    def __init__(self, name: str, context: str, kubeconfig: str | None, *,
+                 qps: float = 100.0, burst: int = 200, retry: RetryPolicy | None = None,
+                 timeout: tuple[float, float] = (3.0, 30.0)) -> None:
+        self.name, self.context = name, context
+        self.stats = RequestStats()
+        cfg = k8s.Configuration()
+        k8s_config.load_kube_config(config_file=kubeconfig, context=context,
+                                    client_configuration=cfg, persist_config=False)
+        cfg.retries = 0  # retries happen in the hook, once, with back-off
+        self.api = k8s.ApiClient(cfg)
+        rest = self.api.rest_client
+        rest.request = _Hook(rest.request, self.stats, TokenBucket(qps, burst),
+                             retry or RetryPolicy(), timeout)
+        self._dynamic: DynamicClient | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def dynamic(self) -> DynamicClient:
+        """The dynamic client (discovery runs once, on first use)."""
+        with self._lock:
+            if self._dynamic is None:
+                try:
+                    self._dynamic = DynamicClient(self.api)
+                except CONNECT_ERRORS as exc:
+                    raise ClusterUnreachable(_reason(exc)) from exc
+            return self._dynamic
+
+    def resource(self, api_version: str, kind: str) -> Any:
+        """The dynamic client's resource for ``apiVersion``/``kind``."""
+        return self.dynamic.resources.get(api_version=api_version, kind=kind)
+
+    def close(self) -> None:
+        self.api.close()
+
+
+def contexts(kubeconfig: str | None) -> list[str]:
+    """Context names in a kubeconfig."""
+    found, _ = k8s_config.list_kube_config_contexts(config_file=kubeconfig)
+    return [c["name"] for c in found]

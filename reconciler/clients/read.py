@@ -1,0 +1,55 @@
+"""Reading live state: one LIST per (cluster, kind) filtered by the managed-by label, and
+a GET only for a desired object that no LIST returned (a create or a conflict)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
+
+from pincompile.manifest import MANAGED_BY, MANAGED_BY_VALUE
+from reconciler.clients.connect import Connection
+from reconciler.kinds import KindInfo
+from reconciler.model import Obj
+
+MANAGED_SELECTOR = f"{MANAGED_BY}={MANAGED_BY_VALUE}"
+Key = tuple[str, str, str]
+"""(kind, namespace or "", name): unique among the kinds pincompile manages."""
+
+
+def key_of(obj: Obj) -> Key:
+    meta = obj["metadata"]
+    return (str(obj["kind"]), str(meta.get("namespace") or ""), str(meta["name"]))
+
+
+def served(conn: Connection, kind: KindInfo) -> bool:
+    """Whether the cluster serves ``kind`` (kubeflow kinds exist only where installed)."""
+    try:
+        conn.resource(kind.api_version, kind.kind)
+    except ResourceNotFoundError:
+        return False
+    return True
+
+
+def list_managed(conn: Connection, kind: KindInfo) -> tuple[dict[Key, Obj], str]:
+    """Every object of ``kind`` that pincompile manages in the cluster, and the list's
+    resourceVersion (for a watch to continue from). One LIST request."""
+    data = conn.resource(kind.api_version, kind.kind).get(
+        label_selector=MANAGED_SELECTOR).to_dict()
+    found: dict[Key, Obj] = {}
+    for item in data.get("items") or []:
+        item.setdefault("apiVersion", kind.api_version)
+        item.setdefault("kind", kind.kind)
+        found[key_of(item)] = item
+    return found, str((data.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def get(conn: Connection, obj: Obj) -> Obj | None:
+    """The live object with ``obj``'s identity, or None."""
+    meta = obj["metadata"]
+    try:
+        live: dict[str, Any] = conn.resource(obj["apiVersion"], obj["kind"]).get(
+            name=meta["name"], namespace=meta.get("namespace")).to_dict()
+    except NotFoundError:
+        return None
+    return live

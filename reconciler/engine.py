@@ -1,0 +1,393 @@
+"""One reconcile pass over the fleet: compile result in, clusters converged, status out.
+
+The pass: the host first (CRDs, every spec as its custom resource, stored rollout state),
+then every member cluster in parallel — read live state (one LIST per kind), plan through
+server-side dry-runs, apply in dependency order, prune — then zone-by-zone gates, a wait
+for health, and one aggregated status per app written to the host. A cluster that fails
+is reported (its apps say Unknown) and never stops the others.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable, Collection
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes.dynamic.exceptions import DynamicApiError
+
+from pincompile.manifest import Manifest
+from pincompile.pipeline import Result
+from reconciler import rollout, status
+from reconciler.clients import read, write
+from reconciler.clients.connect import ClusterUnreachable, Connection
+from reconciler.clients.read import Key, key_of
+from reconciler.health import assess
+from reconciler.host import AppKey
+from reconciler.model import ClusterReport, ObjectRef, Obj, PassReport, Phase
+from reconciler.sync import Action, ClusterPlan, Options, execute, plan_cluster, read_live
+
+HOST = "host"
+Echo = Callable[[str], None]
+WAITED_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "Pod", "Job")
+
+
+@dataclass
+class MemberState:
+    """One member cluster during a pass."""
+
+    name: str
+    context: str
+    zone: str
+    desired: list[Obj] = field(default_factory=list)
+    conn: Connection | None = None
+    live: dict[Key, Obj] = field(default_factory=dict)
+    plan: ClusterPlan | None = None
+    report: ClusterReport | None = None
+    error: str | None = None
+
+
+def _explain(exc: BaseException) -> str:
+    if isinstance(exc, DynamicApiError):
+        return f"API error {exc.status}: {exc.summary()}"
+    return str(exc) or type(exc).__name__
+
+
+class Reconciler:
+    """Reconciles a compile result against the fleet a kubeconfig reaches."""
+
+    def __init__(self, kubeconfig: str | None, host_context: str = HOST, *,
+                 clusters: Collection[str] | None = None, options: Options | None = None,
+                 wait: bool = True, timeout: float = 300.0, echo: Echo = lambda _m: None,
+                 watch: bool = False) -> None:
+        self.kubeconfig, self.host_context = kubeconfig, host_context
+        self.only = set(clusters) if clusters else None
+        self.options = options or Options()
+        self.wait, self.timeout, self.echo = wait, timeout, echo
+        self.connections: dict[str, Connection] = {}
+        self.watch = watch
+        self.statuses: dict[AppKey, dict[str, Any]] = {}
+        """The last pass's status document per app."""
+
+    # --- connections -----------------------------------------------------------------------
+
+    def connect(self, name: str, context: str) -> Connection:
+        if name not in self.connections:
+            self.connections[name] = Connection(name, context, self.kubeconfig)
+        return self.connections[name]
+
+    def close(self) -> None:
+        for conn in self.connections.values():
+            conn.close()
+        self.connections.clear()
+
+    # --- the pass --------------------------------------------------------------------------
+
+    def members(self, result: Result) -> dict[str, MemberState]:
+        by_cluster: dict[str, list[Manifest]] = defaultdict(list)
+        for manifest in result.manifests:
+            by_cluster[manifest.cluster].append(manifest)
+        out: dict[str, MemberState] = {}
+        for name, entry in sorted(result.catalog.clusters.items()):
+            if self.only is not None and name not in self.only:
+                continue
+            spec = entry.resource
+            out[name] = MemberState(name, spec.context, spec.spec.zone,
+                                    [m.obj for m in by_cluster.get(name, [])])
+        return out
+
+    def plan(self, result: Result) -> dict[str, MemberState]:
+        """Read and plan every member cluster; writes nothing (``pincompile plan``)."""
+        members = self.members(result)
+        self._in_parallel(members, self._read)
+        self._hold_zones(result, members, stored={})
+        self._in_parallel(members, self._plan)
+        return members
+
+    def run(self, result: Result) -> PassReport:
+        """One pass. Never raises for a cluster's failure: it is in the report."""
+        started = time.monotonic()
+        report = PassReport(revision=_revision(result))
+        if not result.ok:
+            report.error = f"{len(result.diagnostics)} error(s) in the specs: nothing applied"
+            return report
+        host = self._host_sync(result, report)
+        members = self.members(result)
+        self._in_parallel(members, self._read)
+        stored = {k: (cr.get("status") or {}) for k, cr in host.items()}
+        rollouts = self._hold_zones(result, members, stored)
+        self._in_parallel(members, self._plan)
+        self._in_parallel(members, self._apply)
+        self._advance(rollouts, members)
+        if self.wait:
+            self._wait_healthy(members)
+        self._write_status(result, members, rollouts, stored, report)
+        for member in members.values():
+            report.clusters[member.name] = member.report or ClusterReport(
+                member.name, error=member.error)
+        report.seconds = time.monotonic() - started
+        return report
+
+    def _in_parallel(self, members: dict[str, MemberState],
+                     step: Callable[[MemberState], None]) -> None:
+        def guarded(member: MemberState) -> None:
+            if member.error is not None:
+                return
+            try:
+                step(member)
+            except (ClusterUnreachable, DynamicApiError, OSError, TimeoutError) as exc:
+                member.error = _explain(exc)
+                self.echo(f"{member.name}: FAILED: {member.error}")
+
+        with ThreadPoolExecutor(max_workers=max(1, min(8, len(members)))) as pool:
+            list(pool.map(guarded, members.values()))
+
+    def _read(self, member: MemberState) -> None:
+        member.conn = self.connect(member.name, member.context)
+        member.live = read_live(member.conn)
+
+    def _plan(self, member: MemberState) -> None:
+        assert member.conn is not None
+        member.plan = plan_cluster(member.conn, member.desired, member.live, self.options)
+
+    def _apply(self, member: MemberState) -> None:
+        assert member.conn is not None and member.plan is not None
+        started = time.monotonic()
+        plan = member.plan
+        member.report = ClusterReport(member.name)
+        if plan.blocked:
+            self.echo(f"{member.name}: prune refused: {plan.blocked}")
+            member.report.conflicts.append(plan.blocked)
+        for change in plan.of(Action.CONFLICT, Action.INVALID):
+            member.report.conflicts.append(f"{change.name}: {change.reason}")
+            self.echo(f"{member.name}: {change.action} {change.name}: {change.reason}")
+        done = execute(member.conn, plan, echo=self.echo)
+        refs = {a: [c.ref(member.name) for c in cs] for a, cs in done.items()}
+        member.report.created = refs[Action.CREATE]
+        member.report.updated = refs[Action.UPDATE]
+        member.report.replaced = refs[Action.REPLACE]
+        member.report.pruned = refs[Action.PRUNE]
+        member.report.unchanged = len(plan.of(Action.UNCHANGED))
+        for change in plan.pending:
+            if change.predicted is not None:
+                member.live[change.key] = change.predicted
+            if change.action is Action.PRUNE:
+                member.live.pop(change.key, None)
+        member.report.seconds = time.monotonic() - started
+
+    # --- host --------------------------------------------------------------------------------
+
+    def _host_sync(self, result: Result, report: PassReport) -> dict[AppKey, Obj]:
+        """CRDs, spec resources and their namespaces on the host; returns the app resources
+        (with their stored status)."""
+        from reconciler import host
+
+        try:
+            conn = self.connect(HOST, self.host_context)
+            host.ensure_crds(conn)
+            kinds = host.spec_kinds()
+            live: dict[Key, Obj] = {}
+            for kind in [*kinds, *[k for k in _namespace_kind()]]:
+                live.update(read.list_managed(conn, kind)[0])
+            desired = host.desired_objects(result.catalog, report.revision)
+            plan = plan_cluster(conn, desired, live, self.options)
+            done = execute(conn, plan)
+            host_report = ClusterReport(HOST, unchanged=len(plan.of(Action.UNCHANGED)))
+            host_report.created = [c.ref(HOST) for c in done[Action.CREATE]]
+            host_report.updated = [c.ref(HOST) for c in done[Action.UPDATE]]
+            host_report.pruned = [c.ref(HOST) for c in done[Action.PRUNE]]
+            report.clusters[HOST] = host_report
+            return host.read_apps(conn, kinds) if plan.pending else {
+                host.app_key(o): o for k, o in live.items() if k[0] != "Namespace"}
+        except (ClusterUnreachable, DynamicApiError, OSError) as exc:
+            report.clusters[HOST] = ClusterReport(HOST, error=_explain(exc))
+            self.echo(f"host: FAILED: {_explain(exc)}")
+            return {}
+
+    # --- zone-by-zone ------------------------------------------------------------------------
+
+    def _hold_zones(self, result: Result, members: dict[str, MemberState],
+                    stored: dict[AppKey, dict[str, Any]]) -> dict[AppKey, rollout.AppRollout]:
+        """Decide each zone-by-zone app's rollout and keep later zones on the old template."""
+        by_app: dict[AppKey, dict[str, tuple[int, Obj]]] = defaultdict(dict)
+        for member in members.values():
+            if member.error is not None:
+                continue
+            for index, obj in enumerate(member.desired):
+                if rollout.is_zone_by_zone(obj) and (app := status.app_of(obj)):
+                    by_app[app][member.name] = (index, obj)
+        rollouts: dict[AppKey, rollout.AppRollout] = {}
+        for app, placed in by_app.items():
+            desired = {c: obj for c, (_, obj) in placed.items()}
+            live = {c: members[c].live.get(key_of(obj)) for c, obj in desired.items()}
+            state = rollout.State.from_json((stored.get(app) or {}).get("rollout"))
+            plan = rollout.begin(app, desired, {c: members[c].zone for c in desired}, live,
+                                 state, _revision(result))
+            rollouts[app] = plan
+            for cluster, (index, _) in placed.items():
+                current = live[cluster]
+                if plan.allowed(cluster) or current is None:
+                    members[cluster].desired[index] = plan.desired[cluster]
+                else:
+                    members[cluster].desired[index] = rollout.hold(plan.desired[cluster],
+                                                                   current)
+        return rollouts
+
+    def _advance(self, rollouts: dict[AppKey, rollout.AppRollout],
+                 members: dict[str, MemberState]) -> None:
+        from reconciler import host
+
+        host_conn = self.connections.get(HOST)
+        active = {a: r for a, r in rollouts.items() if r.state.phase == rollout.PROGRESSING
+                  and all(members[c].error is None for c in r.desired)}
+
+        def one(item: tuple[AppKey, rollout.AppRollout]) -> None:
+            app, plan = item
+
+            def apply(cluster: str, obj: Obj) -> None:
+                conn = members[cluster].conn
+                assert conn is not None
+                members[cluster].live[key_of(obj)] = write.apply(conn, obj)
+                if members[cluster].report is not None:
+                    members[cluster].report.updated.append(  # type: ignore[union-attr]
+                        ObjectRef(cluster, obj["apiVersion"], obj["kind"],
+                                  obj["metadata"].get("namespace"), obj["metadata"]["name"]))
+                self.echo(f"{cluster}: rollout {obj['metadata']['name']} "
+                          f"(zone {members[cluster].zone})")
+
+            def fetch(cluster: str, obj: Obj) -> Obj | None:
+                conn = members[cluster].conn
+                assert conn is not None
+                live = read.get(conn, obj)
+                if live is not None:
+                    members[cluster].live[key_of(obj)] = live
+                return live
+
+            def record(reason: str, message: str) -> None:
+                self.echo(f"{app[0]}/{app[1]}/{app[2]}: {reason}: {message}")
+                if host_conn is not None:
+                    try:
+                        host.record_event(host_conn, app, reason, message,
+                                          warning=reason == "RolloutHalted")
+                    except (ClusterUnreachable, DynamicApiError, OSError):
+                        pass
+
+            def save(state: rollout.State) -> None:
+                if host_conn is not None:
+                    try:
+                        host.write_status(host_conn, app, {"rollout": state.to_json()})
+                    except (ClusterUnreachable, DynamicApiError, OSError):
+                        pass
+
+            if plan.started_new:
+                save(plan.state)
+            try:
+                rollout.advance(plan, apply=apply, fetch=fetch, record=record, save=save)
+            except (ClusterUnreachable, DynamicApiError, OSError) as exc:
+                plan.state.message = f"rollout interrupted: {_explain(exc)}"
+
+        with ThreadPoolExecutor(max_workers=max(1, min(8, len(active)))) as pool:
+            list(pool.map(one, active.items()))
+
+    # --- health and status ---------------------------------------------------------------------
+
+    def _wait_healthy(self, members: dict[str, MemberState]) -> None:
+        """Wait (bounded by ``timeout``) until what this pass wrote is healthy."""
+        deadline = time.monotonic() + self.timeout
+
+        def one(member: MemberState) -> None:
+            assert member.conn is not None and member.plan is not None
+            waiting = [c.desired for c in member.plan.pending
+                       if c.action is not Action.PRUNE and c.desired is not None
+                       and c.desired["kind"] in WAITED_KINDS]
+            while waiting and time.monotonic() < deadline:
+                still = []
+                for obj in waiting:
+                    live = read.get(member.conn, obj)
+                    if live is not None:
+                        member.live[key_of(obj)] = live
+                    if live is None or assess(live).phase is Phase.PROGRESSING:
+                        still.append(obj)
+                waiting = still
+                if waiting:
+                    time.sleep(1.0)
+
+        self._in_parallel(members, one)
+
+    def _write_status(self, result: Result, members: dict[str, MemberState],
+                      rollouts: dict[AppKey, rollout.AppRollout],
+                      stored: dict[AppKey, dict[str, Any]], report: PassReport) -> None:
+        from reconciler import host
+
+        views: dict[AppKey, list[status.ClusterView]] = defaultdict(list)
+        written: set[AppKey] = set()
+        for member in members.values():
+            per_app: dict[AppKey, status.ClusterView] = {}
+            for obj in member.desired:
+                app = status.app_of(obj)
+                if app is None:
+                    continue
+                view = per_app.setdefault(app, status.ClusterView(member.name,
+                                                                  error=member.error))
+                key = key_of(obj)
+                ref = ObjectRef(member.name, obj["apiVersion"], obj["kind"], key[1] or None,
+                                key[2])
+                view.objects.append((ref, member.live.get(key)))
+            for app, view in per_app.items():
+                views[app].append(view)
+            if member.plan is not None:
+                for change in member.plan.pending:
+                    app = status.app_of(change.desired or change.live or {})
+                    if app is not None:
+                        written.add(app)
+        self.statuses = {}
+        host_conn = self.connections.get(HOST)
+        for app in sorted(views):
+            plan = rollouts.get(app)
+            doc = status.app_status(
+                views[app], revision=report.revision,
+                rollout=plan.state.to_json() if plan else None,
+                previous=stored.get(app), applied=app in written)
+            self.statuses[app] = doc
+            if host_conn is None or HOST not in report.clusters or \
+                    report.clusters[HOST].error is not None:
+                continue
+            try:
+                if status.changed(stored.get(app), doc):
+                    host.write_status(host_conn, app, doc)
+                if app in written:
+                    host.record_event(host_conn, app, "Applied", _event_text(app, members,
+                                                                              report.revision))
+            except (ClusterUnreachable, DynamicApiError, OSError) as exc:
+                report.clusters[HOST].error = _explain(exc)
+
+
+def _namespace_kind() -> list[Any]:
+    from reconciler.kinds import info
+
+    namespace = info("Namespace")
+    return [namespace] if namespace else []
+
+
+def _revision(result: Result) -> str:
+    for manifest in result.manifests:
+        rev = (manifest.obj["metadata"].get("annotations") or {}).get("pincompute.io/revision")
+        if rev:
+            return str(rev)
+    return "unknown"
+
+
+def _event_text(app: AppKey, members: dict[str, MemberState], revision: str) -> str:
+    parts = []
+    for member in sorted(members.values(), key=lambda m: m.name):
+        if member.plan is None:
+            continue
+        mine = [c for c in member.plan.pending
+                if status.app_of(c.desired or c.live or {}) == app]
+        if mine:
+            what = ", ".join(f"{c.action} {c.name}" for c in mine[:6])
+            more = f" (+{len(mine) - 6} more)" if len(mine) > 6 else ""
+            parts.append(f"{member.name}: {what}{more}")
+    return f"revision {revision}: " + "; ".join(parts)

@@ -1,0 +1,130 @@
+"""The host cluster holds the truth: every spec as its ``pincompute.io`` custom resource,
+each app's aggregated status (rollout state included) in that resource's status, and
+Kubernetes Events on it for every apply, prune, replace, zone promoted and rollout halted.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from kubernetes import client as k8s
+
+from pincompile import crds
+from pincompile.catalog import Catalog
+from pincompile.manifest import MANAGED_BY, MANAGED_BY_VALUE
+from reconciler.clients import read, write
+from reconciler.clients.connect import Connection
+from reconciler.kinds import KindInfo
+from reconciler.model import Obj
+
+API_VERSION = f"{crds.GROUP}/{crds.VERSION}"
+AppKey = tuple[str, str, str]
+"""(kind, project, name) of a workload spec."""
+
+
+def spec_kinds() -> list[KindInfo]:
+    """The custom resource kinds the host stores, as the sync machinery sees them."""
+    from pincompile.models import KINDS
+
+    return [KindInfo(API_VERSION, kind, namespaced=crds.kind_info(kind).scope == "Namespaced")
+            for kind in KINDS]
+
+
+def ensure_crds(conn: Connection, *, timeout: float = 60.0) -> int:
+    """Install the CRDs that are missing (or differ); wait until served. Returns how many
+    were written."""
+    wanted = crds.all_crds()
+    existing, _ = read.list_managed(conn, KindInfo("apiextensions.k8s.io/v1",
+                                                   "CustomResourceDefinition", False))
+    written = 0
+    for crd in wanted:
+        live = existing.get(read.key_of({**crd, "kind": "CustomResourceDefinition"}))
+        if live is not None and live.get("spec", {}).get("versions", [{}])[0].get("schema") \
+                == crd["spec"]["versions"][0]["schema"]:
+            continue
+        write.apply(conn, crd)
+        written += 1
+    if written:
+        deadline = time.monotonic() + timeout
+        api = k8s.ApiextensionsV1Api(conn.api)
+        for crd in wanted:
+            while time.monotonic() < deadline:
+                got = api.read_custom_resource_definition(crd["metadata"]["name"])
+                conditions = {c.type: c.status for c in (got.status.conditions or [])}
+                if conditions.get("Established") == "True":
+                    break
+                time.sleep(0.2)
+        conn.dynamic.resources.invalidate_cache()
+    return written
+
+
+def desired_objects(catalog: Catalog, revision: str) -> list[Obj]:
+    """Every spec as its custom resource, plus the project namespaces they live in."""
+    out: list[Obj] = []
+    namespaces: set[str] = set()
+    for entry in catalog.entries:
+        data = json.loads(json.dumps(entry.doc.data))
+        cr = crds.custom_resource(data)
+        meta = cr["metadata"]
+        meta.setdefault("labels", {})[MANAGED_BY] = MANAGED_BY_VALUE
+        meta.setdefault("annotations", {})["pincompute.io/source"] = entry.file
+        meta["annotations"]["pincompute.io/revision"] = revision
+        if meta.get("namespace"):
+            namespaces.add(meta["namespace"])
+        out.append(cr)
+    for ns in sorted(namespaces):
+        out.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {
+            "name": ns, "labels": {MANAGED_BY: MANAGED_BY_VALUE}}})
+    return out
+
+
+def app_key(cr: Obj) -> AppKey:
+    meta = cr["metadata"]
+    project = (meta.get("labels") or {}).get(crds.PROJECT_LABEL) or meta.get("namespace") or ""
+    return (str(cr["kind"]), str(project), str(meta["name"]))
+
+
+def cr_ref(key: AppKey) -> Obj:
+    """The identity of an app's custom resource (namespace = project)."""
+    kind, project, name = key
+    return {"apiVersion": API_VERSION, "kind": kind,
+            "metadata": {"name": name, "namespace": project}}
+
+
+def write_status(conn: Connection, key: AppKey, status: dict[str, Any]) -> None:
+    """Server-side apply of an app's status subresource."""
+    obj = cr_ref(key)
+    obj["status"] = status
+    write.apply(conn, obj, subresource="status")
+
+
+def record_event(conn: Connection, key: AppKey, reason: str, message: str, *,
+                 uid: str | None = None, warning: bool = False) -> None:
+    """A Kubernetes Event on an app's custom resource."""
+    kind, project, name = key
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    body = {
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"generateName": f"{name}.", "namespace": project},
+        "involvedObject": {"apiVersion": API_VERSION, "kind": kind, "name": name,
+                           "namespace": project, **({"uid": uid} if uid else {})},
+        "reason": reason, "message": message[:1000],
+        "type": "Warning" if warning else "Normal",
+        "source": {"component": "pincompile"},
+        "reportingComponent": "pincompile", "reportingInstance": "pincompile",
+        "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
+    }
+    conn.resource("v1", "Event").create(body=body, namespace=project)
+
+
+def read_apps(conn: Connection, kinds: Iterable[KindInfo]) -> dict[AppKey, Obj]:
+    """Every app custom resource on the host (one LIST per kind)."""
+    out: dict[AppKey, Obj] = {}
+    for kind in kinds:
+        if read.served(conn, kind):
+            for obj in read.list_managed(conn, kind)[0].values():
+                out[app_key(obj)] = obj
+    return out

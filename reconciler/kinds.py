@@ -1,0 +1,62 @@
+"""The kinds pincompile manages, in the order they are applied (and pruned in reverse).
+
+A dependency comes before what uses it, as ``kubectl`` and Argo CD order a sync: the
+namespace and priority classes first, then quota and policy, then configuration, storage
+and services, then workloads, and last what points at workloads (HPA, PDB, Ingress).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class KindInfo:
+    api_version: str
+    kind: str
+    namespaced: bool = True
+    data: bool = False
+    """Pruned only with ``--prune-data`` (it holds state a user would lose)."""
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+
+MANAGED_KINDS: tuple[KindInfo, ...] = (
+    KindInfo("v1", "Namespace", namespaced=False, data=True),
+    KindInfo("scheduling.k8s.io/v1", "PriorityClass", namespaced=False),
+    KindInfo("v1", "ResourceQuota"),
+    KindInfo("v1", "LimitRange"),
+    KindInfo("networking.k8s.io/v1", "NetworkPolicy"),
+    KindInfo("v1", "ServiceAccount"),
+    KindInfo("rbac.authorization.k8s.io/v1", "Role"),
+    KindInfo("rbac.authorization.k8s.io/v1", "RoleBinding"),
+    KindInfo("v1", "ConfigMap"),
+    KindInfo("v1", "Secret"),
+    KindInfo("v1", "PersistentVolumeClaim", data=True),
+    KindInfo("v1", "Service"),
+    KindInfo("apps/v1", "Deployment"),
+    KindInfo("apps/v1", "StatefulSet"),
+    KindInfo("apps/v1", "DaemonSet"),
+    KindInfo("batch/v1", "Job"),
+    KindInfo("batch/v1", "CronJob"),
+    KindInfo("v1", "Pod"),
+    KindInfo("kubeflow.org/v1", "TFJob"),
+    KindInfo("kubeflow.org/v1", "PyTorchJob"),
+    KindInfo("autoscaling/v2", "HorizontalPodAutoscaler"),
+    KindInfo("policy/v1", "PodDisruptionBudget"),
+    KindInfo("networking.k8s.io/v1", "Ingress"),
+)
+_BY_KIND = {k.kind: k for k in MANAGED_KINDS}
+_ORDER = {k.kind: i for i, k in enumerate(MANAGED_KINDS)}
+
+
+def info(kind: str) -> KindInfo | None:
+    """What pincompile knows of ``kind`` (None: a kind it does not manage)."""
+    return _BY_KIND.get(kind)
+
+
+def order(kind: str) -> int:
+    """Apply order of ``kind`` (unknown kinds after every known one)."""
+    return _ORDER.get(kind, len(_ORDER))

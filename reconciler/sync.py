@@ -1,0 +1,274 @@
+"""Per cluster: plan (create / update / replace / prune / conflict) through server-side
+dry-run applies, then carry the plan out in dependency order.
+
+Rules, each in one place below:
+
+* never touch an object without our managed-by label, unless ``adopt``;
+* a dry-run that answers "field is immutable" (or a Pod's "may not change fields") makes
+  the object a *replace*: delete, wait until it is gone, create;
+* prune only objects we manage that are no longer desired, never Namespaces or PVCs
+  without ``prune_data``, never more than ``max_prune`` of the cluster's managed objects;
+* an autoscaled workload's ``spec.replicas`` belongs to its HPA: it is set once, at
+  creation, by a separate field manager, and is never part of what ``pincompile`` applies.
+"""
+
+from __future__ import annotations
+
+import copy
+import enum
+import re
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes.dynamic.exceptions import DynamicApiError
+
+from pincompile.manifest import MANAGED_BY, MANAGED_BY_VALUE
+from reconciler import diff, kinds
+from reconciler.clients import read, write
+from reconciler.clients.connect import Connection
+from reconciler.clients.read import Key, key_of
+from reconciler.model import ObjectRef, Obj
+
+INITIAL_REPLICAS_MANAGER = "pincompile-initial-replicas"
+FAILOVER_ANNOTATION = "pincompute.io/failover"
+_IMMUTABLE = re.compile(r"field is immutable|may not change fields|updates to \S+ spec for "
+                        r"fields other than|Forbidden: .*(?:immutable|cannot be changed)")
+
+
+class Action(enum.StrEnum):
+    CREATE = "create"
+    UPDATE = "update"
+    REPLACE = "replace"
+    PRUNE = "prune"
+    UNCHANGED = "unchanged"
+    CONFLICT = "conflict"
+    INVALID = "invalid"
+    SKIPPED = "skipped"
+
+
+@dataclass
+class Change:
+    """What one object needs."""
+
+    action: Action
+    key: Key
+    desired: Obj | None = None
+    live: Obj | None = None
+    predicted: Obj | None = None
+    """The dry-run's answer: the object as applying would make it."""
+    reason: str = ""
+
+    @property
+    def name(self) -> str:
+        kind, namespace, name = self.key
+        return f"{kind}/{namespace + '/' if namespace else ''}{name}"
+
+    def ref(self, cluster: str) -> ObjectRef:
+        obj = self.desired or self.live or {}
+        kind, namespace, name = self.key
+        return ObjectRef(cluster, str(obj.get("apiVersion", "")), kind, namespace or None, name)
+
+    def diff(self) -> str:
+        return diff.unified(self.live, self.predicted, self.name)
+
+
+@dataclass
+class Options:
+    """How a pass may act on a cluster."""
+
+    adopt: bool = False
+    prune: bool = True
+    prune_data: bool = False
+    max_prune: str = "20%"
+    """An absolute count (``5``) or a share of the cluster's managed objects (``20%``)."""
+    workers: int = 8
+    initial_replicas: dict[Key, int] = field(default_factory=dict)
+    """Autoscaled workloads: the replicas a new object starts with (its share)."""
+
+
+@dataclass
+class ClusterPlan:
+    """Every change one cluster needs, in apply order."""
+
+    cluster: str
+    changes: list[Change] = field(default_factory=list)
+    live: dict[Key, Obj] = field(default_factory=dict)
+    blocked: str | None = None
+    """Why nothing will be pruned in this cluster (a prune over ``max_prune``)."""
+
+    def of(self, *actions: Action) -> list[Change]:
+        return [c for c in self.changes if c.action in actions]
+
+    @property
+    def pending(self) -> list[Change]:
+        """Changes that write."""
+        return self.of(Action.CREATE, Action.UPDATE, Action.REPLACE, Action.PRUNE)
+
+
+def is_managed(obj: Obj | None) -> bool:
+    labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
+    return bool(labels.get(MANAGED_BY) == MANAGED_BY_VALUE)
+
+
+def autoscaled(desired: Iterable[Obj]) -> set[Key]:
+    """Workloads an HPA in ``desired`` scales."""
+    out: set[Key] = set()
+    for obj in desired:
+        if obj["kind"] == "HorizontalPodAutoscaler":
+            target = obj["spec"]["scaleTargetRef"]
+            out.add((target["kind"], obj["metadata"].get("namespace") or "", target["name"]))
+    return out
+
+
+def read_live(conn: Connection) -> dict[Key, Obj]:
+    """Everything pincompile manages in the cluster: one LIST per served kind."""
+    live: dict[Key, Obj] = {}
+    for kind in kinds.MANAGED_KINDS:
+        if read.served(conn, kind):
+            live.update(read.list_managed(conn, kind)[0])
+    return live
+
+
+def plan_cluster(conn: Connection, desired: list[Obj], live: dict[Key, Obj],
+                 options: Options) -> ClusterPlan:
+    """Compare desired with live through dry-run applies; nothing is written."""
+    scaled = autoscaled(desired)
+    plan = ClusterPlan(conn.name, live=live)
+    creating_namespaces = {d["metadata"]["name"] for d in desired
+                           if d["kind"] == "Namespace" and key_of(d) not in live}
+
+    def one(obj: Obj) -> Change:
+        return _plan_object(conn, obj, live, options, scaled, creating_namespaces)
+
+    ordered = sorted(desired, key=lambda o: (kinds.order(o["kind"]), key_of(o)))
+    with ThreadPoolExecutor(max_workers=options.workers) as pool:
+        plan.changes = list(pool.map(one, ordered))
+    desired_keys = {key_of(d) for d in desired}
+    prunable = [Change(Action.PRUNE, k, live=obj) for k, obj in live.items()
+                if k not in desired_keys]
+    kept = [c for c in prunable if (info := kinds.info(c.key[0])) and info.data
+            and not options.prune_data]
+    for change in kept:
+        change.action, change.reason = Action.SKIPPED, "holds data: prune with --prune-data"
+    prunes = [c for c in prunable if c.action is Action.PRUNE]
+    limit = prune_limit(options.max_prune, len(live))
+    if not options.prune:
+        for change in prunes:
+            change.action, change.reason = Action.SKIPPED, "pruning is off"
+    elif len(prunes) > limit:
+        plan.blocked = (f"{len(prunes)} of {len(live)} managed objects would be pruned, "
+                        f"over --max-prune {options.max_prune} ({limit}); nothing pruned")
+        for change in prunes:
+            change.action, change.reason = Action.SKIPPED, plan.blocked
+    prunable.sort(key=lambda c: (-kinds.order(c.key[0]), c.key))
+    plan.changes += prunable
+    return plan
+
+
+def prune_limit(max_prune: str, managed: int) -> int:
+    """How many objects a pass may prune out of ``managed``."""
+    text = str(max_prune).strip()
+    if text.endswith("%"):
+        return int(managed * float(text[:-1]) / 100)
+    return int(text)
+
+
+def _plan_object(conn: Connection, obj: Obj, live: dict[Key, Obj], options: Options,
+                 scaled: set[Key], creating_namespaces: set[str]) -> Change:
+    key = key_of(obj)
+    current = live.get(key)
+    if current is None:
+        current = read.get(conn, obj)
+        if current is not None and not is_managed(current) and not options.adopt:
+            return Change(Action.CONFLICT, key, desired=obj, live=current,
+                          reason="exists and is not managed by pincompile "
+                                 "(use --adopt to take it over)")
+    to_apply = copy.deepcopy(obj)
+    if key in scaled:
+        if current is None and key in options.initial_replicas:
+            to_apply["spec"]["replicas"] = options.initial_replicas[key]
+        elif current is not None:
+            to_apply["spec"].pop("replicas", None)
+    if current is not None and _failed_pod_to_recreate(current):
+        return Change(Action.REPLACE, key, desired=to_apply, live=current, predicted=to_apply,
+                      reason="the pod failed and asks for failover")
+    try:
+        predicted = write.apply(conn, to_apply, dry_run=True)
+    except DynamicApiError as exc:
+        message = _message(exc)
+        if current is not None and exc.status == 422 and _IMMUTABLE.search(message):
+            return Change(Action.REPLACE, key, desired=to_apply, live=current,
+                          predicted=to_apply, reason=message)
+        if (current is None and exc.status == 404
+                and obj["metadata"].get("namespace") in creating_namespaces):
+            return Change(Action.CREATE, key, desired=to_apply, predicted=to_apply)
+        return Change(Action.INVALID, key, desired=to_apply, live=current, reason=message)
+    if current is None:
+        return Change(Action.CREATE, key, desired=to_apply, predicted=predicted)
+    if diff.same(current, predicted):
+        return Change(Action.UNCHANGED, key, desired=to_apply, live=current, predicted=predicted)
+    return Change(Action.UPDATE, key, desired=to_apply, live=current, predicted=predicted,
+                  reason="" if is_managed(current) else "adopted")
+
+
+def _failed_pod_to_recreate(live: Obj) -> bool:
+    annotations = (live.get("metadata") or {}).get("annotations") or {}
+    phase = (live.get("status") or {}).get("phase")
+    return (live.get("kind") == "Pod" and phase == "Failed"
+            and annotations.get(FAILOVER_ANNOTATION) == "true")
+
+
+def _message(exc: DynamicApiError) -> str:
+    body: Any = getattr(exc, "body", None)
+    try:
+        import json
+
+        return str(json.loads(body)["message"])
+    except (TypeError, ValueError, KeyError):
+        return str(getattr(exc, "summary", lambda: exc)())
+
+
+def execute(conn: Connection, plan: ClusterPlan, *,
+            echo: Callable[[str], None] = lambda _m: None) -> dict[Action, list[Change]]:
+    """Carry out a plan: applies in dependency order, replaces, then prunes in reverse
+    order. Returns what was done, by action."""
+    done: dict[Action, list[Change]] = {a: [] for a in Action}
+    for change in plan.changes:
+        if change.action in (Action.CREATE, Action.UPDATE):
+            assert change.desired is not None
+            change.predicted = write.apply(conn, change.desired)
+            if change.action is Action.CREATE and "replicas" in change.desired.get("spec", {}) \
+                    and change.key in _autoscaled_keys(plan):
+                _hand_replicas_over(conn, change.desired)
+        elif change.action is Action.REPLACE:
+            assert change.desired is not None and change.live is not None
+            uid = change.live["metadata"].get("uid")
+            write.delete(conn, change.live, propagation="Foreground")
+            if not write.wait_gone(conn, change.live, uid=uid):
+                raise TimeoutError(f"{change.name}: the old object did not go away in time")
+            change.predicted = write.apply(conn, change.desired)
+        elif change.action is Action.PRUNE:
+            assert change.live is not None
+            write.delete(conn, change.live)
+        else:
+            continue
+        echo(f"{plan.cluster}: {change.action} {change.name}")
+        done[change.action].append(change)
+    return done
+
+
+def _autoscaled_keys(plan: ClusterPlan) -> set[Key]:
+    return autoscaled(c.desired for c in plan.changes if c.desired is not None)
+
+
+def _hand_replicas_over(conn: Connection, obj: Obj) -> None:
+    """Give a new autoscaled workload's ``spec.replicas`` to a manager of its own, so that
+    leaving it out of later applies never resets it (the HPA takes it from there)."""
+    meta = obj["metadata"]
+    write.apply(conn, {
+        "apiVersion": obj["apiVersion"], "kind": obj["kind"],
+        "metadata": {"name": meta["name"], "namespace": meta.get("namespace")},
+        "spec": {"replicas": obj["spec"]["replicas"]},
+    }, manager=INITIAL_REPLICAS_MANAGER)
