@@ -41,6 +41,9 @@ def _register_optional() -> None:
         ("pincompile.commands.explain", "explain"),
         ("pincompile.commands.diff", "diff"),
         ("pincompile.commands.crds", "crds"),
+        ("reconciler.commands.plan", "plan"),
+        ("reconciler.commands.apply", "apply"),
+        ("reconciler.commands.status", "status"),
         ("reconciler.fleet.cli", "fleet"),
     ):
         try:

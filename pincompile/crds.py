@@ -308,8 +308,8 @@ def _common_status() -> dict[str, Any]:
     }
 
 
-WORKLOAD_PHASES = ["Pending", "Progressing", "Ready", "Degraded", "Paused", "Stopped",
-                   "Succeeded", "Failed", "Unknown"]
+WORKLOAD_PHASES = ["Healthy", "Progressing", "Degraded", "Failed", "Suspended", "Missing",
+                   "Unknown"]
 
 
 def workload_status() -> dict[str, Any]:
@@ -344,6 +344,10 @@ def workload_status() -> dict[str, Any]:
             "ready": _str("Ready pods over desired pods, e.g. \"12/12\" (for kubectl get)."),
             **counts,
             **_common_status(),
+            "lastAppliedRevision": _str("The git revision of the last pass that changed "
+                                        "something of this app."),
+            "lastAppliedTime": {**_TIME, "description": "When that pass ran."},
+            "rollout": _rollout_status(),
             "clusters": {
                 "type": "array",
                 "description": "Per member cluster the workload is placed in.",
@@ -355,29 +359,38 @@ def workload_status() -> dict[str, Any]:
     }
 
 
-def scaler_status() -> dict[str, Any]:
+def _rollout_status() -> dict[str, Any]:
     return {
         "type": "object",
-        "description": "Written by the reconciler: what the autoscaler decided.",
+        "description": "Zone-by-zone rollout: which template is going where.",
         "properties": {
+            "target": _str("Digest of the pod templates being rolled out."),
+            "revision": _str("The git revision that started this rollout."),
+            "zones": {"type": "array", "items": {"type": "string"},
+                      "description": "Zones in rollout order."},
+            "zoneIndex": _int("Index of the zone being rolled out (= number of zones when "
+                              "complete)."),
+            "zone": _str("The zone being rolled out (empty when complete)."),
+            "phase": _str("Progressing, Halted or Complete.",
+                          enum=["Progressing", "Halted", "Complete"]),
+            "message": _str("Why the rollout halted, if it did."),
+            "since": {**_TIME, "description": "When the current zone started."},
+        },
+    }
+
+
+def scaler_status() -> dict[str, Any]:
+    status = workload_status()
+    status["description"] = ("Written by the reconciler: the scaler's HPAs over all member "
+                             "clusters, and what the autoscaler decided.")
+    status["properties"].update({
             "currentReplicas": _int("Replicas running over all clusters."),
             "desiredReplicas": _int("Replicas the scaler last asked for."),
             "floor": _int("The effective minimum now (a schedule may raise minReplicas)."),
             "activeSchedule": _str("The cron of the schedule in force, if any."),
             "lastScaleTime": {**_TIME, "description": "When the replica count last changed."},
-            **_common_status(),
-            "clusters": {
-                "type": "array",
-                "x-kubernetes-list-type": "map",
-                "x-kubernetes-list-map-keys": ["name"],
-                "items": {"type": "object", "required": ["name"], "properties": {
-                    "name": _str("Member cluster name."),
-                    "currentReplicas": _int("Replicas running in this cluster."),
-                    "desiredReplicas": _int("Replicas wanted in this cluster."),
-                }},
-            },
-        },
-    }
+    })
+    return status
 
 
 def cluster_status() -> dict[str, Any]:

@@ -9,6 +9,7 @@ is reported (its apps say Unknown) and never stops the others.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import defaultdict
 from collections.abc import Callable, Collection
@@ -26,12 +27,13 @@ from reconciler.clients.connect import ClusterUnreachable, Connection
 from reconciler.clients.read import Key, key_of
 from reconciler.health import assess
 from reconciler.host import AppKey
-from reconciler.model import ClusterReport, ObjectRef, Obj, PassReport, Phase
+from reconciler.model import ClusterReport, Obj, ObjectRef, PassReport, Phase
 from reconciler.sync import Action, ClusterPlan, Options, execute, plan_cluster, read_live
 
 HOST = "host"
 Echo = Callable[[str], None]
-WAITED_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "Pod", "Job")
+#: Run-to-completion kinds: ``apply`` waits for them to start, not to finish.
+UNWAITED_KINDS = ("Job", "CronJob", "TFJob", "PyTorchJob")
 
 
 @dataclass
@@ -268,18 +270,14 @@ class Reconciler:
             def record(reason: str, message: str) -> None:
                 self.echo(f"{app[0]}/{app[1]}/{app[2]}: {reason}: {message}")
                 if host_conn is not None:
-                    try:
+                    with contextlib.suppress(ClusterUnreachable, DynamicApiError, OSError):
                         host.record_event(host_conn, app, reason, message,
                                           warning=reason == "RolloutHalted")
-                    except (ClusterUnreachable, DynamicApiError, OSError):
-                        pass
 
             def save(state: rollout.State) -> None:
                 if host_conn is not None:
-                    try:
+                    with contextlib.suppress(ClusterUnreachable, DynamicApiError, OSError):
                         host.write_status(host_conn, app, {"rollout": state.to_json()})
-                    except (ClusterUnreachable, DynamicApiError, OSError):
-                        pass
 
             if plan.started_new:
                 save(plan.state)
@@ -301,7 +299,7 @@ class Reconciler:
             assert member.conn is not None and member.plan is not None
             waiting = [c.desired for c in member.plan.pending
                        if c.action is not Action.PRUNE and c.desired is not None
-                       and c.desired["kind"] in WAITED_KINDS]
+                       and c.desired["kind"] not in UNWAITED_KINDS]
             while waiting and time.monotonic() < deadline:
                 still = []
                 for obj in waiting:

@@ -53,7 +53,8 @@ def ensure_crds(conn: Connection, *, timeout: float = 60.0) -> int:
         for crd in wanted:
             while time.monotonic() < deadline:
                 got = api.read_custom_resource_definition(crd["metadata"]["name"])
-                conditions = {c.type: c.status for c in (got.status.conditions or [])}
+                conditions = {c.type: c.status
+                              for c in ((got.status and got.status.conditions) or [])}
                 if conditions.get("Established") == "True":
                     break
                 time.sleep(0.2)

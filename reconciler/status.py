@@ -10,19 +10,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pincompile.manifest import LABEL_APP, LABEL_KIND, LABEL_PROJECT
+from pincompile.models import WORKLOAD_KINDS
 from reconciler.health import aggregate, assess
-from reconciler.model import Health, ObjectRef, Obj, Phase
+from reconciler.model import Health, Obj, ObjectRef, Phase
 
 AppKey = tuple[str, str, str]
+#: Kinds that get a status: every workload kind, and PinScaler.
+APP_KINDS = frozenset({*WORKLOAD_KINDS, "PinScaler"})
 #: Kinds whose pods an app's ready/desired counts come from.
 PRIMARY = ("Deployment", "StatefulSet", "DaemonSet", "Job", "Pod", "CronJob", "TFJob",
            "PyTorchJob")
 
 
 def app_of(obj: Obj) -> AppKey | None:
-    """(kind, project, name) of the spec an object was compiled from."""
+    """(kind, project, name) of the workload (or PinScaler) an object was compiled from;
+    None for platform objects (namespaces, quotas, sidecar daemons)."""
     labels = (obj.get("metadata") or {}).get("labels") or {}
-    if LABEL_KIND in labels and LABEL_APP in labels:
+    if labels.get(LABEL_KIND) in APP_KINDS and LABEL_APP in labels:
         return (labels[LABEL_KIND], labels.get(LABEL_PROJECT, ""), labels[LABEL_APP])
     return None
 

@@ -29,7 +29,7 @@ from reconciler import diff, kinds
 from reconciler.clients import read, write
 from reconciler.clients.connect import Connection
 from reconciler.clients.read import Key, key_of
-from reconciler.model import ObjectRef, Obj
+from reconciler.model import Obj, ObjectRef
 
 INITIAL_REPLICAS_MANAGER = "pincompile-initial-replicas"
 FAILOVER_ANNOTATION = "pincompute.io/failover"

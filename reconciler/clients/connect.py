@@ -192,8 +192,9 @@ class Connection:
         cfg.retries = 0  # retries happen in the hook, once, with back-off
         self.api = k8s.ApiClient(cfg)
         rest = self.api.rest_client
-        rest.request = _Hook(rest.request, self.stats, TokenBucket(qps, burst),
-                             retry or RetryPolicy(), timeout)
+        hook = _Hook(rest.request, self.stats, TokenBucket(qps, burst),
+                     retry or RetryPolicy(), timeout)
+        rest.request = hook  # type: ignore[method-assign]
         self._dynamic: DynamicClient | None = None
         self._lock = threading.Lock()
 

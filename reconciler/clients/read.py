@@ -33,11 +33,16 @@ def served(conn: Connection, kind: KindInfo) -> bool:
 
 def list_managed(conn: Connection, kind: KindInfo) -> tuple[dict[Key, Obj], str]:
     """Every object of ``kind`` that pincompile manages in the cluster, and the list's
-    resourceVersion (for a watch to continue from). One LIST request."""
+    resourceVersion (for a watch to continue from). One LIST request.
+
+    Objects a controller made (with an ``ownerReference``: a Deployment's pods, a Job's
+    pods, their volume claims) carry our labels from the template but are not ours."""
     data = conn.resource(kind.api_version, kind.kind).get(
         label_selector=MANAGED_SELECTOR).to_dict()
     found: dict[Key, Obj] = {}
     for item in data.get("items") or []:
+        if (item.get("metadata") or {}).get("ownerReferences"):
+            continue
         item.setdefault("apiVersion", kind.api_version)
         item.setdefault("kind", kind.kind)
         found[key_of(item)] = item

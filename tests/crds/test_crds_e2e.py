@@ -101,11 +101,11 @@ def test_crds_are_established_and_store_a_workload(host: Any) -> None:
 
     # the status subresource: the reconciler's aggregated status, per cluster
     status = {"status": {
-        "phase": "Ready", "ready": "2/2", "replicas": 2, "readyReplicas": 2,
+        "phase": "Healthy", "ready": "2/2", "replicas": 2, "readyReplicas": 2,
         "observedRevision": "0123abcd", "observedGeneration": 1,
         "conditions": [{"type": "Ready", "status": "True", "reason": "AllClustersReady",
                         "lastTransitionTime": "2025-01-01T00:00:00Z"}],
-        "clusters": [{"name": "solo", "phase": "Ready", "replicas": 2, "readyReplicas": 2}],
+        "clusters": [{"name": "solo", "phase": "Healthy", "replicas": 2, "readyReplicas": 2}],
     }}
     patched = custom.patch_namespaced_custom_object_status(
         "pincompute.io", "v1", "shop", "pinapps", "cart", status)
@@ -117,4 +117,4 @@ def test_crds_are_established_and_store_a_workload(host: Any) -> None:
     columns = [c["name"] for c in table["columnDefinitions"]]
     assert columns == ["Name", "Project", "Tier", "Ready", "Phase", "Age"]
     (row,) = table["rows"]
-    assert row["cells"][:5] == ["cart", "shop", "ondemand", "2/2", "Ready"]
+    assert row["cells"][:5] == ["cart", "shop", "ondemand", "2/2", "Healthy"]

@@ -1,0 +1,129 @@
+"""``pincompile apply``: one reconcile pass over every member cluster."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from pincompile.commands.common import EXIT_CLUSTER, EXIT_OK
+from reconciler.commands.common import (
+    check_clusters,
+    cluster_options,
+    compile_or_exit,
+    default_kubeconfig,
+)
+from reconciler.commands.status import render_table
+from reconciler.engine import HOST, Reconciler
+from reconciler.host import AppKey
+from reconciler.sync import Options
+
+
+@click.command("apply")
+@click.argument("root", default=".", type=click.Path(exists=True, path_type=Path))
+@cluster_options
+@click.option("--max-prune", default="20%", show_default=True,
+              help="Refuse a pass that would prune more than this of a cluster's managed "
+                   "objects (a count, or a percent).")
+@click.option("--prune-data", is_flag=True,
+              help="Also prune Namespaces and PersistentVolumeClaims no longer desired.")
+@click.option("--no-prune", is_flag=True, help="Never prune.")
+@click.option("--adopt", is_flag=True,
+              help="Take over existing unmanaged objects that hold a desired name.")
+@click.option("--dry-run", is_flag=True, help="Same as `pincompile plan`: change nothing.")
+@click.option("--no-wait", is_flag=True, help="Do not wait for the objects to be healthy.")
+@click.option("--timeout", default=300.0, show_default=True, metavar="SECONDS",
+              help="Longest wait for health after applying.")
+@click.option("-q", "--quiet", is_flag=True, help="Only the summary.")
+@click.pass_context
+def apply(ctx: click.Context, root: Path, kubeconfig: str | None, host_context: str,
+          clusters: tuple[str, ...], max_prune: str, prune_data: bool, no_prune: bool,
+          adopt: bool, dry_run: bool, no_wait: bool, timeout: float, quiet: bool) -> None:
+    """Make every member cluster match the specs under ROOT: one reconcile pass.
+
+    \b
+    1. compile ROOT (any error: nothing is applied anywhere, nothing pruned);
+    2. on the host cluster: install missing CRDs, store every spec as its resource;
+    3. per member cluster, in parallel: server-side apply in dependency order
+       (Namespace, PriorityClass, quota, config, storage, Service, workloads, HPA, PDB,
+       Ingress), replace objects whose immutable fields changed, prune managed objects no
+       longer desired (refused above --max-prune; Namespaces and PVCs only with
+       --prune-data);
+    4. zone-by-zone rollouts: the next zone starts when the previous one is healthy; a
+       zone not healthy within the app's health timeout halts the rollout;
+    5. wait for health and write one status per app to the host (`pincompile status`).
+
+    Objects without the label app.kubernetes.io/managed-by=pincompile are never changed
+    (a conflict is reported) unless --adopt. Fields other managers own are left alone.
+    A pass with nothing to change makes no write at all.
+
+    \b
+    Exit codes: 0 applied, 1 invalid specs, 2 usage, 3 a cluster failed (the others were
+    still reconciled; run again once it is back).
+    \b
+    Examples:
+      pincompile apply examples
+      pincompile apply . --cluster use1a-general-01 --max-prune 5
+      pincompile apply . --dry-run
+    """
+    if dry_run:
+        from reconciler.commands.plan import plan
+
+        ctx.invoke(plan, root=root, kubeconfig=kubeconfig, host_context=host_context,
+                   clusters=clusters, adopt=adopt, max_prune=max_prune,
+                   prune_data=prune_data)
+        return
+    started = time.monotonic()
+    result = compile_or_exit(root)
+    check_clusters(result, clusters)
+    echo = (lambda _m: None) if quiet else (lambda m: click.echo(m, err=True))
+    echo(f"compiled {len(result.manifests)} objects for "
+         f"{len({m.cluster for m in result.manifests})} clusters")
+    reconciler = Reconciler(
+        kubeconfig or default_kubeconfig(), host_context, clusters=clusters or None,
+        options=Options(adopt=adopt, prune=not no_prune, max_prune=max_prune,
+                        prune_data=prune_data),
+        wait=not no_wait, timeout=timeout, echo=echo)
+    try:
+        report = reconciler.run(result)
+        writes = {name: conn.stats.writes for name, conn in reconciler.connections.items()}
+        statuses = reconciler.statuses
+    finally:
+        reconciler.close()
+    for name, cluster in sorted(report.clusters.items()):
+        if cluster.error:
+            click.echo(f"{name}: FAILED: {cluster.error}", err=True)
+        for conflict in cluster.conflicts:
+            click.echo(f"{name}: {conflict}", err=True)
+    click.echo(_summary(report, writes, time.monotonic() - started))
+    if not quiet and statuses:
+        click.echo(render_table([_as_row(app, doc) for app, doc in statuses.items()]))
+    sys.exit(EXIT_OK if report.ok else EXIT_CLUSTER)
+
+
+def _summary(report: object, writes: dict[str, int], seconds: float) -> str:
+    from reconciler.model import PassReport
+
+    assert isinstance(report, PassReport)
+    members = {n: c for n, c in report.clusters.items() if n != HOST}
+    created = sum(len(c.created) for c in members.values())
+    updated = sum(len(c.updated) for c in members.values())
+    replaced = sum(len(c.replaced) for c in members.values())
+    pruned = sum(len(c.pruned) for c in members.values())
+    unchanged = sum(c.unchanged for c in members.values())
+    total = sum(writes.values())
+    failed = sum(1 for c in report.clusters.values() if c.error)
+    head = (f"revision {report.revision[:12]}: {created} created, {updated} updated, "
+            f"{replaced} replaced, {pruned} pruned, {unchanged} unchanged in "
+            f"{len(members)} clusters")
+    tail = "zero writes: everything was already in sync" if total == 0 else \
+        f"{total} write requests"
+    fail = f"; {failed} cluster(s) FAILED" if failed else ""
+    return f"{head}; {tail}{fail} ({seconds:.1f}s)"
+
+
+def _as_row(app: AppKey, doc: dict[str, object]) -> dict[str, object]:
+    kind, project, name = app
+    return {"kind": kind, "project": project, "name": name, "status": doc}

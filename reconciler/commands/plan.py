@@ -1,0 +1,120 @@
+"""``pincompile plan``: what ``apply`` would do, per cluster, with a diff of each change."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from pincompile.commands.common import EXIT_CLUSTER, EXIT_INVALID, EXIT_OK
+from reconciler.commands.common import (
+    check_clusters,
+    cluster_options,
+    compile_or_exit,
+    default_kubeconfig,
+)
+from reconciler.engine import MemberState, Reconciler
+from reconciler.sync import Action, Options
+
+SHOWN = (Action.CREATE, Action.UPDATE, Action.REPLACE, Action.PRUNE, Action.CONFLICT,
+         Action.INVALID, Action.SKIPPED)
+
+
+@click.command("plan")
+@click.argument("root", default=".", type=click.Path(exists=True, path_type=Path))
+@cluster_options
+@click.option("-o", "--output", "fmt", type=click.Choice(["text", "markdown", "json"]),
+              default="text", show_default=True, help="Output format.")
+@click.option("--exit-code", is_flag=True, help="Exit 1 when anything would change.")
+@click.option("--adopt", is_flag=True, help="Plan to take over unmanaged objects.")
+@click.option("--max-prune", default="20%", show_default=True,
+              help="Most objects a pass may prune per cluster (count or percent).")
+@click.option("--prune-data", is_flag=True, help="Plan to prune Namespaces and PVCs too.")
+def plan(root: Path, kubeconfig: str | None, host_context: str, clusters: tuple[str, ...],
+         fmt: str, exit_code: bool, adopt: bool, max_prune: str, prune_data: bool) -> None:
+    """Show what `apply` would change in every member cluster, without changing anything.
+
+    Each desired object is sent to its cluster as a server-side dry-run apply and the
+    answer is compared with the live object, so defaults the API server adds never show
+    as drift, and a commit that changes nothing for an object shows nothing. Objects that
+    pincompile manages but no longer compiles are listed as prunes.
+
+    \b
+    Actions: create, update (with a diff), replace (an immutable field changed: delete
+    and recreate), prune, conflict (an unmanaged object holds the name; see --adopt).
+
+    \b
+    Exit codes: 0 ok (with --exit-code: nothing to change), 1 invalid specs (or, with
+    --exit-code, changes pending), 2 usage, 3 a cluster could not be read.
+    \b
+    Examples:
+      pincompile plan examples
+      pincompile plan examples --cluster use1a-general-01 -o markdown > plan.md
+      pincompile plan . --exit-code || echo "drift or changes pending"
+    """
+    result = compile_or_exit(root)
+    check_clusters(result, clusters)
+    reconciler = Reconciler(kubeconfig or default_kubeconfig(), host_context,
+                            clusters=clusters or None,
+                            options=Options(adopt=adopt, max_prune=max_prune,
+                                            prune_data=prune_data))
+    try:
+        members = reconciler.plan(result)
+    finally:
+        reconciler.close()
+    if fmt == "json":
+        click.echo(json.dumps(_as_json(members), indent=2))
+    else:
+        click.echo(_as_text(members, markdown=fmt == "markdown"), nl=False)
+    failed = any(m.error for m in members.values())
+    pending = any(m.plan and (m.plan.pending or m.plan.of(Action.CONFLICT, Action.INVALID))
+                  for m in members.values())
+    if failed:
+        sys.exit(EXIT_CLUSTER)
+    sys.exit(EXIT_INVALID if exit_code and pending else EXIT_OK)
+
+
+def _as_json(members: dict[str, MemberState]) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
+    for member in members.values():
+        entry: dict[str, object] = {"cluster": member.name, "error": member.error}
+        if member.plan is not None:
+            entry["blocked"] = member.plan.blocked
+            entry["changes"] = [{"action": str(c.action), "object": c.name,
+                                 "reason": c.reason, "diff": c.diff()}
+                                for c in member.plan.changes if c.action in SHOWN]
+            entry["unchanged"] = len(member.plan.of(Action.UNCHANGED))
+        out.append(entry)
+    return out
+
+
+def _as_text(members: dict[str, MemberState], *, markdown: bool) -> str:
+    lines: list[str] = []
+    total = 0
+    for member in members.values():
+        head = f"## {member.name}" if markdown else f"=== {member.name}"
+        if member.error is not None:
+            lines += [head, f"unreachable: {member.error}", ""]
+            continue
+        assert member.plan is not None
+        shown = [c for c in member.plan.changes if c.action in SHOWN]
+        total += len(member.plan.pending)
+        unchanged = len(member.plan.of(Action.UNCHANGED))
+        lines.append(f"{head} ({len(member.plan.pending)} to change, {unchanged} unchanged)")
+        if member.plan.blocked:
+            lines.append(f"prune refused: {member.plan.blocked}")
+        for change in shown:
+            reason = f"  ({change.reason})" if change.reason else ""
+            lines.append(f"{'- ' if markdown else '  '}{change.action:<9} {change.name}{reason}")
+            if change.action is Action.UPDATE:
+                text = change.diff()
+                lines.append("```diff\n" + text + "```" if markdown else _indent(text))
+        lines.append("")
+    lines.append(f"{total} change(s) pending" if total else "no changes")
+    return "\n".join(lines) + "\n"
+
+
+def _indent(text: str) -> str:
+    return "".join("      " + line for line in text.splitlines(keepends=True))

@@ -1,0 +1,126 @@
+"""``pincompile status``: one row per app, read from the host cluster."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+import click
+import yaml
+
+from pincompile.commands.common import EXIT_CLUSTER, EXIT_OK, EXIT_USAGE, fail
+from reconciler.clients.connect import ClusterUnreachable, Connection
+from reconciler.commands.common import default_kubeconfig
+
+
+@click.command("status")
+@click.argument("app", required=False, metavar="[KIND/PROJECT/NAME]")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None,
+              help="kubeconfig (default: $KUBECONFIG, else the running local fleet's).")
+@click.option("--host-context", default="host", show_default=True,
+              help="kubeconfig context of the host cluster.")
+@click.option("-o", "--output", "fmt", type=click.Choice(["table", "json", "yaml"]),
+              default="table", show_default=True)
+@click.option("-w", "--watch", is_flag=True, help="Keep showing changes (Ctrl-C to stop).")
+def status(app: str | None, kubeconfig: str | None, host_context: str, fmt: str,
+           watch: bool) -> None:
+    """One row per app: phase, ready/desired per cluster, rollout position, last applied
+    revision and the reason for anything not Healthy.
+
+    Read from the host cluster (where `pincompile apply` stores it), so it works from any
+    machine with the kubeconfig.
+
+    \b
+    Phases: Healthy, Progressing, Degraded, Failed, Suspended, Missing, Unknown (a
+    cluster could not be reached).
+    \b
+    Exit codes: 0 ok, 2 usage (or no such app), 3 the host cannot be reached.
+    \b
+    Examples:
+      pincompile status
+      pincompile status PinApp/search/search-api -o yaml
+      pincompile status --watch
+    """
+    wanted = _parse(app)
+    conn = Connection("host", host_context, kubeconfig or default_kubeconfig())
+    previous = None
+    try:
+        while True:
+            try:
+                rows = read_rows(conn)
+            except ClusterUnreachable as exc:
+                fail(f"host cluster unreachable: {exc}", EXIT_CLUSTER)
+            if wanted:
+                rows = [r for r in rows if (r["kind"], r["project"], r["name"]) == wanted]
+                if not rows:
+                    fail(f"no app {app} on the host (has `pincompile apply` run?)", EXIT_USAGE)
+            text = render(rows, fmt)
+            if text != previous:
+                if watch and previous is not None:
+                    click.echo(f"--- {time.strftime('%H:%M:%S')}")
+                click.echo(text)
+                previous = text
+            if not watch:
+                break
+            time.sleep(2.0)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        conn.close()
+    sys.exit(EXIT_OK)
+
+
+def _parse(app: str | None) -> tuple[str, str, str] | None:
+    if not app:
+        return None
+    parts = app.split("/")
+    if len(parts) != 3:
+        fail(f"expected KIND/PROJECT/NAME, got {app!r}", EXIT_USAGE)
+    return parts[0], parts[1], parts[2]
+
+
+def read_rows(conn: Connection) -> list[dict[str, Any]]:
+    """Every workload's stored status on the host."""
+    from pincompile.models import WORKLOAD_KINDS
+    from reconciler.host import app_key, read_apps, spec_kinds
+
+    kinds = [k for k in spec_kinds() if k.kind in WORKLOAD_KINDS]
+    rows = []
+    for key, cr in sorted(read_apps(conn, kinds).items(), key=lambda i: app_key(i[1])):
+        rows.append({"kind": key[0], "project": key[1], "name": key[2],
+                     "status": cr.get("status") or {}})
+    return rows
+
+
+def render(rows: list[dict[str, Any]], fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(rows, indent=2)
+    if fmt == "yaml":
+        return yaml.safe_dump(rows, sort_keys=False).rstrip()
+    return render_table(rows)
+
+
+def render_table(rows: list[dict[str, Any]]) -> str:
+    """kubectl-like columns: APP PHASE READY CLUSTERS ROLLOUT REVISION APPLIED MESSAGE."""
+    header = ["APP", "PHASE", "READY", "CLUSTERS", "ROLLOUT", "REVISION", "APPLIED", "MESSAGE"]
+    table = [header]
+    for row in rows:
+        st = row["status"]
+        clusters = " ".join(f"{c['name']}={c.get('readyReplicas', 0)}/{c.get('replicas', 0)}"
+                            if c.get("phase") != "Unknown" else f"{c['name']}=?"
+                            for c in st.get("clusters") or [])
+        rollout = st.get("rollout") or {}
+        position = ""
+        if rollout:
+            position = (rollout.get("phase", "") if rollout.get("phase") == "Complete" else
+                        f"{rollout.get('phase', '')} {rollout.get('zone', '')}").strip()
+        table.append([f"{row['kind']}/{row['project']}/{row['name']}", st.get("phase", "-"),
+                      st.get("ready", "-"), clusters or "-", position or "-",
+                      str(st.get("lastAppliedRevision", "-"))[:12],
+                      str(st.get("lastAppliedTime", "-")),
+                      (st.get("message") or "")[:120]])
+    widths = [max(len(str(r[i])) for r in table) for i in range(len(header) - 1)]
+    return "\n".join("   ".join(str(c).ljust(w) for c, w in zip(r[:-1], widths, strict=True))
+                     + "   " + str(r[-1]) for r in table).rstrip()
