@@ -1,0 +1,475 @@
+"""The reconciler end to end, on a fleet of real control planes (kwok nodes).
+
+The tests run in file order against one fleet and one spec repository: each builds on the
+state the previous one left, as passes do in production.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+
+from pincompile.cli import cli
+from pincompile.pipeline import compile_path
+from reconciler.engine import Reconciler
+from reconciler.fleet import fleet as fleet_mod
+from reconciler.fleet.errors import FleetError
+from reconciler.model import PassReport
+from reconciler.sync import Options
+
+pytestmark = pytest.mark.e2e
+FIXTURE_REPO = Path(__file__).parent / "fixtures" / "repo"
+MEMBERS = ("rt-a", "rt-b", "rt-c")
+ZONE = {"rt-a": "rt-east-a", "rt-b": "rt-east-b", "rt-c": "rt-east-c"}
+
+
+# --- fixtures -------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def rt_fleet(e2e_toolchain: Path) -> Iterator[fleet_mod.FleetState]:
+    """Three member clusters (zones a, b, c of one region) and a host, for this module."""
+    from tests.conftest import new_fleet_dir
+
+    directory = new_fleet_dir("reconcile")
+    try:
+        state = fleet_mod.up(FIXTURE_REPO / "platform", directory, echo=lambda _m: None)
+    except FleetError as exc:
+        pytest.fail(f"fleet up failed: {exc}\n{exc.log_tail}", pytrace=False)
+    try:
+        yield state
+    finally:
+        fleet_mod.down(directory, echo=lambda _m: None)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com",
+                           *args], cwd=repo, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A git repository holding a copy of ``fixtures/repo``."""
+    path = tmp_path_factory.mktemp("specs") / "repo"
+    shutil.copytree(FIXTURE_REPO, path)
+    git(path, "init", "-q", "-b", "main")
+    git(path, "add", "-A")
+    git(path, "commit", "-qm", "initial")
+    return path
+
+
+@pytest.fixture(scope="module")
+def api(rt_fleet: fleet_mod.FleetState) -> Iterator[Callable[[str], k8s.ApiClient]]:
+    clients: dict[str, k8s.ApiClient] = {}
+
+    def get(context: str) -> k8s.ApiClient:
+        if context not in clients:
+            clients[context] = k8s_config.new_client_from_config(
+                config_file=str(rt_fleet.kubeconfig), context=context)
+        return clients[context]
+
+    yield get
+    for c in clients.values():
+        c.close()
+
+
+# --- helpers --------------------------------------------------------------------------------
+
+class Pass:
+    """One reconcile pass, in process, with every request counted."""
+
+    def __init__(self, fleet: fleet_mod.FleetState, repo: Path, **options: Any) -> None:
+        self.lines: list[str] = []
+        self.hooks: list[Callable[[str], None]] = []
+        wait = options.pop("wait", True)
+        self.reconciler = Reconciler(str(fleet.kubeconfig), options=Options(**options),
+                                     wait=wait, timeout=120, echo=self._echo)
+        self.result = compile_path(repo)
+        self.report: PassReport = self.reconciler.run(self.result)
+        self.writes = Counter({n: c.stats.writes for n, c in self.reconciler.connections.items()})
+        self.lists = Counter({(n, r): k for n, c in self.reconciler.connections.items()
+                              for r, k in c.stats.lists.items()})
+        self.statuses = {"/".join(k): v for k, v in self.reconciler.statuses.items()}
+        self.reconciler.close()
+
+    def _echo(self, line: str) -> None:
+        self.lines.append(line)
+        for hook in self.hooks:
+            hook(line)
+
+
+def edit(repo: Path, rel: str, change: Callable[[list[dict[str, Any]]], None],
+         message: str) -> None:
+    path = repo / rel
+    docs = list(yaml.safe_load_all(path.read_text()))
+    change(docs)
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", message)
+
+
+def deployment(api: Callable[[str], k8s.ApiClient], cluster: str, name: str) -> Any:
+    return k8s.AppsV1Api(api(cluster)).read_namespaced_deployment(name, "shop")
+
+
+def image_of(api: Callable[[str], k8s.ApiClient], cluster: str, name: str) -> str:
+    return str(deployment(api, cluster, name).spec.template.spec.containers[0].image)
+
+
+def web_clusters(api: Callable[[str], k8s.ApiClient]) -> list[str]:
+    out = []
+    for cluster in MEMBERS:
+        try:
+            deployment(api, cluster, "web")
+            out.append(cluster)
+        except k8s.ApiException:
+            continue
+    return out
+
+
+def converge(fleet: fleet_mod.FleetState, repo: Path, want: Callable[[Pass], bool],
+             timeout: float = 150.0) -> Pass:
+    """Run passes until ``want`` holds (statuses are read from live objects each pass)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        run = Pass(fleet, repo)
+        if want(run) or time.monotonic() > deadline:
+            return run
+        time.sleep(3)
+
+
+def set_image(image: str) -> Callable[[list[dict[str, Any]]], None]:
+    def change(docs: list[dict[str, Any]]) -> None:
+        docs[0]["spec"]["template"]["containers"][0]["image"] = image
+    return change
+
+
+# --- 1. apply converges ---------------------------------------------------------------------
+
+def test_apply_makes_every_app_healthy_and_stores_specs_and_status_on_the_host(
+        rt_fleet: fleet_mod.FleetState, repo: Path, api: Callable[[str], k8s.ApiClient]
+) -> None:
+    first = Pass(rt_fleet, repo)
+    assert first.report.ok, first.report
+    assert sum(len(c.created) for n, c in first.report.clusters.items() if n != "host") == \
+        len(first.result.manifests)
+    workloads = ("PinApp/shop/web", "PinApp/shop/api", "PinPod/shop/notebook",
+                 "PinterestJobSet/shop/batch")
+    run = converge(rt_fleet, repo, lambda r: all(
+        r.statuses.get(w, {}).get("phase") == "Healthy" for w in workloads))
+    for name in workloads:
+        assert run.statuses[name]["phase"] == "Healthy", (name, run.statuses[name])
+    web = run.statuses["PinApp/shop/web"]
+    shares = {c["name"]: c["replicas"] for c in web["clusters"]}
+    assert sorted(shares) == sorted(web_clusters(api)) and sum(shares.values()) == 3
+    assert web["ready"] == "3/3"
+    # the host holds every spec, each workload with the status just computed
+    custom = k8s.CustomObjectsApi(api("host"))
+    stored = {(kind, o["metadata"]["name"]): o for kind in ("pinapps", "pinpods",
+              "pinterestjobsets", "pinscalers")
+              for o in custom.list_namespaced_custom_object(
+                  "pincompute.io", "v1", "shop", kind)["items"]}
+    assert set(stored) == {("pinapps", "web"), ("pinapps", "api"), ("pinpods", "notebook"),
+                           ("pinterestjobsets", "batch"), ("pinscalers", "api")}
+    assert stored[("pinapps", "web")]["status"]["phase"] == "Healthy"
+    assert stored[("pinapps", "web")]["spec"]["replicas"] == 3
+    clusters = custom.list_cluster_custom_object("pincompute.io", "v1", "clusters")["items"]
+    assert sorted(c["metadata"]["name"] for c in clusters) == list(MEMBERS)
+
+
+# --- 2. a pass with nothing to do writes nothing --------------------------------------------
+
+def test_second_pass_makes_zero_writes_and_one_list_per_kind(
+        rt_fleet: fleet_mod.FleetState, repo: Path) -> None:
+    run = Pass(rt_fleet, repo)
+    assert run.report.ok
+    assert sum(run.writes.values()) == 0, (run.writes, run.lines)
+    assert run.lists and max(run.lists.values()) == 1, run.lists
+    members = [c for n, c in run.report.clusters.items() if n != "host"]
+    assert sum(c.unchanged for c in members) == len(run.result.manifests)
+    cli_run = CliRunner().invoke(cli, ["plan", str(repo), "--exit-code",
+                                       "--kubeconfig", str(rt_fleet.kubeconfig)])
+    assert cli_run.exit_code == 0, cli_run.output
+    assert "no changes" in cli_run.output
+
+
+# --- 3. zone by zone ------------------------------------------------------------------------
+
+def test_new_image_rolls_out_zone_by_zone_and_a_bad_one_halts_after_the_first_zone(
+        rt_fleet: fleet_mod.FleetState, repo: Path, api: Callable[[str], k8s.ApiClient]
+) -> None:
+    clusters = web_clusters(api)
+    order = sorted(clusters, key=lambda c: ZONE[c])
+    assert len(order) == 3
+    edit(repo, "apps/shop/web.yaml", set_image("registry.internal/shop/web:1.1.0"), "web 1.1")
+    gates: list[tuple[str, list[str]]] = []
+
+    def check_gate(line: str) -> None:
+        # when a zone is promoted, every earlier zone must be fully rolled out already
+        if ": rollout web (zone " in line:
+            cluster = line.split(":", 1)[0]
+            earlier = [c for c in order if ZONE[c] < ZONE[cluster]]
+            for c in earlier:
+                d = deployment(api, c, "web")
+                assert d.status.observed_generation >= d.metadata.generation
+                assert d.status.updated_replicas == d.spec.replicas
+                assert d.status.available_replicas == d.spec.replicas
+                assert d.spec.template.spec.containers[0].image.endswith("web:1.1.0")
+            gates.append((cluster, earlier))
+
+    run = Pass.__new__(Pass)
+    run.lines, run.hooks = [], [check_gate]
+    run.reconciler = Reconciler(str(rt_fleet.kubeconfig), wait=True, timeout=120,
+                                echo=run._echo)
+    run.report = run.reconciler.run(compile_path(repo))
+    statuses = {"/".join(k): v for k, v in run.reconciler.statuses.items()}
+    run.reconciler.close()
+    assert [g[0] for g in gates] == order[1:], run.lines
+    assert all(image_of(api, c, "web").endswith("web:1.1.0") for c in order)
+    assert statuses["PinApp/shop/web"]["rollout"]["phase"] == "Complete"
+
+    # an image that never becomes Ready halts after the first zone
+    edit(repo, "apps/shop/web.yaml",
+         set_image("registry.internal/shop/web:1.2.0-never-ready"), "web 1.2 (broken)")
+    started = time.monotonic()
+    halted = Pass(rt_fleet, repo)
+    assert time.monotonic() - started >= 30  # the zone's health timeout
+    web = halted.statuses["PinApp/shop/web"]
+    assert web["phase"] == "Degraded" and "rollout halted" in web["message"], web
+    assert web["rollout"]["phase"] == "Halted" and web["rollout"]["zone"] == ZONE[order[0]]
+    assert image_of(api, order[0], "web").endswith("1.2.0-never-ready")
+    for later in order[1:]:
+        assert image_of(api, later, "web").endswith("web:1.1.0")
+    events = k8s.CoreV1Api(api("host")).list_namespaced_event("shop").items
+    reasons = {e.reason for e in events if e.involved_object.name == "web"}
+    assert {"ZonePromoted", "RolloutHalted"} <= reasons
+
+    # a restarted reconciler keeps the halt: later zones untouched, no waiting again
+    again = Pass(rt_fleet, repo)
+    assert again.statuses["PinApp/shop/web"]["rollout"]["phase"] == "Halted"
+    for later in order[1:]:
+        assert again.writes[later] == 0
+        assert image_of(api, later, "web").endswith("web:1.1.0")
+
+    # a fixed image starts again from the first zone and rolls out everywhere
+    edit(repo, "apps/shop/web.yaml", set_image("registry.internal/shop/web:1.3.0"), "fix")
+    fixed = Pass(rt_fleet, repo)
+    assert fixed.statuses["PinApp/shop/web"]["rollout"]["phase"] == "Complete", fixed.lines
+    assert all(image_of(api, c, "web").endswith("web:1.3.0") for c in order)
+    assert fixed.statuses["PinApp/shop/web"]["phase"] == "Healthy"
+
+
+# --- 4. prune --------------------------------------------------------------------------------
+
+def test_removed_app_is_pruned_but_unmanaged_lookalikes_are_not_and_mass_prunes_refused(
+        rt_fleet: fleet_mod.FleetState, repo: Path, api: Callable[[str], k8s.ApiClient]
+) -> None:
+    core = k8s.CoreV1Api(api("rt-b"))
+    core.create_namespaced_config_map("shop", k8s.V1ConfigMap(metadata=k8s.V1ObjectMeta(
+        name="batch-notes", labels={"pincompute.io/app": "batch",
+                                    "pincompute.io/project": "shop"})))
+    batch = k8s.BatchV1Api(api("rt-b"))
+    assert [j.metadata.name for j in batch.list_namespaced_job("shop").items]
+    (repo / "apps/shop/batch.yaml").unlink()
+    git(repo, "commit", "-qam", "retire batch")
+    run = Pass(rt_fleet, repo)
+    pruned = {str(r) for r in run.report.clusters["rt-b"].pruned}
+    assert any(p.startswith("Job/shop/") for p in pruned), run.lines
+    deadline = time.monotonic() + 30
+    while batch.list_namespaced_job("shop").items and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not batch.list_namespaced_job("shop").items
+    assert core.read_namespaced_config_map("batch-notes", "shop").metadata.labels
+    # removing almost everything at once is refused above --max-prune
+    for rel in ("apps/shop/web.yaml", "apps/shop/api.yaml", "apps/shop/notebook.yaml"):
+        (repo / rel).unlink()
+    git(repo, "commit", "-qam", "oops: delete the shop")
+    refused = Pass(rt_fleet, repo, max_prune="20%", wait=False)
+    assert not any(c.pruned for c in refused.report.clusters.values())
+    assert any("would be pruned" in m for c in refused.report.clusters.values()
+               for m in c.conflicts)
+    assert deployment(api, web_clusters(api)[0], "web")
+    git(repo, "revert", "--no-edit", "HEAD")
+    restored = Pass(rt_fleet, repo)
+    assert restored.report.ok and sum(restored.writes.values()) - restored.writes["host"] == 0
+
+
+# --- 5. drift from another field manager ------------------------------------------------------
+
+def test_drift_is_shown_and_restored_and_other_managers_fields_stay(
+        rt_fleet: fleet_mod.FleetState, repo: Path, api: Callable[[str], k8s.ApiClient]
+) -> None:
+    cluster = web_clusters(api)[0]
+    apps = k8s.AppsV1Api(api(cluster))
+    apps.patch_namespaced_deployment(
+        "web", "shop", {"metadata": {"labels": {"oncall-note": "paged"}},
+                        "spec": {"progressDeadlineSeconds": 999}},
+        field_manager="kubectl-edit")
+    plan = CliRunner().invoke(cli, ["plan", str(repo), "--cluster", cluster, "--exit-code",
+                                    "--kubeconfig", str(rt_fleet.kubeconfig)])
+    assert plan.exit_code == 1, plan.output
+    assert "update    Deployment/shop/web" in plan.output
+    assert "-  progressDeadlineSeconds: 999" in plan.output
+    assert "+  progressDeadlineSeconds: 30" in plan.output
+    Pass(rt_fleet, repo)
+    live = deployment(api, cluster, "web")
+    assert live.spec.progress_deadline_seconds == 30
+    assert live.metadata.labels["oncall-note"] == "paged"
+
+
+# --- 6. an unreachable cluster ----------------------------------------------------------------
+
+def test_unreachable_cluster_is_reported_and_the_others_converge(
+        rt_fleet: fleet_mod.FleetState, repo: Path, api: Callable[[str], k8s.ApiClient]
+) -> None:
+    (repo / "apps/shop/extra.yaml").write_text(
+        (repo / "apps/shop/web.yaml").read_text().replace("name: web", "name: extra")
+        .replace("zone-by-zone", "all-at-once"))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "extra app")
+    fleet_mod.stop_component(rt_fleet, "rt-c", "kube-apiserver")
+    try:
+        run = CliRunner().invoke(cli, ["apply", str(repo), "--kubeconfig",
+                                       str(rt_fleet.kubeconfig), "--timeout", "60"])
+        assert run.exit_code == 3, run.output
+        assert "rt-c: FAILED" in run.output
+        for cluster in ("rt-a", "rt-b"):
+            assert deployment(api, cluster, "extra").spec.replicas == 1
+        row = next(line for line in run.output.splitlines()
+                   if line.startswith("PinApp/shop/extra"))
+        assert "rt-c=?" in row
+    finally:
+        fleet_mod.start_component(rt_fleet, "rt-c", "kube-apiserver")
+    again = Pass(rt_fleet, repo)
+    assert again.report.ok
+    assert deployment(api, "rt-c", "extra").spec.replicas == 1
+
+
+# --- 7. a spec error anywhere writes nothing anywhere -------------------------------------------
+
+def test_spec_error_anywhere_means_no_write_to_any_cluster(
+        rt_fleet: fleet_mod.FleetState, repo: Path) -> None:
+    broken = repo / "apps/shop/notebook.yaml"
+    good = broken.read_text()
+    broken.write_text(good.replace("cpu: \"1\"", "cpu: lots"))
+    try:
+        result = compile_path(repo)
+        assert not result.ok
+        reconciler = Reconciler(str(rt_fleet.kubeconfig))
+        report = reconciler.run(result)
+        assert report.error and not report.clusters
+        assert reconciler.connections == {}  # not one request was sent
+        cli_run = CliRunner().invoke(cli, ["apply", str(repo), "--kubeconfig",
+                                           str(rt_fleet.kubeconfig)])
+        assert cli_run.exit_code == 1
+        assert "notebook.yaml:" in cli_run.output and "nothing was applied" in cli_run.output
+    finally:
+        broken.write_text(good)
+
+
+# --- 8. PinPod: an image change is made in place ----------------------------------------------
+
+def test_pinpod_sidecar_upgrade_keeps_the_pod_and_its_main_container(
+        rt_fleet: fleet_mod.FleetState, repo: Path, api: Callable[[str], k8s.ApiClient]
+) -> None:
+    core = k8s.CoreV1Api(api("rt-a"))
+    before = core.read_namespaced_pod("notebook", "shop")
+    edit(repo, "platform/sidecars/logging.yaml", lambda d: d[0]["spec"]["container"].update(
+        image="registry.internal/log-shipper:2.3.0"), "logging 2.3")
+    run = Pass(rt_fleet, repo)
+    assert "rt-a: update Pod/shop/notebook" in run.lines, run.lines
+    after = core.read_namespaced_pod("notebook", "shop")
+    assert after.metadata.uid == before.metadata.uid
+    assert after.spec.containers[0].image == before.spec.containers[0].image
+    sidecars = [c.image for c in (after.spec.init_containers or []) + after.spec.containers]
+    assert "registry.internal/log-shipper:2.3.0" in sidecars
+
+
+# --- 9. an autoscaled app's replicas belong to its HPA ------------------------------------------
+
+def test_replicas_changed_by_the_autoscaler_are_left_alone(
+        rt_fleet: fleet_mod.FleetState, repo: Path, api: Callable[[str], k8s.ApiClient]
+) -> None:
+    cluster = next(c for c in MEMBERS if _has(api, c, "api"))
+    hpa = k8s.AutoscalingV2Api(api(cluster)).read_namespaced_horizontal_pod_autoscaler(
+        "api", "shop")
+    apps = k8s.AppsV1Api(api(cluster))
+    start = apps.read_namespaced_deployment("api", "shop").spec.replicas
+    assert hpa.spec.min_replicas <= start <= hpa.spec.max_replicas  # started at its share
+    target = hpa.spec.max_replicas
+    assert target != start
+    apps.patch_namespaced_deployment_scale("api", "shop", {"spec": {"replicas": target}},
+                                           field_manager="horizontal-pod-autoscaler")
+    run = Pass(rt_fleet, repo, wait=False)
+    assert run.writes[cluster] == 0, run.lines
+    assert apps.read_namespaced_deployment("api", "shop").spec.replicas == target
+
+
+def _has(api: Callable[[str], k8s.ApiClient], cluster: str, name: str) -> bool:
+    try:
+        deployment(api, cluster, name)
+    except k8s.ApiException:
+        return False
+    return True
+
+
+# --- 10. an immutable field makes a replace ---------------------------------------------------
+
+def test_changed_jobset_template_is_a_replace(
+        rt_fleet: fleet_mod.FleetState, repo: Path, api: Callable[[str], k8s.ApiClient]
+) -> None:
+    shutil.copy(FIXTURE_REPO / "apps/shop/batch.yaml", repo / "apps/shop/batch.yaml")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "batch again")
+    Pass(rt_fleet, repo, wait=False)
+    batch = k8s.BatchV1Api(api("rt-b"))
+    (old,) = batch.list_namespaced_job("shop").items
+    edit(repo, "apps/shop/batch.yaml", set_image("registry.internal/shop/batch:1.1.0"),
+         "batch 1.1")
+    plan = CliRunner().invoke(cli, ["plan", str(repo), "--cluster", "rt-b",
+                                    "--kubeconfig", str(rt_fleet.kubeconfig)])
+    assert f"replace   Job/shop/{old.metadata.name}" in plan.output, plan.output
+    Pass(rt_fleet, repo, wait=False)
+    (new,) = batch.list_namespaced_job("shop").items
+    assert new.metadata.uid != old.metadata.uid
+    assert new.spec.template.spec.containers[-1].image.endswith("batch:1.1.0") or any(
+        c.image.endswith("batch:1.1.0") for c in new.spec.template.spec.containers)
+
+
+# --- 11. an unmanaged object holding a desired name ---------------------------------------------
+
+def test_unmanaged_object_is_a_conflict_until_adopted(
+        rt_fleet: fleet_mod.FleetState, repo: Path, api: Callable[[str], k8s.ApiClient]
+) -> None:
+    cluster = web_clusters(api)[0]
+    core = k8s.CoreV1Api(api(cluster))
+    core.create_namespaced_service("shop", k8s.V1Service(
+        metadata=k8s.V1ObjectMeta(name="cart", labels={"owner": "someone-else"}),
+        spec=k8s.V1ServiceSpec(selector={"app": "cart"},
+                               ports=[k8s.V1ServicePort(port=80, target_port=9090)])))
+    (repo / "apps/shop/cart.yaml").write_text(
+        (repo / "apps/shop/web.yaml").read_text().replace("name: web", "name: cart"))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "cart")
+    run = Pass(rt_fleet, repo)
+    assert any("Service/shop/cart" in m and "not managed" in m
+               for m in run.report.clusters[cluster].conflicts), run.report.clusters[cluster]
+    svc = core.read_namespaced_service("cart", "shop")
+    assert "app.kubernetes.io/managed-by" not in (svc.metadata.labels or {})
+    assert svc.spec.ports[0].target_port == 9090
+    Pass(rt_fleet, repo, adopt=True)
+    svc = core.read_namespaced_service("cart", "shop")
+    assert svc.metadata.labels["app.kubernetes.io/managed-by"] == "pincompile"
+    assert svc.spec.ports[0].target_port == 8080
