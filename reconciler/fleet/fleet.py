@@ -17,9 +17,11 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import shutil
 import ssl
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -579,6 +581,36 @@ def _start(state: FleetState, specs: dict[str, ClusterSpec], echo: Echo,
 
     with _step("nodes Ready, service accounts", echo, timings):
         _wait_settled(state, timeout=SETTLE_TIMEOUT)
+
+
+def parse_go_duration(text: str) -> float:
+    """Seconds in a Go duration string (``50s``, ``1m30s``, ``500ms``)."""
+    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6,
+             "ns": 1e-9}
+    parts = re.findall(r"([0-9.]+)(h|ms|m|s|us|µs|ns)", text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise ValueError(f"not a Go duration: {text!r}")
+    return sum(float(number) * units[unit] for number, unit in parts)
+
+
+def node_monitor_grace_period(state: FleetState, cluster: str) -> float:
+    """The node controller's grace period (seconds) as the cluster's running
+    kube-controller-manager reports it (``/configz``): how long after a node's last
+    heartbeat it marks the node NotReady."""
+    runtime = state.cluster(cluster)
+    pki = Pki(state.dir / "pki")
+    ctx = client_ssl_context(pki.ca_cert, pki.client_cert("admin"), pki.client_key("admin"))
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE  # self-signed serving cert of the controller-manager
+    url = f"https://127.0.0.1:{runtime.controller_manager_port}/configz"
+    try:
+        with urllib.request.urlopen(url, context=ctx, timeout=10) as resp:
+            config = json.load(resp)
+        value = config["componentconfig"]["NodeLifecycleController"]["NodeMonitorGracePeriod"]
+        return parse_go_duration(str(value))
+    except (OSError, ValueError, KeyError) as exc:
+        raise FleetError(f"cannot read the node monitor grace period from {url}: {exc}"
+                         ) from exc
 
 
 def _component_proc(state: FleetState, cluster: str, component: str) -> tuple[
