@@ -11,6 +11,7 @@ is an error instead.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import time
@@ -61,17 +62,54 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         report.longrepr = (__file__, 1, longrepr[2])
 
 
+def terminal_echo(config: pytest.Config) -> Callable[[str], None]:
+    """Print a line past pytest's output capture, so the first build's progress shows on
+    a terminal and in CI logs (plain lines)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+
+    def echo(line: str) -> None:
+        if reporter is None:
+            print(line, flush=True)
+            return
+        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+            reporter.write_line(line)
+            reporter.flush()
+
+    return echo
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Say up front when this run will build the fleet binaries (minutes, once)."""
+    if not any(item.get_closest_marker("e2e") for item in session.items):
+        return
+    try:
+        target = build.bin_dir()
+    except FleetError:
+        return
+    if not build.binaries_present(target) and build.find_go() is not None:
+        terminal_echo(session.config)(
+            f"e2e: the fleet binaries are not built yet; the first e2e test builds them into "
+            f"{target} (about 8-20 min on 2 cores, progress every 30 s; log: "
+            f"{target.parent}/build-{target.name}.log)")
+
+
 @pytest.fixture(scope="session")
-def e2e_toolchain() -> Path:
+def e2e_toolchain(pytestconfig: pytest.Config) -> Path:
     """The fleet's binary directory; skips (or fails under CI=true) without Go."""
     if _toolchain_missing():
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail("CI=true but " + ENABLE, pytrace=False)
         pytest.skip(ENABLE)
+    echo = terminal_echo(pytestconfig)
+    start = time.monotonic()
     try:
-        return build.ensure_binaries(echo=lambda m: print(m, flush=True))
+        path = build.ensure_binaries(echo=echo, every=30.0)
     except FleetError as exc:
         pytest.fail(f"{exc}\n{exc.log_tail}", pytrace=False)
+    if time.monotonic() - start > 5:
+        echo(f"e2e: fleet binaries ready after {time.monotonic() - start:.0f}s")
+    return path
 
 
 def _reap_leftover_fleets(root: Path) -> None:
@@ -97,7 +135,7 @@ def new_fleet_dir(tag: str) -> Path:
 
 
 @pytest.fixture(scope="session")
-def fleet(e2e_toolchain: Path) -> Iterator[fleet_mod.FleetState]:
+def fleet(e2e_toolchain: Path, pytestconfig: pytest.Config) -> Iterator[fleet_mod.FleetState]:
     """A running fleet (host + one control plane per Cluster spec) for the session."""
     _reap_leftover_fleets(build.cache_root())
     directory = new_fleet_dir("session")
@@ -106,7 +144,8 @@ def fleet(e2e_toolchain: Path) -> Iterator[fleet_mod.FleetState]:
         state = fleet_mod.up(clusters_path(), directory, echo=lambda m: print(m, flush=True))
     except FleetError as exc:
         pytest.fail(f"fleet up failed: {exc}\n{exc.log_tail}", pytrace=False)
-    print(f"e2e fleet up in {time.monotonic() - start:.1f}s", flush=True)
+    terminal_echo(pytestconfig)(f"e2e: fleet of {len(state.clusters)} control planes up in "
+                                f"{time.monotonic() - start:.1f}s ({directory})")
     try:
         yield state
     finally:

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from reconciler.fleet.errors import FleetError
+from reconciler.fleet.progress import TOTAL_PREFIX, format_elapsed, read_build_log
 
 #: binary name -> Go package it is built from
 PACKAGES: dict[str, str] = {
@@ -113,26 +114,78 @@ def find_go() -> str | None:
     return None
 
 
+Progress = Callable[[str], None]
+
+
 @contextlib.contextmanager
-def _lock(path: Path) -> Iterator[None]:
+def _build_lock(path: Path, log: Path, echo: Callable[[str], None], progress: Progress,
+                every: float) -> Iterator[None]:
+    """Hold the build lock; while another process builds, report that build's progress."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            echo(f"another process is building the fleet binaries (log: {log}); waiting")
+            start = time.monotonic()
+            next_report = start + every
+            while True:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    time.sleep(min(1.0, every))
+                if time.monotonic() >= next_report:
+                    progress(read_build_log(log, time.monotonic() - start, waiting=True).line())
+                    next_report += every
         yield
 
 
+def count_packages(go: str, mod: Path, env: dict[str, str]) -> int:
+    """How many packages (standard library included) the build compiles at most; 0 if
+    ``go list`` fails."""
+    try:
+        out = subprocess.run([go, "list", "-deps", *PACKAGES.values()], cwd=mod, env=env,
+                             capture_output=True, text=True, timeout=300, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return len(out.stdout.split()) if out.returncode == 0 else 0
+
+
 def go_build(go: str, mod: Path, out: Path, log: Path,
-             extra_env: dict[str, str] | None = None) -> None:
-    """Build every binary of :data:`PACKAGES` into ``out`` (replaced), output to ``log``."""
+             extra_env: dict[str, str] | None = None, progress: Progress | None = None,
+             every: float = 30.0) -> None:
+    """Build every binary of :data:`PACKAGES` into ``out`` (replaced), output to ``log``.
+
+    Calls ``progress`` with a line saying what is compiled and the elapsed time every
+    ``every`` seconds while the build runs.
+    """
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     env = {**os.environ, "GOFLAGS": "-mod=mod", "CGO_ENABLED": "0", **(extra_env or {})}
-    argv = [go, *build_args(mod), "-o", f"{out}/", *PACKAGES.values()]
+    # -v lists each package as it is compiled (progress); it is not part of version_hash
+    argv = [go, *build_args(mod), "-v", "-o", f"{out}/", *PACKAGES.values()]
+    start = time.monotonic()
     with open(log, "w") as handle:
         handle.write(" ".join(argv) + "\n")
         handle.flush()
-        proc = subprocess.run(argv, cwd=mod, env=env, stdout=handle,
-                              stderr=subprocess.STDOUT, check=False)
+        total = count_packages(go, mod, env) if progress else 0
+        if total:
+            handle.write(f"{TOTAL_PREFIX}{total}\n")
+            handle.flush()
+        proc = subprocess.Popen(argv, cwd=mod, env=env, stdout=handle,
+                                stderr=subprocess.STDOUT)
+        next_report = start + every
+        try:
+            while proc.poll() is None:
+                time.sleep(min(1.0, every))
+                if progress and time.monotonic() >= next_report:
+                    progress(read_build_log(log, time.monotonic() - start).line())
+                    next_report += every
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
     if proc.returncode != 0:
         shutil.rmtree(out, ignore_errors=True)
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-25:])
@@ -141,8 +194,13 @@ def go_build(go: str, mod: Path, out: Path, log: Path,
         (out / gos).rename(out / ours)
 
 
-def ensure_binaries(echo: Callable[[str], None] = print, force: bool = False) -> Path:
-    """Return the directory with all fleet binaries, building them first if needed."""
+def ensure_binaries(echo: Callable[[str], None] = print, force: bool = False,
+                    progress: Progress | None = None, every: float = 30.0) -> Path:
+    """Return the directory with all fleet binaries, building them first if needed.
+
+    While building (or waiting for another process's build) it reports what is compiled
+    and the elapsed time through ``progress`` (default: ``echo``) every ``every`` seconds.
+    """
     mod = module_dir()
     target = bin_dir(mod)
     if binaries_present(target) and not force:
@@ -150,19 +208,21 @@ def ensure_binaries(echo: Callable[[str], None] = print, force: bool = False) ->
     go = find_go()
     if go is None:
         raise FleetError(f"Go toolchain not found: {ENABLE_HINT}")
-    with _lock(target.parent / ".build.lock"):
+    report = progress or echo
+    log = target.parent / f"build-{target.name}.log"
+    with _build_lock(target.parent / ".build.lock", log, echo, report, every):
         if binaries_present(target) and not force:  # built by someone else meanwhile
+            echo(f"fleet binaries built by another process: {target}")
             return target
         staging = target.parent / f".{target.name}.{os.getpid()}.tmp"
-        log = target.parent / f"build-{target.name}.log"
         vers = ", ".join(f"{k} {v}" for k, v in versions(mod).items())
         echo(f"building fleet binaries ({vers}) into {target}")
         echo(f"  (the first build compiles Kubernetes: ~10-20 min on 2 cores; log: {log})")
         start = time.monotonic()
-        go_build(go, mod, staging, log)
+        go_build(go, mod, staging, log, progress=report, every=every)
         (staging / STAMP).write_text(f"{vers}\nbuilt in {time.monotonic() - start:.0f}s\n")
         if target.exists():
             shutil.rmtree(target)
         staging.rename(target)
-        echo(f"built fleet binaries in {time.monotonic() - start:.0f}s")
+        echo(f"built fleet binaries in {format_elapsed(time.monotonic() - start)}")
     return target

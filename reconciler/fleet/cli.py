@@ -6,18 +6,21 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import click
+import yaml
 
 from reconciler.fleet import build
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.clusters import ClusterSpecError
 from reconciler.fleet.errors import FleetError
+from reconciler.fleet.health import NodeHealth, node_health
 from reconciler.fleet.processes import client_ssl_context, is_alive, probe
+from reconciler.fleet.progress import StatusLine
 
 DEFAULT_CLUSTERS = "examples/platform"
 EXIT_USAGE = 2
@@ -63,10 +66,6 @@ def _resolve_clusters(path: str | None) -> Path:
     raise click.UsageError(f"{DEFAULT_CLUSTERS} not found here; pass --clusters PATH")
 
 
-def _echo() -> Callable[[str], None]:
-    return lambda msg: click.echo(msg)
-
-
 dir_option = click.option(
     "--dir", "directory", type=click.Path(file_okay=False, path_type=Path), default=None,
     help="Fleet state directory [default: ${PINCOMPILE_CACHE:-~/.cache/pincompile}/fleet].")
@@ -74,16 +73,39 @@ dir_option = click.option(
 
 @click.group(name="fleet")
 def fleet() -> None:
-    """A local fleet of real Kubernetes control planes (on 127.0.0.1) with kwok nodes."""
+    """A local fleet of real Kubernetes control planes (on 127.0.0.1) with kwok nodes.
+
+    \b
+    Typical use:
+      pincompile fleet up                    # build once (needs Go), start examples/platform
+      export KUBECONFIG=~/.cache/pincompile/fleet/kubeconfig
+      pincompile fleet status                # nodes Ready per cluster (exit 3 if not)
+      pincompile fleet stop-cluster use1a-general-01    # simulate losing a cluster
+      pincompile fleet start-cluster use1a-general-01   # and getting it back
+      pincompile fleet down
+
+    Nodes stay Ready while the fleet runs: kwok renews one Lease per node, as a kubelet
+    does. Pods whose image tag ends in -never-ready run but never turn Ready (a broken
+    release).
+    """
 
 
 @fleet.command("build")
 @click.option("--force", is_flag=True, help="Rebuild even when cached binaries exist.")
 def build_cmd(force: bool) -> None:
-    """Only build (or find in the cache) the fleet's binaries."""
+    """Only build (or find in the cache) the fleet's binaries.
+
+    The first build compiles Kubernetes (minutes); it shows what is compiled and the time
+    elapsed (one updating line on a terminal, a line every 30 s otherwise).
+    """
     with _errors():
         start = time.monotonic()
-        path = build.ensure_binaries(echo=_echo(), force=force)
+        out = StatusLine()
+        try:
+            path = build.ensure_binaries(echo=out.echo, force=force, progress=out.status,
+                                         every=out.every)
+        finally:
+            out.close()
         vers = ", ".join(f"{k} {v}" for k, v in build.versions().items())
         click.echo(f"binaries ({vers}) in {path} [{time.monotonic() - start:.1f}s]")
 
@@ -94,10 +116,21 @@ def build_cmd(force: bool) -> None:
                                  f"{DEFAULT_CLUSTERS}].")
 @dir_option
 def up_cmd(clusters: Path | None, directory: Path | None) -> None:
-    """Start etcd, a host control plane and one control plane per Cluster spec."""
+    """Start etcd, a host control plane and one control plane per Cluster spec.
+
+    \b
+    Examples:
+      pincompile fleet up
+      pincompile fleet up --clusters tests/e2e/fixtures/clusters --dir /tmp/fleet
+    """
     path = _resolve_clusters(str(clusters) if clusters else None)
     with _errors():
-        fleet_mod.up(path, directory, echo=_echo())
+        out = StatusLine()
+        try:
+            fleet_mod.up(path, directory, echo=out.echo, progress=out.status,
+                         every=out.every)
+        finally:
+            out.close()
 
 
 @fleet.command("down")
@@ -105,7 +138,15 @@ def up_cmd(clusters: Path | None, directory: Path | None) -> None:
 def down_cmd(directory: Path | None) -> None:
     """Stop every process the fleet started and remove its state."""
     with _errors():
-        fleet_mod.down(directory, echo=_echo())
+        fleet_mod.down(directory, echo=lambda msg: click.echo(msg))
+
+
+def _load(directory: Path | None) -> fleet_mod.FleetState:
+    directory = Path(directory or fleet_mod.default_dir()).expanduser().resolve()
+    state = fleet_mod.read_state(directory)
+    if state is None:
+        raise FleetError(f"no fleet in {directory}; start it with: pincompile fleet up")
+    return state
 
 
 def _status(state: fleet_mod.FleetState) -> dict[str, Any]:
@@ -113,49 +154,130 @@ def _status(state: fleet_mod.FleetState) -> dict[str, Any]:
     ctx = None
     if (pki / "admin.crt").exists():
         ctx = client_ssl_context(pki / "ca.crt", pki / "admin.crt", pki / "admin.key")
-    clusters = [{"name": c.name, "context": c.context, "server": c.server,
-                 "ready": bool(ctx) and probe(f"{c.server}/readyz", ctx)}
-                for c in state.clusters]
+    clusters = []
+    for c in state.clusters:
+        ready = bool(ctx) and probe(f"{c.server}/readyz", ctx)
+        nodes = NodeHealth(cluster=c.name, reachable=False, error="API server not ready")
+        if ready:
+            api = fleet_mod.api_client(state, c.context)
+            try:
+                nodes = node_health(api, c.name)
+            finally:
+                api.close()
+        clusters.append({"name": c.name, "context": c.context, "server": c.server,
+                         "ready": ready, "nodes": nodes.to_json(),
+                         "summary": nodes.summary(), "healthy": ready and nodes.healthy})
     procs = [{"name": p.name, "pid": p.pid, "alive": is_alive(p), "log": p.log}
              for p in state.procs]
     healthy = state.phase == "up" and all(p["alive"] for p in procs) and all(
-        c["ready"] for c in clusters)
+        c["healthy"] for c in clusters)
     return {"dir": str(state.dir), "phase": state.phase, "healthy": healthy,
             "kubeconfig": str(state.kubeconfig), "versions": state.versions,
             "clusters": clusters, "processes": procs}
 
 
+def _print_table(state: fleet_mod.FleetState, info: dict[str, Any]) -> None:
+    word = "up" if info["healthy"] else f"NOT healthy (phase {state.phase})"
+    click.echo(f"fleet {word}: {state.dir}")
+    click.echo(f"kubeconfig: {info['kubeconfig']}")
+    vers = ", ".join(f"{k} {v}" for k, v in state.versions.items())
+    click.echo(f"versions: {vers}")
+    width = max([len(c["context"]) for c in info["clusters"]] + [7])
+    click.echo(f"  {'CONTEXT':<{width}}  {'SERVER':<24}  {'API':<9}  NODES")
+    for c in info["clusters"]:
+        api = "ready" if c["ready"] else "NOT READY"
+        click.echo(f"  {c['context']:<{width}}  {c['server']:<24}  {api:<9}  {c['summary']}")
+    dead = [p for p in info["processes"] if not p["alive"]]
+    click.echo(f"processes: {len(info['processes']) - len(dead)}/"
+               f"{len(info['processes'])} running")
+    for p in dead:
+        click.echo(f"  stopped: {p['name']} (pid {p['pid']}, log {p['log']})")
+
+
 @fleet.command("status")
 @dir_option
-@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
-def status_cmd(directory: Path | None, as_json: bool) -> None:
-    """Show whether the fleet runs, its contexts and processes (exit 3 when not up)."""
+@click.option("-o", "--output", type=click.Choice(["table", "json", "yaml"]),
+              default="table", show_default=True, help="Output format.")
+@click.option("--json", "as_json", is_flag=True, help="Same as -o json.")
+def status_cmd(directory: Path | None, output: str, as_json: bool) -> None:
+    """Show, per cluster, whether its API server answers, how many nodes are Ready and the
+    age of the oldest node Lease renewal; and which fleet processes run.
+
+    Exit code 0 when every process runs and every node of every cluster is Ready, 3
+    otherwise (also when the fleet is down). A Lease renewal older than about 40 s means
+    that cluster's kwok stopped; its nodes go NotReady 50 s after the last renewal.
+
+    \b
+    Examples:
+      pincompile fleet status
+      pincompile fleet status -o json | jq '.clusters[] | {name, nodes}'
+    """
+    output = "json" if as_json else output
     with _errors():
         directory = Path(directory or fleet_mod.default_dir()).expanduser().resolve()
         state = fleet_mod.read_state(directory)
         if state is None:
-            if as_json:
-                click.echo(json.dumps({"dir": str(directory), "phase": "down",
-                                       "healthy": False}))
+            if output != "table":
+                _dump({"dir": str(directory), "phase": "down", "healthy": False}, output)
             else:
                 click.echo(f"fleet is down ({directory}); start it with: pincompile fleet up")
             sys.exit(EXIT_FAILURE)
         info = _status(state)
-        if as_json:
-            click.echo(json.dumps(info, indent=2))
+        if output != "table":
+            _dump(info, output)
         else:
-            word = "up" if info["healthy"] else f"NOT healthy (phase {state.phase})"
-            click.echo(f"fleet {word}: {state.dir}")
-            click.echo(f"kubeconfig: {info['kubeconfig']}")
-            vers = ", ".join(f"{k} {v}" for k, v in state.versions.items())
-            click.echo(f"versions: {vers}")
-            for c in info["clusters"]:
-                mark = "ready" if c["ready"] else "NOT READY"
-                click.echo(f"  {c['context']:<24} {c['server']:<26} {mark}")
-            dead = [p for p in info["processes"] if not p["alive"]]
-            click.echo(f"processes: {len(info['processes']) - len(dead)}/"
-                       f"{len(info['processes'])} running")
-            for p in dead:
-                click.echo(f"  stopped: {p['name']} (pid {p['pid']}, log {p['log']})")
+            _print_table(state, info)
         if not info["healthy"]:
             sys.exit(EXIT_FAILURE)
+
+
+def _dump(data: dict[str, Any], output: str) -> None:
+    if output == "json":
+        click.echo(json.dumps(data, indent=2))
+    else:
+        click.echo(yaml.safe_dump(data, sort_keys=False), nl=False)
+
+
+cluster_arg = click.argument("cluster")
+component_option = click.option(
+    "--component", type=click.Choice(fleet_mod.COMPONENTS), default="kube-apiserver",
+    show_default=True, help="What to stop or start: the API server makes the cluster "
+    "unreachable; kwok makes its nodes go NotReady after the node controller's grace period.")
+
+
+@fleet.command("stop-cluster")
+@cluster_arg
+@component_option
+@dir_option
+def stop_cluster_cmd(cluster: str, component: str, directory: Path | None) -> None:
+    """Stop one cluster's API server (or another component) to simulate losing it.
+
+    \b
+    Examples:
+      pincompile fleet stop-cluster use1a-general-01               # unreachable now
+      pincompile fleet stop-cluster use1a-general-01 --component kwok  # nodes NotReady in ~50s
+    """
+    with _errors():
+        state = _load(directory)
+        fleet_mod.stop_component(state, cluster, component)
+        click.echo(f"stopped {component} of {cluster}; undo: pincompile fleet start-cluster "
+                   f"{cluster}" + (f" --component {component}"
+                                   if component != "kube-apiserver" else ""))
+
+
+@fleet.command("start-cluster")
+@cluster_arg
+@component_option
+@dir_option
+def start_cluster_cmd(cluster: str, component: str, directory: Path | None) -> None:
+    """Start what stop-cluster stopped (same port, arguments and certificates).
+
+    \b
+    Example:
+      pincompile fleet start-cluster use1a-general-01
+    """
+    with _errors():
+        state = _load(directory)
+        start = time.monotonic()
+        fleet_mod.start_component(state, cluster, component)
+        click.echo(f"{component} of {cluster} ready in {time.monotonic() - start:.1f}s")

@@ -17,9 +17,11 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import shutil
 import ssl
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +52,12 @@ STAGES = Path(__file__).with_name("stages.yaml")
 SERVICE_CIDR = "10.96.0.0/16"
 APISERVER_TIMEOUT = 180.0
 SETTLE_TIMEOUT = 120.0
+#: kwok renews one Lease per node (kube-node-lease) every quarter of this, like a kubelet;
+#: the node controller's grace period (50 s by default, left as is) counts from the last
+#: renewal, so nodes stay Ready while kwok runs and go NotReady when it stops.
+NODE_LEASE_SECONDS = 40
+#: components of a member cluster that :func:`stop_component` / :func:`start_component` manage
+COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 #: controllers the fleet does not need (no cloud, no volumes to attach, no CSR signing)
 DISABLED_CONTROLLERS = (
     "bootstrap-signer-controller", "token-cleaner-controller",
@@ -103,6 +111,7 @@ class ClusterRuntime:
     scheduler_port: int
     etcd_prefix: str
     nodes: list[str] = field(default_factory=list)
+    kwok_port: int = 0
 
     @property
     def server(self) -> str:
@@ -310,10 +319,17 @@ def scheduler_args(state: FleetState, runtime: ClusterRuntime, kubeconfig: Path)
 
 
 def kwok_args(state: FleetState, index: int, kubeconfig: Path) -> list[str]:
-    """Command line of one kwok (fakes the nodes annotated kwok.x-k8s.io/node=fake)."""
+    """Command line of one kwok (fakes the nodes annotated kwok.x-k8s.io/node=fake).
+
+    As kwokctl runs it: per-node Leases (``--node-lease-duration-seconds``) carry node
+    liveness, and its HTTP server (``/healthz``) listens on the cluster's ``kwok_port``.
+    """
+    runtime = state.clusters[index]
     return [f"{state.bin_dir}/kwok", f"--kubeconfig={kubeconfig}", f"--config={STAGES}",
             "--manage-all-nodes=false", f"--manage-nodes-with-annotation-selector={KWOK_SELECTOR}",
-            "--node-ip=127.0.0.1", f"--cidr=10.{64 + index % 64}.0.1/16", "--v=WARN"]
+            "--node-ip=127.0.0.1", f"--cidr=10.{64 + index % 64}.0.1/16",
+            f"--node-lease-duration-seconds={NODE_LEASE_SECONDS}",
+            f"--server-address=127.0.0.1:{runtime.kwok_port}", "--v=WARN"]
 
 
 def _env() -> dict[str, str]:
@@ -322,7 +338,8 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _api_client(state: FleetState, context: str) -> Any:
+def api_client(state: FleetState, context: str) -> Any:
+    """A kubernetes ApiClient for one context of the fleet (close it when done)."""
     from kubernetes import config as kconfig
 
     return kconfig.new_client_from_config(config_file=str(state.kubeconfig), context=context)
@@ -335,7 +352,7 @@ def _create_nodes(state: FleetState, specs: dict[str, ClusterSpec]) -> None:
 
     for runtime in state.clusters:
         spec = specs[runtime.name]
-        api = _api_client(state, runtime.context)
+        api = api_client(state, runtime.context)
         try:
             core: Any = client.CoreV1Api(api)
             nodes = generate_nodes(spec, general_nodes=1 if runtime.name == HOST else 3)
@@ -360,7 +377,7 @@ def _wait_settled(state: FleetState, timeout: float) -> None:
 
     deadline = time.monotonic() + timeout
     pending = list(state.clusters)
-    clients = {r.name: _api_client(state, r.context) for r in pending}
+    clients = {r.name: api_client(state, r.context) for r in pending}
     why = ""
     try:
         while pending:
@@ -397,8 +414,12 @@ def _wait_settled(state: FleetState, timeout: float) -> None:
 
 
 def up(clusters_path: str | Path, directory: str | Path | None = None,
-       echo: Echo = print) -> FleetState:
-    """Start the fleet (no-op when it already runs). Raises FleetError/ClusterSpecError."""
+       echo: Echo = print, progress: Echo | None = None, every: float = 30.0) -> FleetState:
+    """Start the fleet (no-op when it already runs). Raises FleetError/ClusterSpecError.
+
+    A first build of the binaries reports its progress through ``progress`` (default:
+    ``echo``) every ``every`` seconds.
+    """
     directory = Path(directory or default_dir()).expanduser().resolve()
     specs_list = load_clusters(clusters_path)
     if not specs_list:
@@ -425,7 +446,7 @@ def up(clusters_path: str | Path, directory: str | Path | None = None,
         total = time.monotonic()
         echo(f"starting fleet in {directory}")
         with _step("binaries (build or cache)", echo, timings):
-            bins = build.ensure_binaries(echo=echo)
+            bins = build.ensure_binaries(echo=echo, progress=progress, every=every)
         _clean(directory)
         specs = {HOST: host_cluster(), **{s.name: s for s in specs_list}}
         state = FleetState(dir=directory, owner_pid=os.getpid(), bin_dir=str(bins),
@@ -453,6 +474,51 @@ def up(clusters_path: str | Path, directory: str | Path | None = None,
         return state
 
 
+PER_CLUSTER_PORTS = 4  # apiserver, controller-manager, scheduler, kwok
+
+
+def _kubeconfig_of(state: FleetState, runtime: ClusterRuntime, who: str) -> Path:
+    return state.dir / "clusters" / runtime.name / f"{who}.kubeconfig"
+
+
+def _insecure_context() -> ssl.SSLContext:
+    """For the components' self-signed serving certs (health probes only)."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+def _launch(state: FleetState, runtime: ClusterRuntime, component: str,
+            env: dict[str, str]) -> tuple[Proc, str, ssl.SSLContext | None]:
+    """Spawn one component of a cluster; return it with the URL that says it is ready."""
+    pki = Pki(state.dir / "pki")
+    index = state.clusters.index(runtime)
+    if component == "kube-apiserver":
+        argv = apiserver_args(state, runtime, pki)
+        url = f"{runtime.server}/readyz"
+        ctx: ssl.SSLContext | None = client_ssl_context(
+            pki.ca_cert, pki.client_cert("admin"), pki.client_key("admin"))
+    elif component == "kube-controller-manager":
+        argv = controller_manager_args(state, runtime, pki,
+                                       _kubeconfig_of(state, runtime, "controller-manager"))
+        url = f"https://127.0.0.1:{runtime.controller_manager_port}/healthz"
+        ctx = _insecure_context()
+    elif component == "kube-scheduler":
+        argv = scheduler_args(state, runtime, _kubeconfig_of(state, runtime, "scheduler"))
+        url = f"https://127.0.0.1:{runtime.scheduler_port}/readyz"
+        ctx = _insecure_context()
+    elif component == "kwok":
+        argv = kwok_args(state, index, _kubeconfig_of(state, runtime, "kwok"))
+        url = f"http://127.0.0.1:{runtime.kwok_port}/healthz"
+        ctx = None
+    else:
+        raise FleetError(f"unknown component {component!r} (one of: {', '.join(COMPONENTS)})")
+    proc = spawn(f"{component}[{runtime.name}]", argv,
+                 state.dir / "logs" / f"{runtime.name}.{component}.log", env=env)
+    return proc, url, ctx
+
+
 def _start(state: FleetState, specs: dict[str, ClusterSpec], echo: Echo,
            timings: dict[str, float]) -> None:
     directory = state.dir
@@ -461,13 +527,14 @@ def _start(state: FleetState, specs: dict[str, ClusterSpec], echo: Echo,
     with _step("certificates", echo, timings):
         pki = generate_pki(directory / "pki")
     with _step("ports", echo, timings):
-        ports = claim_ports(port_registry(), str(directory), 2 + 3 * len(specs))
+        ports = claim_ports(port_registry(), str(directory),
+                            2 + PER_CLUSTER_PORTS * len(specs))
     state.etcd_port, state.etcd_peer_port = ports[0], ports[1]
     for i, (name, spec) in enumerate(specs.items()):
-        p = ports[2 + 3 * i: 5 + 3 * i]
+        p = ports[2 + PER_CLUSTER_PORTS * i: 2 + PER_CLUSTER_PORTS * (i + 1)]
         state.clusters.append(ClusterRuntime(name=name, context=spec.context, port=p[0],
                                              controller_manager_port=p[1],
-                                             scheduler_port=p[2],
+                                             scheduler_port=p[2], kwok_port=p[3],
                                              etcd_prefix=f"/pincompile/{name}"))
     state.save()
     write_kubeconfig(state.kubeconfig, [(r.context, r.server) for r in state.clusters],
@@ -489,16 +556,9 @@ def _start(state: FleetState, specs: dict[str, ClusterSpec], echo: Echo,
         state.save()
         wait_until_ready([(etcd, f"{etcd_url}/health", None)], timeout=60)
 
-    admin_ctx = client_ssl_context(pki.ca_cert, pki.client_cert("admin"),
-                                   pki.client_key("admin"))
     with _step(f"kube-apiserver x{len(state.clusters)}", echo, timings):
-        waits: list[tuple[Proc, str, ssl.SSLContext | None]] = []
-        for runtime in state.clusters:
-            proc = spawn(f"kube-apiserver[{runtime.name}]",
-                         apiserver_args(state, runtime, pki),
-                         logs / f"{runtime.name}.kube-apiserver.log", env=env)
-            state.procs.append(proc)
-            waits.append((proc, f"{runtime.server}/readyz", admin_ctx))
+        waits = [_launch(state, runtime, "kube-apiserver", env) for runtime in state.clusters]
+        state.procs += [proc for proc, _, _ in waits]
         state.save()
         wait_until_ready(waits, timeout=APISERVER_TIMEOUT)
 
@@ -506,36 +566,122 @@ def _start(state: FleetState, specs: dict[str, ClusterSpec], echo: Echo,
         _create_nodes(state, specs)
 
     with _step("controller-managers, schedulers, kwok", echo, timings):
-        insecure = ssl.create_default_context()
-        insecure.check_hostname = False
-        insecure.verify_mode = ssl.CERT_NONE  # self-signed serving certs of the components
         waits = []
-        for index, runtime in enumerate(state.clusters):
-            cdir = directory / "clusters" / runtime.name
-            cdir.mkdir(parents=True, exist_ok=True)
-            kcs = {}
+        for runtime in state.clusters:
             for who in ("controller-manager", "scheduler", "kwok"):
-                kcs[who] = cdir / f"{who}.kubeconfig"
-                write_kubeconfig(kcs[who], [(runtime.context, runtime.server)], pki, who,
+                path = _kubeconfig_of(state, runtime, who)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                write_kubeconfig(path, [(runtime.context, runtime.server)], pki, who,
                                  embed=False)
-            kcm = spawn(f"kube-controller-manager[{runtime.name}]",
-                        controller_manager_args(state, runtime, pki, kcs["controller-manager"]),
-                        logs / f"{runtime.name}.kube-controller-manager.log", env=env)
-            sched = spawn(f"kube-scheduler[{runtime.name}]",
-                          scheduler_args(state, runtime, kcs["scheduler"]),
-                          logs / f"{runtime.name}.kube-scheduler.log", env=env)
-            kwok = spawn(f"kwok[{runtime.name}]", kwok_args(state, index, kcs["kwok"]),
-                         logs / f"{runtime.name}.kwok.log", env=env)
-            state.procs += [kcm, sched, kwok]
-            waits += [
-                (kcm, f"https://127.0.0.1:{runtime.controller_manager_port}/healthz", insecure),
-                (sched, f"https://127.0.0.1:{runtime.scheduler_port}/readyz", insecure),
-            ]
+            for component in COMPONENTS[1:]:
+                waits.append(_launch(state, runtime, component, env))
+        state.procs += [proc for proc, _, _ in waits]
         state.save()
         wait_until_ready(waits, timeout=SETTLE_TIMEOUT)
 
     with _step("nodes Ready, service accounts", echo, timings):
         _wait_settled(state, timeout=SETTLE_TIMEOUT)
+
+
+def parse_go_duration(text: str) -> float:
+    """Seconds in a Go duration string (``50s``, ``1m30s``, ``500ms``)."""
+    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6,
+             "ns": 1e-9}
+    parts = re.findall(r"([0-9.]+)(h|ms|m|s|us|µs|ns)", text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise ValueError(f"not a Go duration: {text!r}")
+    return sum(float(number) * units[unit] for number, unit in parts)
+
+
+def node_monitor_grace_period(state: FleetState, cluster: str) -> float:
+    """The node controller's grace period (seconds) as the cluster's running
+    kube-controller-manager reports it (``/configz``): how long after a node's last
+    heartbeat it marks the node NotReady."""
+    runtime = state.cluster(cluster)
+    pki = Pki(state.dir / "pki")
+    ctx = client_ssl_context(pki.ca_cert, pki.client_cert("admin"), pki.client_key("admin"))
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE  # self-signed serving cert of the controller-manager
+    url = f"https://127.0.0.1:{runtime.controller_manager_port}/configz"
+    try:
+        with urllib.request.urlopen(url, context=ctx, timeout=10) as resp:
+            config = json.load(resp)
+        value = config["componentconfig"]["NodeLifecycleController"]["NodeMonitorGracePeriod"]
+        return parse_go_duration(str(value))
+    except (OSError, ValueError, KeyError) as exc:
+        raise FleetError(f"cannot read the node monitor grace period from {url}: {exc}"
+                         ) from exc
+
+
+def _component_proc(state: FleetState, cluster: str, component: str) -> tuple[
+        ClusterRuntime, int]:
+    """The cluster and the index in ``state.procs`` of one component's process."""
+    if component not in COMPONENTS:
+        raise FleetError(f"unknown component {component!r} (one of: {', '.join(COMPONENTS)})")
+    try:
+        runtime = state.cluster(cluster)
+    except KeyError:
+        names = ", ".join(c.name for c in state.clusters)
+        raise FleetError(f"no cluster {cluster!r} in the fleet (clusters: {names})") from None
+    name = f"{component}[{runtime.name}]"
+    for index, proc in enumerate(state.procs):
+        if proc.name == name:
+            return runtime, index
+    raise FleetError(f"the fleet in {state.dir} has no process {name}")
+
+
+def _locked_state(state: FleetState) -> FleetState:
+    """The state on disk (current), for a change made under the directory lock."""
+    current = read_state(state.dir)
+    if current is None or current.phase != "up":
+        raise FleetError(f"no running fleet in {state.dir}")
+    return current
+
+
+def stop_component(state: FleetState, cluster: str, component: str) -> None:
+    """Stop one component of one cluster of a running fleet (SIGTERM, then SIGKILL).
+
+    ``cluster`` is a cluster name or context, ``component`` one of :data:`COMPONENTS`.
+    Stopping ``kube-apiserver`` makes the cluster unreachable (connections are refused)
+    while its etcd data, controllers and kwok stay; stopping ``kwok`` stops its node
+    Lease renewals, so after the node controller's grace period (50 s) the cluster's
+    nodes go NotReady, its pods are marked not Ready and, like a real lost node, pods
+    without a toleration are evicted after 300 s. Undo with :func:`start_component`.
+    ``state`` (and ``state.json``) then record the process as stopped, so ``fleet
+    status`` reports the fleet as not healthy. Raises FleetError.
+    """
+    with _dir_lock(state.dir):
+        current = _locked_state(state)
+        _runtime, index = _component_proc(current, cluster, component)
+        left = stop([current.procs[index]])
+        if left:
+            raise FleetError(f"could not stop {left[0].name} (pid {left[0].pid})")
+        current.save()
+        state.procs[:] = current.procs
+
+
+def start_component(state: FleetState, cluster: str, component: str,
+                    timeout: float = APISERVER_TIMEOUT) -> None:
+    """Start a component stopped by :func:`stop_component` again and wait until it is ready.
+
+    It comes back with the same command line: the same port, certificates, etcd prefix
+    and kubeconfig, so clients keep working unchanged (kube-apiserver: ``/readyz``
+    answers; kwok: ``/healthz`` answers, it takes the node Leases over once they have
+    expired — at most ``NODE_LEASE_SECONDS`` after the old kwok's last renewal — and
+    turns NotReady nodes and their running pods Ready again). A no-op when the component
+    runs. Raises FleetError (with the log's tail) when it does not become ready.
+    """
+    with _dir_lock(state.dir):
+        current = _locked_state(state)
+        runtime, index = _component_proc(current, cluster, component)
+        if is_alive(current.procs[index]):
+            state.procs[:] = current.procs
+            return
+        proc, url, ctx = _launch(current, runtime, component, _env())
+        current.procs[index] = proc
+        current.save()
+        state.procs[:] = current.procs
+        wait_until_ready([(proc, url, ctx)], timeout=timeout)
 
 
 def down(directory: str | Path | None = None, echo: Echo = print) -> bool:

@@ -200,3 +200,114 @@ def test_stages_provision_volumes_for_every_fleet_storage_class() -> None:
     defaults = [c for c in storage.storage_classes() if c["metadata"]["annotations"][
         "storageclass.kubernetes.io/is-default-class"] == "true"]
     assert len(defaults) == 1
+
+
+def _stages() -> dict[str, dict]:
+    from ruamel.yaml import YAML
+
+    return {d["metadata"]["name"]: d for d in YAML(typ="safe").load_all(STAGES.read_text())}
+
+
+def _selector_text(stage: dict) -> str:
+    return json.dumps(stage["spec"]["selector"]["matchExpressions"])
+
+
+def test_never_ready_images_skip_pod_ready_and_get_their_own_stage() -> None:
+    stages = _stages()
+    never = "c.image.endsWith('-never-ready')"
+    assert f"!self.spec.containers.exists(c, {never})" in _selector_text(stages["pod-ready"])
+    own = stages["pod-never-ready"]
+    assert f"self.spec.containers.exists(c, {never})" in _selector_text(own)
+    assert "!self" not in _selector_text(own)
+    template = own["spec"]["next"]["statusTemplate"]
+    assert "phase: Running" in template and "ready: true" not in template.split(
+        "initContainerStatuses")[0]
+
+
+def test_pods_recover_only_where_no_other_stage_applies() -> None:
+    """pod-ready-again must not compete with pod-complete/pod-fail (kwok picks one of the
+    matching stages at random) nor with pod-never-ready."""
+    stages = _stages()
+    again = stages["pod-ready-again"]["spec"]["selector"]["matchExpressions"]
+    policy = next(e for e in again if e.get("key") == ".spec.restartPolicy")
+    assert policy["operator"] == "In" and policy["values"] == ["Always"]
+    for name in ("pod-complete", "pod-fail"):
+        other = stages[name]["spec"]["selector"]["matchExpressions"]
+        rule = next(e for e in other if e.get("key") == ".spec.restartPolicy")
+        assert rule["operator"] == "NotIn" and rule["values"] == ["Always"]
+    assert "!self.spec.containers.exists" in json.dumps(again)
+    template = stages["pod-ready-again"]["spec"]["next"]["statusTemplate"]
+    assert 'status: "True"\n  type: Ready' in template
+
+
+def test_kwok_runs_with_node_leases_and_a_health_port(tmp_path: Path) -> None:
+    from reconciler.fleet.fleet import (
+        NODE_LEASE_SECONDS,
+        ClusterRuntime,
+        FleetState,
+        kwok_args,
+    )
+
+    runtime = ClusterRuntime(name="a", context="a", port=1, controller_manager_port=2,
+                             scheduler_port=3, etcd_prefix="/a", kwok_port=4321)
+    state = FleetState(dir=tmp_path, bin_dir="/bin", clusters=[runtime])
+    args = kwok_args(state, 0, tmp_path / "kwok.kubeconfig")
+    assert f"--node-lease-duration-seconds={NODE_LEASE_SECONDS}" in args
+    assert "--server-address=127.0.0.1:4321" in args
+    # the lease must be renewed well within the node controller's 50 s grace period
+    assert NODE_LEASE_SECONDS / 4 < 50 / 3
+    # state files written before kwok had a port still load
+    data = state.to_json()
+    del data["clusters"][0]["kwok_port"]
+    assert FleetState.from_json(data).clusters[0].kwok_port == 0
+
+
+def test_build_progress_is_read_from_the_go_build_log(tmp_path: Path) -> None:
+    from reconciler.fleet.progress import TOTAL_PREFIX, format_elapsed, read_build_log
+
+    log = tmp_path / "build.log"
+    log.write_text(f"/usr/local/go/bin/go build -v -o out/ k8s.io/kubernetes/cmd/x\n"
+                   f"{TOTAL_PREFIX}4\n"
+                   "internal/goarch\nk8s.io/apimachinery/pkg/util/sets\n"
+                   "go: downloading k8s.io/api v0.36.3\n")
+    progress = read_build_log(log, 192.4)
+    assert (progress.compiled, progress.total) == (2, 4)
+    assert progress.line() == ("building of the fleet binaries: 2/4 packages, 3m12s elapsed "
+                               "(compiling k8s.io/apimachinery/pkg/util/sets)")
+    log.write_text(log.read_text() + "a/b\nc/d\n")
+    assert "(linking)" in read_build_log(log, 200).line()
+    waiting = read_build_log(tmp_path / "missing.log", 61, waiting=True).line()
+    assert waiting == "waiting for another process's build of the fleet binaries: 1m01s elapsed"
+    assert format_elapsed(9.9) == "9s"
+
+
+def test_status_line_rewrites_on_a_terminal_and_prints_lines_in_logs() -> None:
+    import io
+
+    from reconciler.fleet.progress import StatusLine
+
+    term = io.StringIO()
+    line = StatusLine(term, tty=True)
+    line.status("a")
+    line.status("b")
+    line.echo("done")
+    assert term.getvalue() == "\r\033[Ka\r\033[Kb\r\033[Kdone\n" and line.every == 1.0
+    log = io.StringIO()
+    plain = StatusLine(log, tty=False, plain_every=30)
+    plain.status("a")
+    plain.echo("done")
+    plain.close()
+    assert log.getvalue() == "a\ndone\n" and plain.every == 30
+
+
+def test_node_health_summary() -> None:
+    from reconciler.fleet.health import NodeHealth
+
+    ok = NodeHealth(cluster="a", total=3, ready=3, oldest_lease_age=4.2)
+    assert ok.healthy and ok.summary() == "nodes 3/3 Ready, oldest lease renewal 4s ago"
+    bad = NodeHealth(cluster="a", total=3, ready=2, not_ready=["a-general-1"],
+                     oldest_lease_age=61)
+    assert not bad.healthy and "NOT Ready: a-general-1" in bad.summary()
+    assert bad.to_json()["oldestLeaseRenewalSeconds"] == 61
+    gone = NodeHealth(cluster="a", reachable=False, error="unreachable")
+    assert not gone.healthy and gone.summary() == "nodes unknown (unreachable)"
