@@ -1,5 +1,5 @@
 # Two entry points for a fresh machine (see README):
-#   make demo   — set up, validate and compile examples/ into out/
+#   make demo   — set up, start the local fleet, validate, compile and apply examples/
 #   make test   — set up and run every test (the e2e tests build a local Kubernetes fleet once)
 PYTHON ?= python3
 VENV   ?= .venv
@@ -16,9 +16,11 @@ $(BIN)/pincompile: pyproject.toml
 setup: $(BIN)/pincompile
 
 demo: setup
+	$(BIN)/pincompile fleet up
 	$(BIN)/pincompile validate examples
 	$(BIN)/pincompile compile examples -o out
-	@echo "manifests written to out/ (see out/placement.json for placement decisions)"
+	$(BIN)/pincompile apply examples
+	@echo "manifests in out/; status any time: .venv/bin/pincompile status (fleet: make fleet-down)"
 
 lint: setup
 	$(BIN)/ruff check pincompile reconciler tests bench

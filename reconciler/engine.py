@@ -22,6 +22,7 @@ from kubernetes.dynamic.exceptions import DynamicApiError
 from pincompile.manifest import Manifest
 from pincompile.pipeline import Result
 from reconciler import rollout, status
+from reconciler.cache import ClusterCache
 from reconciler.clients import read, write
 from reconciler.clients.connect import ClusterUnreachable, Connection
 from reconciler.clients.read import Key, key_of
@@ -70,6 +71,8 @@ class Reconciler:
         self.wait, self.timeout, self.echo = wait, timeout, echo
         self.connections: dict[str, Connection] = {}
         self.watch = watch
+        """Keep a watch-based cache per cluster (a long-running reconciler)."""
+        self.caches: dict[str, ClusterCache] = {}
         self.statuses: dict[AppKey, dict[str, Any]] = {}
         """The last pass's status document per app."""
 
@@ -81,6 +84,9 @@ class Reconciler:
         return self.connections[name]
 
     def close(self) -> None:
+        for cache in self.caches.values():
+            cache.close()
+        self.caches.clear()
         for conn in self.connections.values():
             conn.close()
         self.connections.clear()
@@ -148,7 +154,12 @@ class Reconciler:
 
     def _read(self, member: MemberState) -> None:
         member.conn = self.connect(member.name, member.context)
-        member.live = read_live(member.conn)
+        if not self.watch:
+            member.live = read_live(member.conn)
+            return
+        if member.name not in self.caches:
+            self.caches[member.name] = ClusterCache(member.conn)
+        member.live = self.caches[member.name].snapshot()
 
     def _plan(self, member: MemberState) -> None:
         assert member.conn is not None

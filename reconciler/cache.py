@@ -1,0 +1,117 @@
+"""A watch-based cache of what pincompile manages in one cluster, for long-running
+reconcilers (``serve``): one LIST per kind to warm up, then WATCH from that list's
+resourceVersion, so a warm cache answers every pass with no LIST at all.
+
+A watch that ends is resumed from the last resourceVersion seen; one the server expired
+(410 Gone) is re-listed, as client-go's reflector does.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from kubernetes.dynamic.exceptions import DynamicApiError
+
+from reconciler import kinds
+from reconciler.clients import read
+from reconciler.clients.connect import ClusterUnreachable, Connection
+from reconciler.clients.read import MANAGED_SELECTOR, Key, key_of
+from reconciler.kinds import KindInfo
+from reconciler.model import Obj
+
+WATCH_SECONDS = 240
+
+
+class KindWatch:
+    """One kind's objects, kept current by a LIST and then a WATCH in a thread."""
+
+    def __init__(self, conn: Connection, kind: KindInfo, stop: threading.Event) -> None:
+        self.conn, self.kind, self.stop = conn, kind, stop
+        self.objects: dict[Key, Obj] = {}
+        self.version = ""
+        self.synced = threading.Event()
+        self.error: str | None = None
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._run, daemon=True,
+                                       name=f"watch-{conn.name}-{kind.kind}")
+
+    def _relist(self) -> None:
+        objects, version = read.list_managed(self.conn, self.kind)
+        with self.lock:
+            self.objects, self.version = objects, version
+        self.synced.set()
+
+    def _run(self) -> None:
+        backoff = 0.5
+        while not self.stop.is_set():
+            try:
+                if not self.version:
+                    self._relist()
+                self._watch()
+                backoff = 0.5
+            except DynamicApiError as exc:
+                if exc.status == 410:
+                    self.version = ""
+                    continue
+                self.error = str(exc.summary())
+            except (ClusterUnreachable, OSError, ValueError) as exc:
+                self.error = str(exc)
+            self.stop.wait(backoff)
+            backoff = min(backoff * 2, 10.0)
+
+    def _watch(self) -> None:
+        resource = self.conn.resource(self.kind.api_version, self.kind.kind)
+        stream = self.conn.dynamic.watch(resource, label_selector=MANAGED_SELECTOR,
+                                         resource_version=self.version,
+                                         timeout=WATCH_SECONDS, allow_watch_bookmarks=True)
+        for event in stream:
+            if self.stop.is_set():
+                return
+            raw: dict[str, Any] = event.get("raw_object") or {}
+            kind = event.get("type")
+            if kind == "ERROR":
+                if raw.get("code") == 410:
+                    self.version = ""
+                    return
+                raise ValueError(str(raw.get("message", "watch error")))
+            version = (raw.get("metadata") or {}).get("resourceVersion")
+            if kind != "BOOKMARK" and not (raw.get("metadata") or {}).get("ownerReferences"):
+                raw.setdefault("apiVersion", self.kind.api_version)
+                raw.setdefault("kind", self.kind.kind)
+                with self.lock:
+                    if kind == "DELETED":
+                        self.objects.pop(key_of(raw), None)
+                    else:
+                        self.objects[key_of(raw)] = raw
+            if version:
+                self.version = str(version)
+        self.error = None
+
+
+class ClusterCache:
+    """Every managed kind of one cluster, watched."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.stop = threading.Event()
+        self.watches = [KindWatch(conn, k, self.stop) for k in kinds.MANAGED_KINDS
+                        if read.served(conn, k)]
+        for watch in self.watches:
+            watch.thread.start()
+
+    def snapshot(self, timeout: float = 60.0) -> dict[Key, Obj]:
+        """Every managed object, once each kind has listed at least once."""
+        deadline = time.monotonic() + timeout
+        out: dict[Key, Obj] = {}
+        for watch in self.watches:
+            if not watch.synced.wait(max(0.0, deadline - time.monotonic())):
+                raise ClusterUnreachable(f"{watch.kind.kind}: the cache did not sync "
+                                         f"({watch.error or 'timed out'})")
+            with watch.lock:
+                out.update(watch.objects)
+        return out
+
+    def close(self) -> None:
+        self.stop.set()
