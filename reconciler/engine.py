@@ -45,6 +45,8 @@ class MemberState:
     context: str
     zone: str
     desired: list[Obj] = field(default_factory=list)
+    initial_replicas: dict[Key, int] = field(default_factory=dict)
+    """Autoscaled workloads: their share of the app's replicas here (set at creation)."""
     conn: Connection | None = None
     live: dict[Key, Obj] = field(default_factory=dict)
     plan: ClusterPlan | None = None
@@ -102,8 +104,9 @@ class Reconciler:
             if self.only is not None and name not in self.only:
                 continue
             spec = entry.resource
-            out[name] = MemberState(name, spec.context, spec.spec.zone,
-                                    [m.obj for m in by_cluster.get(name, [])])
+            desired = [m.obj for m in by_cluster.get(name, [])]
+            out[name] = MemberState(name, spec.context, spec.spec.zone, desired,
+                                    _shares(result, name, desired))
         return out
 
     def plan(self, result: Result) -> dict[str, MemberState]:
@@ -163,7 +166,8 @@ class Reconciler:
 
     def _plan(self, member: MemberState) -> None:
         assert member.conn is not None
-        member.plan = plan_cluster(member.conn, member.desired, member.live, self.options)
+        member.plan = plan_cluster(member.conn, member.desired, member.live, self.options,
+                                   member.initial_replicas)
 
     def _apply(self, member: MemberState) -> None:
         assert member.conn is not None and member.plan is not None
@@ -366,11 +370,24 @@ class Reconciler:
             try:
                 if status.changed(stored.get(app), doc):
                     host.write_status(host_conn, app, doc)
-                if app in written:
-                    host.record_event(host_conn, app, "Applied", _event_text(app, members,
-                                                                              report.revision))
+                for reason, text in _events(app, members, report.revision):
+                    host.record_event(host_conn, app, reason, text)
             except (ClusterUnreachable, DynamicApiError, OSError) as exc:
                 report.clusters[HOST].error = _explain(exc)
+
+
+def _shares(result: Result, cluster: str, desired: list[Obj]) -> dict[Key, int]:
+    """Each autoscaled workload's share of its app's replicas in ``cluster``."""
+    out: dict[Key, int] = {}
+    for obj in desired:
+        app = status.app_of(obj)
+        decision = result.plan.decision(app) if app and result.plan else None
+        if obj["kind"] != "Deployment" or decision is None:
+            continue
+        for shard in decision.shards:
+            if shard.cluster == cluster and shard.min_replicas is not None:
+                out[key_of(obj)] = shard.replicas
+    return out
 
 
 def _namespace_kind() -> list[Any]:
@@ -388,15 +405,24 @@ def _revision(result: Result) -> str:
     return "unknown"
 
 
-def _event_text(app: AppKey, members: dict[str, MemberState], revision: str) -> str:
-    parts = []
+#: Event reason for each kind of write a pass makes.
+EVENT_REASONS = {Action.CREATE: "Applied", Action.UPDATE: "Applied",
+                 Action.REPLACE: "Replaced", Action.PRUNE: "Pruned"}
+
+
+def _events(app: AppKey, members: dict[str, MemberState],
+            revision: str) -> list[tuple[str, str]]:
+    """One (reason, message) per kind of write this pass made for ``app``."""
+    by_reason: dict[str, list[str]] = defaultdict(list)
     for member in sorted(members.values(), key=lambda m: m.name):
         if member.plan is None:
             continue
-        mine = [c for c in member.plan.pending
-                if status.app_of(c.desired or c.live or {}) == app]
-        if mine:
-            what = ", ".join(f"{c.action} {c.name}" for c in mine[:6])
-            more = f" (+{len(mine) - 6} more)" if len(mine) > 6 else ""
-            parts.append(f"{member.name}: {what}{more}")
-    return f"revision {revision}: " + "; ".join(parts)
+        for change in member.plan.pending:
+            if status.app_of(change.desired or change.live or {}) == app:
+                by_reason[EVENT_REASONS[change.action]].append(
+                    f"{member.name}: {change.action} {change.name}")
+    out = []
+    for reason, lines in sorted(by_reason.items()):
+        more = f" (+{len(lines) - 8} more)" if len(lines) > 8 else ""
+        out.append((reason, f"revision {revision}: " + "; ".join(lines[:8]) + more))
+    return out

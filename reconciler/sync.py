@@ -27,7 +27,7 @@ from kubernetes.dynamic.exceptions import DynamicApiError
 from pincompile.manifest import MANAGED_BY, MANAGED_BY_VALUE
 from reconciler import diff, kinds
 from reconciler.clients import read, write
-from reconciler.clients.connect import Connection
+from reconciler.clients.connect import FIELD_MANAGER, Connection
 from reconciler.clients.read import Key, key_of
 from reconciler.model import Obj, ObjectRef
 
@@ -84,8 +84,6 @@ class Options:
     max_prune: str = "20%"
     """An absolute count (``5``) or a share of the cluster's managed objects (``20%``)."""
     workers: int = 8
-    initial_replicas: dict[Key, int] = field(default_factory=dict)
-    """Autoscaled workloads: the replicas a new object starts with (its share)."""
 
 
 @dataclass
@@ -132,15 +130,20 @@ def read_live(conn: Connection) -> dict[Key, Obj]:
 
 
 def plan_cluster(conn: Connection, desired: list[Obj], live: dict[Key, Obj],
-                 options: Options) -> ClusterPlan:
-    """Compare desired with live through dry-run applies; nothing is written."""
+                 options: Options, initial_replicas: dict[Key, int] | None = None
+                 ) -> ClusterPlan:
+    """Compare desired with live through dry-run applies; nothing is written.
+
+    ``initial_replicas``: the replicas a new autoscaled workload starts with (its cluster's
+    share of the app's replicas)."""
     scaled = autoscaled(desired)
     plan = ClusterPlan(conn.name, live=live)
     creating_namespaces = {d["metadata"]["name"] for d in desired
                            if d["kind"] == "Namespace" and key_of(d) not in live}
 
     def one(obj: Obj) -> Change:
-        return _plan_object(conn, obj, live, options, scaled, creating_namespaces)
+        return _plan_object(conn, obj, live, options, scaled, creating_namespaces,
+                            initial_replicas or {})
 
     ordered = sorted(desired, key=lambda o: (kinds.order(o["kind"]), key_of(o)))
     with ThreadPoolExecutor(max_workers=options.workers) as pool:
@@ -176,7 +179,8 @@ def prune_limit(max_prune: str, managed: int) -> int:
 
 
 def _plan_object(conn: Connection, obj: Obj, live: dict[Key, Obj], options: Options,
-                 scaled: set[Key], creating_namespaces: set[str]) -> Change:
+                 scaled: set[Key], creating_namespaces: set[str],
+                 initial_replicas: dict[Key, int]) -> Change:
     key = key_of(obj)
     current = live.get(key)
     if current is None:
@@ -187,8 +191,8 @@ def _plan_object(conn: Connection, obj: Obj, live: dict[Key, Obj], options: Opti
                                  "(use --adopt to take it over)")
     to_apply = copy.deepcopy(obj)
     if key in scaled:
-        if current is None and key in options.initial_replicas:
-            to_apply["spec"]["replicas"] = options.initial_replicas[key]
+        if current is None and key in initial_replicas:
+            to_apply["spec"]["replicas"] = initial_replicas[key]
         elif current is not None:
             to_apply["spec"].pop("replicas", None)
     if current is not None and _failed_pod_to_recreate(current):
@@ -235,12 +239,18 @@ def execute(conn: Connection, plan: ClusterPlan, *,
     """Carry out a plan: applies in dependency order, replaces, then prunes in reverse
     order. Returns what was done, by action."""
     done: dict[Action, list[Change]] = {a: [] for a in Action}
+    scaled = autoscaled(c.desired for c in plan.changes if c.desired is not None)
     for change in plan.changes:
         if change.action in (Action.CREATE, Action.UPDATE):
             assert change.desired is not None
+            if change.action is Action.UPDATE and change.key in scaled \
+                    and _sole_replicas_owner(change.live) and change.live is not None:
+                # created before its scaler: hand replicas over before we stop setting them
+                _hand_replicas_over(conn, {**change.desired, "spec": {
+                    "replicas": change.live["spec"].get("replicas", 1)}})
             change.predicted = write.apply(conn, change.desired)
             if change.action is Action.CREATE and "replicas" in change.desired.get("spec", {}) \
-                    and change.key in _autoscaled_keys(plan):
+                    and change.key in scaled:
                 _hand_replicas_over(conn, change.desired)
         elif change.action is Action.REPLACE:
             assert change.desired is not None and change.live is not None
@@ -259,8 +269,12 @@ def execute(conn: Connection, plan: ClusterPlan, *,
     return done
 
 
-def _autoscaled_keys(plan: ClusterPlan) -> set[Key]:
-    return autoscaled(c.desired for c in plan.changes if c.desired is not None)
+def _sole_replicas_owner(live: Obj | None) -> bool:
+    """Whether ``pincompile`` is the only manager of the live object's spec.replicas."""
+    owners = [entry.get("manager") for entry in
+              ((live or {}).get("metadata") or {}).get("managedFields") or []
+              if "f:replicas" in ((entry.get("fieldsV1") or {}).get("f:spec") or {})]
+    return owners == [FIELD_MANAGER]
 
 
 def _hand_replicas_over(conn: Connection, obj: Obj) -> None:
