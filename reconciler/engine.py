@@ -180,7 +180,7 @@ class Reconciler:
         for change in plan.of(Action.CONFLICT, Action.INVALID):
             member.report.conflicts.append(f"{change.name}: {change.reason}")
             self.echo(f"{member.name}: {change.action} {change.name}: {change.reason}")
-        done = execute(member.conn, plan, echo=self.echo)
+        done = execute(member.conn, plan, workers=self.options.workers, echo=self.echo)
         refs = {a: [c.ref(member.name) for c in cs] for a, cs in done.items()}
         member.report.created = refs[Action.CREATE]
         member.report.updated = refs[Action.UPDATE]

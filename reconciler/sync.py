@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import groupby
 from typing import Any
 
 from kubernetes.dynamic.exceptions import DynamicApiError
@@ -234,13 +235,14 @@ def _message(exc: DynamicApiError) -> str:
         return str(getattr(exc, "summary", lambda: exc)())
 
 
-def execute(conn: Connection, plan: ClusterPlan, *,
+def execute(conn: Connection, plan: ClusterPlan, *, workers: int = 8,
             echo: Callable[[str], None] = lambda _m: None) -> dict[Action, list[Change]]:
-    """Carry out a plan: applies in dependency order, replaces, then prunes in reverse
-    order. Returns what was done, by action."""
-    done: dict[Action, list[Change]] = {a: [] for a in Action}
+    """Carry out a plan: applies in dependency order (objects of one kind in parallel, a
+    kind only once the kinds before it are done), replaces, then prunes in reverse order.
+    Returns what was done, by action."""
     scaled = autoscaled(c.desired for c in plan.changes if c.desired is not None)
-    for change in plan.changes:
+
+    def one(change: Change) -> Change | None:
         if change.action in (Action.CREATE, Action.UPDATE):
             assert change.desired is not None
             if change.action is Action.UPDATE and change.key in scaled \
@@ -263,9 +265,17 @@ def execute(conn: Connection, plan: ClusterPlan, *,
             assert change.live is not None
             write.delete(conn, change.live)
         else:
-            continue
+            return None
         echo(f"{plan.cluster}: {change.action} {change.name}")
-        done[change.action].append(change)
+        return change
+
+    done: dict[Action, list[Change]] = {a: [] for a in Action}
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for _, wave in groupby(plan.changes, key=lambda c: (c.action is Action.PRUNE,
+                                                            kinds.order(c.key[0]))):
+            for change in pool.map(one, list(wave)):
+                if change is not None:
+                    done[change.action].append(change)
     return done
 
 
