@@ -63,8 +63,7 @@ def cluster_status(view: ClusterView, revision: str) -> dict[str, Any]:
     if view.error is not None:
         return {"name": view.cluster, "phase": str(Phase.UNKNOWN),
                 "message": f"cluster unreachable: {view.error}"}
-    health = aggregate((ref, assess(obj) if obj is not None else Health(Phase.MISSING))
-                       for ref, obj in view.objects)
+    health = aggregate((ref, assess(obj)) for ref, obj in view.objects)
     ready = desired = 0
     for _, obj in view.objects:
         if obj is not None and obj.get("kind") in PRIMARY:
@@ -83,8 +82,8 @@ def app_status(views: Iterable[ClusterView], *, revision: str,
                applied: bool, now: float | None = None) -> dict[str, Any]:
     """The whole ``status`` of one app. ``applied``: this pass wrote something for it."""
     clusters = [cluster_status(v, revision) for v in sorted(views, key=lambda v: v.cluster)]
-    phases = [(c["name"], Health(Phase(c["phase"]), c.get("message", ""))) for c in clusters]
-    health = aggregate(phases)
+    # each cluster's message already says where ("Deployment/shop/web in rt-a: ...")
+    health = aggregate(Health(Phase(c["phase"]), c.get("message", "")) for c in clusters)
     if rollout and rollout.get("phase") == "Halted":
         health = Health(Phase.DEGRADED, f"rollout halted: {rollout.get('message', '')}")
     ready = sum(c.get("readyReplicas", 0) for c in clusters)

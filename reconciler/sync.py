@@ -184,12 +184,6 @@ def _plan_object(conn: Connection, obj: Obj, live: dict[Key, Obj], options: Opti
                  initial_replicas: dict[Key, int]) -> Change:
     key = key_of(obj)
     current = live.get(key)
-    if current is None:
-        current = read.get(conn, obj)
-        if current is not None and not is_managed(current) and not options.adopt:
-            return Change(Action.CONFLICT, key, desired=obj, live=current,
-                          reason="exists and is not managed by pincompile "
-                                 "(use --adopt to take it over)")
     to_apply = copy.deepcopy(obj)
     if key in scaled:
         if current is None and key in initial_replicas:
@@ -211,7 +205,15 @@ def _plan_object(conn: Connection, obj: Obj, live: dict[Key, Obj], options: Opti
             return Change(Action.CREATE, key, desired=to_apply, predicted=to_apply)
         return Change(Action.INVALID, key, desired=to_apply, live=current, reason=message)
     if current is None:
-        return Change(Action.CREATE, key, desired=to_apply, predicted=predicted)
+        if not (predicted.get("metadata") or {}).get("resourceVersion"):
+            return Change(Action.CREATE, key, desired=to_apply, predicted=predicted)
+        # a dry-run create has no resourceVersion: this name is taken by an object we
+        # do not manage (no LIST filtered by our label returned it)
+        current = read.get(conn, obj)
+        if not options.adopt:
+            return Change(Action.CONFLICT, key, desired=obj, live=current,
+                          reason="exists and is not managed by pincompile "
+                                 "(use --adopt to take it over)")
     if diff.same(current, predicted):
         return Change(Action.UNCHANGED, key, desired=to_apply, live=current, predicted=predicted)
     return Change(Action.UPDATE, key, desired=to_apply, live=current, predicted=predicted,
