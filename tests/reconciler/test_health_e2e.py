@@ -250,49 +250,51 @@ def test_job_whose_pod_fails_is_failed_with_the_controllers_reason(api: Any, ns:
 
 
 
-def test_claim_is_progressing_until_bound(api: Any, ns: str) -> None:
+def claim(api: Any, ns: str, name: str, storage_class: str) -> Watched:
+    """Create a 1Gi claim of ``storage_class`` and watch it from before its creation."""
     from kubernetes import client
 
     core: Any = client.CoreV1Api(api)
-    watched = Watched(core.list_namespaced_persistent_volume_claim, ns, "data")
+    watched = Watched(core.list_namespaced_persistent_volume_claim, ns, name)
     core.create_namespaced_persistent_volume_claim(ns, {
-        "metadata": {"name": "data"},
-        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "pincompute-block",
-                 "resources": {"requests": {"storage": "10Gi"}}}})
+        "metadata": {"name": name},
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": storage_class,
+                 "resources": {"requests": {"storage": "1Gi"}}}})
+    return watched
+
+
+def test_claim_is_progressing_until_bound(api: Any, ns: str) -> None:
+    watched = claim(api, ns, "data", "pincompute-block")
     assert watched.until(is_(Phase.HEALTHY)) == Health(Phase.HEALTHY)
     assert watched.history[0] == Health(Phase.PROGRESSING, "waiting for a volume to be bound")
 
 
 def test_claim_nobody_provisions_stays_progressing(api: Any, ns: str) -> None:
-    from kubernetes import client
-
-    core: Any = client.CoreV1Api(api)
-    watched = Watched(core.list_namespaced_persistent_volume_claim, ns, "orphan")
-    core.create_namespaced_persistent_volume_claim(ns, {
-        "metadata": {"name": "orphan"},
-        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "no-such-class",
-                 "resources": {"requests": {"storage": "1Gi"}}}})
+    watched = claim(api, ns, "orphan", "no-such-class")
     assert {h.phase for h in watched.hold(4)} == {Phase.PROGRESSING}
 
 
-def hpa(name: str, target: str) -> Obj:
-    return {"metadata": {"name": name},
-            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment",
-                                        "name": target},
-                     "minReplicas": 1, "maxReplicas": 4,
-                     "metrics": [{"type": "Resource", "resource": {
-                         "name": "cpu",
-                         "target": {"type": "Utilization", "averageUtilization": 60}}}]}}
-
-
-def test_autoscaler_reports_what_the_hpa_controller_found(api: Any, ns: str) -> None:
+def autoscaler(api: Any, ns: str, name: str, replicas: int) -> Watched:
+    """A Deployment of ``replicas`` and a CPU-based HPA on it, watched from before it exists."""
     from kubernetes import client
 
     apps: Any = client.AppsV1Api(api)
     scaling: Any = client.AutoscalingV2Api(api)
-    apps.create_namespaced_deployment(ns, deployment("scaled", 1))
-    watched = Watched(scaling.list_namespaced_horizontal_pod_autoscaler, ns, "scaled")
-    scaling.create_namespaced_horizontal_pod_autoscaler(ns, hpa("scaled", "scaled"))
+    apps.create_namespaced_deployment(ns, deployment(name, replicas))
+    watched = Watched(scaling.list_namespaced_horizontal_pod_autoscaler, ns, name)
+    scaling.create_namespaced_horizontal_pod_autoscaler(ns, {
+        "metadata": {"name": name},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment",
+                                    "name": name},
+                 "minReplicas": 1, "maxReplicas": 4,
+                 "metrics": [{"type": "Resource", "resource": {
+                     "name": "cpu",
+                     "target": {"type": "Utilization", "averageUtilization": 60}}}]}})
+    return watched
+
+
+def test_autoscaler_reports_what_the_hpa_controller_found(api: Any, ns: str) -> None:
+    watched = autoscaler(api, ns, "scaled", 1)
     judged = watched.until(lambda h: h.phase is not Phase.PROGRESSING)
     assert watched.history[0] == Health(Phase.PROGRESSING,
                                         "waiting for the autoscaler's first assessment")
@@ -308,13 +310,7 @@ def test_autoscaler_reports_what_the_hpa_controller_found(api: Any, ns: str) -> 
 
 
 def test_autoscaler_of_a_target_scaled_to_zero_is_suspended(api: Any, ns: str) -> None:
-    from kubernetes import client
-
-    apps: Any = client.AppsV1Api(api)
-    scaling: Any = client.AutoscalingV2Api(api)
-    apps.create_namespaced_deployment(ns, deployment("parked", 0))
-    watched = Watched(scaling.list_namespaced_horizontal_pod_autoscaler, ns, "parked")
-    scaling.create_namespaced_horizontal_pod_autoscaler(ns, hpa("parked", "parked"))
+    watched = autoscaler(api, ns, "parked", 0)
     assert watched.until(is_(Phase.SUSPENDED)) == Health(
         Phase.SUSPENDED, "scaling is disabled since the replica count of the target is zero")
 
