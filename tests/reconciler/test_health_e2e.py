@@ -66,9 +66,8 @@ class Watched:
                     stream.stop()
 
     def until(self, done: Until, timeout: float = 60.0) -> Health:
-        """Watch until the object's health satisfies ``done``; fail after ``timeout``."""
-        if self.history and done(self.history[-1]):
-            return self.history[-1]
+        """Watch the events after those already seen until one's health satisfies ``done``;
+        fail after ``timeout``."""
         for _ in self._events(timeout):
             if done(self.history[-1]):
                 return self.history[-1]
@@ -201,19 +200,29 @@ def test_statefulset_becomes_healthy(api: Any, ns: str) -> None:
     assert watched.history[0].phase is Phase.PROGRESSING
 
 
-def test_pod_disruption_budget_over_ready_pods_is_healthy(api: Any, ns: str) -> None:
+def test_pod_disruption_budgets_over_ready_pods_are_healthy(api: Any, ns: str) -> None:
     from kubernetes import client
 
     apps: Any = client.AppsV1Api(api)
     policy: Any = client.PolicyV1Api(api)
+    pods_ready = Watched(apps.list_namespaced_deployment, ns, "guarded")
     apps.create_namespaced_deployment(ns, deployment("guarded", 2))
-    watched = Watched(policy.list_namespaced_pod_disruption_budget, ns, "guarded")
-    policy.create_namespaced_pod_disruption_budget(ns, {
-        "metadata": {"name": "guarded"},
-        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "guarded"}}}})
-    assert watched.until(is_(Phase.HEALTHY)) == Health(Phase.HEALTHY)
-    assert watched.history[0].phase is Phase.PROGRESSING
-    assert watched.last and watched.last["status"]["currentHealthy"] == 2
+    pods_ready.until(is_(Phase.HEALTHY))
+    budgets = {}
+    for name, min_available in (("loose", 1), ("tight", 2)):
+        budgets[name] = Watched(policy.list_namespaced_pod_disruption_budget, ns, name)
+        policy.create_namespaced_pod_disruption_budget(ns, {
+            "metadata": {"name": name},
+            "spec": {"minAvailable": min_available,
+                     "selector": {"matchLabels": {"app": "guarded"}}}})
+    assert budgets["loose"].until(is_(Phase.HEALTHY)) == Health(Phase.HEALTHY)
+    assert budgets["loose"].last and budgets["loose"].last["status"]["currentHealthy"] == 2
+    # every pod required: healthy, but no eviction may proceed
+    assert budgets["tight"].until(is_(Phase.HEALTHY)) == Health(
+        Phase.HEALTHY, "no voluntary disruption allowed: node drains will wait")
+    for budget in budgets.values():
+        assert budget.history[0] == Health(
+            Phase.PROGRESSING, "waiting for the controller to observe the new object")
 
 
 def job(name: str, **annotations: str) -> Obj:
@@ -293,13 +302,16 @@ def autoscaler(api: Any, ns: str, name: str, replicas: int) -> Watched:
     return watched
 
 
-def test_autoscaler_reports_what_the_hpa_controller_found(api: Any, ns: str) -> None:
-    watched = autoscaler(api, ns, "scaled", 1)
-    judged = watched.until(lambda h: h.phase is not Phase.PROGRESSING)
-    assert watched.history[0] == Health(Phase.PROGRESSING,
-                                        "waiting for the autoscaler's first assessment")
-    assert watched.last is not None
-    active = {c["type"]: c for c in watched.last["status"]["conditions"]}["ScalingActive"]
+def test_autoscalers_report_what_the_hpa_controller_found(api: Any, ns: str) -> None:
+    # both at once: the HPA controller takes a new HPA up only after its resync period (15s)
+    scaled = autoscaler(api, ns, "scaled", 1)
+    parked = autoscaler(api, ns, "parked", 0)
+
+    judged = scaled.until(lambda h: h.phase is not Phase.PROGRESSING)
+    assert scaled.history[0] == Health(Phase.PROGRESSING,
+                                       "waiting for the autoscaler's first assessment")
+    assert scaled.last is not None
+    active = {c["type"]: c for c in scaled.last["status"]["conditions"]}["ScalingActive"]
     if active["status"] == "False":
         # the fleet serves no resource metrics API: the controller cannot read CPU usage
         assert active["reason"] == "FailedGetResourceMetric"
@@ -308,11 +320,10 @@ def test_autoscaler_reports_what_the_hpa_controller_found(api: Any, ns: str) -> 
     else:
         assert judged.phase is Phase.HEALTHY
 
-
-def test_autoscaler_of_a_target_scaled_to_zero_is_suspended(api: Any, ns: str) -> None:
-    watched = autoscaler(api, ns, "parked", 0)
-    assert watched.until(is_(Phase.SUSPENDED)) == Health(
+    # a target scaled to zero switches the autoscaler off
+    assert parked.until(is_(Phase.SUSPENDED)) == Health(
         Phase.SUSPENDED, "scaling is disabled since the replica count of the target is zero")
+    assert parked.history[0].phase is Phase.PROGRESSING
 
 
 def test_services(api: Any, ns: str) -> None:
