@@ -174,10 +174,21 @@ class DeploymentWatch:
 def deployment(compiled: CompiledApp, metrics: ExternalMetricsServer,
                kube: Kube) -> Iterator[DeploymentWatch]:
     from kubernetes import client, watch
+    from kubernetes.client.rest import ApiException
 
     context = compiled.cluster.context
+    scheduling: Any = client.SchedulingV1Api(kube(context))
+    created_classes = []
     for manifest in compiled.manifests:
         obj = manifest.obj
+        if manifest.kind == "PriorityClass":  # shared by the cluster's apps: only if absent
+            try:
+                scheduling.create_priority_class(obj)
+                created_classes.append(manifest.name)
+            except ApiException as exc:
+                if exc.status != 409:
+                    raise
+            continue
         if manifest.kind == "HorizontalPodAutoscaler":
             obj = with_scheduled_floor(obj, WINDOW_CLOSED)  # the base floor
         apply(kube, context, obj)
@@ -204,6 +215,8 @@ def deployment(compiled: CompiledApp, metrics: ExternalMetricsServer,
         seen.stop.set()
         thread.join(timeout=15)
         client.CoreV1Api(kube(context)).delete_namespace(PROJECT)
+        for name in created_classes:
+            scheduling.delete_priority_class(name)
 
 
 def wait_for(what: str, check: Callable[[], Any], timeout: float) -> Any:
