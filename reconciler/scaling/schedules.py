@@ -88,8 +88,10 @@ class Floor:
 
     ``floor`` is the ``minReplicas`` to set; ``active`` the windows open now (at most one
     per schedule: the one opened last); ``until`` when the floor next drops (None when it
-    is the base floor or does not drop within :data:`LOOKAHEAD`); ``next_change`` the
-    first instant after ``now`` at which any window opens or closes (re-evaluate then).
+    is the base floor, or holds past :data:`LOOKAHEAD` or :data:`MAX_EVENTS`);
+    ``next_change`` the first instant after ``now`` at which the answer may change, as a
+    schedule's next window opens or its open window closes (evaluate again then; None when
+    no window ever opens again).
     """
 
     base: int
@@ -102,6 +104,32 @@ class Floor:
     @property
     def raised(self) -> bool:
         return self.floor > self.base
+
+    def to_status(self) -> dict[str, Any]:
+        """JSON-ready form for an app's status (instants as RFC 3339 UTC)."""
+        return {
+            "minReplicas": self.floor, "baseMinReplicas": self.base,
+            "activeWindows": [{
+                "cron": w.schedule.cron, "timezone": w.schedule.timezone,
+                "duration": _duration_text(w.schedule.duration),
+                "minReplicas": w.schedule.min_replicas,
+                "start": _rfc3339(w.start), "end": _rfc3339(w.end)} for w in self.active],
+            "until": _rfc3339(self.until) if self.until else None,
+            "nextChange": _rfc3339(self.next_change) if self.next_change else None,
+        }
+
+
+def _rfc3339(instant: datetime) -> str:
+    return instant.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _duration_text(span: timedelta) -> str:
+    seconds, text = int(span.total_seconds()), ""
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if seconds >= size:
+            text += f"{seconds // size}{unit}"
+            seconds %= size
+    return text or "0s"
 
 
 def parse_schedules(annotation: str) -> tuple[Schedule, ...]:

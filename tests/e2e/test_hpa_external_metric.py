@@ -277,11 +277,11 @@ def test_hpa_scales_on_the_served_metric_up_to_the_clusters_max_and_back(
 
     # 40 per replica wanted at 10 each -> 4 replicas; 1000 -> 100, held at the max
     metrics.set(METRIC, 4 * PER_REPLICA)
-    wait_for("4 replicas", lambda: deployment.latest() == (4, 4), timeout=60)
+    wait_for("4 replicas", lambda: deployment.latest() == (4, 4), timeout=90)
     metrics.set(METRIC, 1000)
-    wait_for(f"{MAX} replicas", lambda: deployment.latest() == (MAX, MAX), timeout=60)
+    wait_for(f"{MAX} replicas", lambda: deployment.latest() == (MAX, MAX), timeout=90)
     limited = wait_for("ScalingLimited", lambda: conditions(
-        hpa_status(kube, context)).get("ScalingLimited"), timeout=30)
+        hpa_status(kube, context)).get("ScalingLimited"), timeout=60)
     assert (limited.status, limited.reason) == ("True", "TooManyReplicas")
     scaled_up = time.time()
 
@@ -290,9 +290,9 @@ def test_hpa_scales_on_the_served_metric_up_to_the_clusters_max_and_back(
     metrics.set(METRIC, 0)
     lowered = time.time()
     wait_for("the HPA to read the lowered value",
-             lambda: served_average(hpa_status(kube, context)) == "0", timeout=45)
+             lambda: served_average(hpa_status(kube, context)) == "0", timeout=60)
     wait_for("the scale-down to 1 replica", lambda: deployment.latest()[0] == 1,
-             timeout=SCALE_DOWN_WINDOW + 60)
+             timeout=SCALE_DOWN_WINDOW + 90)
     last_high = max(q.at for q in metrics.asked(METRIC) if q.at < lowered)
     down_at = next(t for t, replicas, _ in deployment.events if t > lowered and replicas < MAX)
     assert down_at >= last_high + SCALE_DOWN_WINDOW - 1, (
@@ -317,11 +317,11 @@ def test_open_schedule_window_raises_the_running_hpas_floor(
     assert floor.until == datetime(2026, 6, 8, 17, 0, tzinfo=LA).astimezone(UTC)
     apply(kube, context, with_scheduled_floor(hpa, WINDOW_OPEN.astimezone(UTC)))
     wait_for(f"the floor of {SCHEDULED_FLOOR} replicas",
-             lambda: deployment.latest() == (SCHEDULED_FLOOR, SCHEDULED_FLOOR), timeout=60)
+             lambda: deployment.latest() == (SCHEDULED_FLOOR, SCHEDULED_FLOOR), timeout=90)
 
     apply(kube, context, with_scheduled_floor(hpa, WINDOW_CLOSED.astimezone(UTC)))
     wait_for("the base floor again", lambda: deployment.latest()[0] == 1,
-             timeout=SCALE_DOWN_WINDOW + 60)
+             timeout=SCALE_DOWN_WINDOW + 90)
     assert deployment.peak() <= MAX
 
 

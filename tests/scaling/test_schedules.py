@@ -305,3 +305,15 @@ def test_reused_answers_hold_only_until_the_next_change() -> None:
     assert floor(windows, utc(2026, 6, 1, 11, 0)) == 1  # earlier than the kept answer
     assert floor(windows, utc(2026, 6, 1, 13, 59, 59)) == 7
     assert floor(windows, utc(2026, 6, 1, 14, 0)) == 1
+
+
+def test_status_names_the_open_window_and_when_the_floor_drops() -> None:
+    state = evaluate([sched("0 8 * * 1-5", "10h", 4, "America/Los_Angeles")], 1,
+                     at(LA, 2026, 6, 8, 12, 0))
+    assert state.to_status() == {
+        "minReplicas": 4, "baseMinReplicas": 1,
+        "activeWindows": [{"cron": "0 8 * * 1-5", "timezone": "America/Los_Angeles",
+                           "duration": "10h", "minReplicas": 4,
+                           "start": "2026-06-08T15:00:00Z", "end": "2026-06-09T01:00:00Z"}],
+        "until": "2026-06-09T01:00:00Z", "nextChange": "2026-06-09T01:00:00Z",
+    }
