@@ -249,7 +249,7 @@ def served_average(status: Any) -> str | None:
     return None
 
 
-def settle_at_base(kube: Kube, context: str, seen: DeploymentWatch) -> None:
+def settle_at_base(seen: DeploymentWatch) -> None:
     wait_for("the Deployment at 1 replica", lambda: seen.latest() == (1, 1),
              timeout=3 * SCALE_DOWN_WINDOW + 90)
 
@@ -273,7 +273,7 @@ def test_hpa_scales_on_the_served_metric_up_to_the_clusters_max_and_back(
     assert asked.namespace == PROJECT
     assert dict(p.split("=") for p in asked.selector.split(",")) == {
         LABEL_PROJECT: PROJECT, LABEL_APP: APP, LABEL_CLUSTER: compiled.cluster.name}
-    settle_at_base(kube, context, deployment)
+    settle_at_base(deployment)
 
     # 40 per replica wanted at 10 each -> 4 replicas; 1000 -> 100, held at the max
     metrics.set(METRIC, 4 * PER_REPLICA)
@@ -310,7 +310,7 @@ def test_open_schedule_window_raises_the_running_hpas_floor(
     context = compiled.cluster.context
     hpa = compiled.object("HorizontalPodAutoscaler")
     metrics.set(METRIC, 0)
-    settle_at_base(kube, context, deployment)
+    settle_at_base(deployment)
 
     floor = hpa_floor(hpa, WINDOW_OPEN.astimezone(UTC))
     assert floor is not None and floor.floor == scheduled_share(hpa) == SCHEDULED_FLOOR
