@@ -1,0 +1,17 @@
+"""PinScaler at run time (pure logic, no cluster I/O): scheduled floors of the HPAs."""
+
+from reconciler.scaling.schedules import (
+    Floor,
+    Schedule,
+    ScheduleError,
+    Window,
+    evaluate,
+    hpa_floor,
+    parse_schedules,
+    with_scheduled_floor,
+)
+
+__all__ = [
+    "Floor", "Schedule", "ScheduleError", "Window", "evaluate", "hpa_floor", "parse_schedules",
+    "with_scheduled_floor",
+]
