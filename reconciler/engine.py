@@ -15,6 +15,7 @@ from collections import defaultdict
 from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes.dynamic.exceptions import DynamicApiError
@@ -29,6 +30,7 @@ from reconciler.clients.read import Key, key_of
 from reconciler.health import assess
 from reconciler.host import AppKey
 from reconciler.model import ClusterReport, Obj, ObjectRef, PassReport, Phase
+from reconciler.scaling import ScheduleError, hpa_floor, with_scheduled_floor
 from reconciler.sync import Action, ClusterPlan, Options, execute, plan_cluster, read_live
 
 HOST = "host"
@@ -66,7 +68,7 @@ class Reconciler:
     def __init__(self, kubeconfig: str | None, host_context: str = HOST, *,
                  clusters: Collection[str] | None = None, options: Options | None = None,
                  wait: bool = True, timeout: float = 300.0, echo: Echo = lambda _m: None,
-                 watch: bool = False) -> None:
+                 watch: bool = False, clock: Callable[[], datetime] | None = None) -> None:
         self.kubeconfig, self.host_context = kubeconfig, host_context
         self.only = set(clusters) if clusters else None
         self.options = options or Options()
@@ -77,6 +79,8 @@ class Reconciler:
         self.caches: dict[str, ClusterCache] = {}
         self.statuses: dict[AppKey, dict[str, Any]] = {}
         """The last pass's status document per app."""
+        self.clock = clock or (lambda: datetime.now(UTC))
+        """The instant scheduled HPA floors are evaluated at (injected by tests)."""
 
     # --- connections -----------------------------------------------------------------------
 
@@ -96,6 +100,7 @@ class Reconciler:
     # --- the pass --------------------------------------------------------------------------
 
     def members(self, result: Result) -> dict[str, MemberState]:
+        now = self.clock()
         by_cluster: dict[str, list[Manifest]] = defaultdict(list)
         for manifest in result.manifests:
             by_cluster[manifest.cluster].append(manifest)
@@ -104,10 +109,21 @@ class Reconciler:
             if self.only is not None and name not in self.only:
                 continue
             spec = entry.resource
-            desired = [m.obj for m in by_cluster.get(name, [])]
+            desired = [self._with_floor(m.obj, now) for m in by_cluster.get(name, [])]
             out[name] = MemberState(name, spec.context, spec.spec.zone, desired,
                                     _shares(result, name, desired))
         return out
+
+    def _with_floor(self, obj: Obj, now: datetime) -> Obj:
+        """An HPA with ``minReplicas`` raised to its scheduled floor at ``now``."""
+        if obj["kind"] != "HorizontalPodAutoscaler":
+            return obj
+        try:
+            return with_scheduled_floor(obj, now)
+        except ScheduleError as exc:
+            self.echo(f"HorizontalPodAutoscaler/{obj['metadata']['name']}: schedules ignored: "
+                      f"{exc}")
+            return obj
 
     def plan(self, result: Result) -> dict[str, MemberState]:
         """Read and plan every member cluster; writes nothing (``pincompile plan``)."""
@@ -363,6 +379,8 @@ class Reconciler:
                 views[app], revision=report.revision,
                 rollout=plan.state.to_json() if plan else None,
                 previous=stored.get(app), applied=app in written)
+            if app[0] == "PinScaler":
+                doc.update(_floor_status(app, members, self.clock()))
             self.statuses[app] = doc
             if host_conn is None or HOST not in report.clusters or \
                     report.clusters[HOST].error is not None:
@@ -374,6 +392,28 @@ class Reconciler:
                     host.record_event(host_conn, app, reason, text)
             except (ClusterUnreachable, DynamicApiError, OSError) as exc:
                 report.clusters[HOST].error = _explain(exc)
+
+
+def _floor_status(app: AppKey, members: dict[str, MemberState],
+                  now: datetime) -> dict[str, Any]:
+    """A PinScaler's floor now (the sum of its HPAs' minReplicas) and the window raising it."""
+    floor, active = 0, []
+    for member in members.values():
+        for obj in member.desired:
+            if obj["kind"] == "HorizontalPodAutoscaler" and status.app_of(obj) == app:
+                floor += int(obj["spec"].get("minReplicas", 1))
+                try:
+                    found = hpa_floor(obj, now)
+                except ScheduleError:
+                    found = None
+                if found is not None and found.raised:
+                    until = found.to_status().get("until")
+                    active += [f"{w.schedule.cron} ({w.schedule.timezone})"
+                               + (f" until {until}" if until else "") for w in found.active]
+    out: dict[str, Any] = {"floor": floor}
+    if active:
+        out["activeSchedule"] = sorted(set(active))[0]
+    return out
 
 
 def _shares(result: Result, cluster: str, desired: list[Obj]) -> dict[Key, int]:

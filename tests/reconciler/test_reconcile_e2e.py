@@ -11,6 +11,7 @@ import subprocess
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,10 @@ from reconciler.sync import Options
 pytestmark = pytest.mark.e2e
 FIXTURE_REPO = Path(__file__).parent / "fixtures" / "repo"
 MEMBERS = ("rt-a", "rt-b", "rt-c")
+#: Passes run at an injected instant: a Sunday, outside every scaling window, unless a
+#: test says otherwise (the api scaler's window is weekdays 09:00-17:00 Los Angeles time).
+SUNDAY = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+MONDAY_10_LA = datetime(2026, 11, 23, 18, 0, tzinfo=UTC)
 ZONE = {"rt-a": "rt-east-a", "rt-b": "rt-east-b", "rt-c": "rt-east-c"}
 
 
@@ -94,8 +99,10 @@ class Pass:
         self.lines: list[str] = []
         self.hooks: list[Callable[[str], None]] = []
         wait = options.pop("wait", True)
+        now = options.pop("now", SUNDAY)
         self.reconciler = Reconciler(str(fleet.kubeconfig), options=Options(**options),
-                                     wait=wait, timeout=120, echo=self._echo)
+                                     wait=wait, timeout=120, echo=self._echo,
+                                     clock=lambda: now)
         self.result = compile_path(repo)
         self.report: PassReport = self.reconciler.run(self.result)
         self.writes = Counter({n: c.stats.writes for n, c in self.reconciler.connections.items()})
@@ -207,7 +214,8 @@ def test_second_pass_makes_zero_writes_and_one_list_per_kind(
 
 def test_a_warm_watch_cache_answers_a_pass_without_any_list(
         rt_fleet: fleet_mod.FleetState, repo: Path) -> None:
-    reconciler = Reconciler(str(rt_fleet.kubeconfig), watch=True, wait=False)
+    reconciler = Reconciler(str(rt_fleet.kubeconfig), watch=True, wait=False,
+                            clock=lambda: SUNDAY)
     try:
         result = compile_path(repo)
         assert reconciler.run(result).ok
@@ -250,7 +258,7 @@ def test_new_image_rolls_out_zone_by_zone_and_a_bad_one_halts_after_the_first_zo
     run = Pass.__new__(Pass)
     run.lines, run.hooks = [], [check_gate]
     run.reconciler = Reconciler(str(rt_fleet.kubeconfig), wait=True, timeout=120,
-                                echo=run._echo)
+                                echo=run._echo, clock=lambda: SUNDAY)
     run.report = run.reconciler.run(compile_path(repo))
     statuses = {"/".join(k): v for k, v in run.reconciler.statuses.items()}
     run.reconciler.close()
@@ -434,6 +442,29 @@ def test_replicas_changed_by_the_autoscaler_are_left_alone(
     run = Pass(rt_fleet, repo, wait=False)
     assert run.writes[cluster] == 0, run.lines
     assert apps.read_namespaced_deployment("api", "shop").spec.replicas == target
+
+
+def test_a_scaling_window_raises_every_clusters_floor_by_its_share_and_closing_restores_it(
+        rt_fleet: fleet_mod.FleetState, repo: Path, api: Callable[[str], k8s.ApiClient]
+) -> None:
+    clusters = [c for c in MEMBERS if _has(api, c, "api")]
+
+    def floors() -> list[int]:
+        return [k8s.AutoscalingV2Api(api(c)).read_namespaced_horizontal_pod_autoscaler(
+            "api", "shop").spec.min_replicas for c in clusters]
+
+    assert floors() == [2, 2]
+    opened = Pass(rt_fleet, repo, now=MONDAY_10_LA, wait=False)
+    assert floors() == [4, 4]  # 8 over two clusters
+    scaler = opened.statuses["PinScaler/shop/api"]
+    assert scaler["floor"] == 8 and scaler["activeSchedule"].startswith("0 9 * * 1-5")
+    assert "until 2026-11-24T01:00:00Z" in scaler["activeSchedule"]
+    steady = Pass(rt_fleet, repo, now=MONDAY_10_LA, wait=False)
+    assert sum(steady.writes.values()) - steady.writes["host"] == 0
+    closed = Pass(rt_fleet, repo, wait=False)
+    assert floors() == [2, 2]
+    assert closed.statuses["PinScaler/shop/api"]["floor"] == 4
+    assert "activeSchedule" not in closed.statuses["PinScaler/shop/api"]
 
 
 def _has(api: Callable[[str], k8s.ApiClient], cluster: str, name: str) -> bool:
