@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 import click
@@ -11,6 +12,7 @@ import click
 from pincompile.commands.common import EXIT_CLUSTER, EXIT_OK
 from reconciler.commands.common import (
     check_clusters,
+    clock_of,
     cluster_options,
     compile_or_exit,
     default_kubeconfig,
@@ -39,7 +41,8 @@ from reconciler.sync import Options
 @click.option("-q", "--quiet", is_flag=True, help="Only the summary.")
 @click.pass_context
 def apply(ctx: click.Context, root: Path, kubeconfig: str | None, host_context: str,
-          clusters: tuple[str, ...], max_prune: str, prune_data: bool, no_prune: bool,
+          clusters: tuple[str, ...], at: datetime | None, max_prune: str, prune_data: bool,
+          no_prune: bool,
           adopt: bool, dry_run: bool, no_wait: bool, timeout: float, quiet: bool) -> None:
     """Make every member cluster match the specs under ROOT: one reconcile pass.
 
@@ -72,7 +75,7 @@ def apply(ctx: click.Context, root: Path, kubeconfig: str | None, host_context: 
         from reconciler.commands.plan import plan
 
         ctx.invoke(plan, root=root, kubeconfig=kubeconfig, host_context=host_context,
-                   clusters=clusters, adopt=adopt, max_prune=max_prune,
+                   clusters=clusters, at=at, adopt=adopt, max_prune=max_prune,
                    prune_data=prune_data)
         return
     started = time.monotonic()
@@ -85,7 +88,7 @@ def apply(ctx: click.Context, root: Path, kubeconfig: str | None, host_context: 
         kubeconfig or default_kubeconfig(), host_context, clusters=clusters or None,
         options=Options(adopt=adopt, prune=not no_prune, max_prune=max_prune,
                         prune_data=prune_data),
-        wait=not no_wait, timeout=timeout, echo=echo)
+        wait=not no_wait, timeout=timeout, echo=echo, clock=clock_of(at))
     try:
         report = reconciler.run(result)
         writes = {name: conn.stats.writes for name, conn in reconciler.connections.items()}

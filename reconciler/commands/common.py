@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,8 +30,29 @@ def default_kubeconfig() -> str | None:
     return None
 
 
+def _instant(_ctx: click.Context, _param: click.Parameter, value: str | None
+             ) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        at = datetime.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not an ISO 8601 instant "
+                                 "(e.g. 2026-11-23T18:00:00Z)") from None
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
+
+
+def clock_of(at: datetime | None) -> Callable[[], datetime] | None:
+    """The clock a Reconciler evaluates scaling windows with (None: the real one)."""
+    return None if at is None else (lambda: at)
+
+
 def cluster_options(func: F) -> F:
-    """--kubeconfig, --host-context and --cluster."""
+    """--kubeconfig, --host-context, --cluster and --at."""
+    func = click.option("--at", callback=_instant, metavar="INSTANT", default=None,
+                        help="Evaluate scheduled scaling windows at this instant instead of "
+                             "now (ISO 8601, UTC unless it says otherwise), e.g. to preview "
+                             "business hours.")(func)
     func = click.option("--cluster", "clusters", multiple=True, metavar="NAME",
                         help="Only this member cluster (repeatable).")(func)
     func = click.option("--host-context", default="host", show_default=True,

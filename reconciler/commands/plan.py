@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import click
@@ -11,6 +12,7 @@ import click
 from pincompile.commands.common import EXIT_CLUSTER, EXIT_INVALID, EXIT_OK
 from reconciler.commands.common import (
     check_clusters,
+    clock_of,
     cluster_options,
     compile_or_exit,
     default_kubeconfig,
@@ -33,7 +35,8 @@ SHOWN = (Action.CREATE, Action.UPDATE, Action.REPLACE, Action.PRUNE, Action.CONF
               help="Most objects a pass may prune per cluster (count or percent).")
 @click.option("--prune-data", is_flag=True, help="Plan to prune Namespaces and PVCs too.")
 def plan(root: Path, kubeconfig: str | None, host_context: str, clusters: tuple[str, ...],
-         fmt: str, exit_code: bool, adopt: bool, max_prune: str, prune_data: bool) -> None:
+         at: datetime | None, fmt: str, exit_code: bool, adopt: bool, max_prune: str,
+         prune_data: bool) -> None:
     """Show what `apply` would change in every member cluster, without changing anything.
 
     Each desired object is sent to its cluster as a server-side dry-run apply and the
@@ -59,7 +62,7 @@ def plan(root: Path, kubeconfig: str | None, host_context: str, clusters: tuple[
     reconciler = Reconciler(kubeconfig or default_kubeconfig(), host_context,
                             clusters=clusters or None,
                             options=Options(adopt=adopt, max_prune=max_prune,
-                                            prune_data=prune_data))
+                                            prune_data=prune_data), clock=clock_of(at))
     try:
         members = reconciler.plan(result)
     finally:

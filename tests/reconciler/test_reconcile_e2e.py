@@ -117,6 +117,11 @@ class Pass:
             hook(line)
 
 
+def at_sunday(fleet: fleet_mod.FleetState) -> list[str]:
+    """CLI arguments: this fleet, scaling windows evaluated on a Sunday."""
+    return ["--kubeconfig", str(fleet.kubeconfig), "--at", SUNDAY.isoformat()]
+
+
 def edit(repo: Path, rel: str, change: Callable[[list[dict[str, Any]]], None],
          message: str) -> None:
     path = repo / rel
@@ -207,7 +212,7 @@ def test_second_pass_makes_zero_writes_and_one_list_per_kind(
     members = [c for n, c in run.report.clusters.items() if n != "host"]
     assert sum(c.unchanged for c in members) == len(run.result.manifests)
     cli_run = CliRunner().invoke(cli, ["plan", str(repo), "--exit-code",
-                                       "--kubeconfig", str(rt_fleet.kubeconfig)])
+                                       *at_sunday(rt_fleet)])
     assert cli_run.exit_code == 0, cli_run.output
     assert "no changes" in cli_run.output
 
@@ -344,7 +349,7 @@ def test_drift_is_shown_and_restored_and_other_managers_fields_stay(
                         "spec": {"progressDeadlineSeconds": 999}},
         field_manager="kubectl-edit")
     plan = CliRunner().invoke(cli, ["plan", str(repo), "--cluster", cluster, "--exit-code",
-                                    "--kubeconfig", str(rt_fleet.kubeconfig)])
+                                    *at_sunday(rt_fleet)])
     assert plan.exit_code == 1, plan.output
     assert "update    Deployment/shop/web" in plan.output
     assert "-  progressDeadlineSeconds: 999" in plan.output
@@ -367,8 +372,8 @@ def test_unreachable_cluster_is_reported_and_the_others_converge(
     git(repo, "commit", "-qm", "extra app")
     fleet_mod.stop_component(rt_fleet, "rt-c", "kube-apiserver")
     try:
-        run = CliRunner().invoke(cli, ["apply", str(repo), "--kubeconfig",
-                                       str(rt_fleet.kubeconfig), "--timeout", "60"])
+        run = CliRunner().invoke(cli, ["apply", str(repo), "--timeout", "60",
+                                       *at_sunday(rt_fleet)])
         assert run.exit_code == 3, run.output
         assert "rt-c: FAILED" in run.output
         for cluster in ("rt-a", "rt-b"):
@@ -397,8 +402,7 @@ def test_spec_error_anywhere_means_no_write_to_any_cluster(
         report = reconciler.run(result)
         assert report.error and not report.clusters
         assert reconciler.connections == {}  # not one request was sent
-        cli_run = CliRunner().invoke(cli, ["apply", str(repo), "--kubeconfig",
-                                           str(rt_fleet.kubeconfig)])
+        cli_run = CliRunner().invoke(cli, ["apply", str(repo), *at_sunday(rt_fleet)])
         assert cli_run.exit_code == 1
         assert "notebook.yaml:" in cli_run.output and "nothing was applied" in cli_run.output
     finally:
@@ -489,7 +493,7 @@ def test_changed_jobset_template_is_a_replace(
     edit(repo, "apps/shop/batch.yaml", set_image("registry.internal/shop/batch:1.1.0"),
          "batch 1.1")
     plan = CliRunner().invoke(cli, ["plan", str(repo), "--cluster", "rt-b",
-                                    "--kubeconfig", str(rt_fleet.kubeconfig)])
+                                    *at_sunday(rt_fleet)])
     assert f"replace   Job/shop/{old.metadata.name}" in plan.output, plan.output
     Pass(rt_fleet, repo, wait=False)
     (new,) = batch.list_namespaced_job("shop").items
