@@ -24,6 +24,8 @@ from ruamel.yaml.nodes import ScalarNode as RuamelScalar
 from pincompile.positioned import Document, YamlMap, YamlSeq
 
 _PLAIN = "?plain"
+_TAGGED = "?tagged"  # the non-specific tag '!'
+
 _QUOTED = "?quoted"
 _SEQ = "?seq"
 _MAP = "?map"
@@ -32,10 +34,12 @@ _MERGE_TAG = "tag:yaml.org,2002:merge"
 _SAFE_TAGS = frozenset({_STR_TAG, "tag:yaml.org,2002:int", "tag:yaml.org,2002:float",
                         "tag:yaml.org,2002:bool", "tag:yaml.org,2002:null",
                         "tag:yaml.org,2002:timestamp"})
-#: Directives (``%YAML 1.1`` changes what scalars mean), characters outside YAML's printable
-#: set, and line breaks other than \n and \r (NEL, LS, PS) go to the reference loader.
+#: Text that goes to the reference loader: directives (``%YAML 1.1`` changes what scalars
+#: mean); what libyaml reads but ruamel refuses (tabs, ``|#``, an anchor name followed by an
+#: indicator); characters outside YAML's printable set; line breaks other than \n and \r.
 _UNUSUAL_TEXT = re.compile(
-    "^%|[^\t\n\r\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]|[\u2028\u2029]",
+    r"^%|^[ ]*(?:---[ ]*)?[|>]|[|>][-+1-9]{0,2}#|&[\w-]*[^\w\s-]|"
+    "[^\n\r\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]|[\u2028\u2029]",
     re.MULTILINE)
 _CACHE_LIMIT = 1 << 18
 
@@ -49,7 +53,9 @@ class _Composer(yaml.CSafeLoader):  # type: ignore[misc,name-defined]
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
         if kind is yaml.ScalarNode:
-            return _PLAIN if implicit[0] else _QUOTED
+            return _PLAIN if implicit[0] else _QUOTED if implicit[1] else _TAGGED
+        if not implicit:
+            return _TAGGED
         return _SEQ if kind is yaml.SequenceNode else _MAP
 
 
@@ -165,6 +171,8 @@ class _Builder:
             raise Unusual("alias bomb")
         tag = node.tag
         if tag == _PLAIN:
+            if not node.value:  # ruamel places an empty value at the next token: its quirk
+                raise Unusual("empty value")
             return self.scalars.plain(node.value)
         if tag != _QUOTED:
             raise Unusual(f"tag {tag}")
@@ -174,9 +182,14 @@ class _Builder:
         return node.value
 
 
+def unusual_text(text: str) -> bool:
+    """Whether ``text`` goes to the reference loader without trying libyaml."""
+    return _UNUSUAL_TEXT.search(text) is not None
+
+
 def load_documents(file: str, text: str, max_nodes: int) -> list[Document]:
     """Every non-empty document of ``text``; raises :class:`Unusual` for the reference loader."""
-    if _UNUSUAL_TEXT.search(text):
+    if unusual_text(text):
         raise Unusual("text")
     documents: list[Document] = []
     composer = _Composer(text)
@@ -187,7 +200,8 @@ def load_documents(file: str, text: str, max_nodes: int) -> list[Document]:
             if node is None:
                 continue
             try:
-                data, _ = _Builder(max_nodes).build(node)
+                empty = type(node) is yaml.ScalarNode and node.tag == _PLAIN and not node.value
+                data = None if empty else _Builder(max_nodes).build(node)[0]
             except RecursionError as exc:
                 raise Unusual("deep") from exc
             if data is not None:
