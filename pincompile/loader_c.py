@@ -44,7 +44,7 @@ _UNUSUAL_TEXT = re.compile(
 _CACHE_LIMIT = 1 << 18
 
 
-class Unusual(Exception):  # noqa: N818  (a signal, not an error)
+class Unusual(Exception):
     """This text needs the reference loader."""
 
 
