@@ -442,11 +442,14 @@ def main() -> int:
         for n in range(args.repeat):
             log(f"run {n + 1}/{args.repeat}: floor ...")
             floors.append(in_subprocess("floor", root, out))
+            log(f"  floor: {floors[-1]['floor']:.2f}s")
             log(f"run {n + 1}/{args.repeat}: compile ...")
             compiles.append(in_subprocess("compile", root, out))
+            log(f"  compile: {compiles[-1]['compile']:.2f}s")
             if not args.no_cli:
                 log(f"run {n + 1}/{args.repeat}: pincompile compile --no-cache (CLI) ...")
                 clis.append(cli_compile(root, out))
+                log(f"  CLI: {clis[-1]['wall']:.2f}s, {clis[-1]['rss_peak_mib']:.0f} MiB")
         cache = work / "cache"
         shutil.rmtree(cache, ignore_errors=True)
         log("pincompile compile, filling the cache ...")
@@ -455,6 +458,7 @@ def main() -> int:
         changed = change_one_app(root)
         log(f"incremental: changed replicas in {changed}; pincompile compile, warm cache ...")
         incr = cli_compile(root, out, cache)
+        log(f"  one app changed, warm cache, CLI: {incr['wall']:.2f}s")
         log("in-process Compiler (as serve runs it): compile, change one app, compile ...")
         serve = in_subprocess("serve", root, out)
         examples = REPO / "examples"
