@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Measure the compile target of DESIGN.md ("Performance targets") on a synthetic repository.
+"""Compile a synthetic repository and compare with the floor: libyaml + C json, same run.
 
-    python bench/compile_bench.py --apps 1000          # quick: about a minute on 2 cores
-    python bench/compile_bench.py                      # 10,000 apps: ~10 minutes, 1.2 GiB
+    python bench/compile_bench.py --apps 1000          # quick: a few minutes on 2 cores
+    python bench/compile_bench.py                      # 10,000 apps
     python bench/compile_bench.py --apps 1000 --json   # machine-readable
 
 Generates a spec repository (the platform of examples/platform with its 6 member clusters,
@@ -10,18 +10,19 @@ capacities and project quotas scaled up so that everything fits, and N apps over
 projects, one app per file under apps/<project>/), then measures, each in a fresh Python
 process (so peak RSS is per phase and no cache is warm from an earlier phase):
 
-  floor        load every input file with pincompile's loader (``load_tree``) + serialize
-               every generated manifest with pincompile's serializer (``to_yaml``); the
-               manifests are produced by an untimed compile in between
+  floor        what the field can do with the same data: parse every input file with
+               PyYAML's libyaml ``CSafeLoader`` + serialize every generated object (and the
+               placement data) with C ``json.dumps``; the objects come from an untimed
+               compile in between
   compile      the stages of ``pipeline.run`` called one by one (load, parse, check, place,
                expand), then ``render_files`` (serialize, with placement.json) and
-               ``write_tree``, exactly as ``pincompile compile`` does
-  cli          ``pincompile compile REPO -o OUT -q`` as a subprocess: the same, plus
-               interpreter start-up and imports
-  incremental  one app's replicas changed, then the whole repository compiled again (there
-               is no incremental cache: this is a full compile, against the < 1 s target)
+               ``write_tree``, exactly as ``pincompile compile`` does (no cache)
+  cli          ``pincompile compile REPO -o OUT -q --no-cache`` as a subprocess: the same,
+               plus interpreter start-up and imports
+  incremental  ``pincompile compile`` with a warm cache after one app's replicas changed
 
-Reports ``compile / floor`` (target: <= 2x). Prints numbers; it is not a test.
+Reports ``compile / floor`` and ``CLI / floor`` (target: <= 2x), the incremental CLI wall
+time (target: < 1 s) and peak RSS. Prints numbers; it is not a test.
 """
 
 from __future__ import annotations
@@ -247,28 +248,27 @@ def _rss_mib() -> float:
 
 
 def phase_floor(root: Path) -> dict[str, Any]:
+    """libyaml parse of every input + C json.dumps of every output object (same data)."""
+    import yaml
+
     from pincompile.loader import load_tree
-    from pincompile.output import to_yaml
     from pincompile.pipeline import run
 
     rss_imports = _rss_mib()
+    paths = sorted(root.rglob("*.yaml"))
     start = time.perf_counter()
-    loaded = load_tree(root)
+    docs = 0
+    for path in paths:
+        docs += len(list(yaml.load_all(path.read_bytes(), Loader=yaml.CSafeLoader)))
     t_load = time.perf_counter() - start
-    manifests = run(loaded, revision=REVISION).manifests  # untimed: what to serialize
-    objs = [m.obj for m in manifests]
+    result = run(load_tree(root), revision=REVISION)  # untimed: what to serialize
+    objs: list[Any] = [m.obj for m in result.manifests]
+    if result.plan is not None:
+        objs.append(result.plan.to_json())
     start = time.perf_counter()
-    texts = [to_yaml(obj) for obj in objs]
+    texts = [json.dumps(obj, sort_keys=True) for obj in objs]
     t_ser = time.perf_counter() - start
-    # For context only: the same files through libyaml (no locations, no strictness).
-    import yaml
-
-    start = time.perf_counter()
-    for path in sorted(root.rglob("*.yaml")):
-        list(yaml.load_all(path.read_bytes(), Loader=yaml.CSafeLoader))
-    t_libyaml = time.perf_counter() - start
-    return {"load": t_load, "serialize": t_ser, "floor": t_load + t_ser,
-            "load_libyaml": t_libyaml, "floor_libyaml": t_libyaml + t_ser,
+    return {"load": t_load, "serialize": t_ser, "floor": t_load + t_ser, "documents": docs,
             "objects": len(texts), "bytes": sum(len(t) for t in texts),
             "rss_imports_mib": rss_imports, "rss_peak_mib": _rss_mib()}
 
@@ -322,6 +322,38 @@ def phase_compile(root: Path, out: Path) -> dict[str, Any]:
             "rss_imports_mib": rss_imports, "rss_peak_mib": _rss_mib()}
 
 
+def phase_serve(root: Path) -> dict[str, Any]:
+    """A long-running process's recompile: one ``Compiler``, one app changed in between."""
+    from pincompile.pipeline import Compiler, read_tree
+
+    compiler = Compiler()
+    start = time.perf_counter()
+    compiler.compile(read_tree(root)[0], revision=REVISION)
+    first = time.perf_counter() - start
+    change_one_app(root)
+    start = time.perf_counter()
+    files, walked = read_tree(root)
+    result = compiler.compile(files, revision=REVISION, loaded=walked)
+    again = time.perf_counter() - start
+    if result.diagnostics:
+        raise SystemExit(f"the changed repository does not validate: {result.diagnostics[:3]}")
+    return {"first": first, "one_changed": again, "rss_peak_mib": _rss_mib()}
+
+
+def _machine() -> str:
+    import platform
+
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs {model}".strip()
+
+
 def in_subprocess(phase: str, root: Path, out: Path) -> dict[str, Any]:
     proc = subprocess.run(
         [sys.executable, __file__, "--phase", phase, "--repo", str(root), "--out", str(out)],
@@ -332,20 +364,31 @@ def in_subprocess(phase: str, root: Path, out: Path) -> dict[str, Any]:
     return data
 
 
-def cli_compile(root: Path, out: Path) -> dict[str, Any]:
-    """``pincompile compile`` as a subprocess; wall time and its own peak RSS (wait4)."""
-    exe = shutil.which("pincompile")
-    cmd = [exe] if exe else [sys.executable, "-m", "pincompile.cli"]
+def _pincompile() -> list[str]:
+    exe = Path(sys.executable).with_name("pincompile")
+    found = str(exe) if exe.exists() else shutil.which("pincompile")
+    return [found] if found else [sys.executable, "-m", "pincompile.cli"]
+
+
+def cli_compile(root: Path, out: Path, cache: Path | None = None,
+                command: str = "compile") -> dict[str, Any]:
+    """``pincompile compile`` (or ``validate``) as a subprocess; wall time and its own peak
+    RSS (wait4). ``cache``: the cache directory, else ``--no-cache``."""
+    args = ["--cache-dir", str(cache)] if cache is not None else ["--no-cache"]
+    if command == "compile":
+        args += ["-o", str(out), "-q", "--revision", REVISION]
+    else:
+        args += ["-q"]
     with tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        proc = subprocess.Popen([*cmd, "compile", str(root), "-o", str(out), "-q",
-                                 "--revision", REVISION], stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen([*_pincompile(), command, str(root), *args],
+                                stdout=subprocess.DEVNULL, stderr=err)
         _, status, usage = os.wait4(proc.pid, 0)
         took = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
         if proc.returncode != 0:
             err.seek(0)
-            sys.exit(f"pincompile compile failed ({proc.returncode}):\n"
+            sys.exit(f"pincompile {command} failed ({proc.returncode}):\n"
                      f"{err.read().decode()[-3000:]}")
     return {"wall": took, "rss_peak_mib": usage.ru_maxrss / 1024}
 
@@ -365,14 +408,19 @@ def main() -> int:
     parser.add_argument("--keep", metavar="DIR", help="generate into DIR and keep it")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--no-cli", action="store_true", help="skip the CLI subprocess run")
-    parser.add_argument("--phase", choices=["floor", "compile"], help=argparse.SUPPRESS)
+    parser.add_argument("--results", action="store_true",
+                        help="also write this run's section of bench/RESULTS.md")
+    parser.add_argument("--phase", choices=["floor", "compile", "serve"],
+                        help=argparse.SUPPRESS)
     parser.add_argument("--repo", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     if args.phase:  # a worker process
         root, out = Path(args.repo), Path(args.out)
-        data = phase_floor(root) if args.phase == "floor" else phase_compile(root, out)
+        phases = {"floor": phase_floor, "compile": lambda r: phase_compile(r, out),
+                  "serve": phase_serve}
+        data = phases[args.phase](root)
         print(json.dumps(data))
         return 0
 
@@ -394,71 +442,121 @@ def main() -> int:
         for n in range(args.repeat):
             log(f"run {n + 1}/{args.repeat}: floor ...")
             floors.append(in_subprocess("floor", root, out))
+            log(f"  floor: {floors[-1]['floor']:.2f}s")
             log(f"run {n + 1}/{args.repeat}: compile ...")
             compiles.append(in_subprocess("compile", root, out))
+            log(f"  compile: {compiles[-1]['compile']:.2f}s")
             if not args.no_cli:
-                log(f"run {n + 1}/{args.repeat}: pincompile compile (CLI) ...")
+                log(f"run {n + 1}/{args.repeat}: pincompile compile --no-cache (CLI) ...")
                 clis.append(cli_compile(root, out))
+                log(f"  CLI: {clis[-1]['wall']:.2f}s, {clis[-1]['rss_peak_mib']:.0f} MiB")
+        cache = work / "cache"
+        shutil.rmtree(cache, ignore_errors=True)
+        log("pincompile compile, filling the cache ...")
+        filling = cli_compile(root, out, cache)
+        warm = cli_compile(root, out, cache)
         changed = change_one_app(root)
-        log(f"incremental: changed replicas in {changed}; compiling ...")
-        incr = best([in_subprocess("compile", root, out) for _ in range(args.repeat)],
-                    "compile")
+        log(f"incremental: changed replicas in {changed}; pincompile compile, warm cache ...")
+        incr = cli_compile(root, out, cache)
+        log(f"  one app changed, warm cache, CLI: {incr['wall']:.2f}s")
+        log("in-process Compiler (as serve runs it): compile, change one app, compile ...")
+        serve = in_subprocess("serve", root, out)
+        examples = REPO / "examples"
+        cli_compile(examples, out, cache, command="validate")
+        hook = cli_compile(examples, out, cache, command="validate")
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
 
     floor, comp = best(floors, "floor"), best(compiles, "compile")
     report: dict[str, Any] = {
-        "date": time.strftime("%Y-%m-%d"), "apps": args.apps, "clusters": CLUSTERS,
-        "input_files": files, "input_mib": round(size / 2**20, 2), "kinds": counts,
-        "cpus": os.cpu_count(), "loadavg": os.getloadavg(), "repeat": args.repeat,
-        "python": sys.version.split()[0],
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "apps": args.apps,
+        "clusters": CLUSTERS, "input_files": files, "input_mib": round(size / 2**20, 2),
+        "kinds": counts, "cpus": os.cpu_count(), "loadavg": os.getloadavg(),
+        "repeat": args.repeat, "python": sys.version.split()[0], "machine": _machine(),
         "floor": floor, "compile": comp,
         "ratio_compile_over_floor": comp["compile"] / floor["floor"],
         "ratio_target": 2.0,
-        "ratio_compile_over_floor_libyaml": comp["compile"] / floor["floor_libyaml"],
-        "incremental": {"changed": changed, "compile": incr["compile"],
-                        "stages": incr["stages"], "target_s": 1.0},
+        "cache": {"fill_wall": filling["wall"], "unchanged_wall": warm["wall"],
+                  "one_changed_wall": incr["wall"], "one_changed_rss_mib": incr["rss_peak_mib"],
+                  "changed": changed, "target_s": 1.0},
+        "serve": serve,
+        "validate_examples_warm_wall": hook["wall"],
     }
     if clis:
         cli = min(clis, key=lambda r: r["wall"])
         report["cli"] = cli
         report["ratio_cli_over_floor"] = cli["wall"] / floor["floor"]
+    if args.results:
+        write_results(report)
     if args.json:
         print(json.dumps(report, indent=2, sort_keys=True))
     else:
-        print_table(report)
+        print("\n".join(table(report)))
     return 0
 
 
-def print_table(r: dict[str, Any]) -> None:
+def table(r: dict[str, Any]) -> list[str]:
+    """The report as Markdown (printed, and written into bench/RESULTS.md)."""
     f, c = r["floor"], r["compile"]
-    print(f"\ncompile bench {r['date']}: {r['apps']} apps ({r['input_files']} files, "
-          f"{r['input_mib']} MiB) -> {c['objects']} objects for {r['clusters']} clusters "
-          f"({c['bytes'] / 2**20:.0f} MiB); {r['cpus']} CPUs, load "
-          f"{' '.join(f'{x:.1f}' for x in r['loadavg'])}, best of {r['repeat']}")
-    print(f"  kinds: {', '.join(f'{k} {v}' for k, v in sorted(r['kinds'].items()))}")
-    print(f"\n  {'floor':<34}{'seconds':>9}")
-    print(f"  {'  load (load_tree)':<34}{f['load']:9.2f}")
-    print(f"  {'  serialize (to_yaml per object)':<34}{f['serialize']:9.2f}")
-    print(f"  {'  total':<34}{f['floor']:9.2f}")
-    print(f"  {'  (context: load with libyaml)':<34}{f['load_libyaml']:9.2f}")
-    print(f"\n  {'compile stage':<34}{'seconds':>9}{'share':>8}")
+    lines = [
+        f"{r['apps']} apps ({r['input_files']} files, {r['input_mib']} MiB) -> {c['objects']} "
+        f"objects for {r['clusters']} clusters ({c['bytes'] / 2**20:.0f} MiB); {r['machine']}; "
+        f"load average {' '.join(f'{x:.1f}' for x in r['loadavg'])}; best of {r['repeat']}; "
+        f"Python {r['python']}; {r['date']}.",
+        "",
+        f"Kinds: {', '.join(f'{k} {v}' for k, v in sorted(r['kinds'].items()))}.",
+        "",
+        "| measured | seconds | note |",
+        "|---|---:|---|",
+        f"| floor: parse inputs, libyaml `CSafeLoader` | {f['load']:.2f} | "
+        f"{f['documents']} documents |",
+        f"| floor: serialize outputs, C `json.dumps` | {f['serialize']:.2f} | {f['objects']} "
+        "objects incl. placement |",
+        f"| **floor** | **{f['floor']:.2f}** | |",
+    ]
     for name, took in c["stages"].items():
-        print(f"  {'  ' + name:<34}{took:9.2f}{took / c['compile']:8.0%}")
-    print(f"  {'  total':<34}{c['compile']:9.2f}")
-    print(f"\n  compile / floor        {r['ratio_compile_over_floor']:6.2f}x   (target <= 2x)")
-    print(f"  compile / libyaml floor{r['ratio_compile_over_floor_libyaml']:6.2f}x   (context: "
-          "if parsing were libyaml's speed)")
+        lines.append(f"| compile: {name} | {took:.2f} | {took / c['compile']:.0%} |")
+    lines.append(f"| **compile** (in process, no cache) | **{c['compile']:.2f}** | "
+                 f"**{r['ratio_compile_over_floor']:.2f}x floor** (target <= 2x) |")
     if "cli" in r:
-        print(f"  CLI wall / floor       {r['ratio_cli_over_floor']:6.2f}x   "
-              f"(pincompile compile: {r['cli']['wall']:.2f}s incl. start-up and imports)")
-    inc = r["incremental"]
-    print(f"  incremental (1 app)    {inc['compile']:6.2f}s   (target < 1 s; full recompile, "
-          "no cache)")
-    print(f"  peak RSS: compile {c['rss_peak_mib']:.0f} MiB (after imports "
-          f"{c['rss_imports_mib']:.0f} MiB); floor process {f['rss_peak_mib']:.0f} MiB "
-          "(includes its untimed compile)")
+        lines.append(f"| **`pincompile compile --no-cache`**, CLI wall | "
+                     f"**{r['cli']['wall']:.2f}** | **{r['ratio_cli_over_floor']:.2f}x floor** "
+                     "(target <= 2x); peak RSS "
+                     f"{r['cli']['rss_peak_mib']:.0f} MiB |")
+    k = r["cache"]
+    lines += [
+        f"| `pincompile compile`, filling the cache, CLI wall | {k['fill_wall']:.2f} | |",
+        f"| `pincompile compile`, warm cache, nothing changed | {k['unchanged_wall']:.2f} | |",
+        f"| **`pincompile compile`, warm cache, one app changed** | **{k['one_changed_wall']:.2f}**"
+        f" | target < 1 s; peak RSS {k['one_changed_rss_mib']:.0f} MiB |",
+        f"| in-process `Compiler` (serve): first compile | {r['serve']['first']:.2f} | |",
+        f"| in-process `Compiler` (serve): one app changed | {r['serve']['one_changed']:.2f} | "
+        "load + parse only the changed file; check, place, expand run over everything |",
+        f"| `pincompile validate examples -q`, warm cache (pre-commit) | "
+        f"{r['validate_examples_warm_wall']:.2f} | |",
+        f"| peak RSS, in-process compile | | {c['rss_peak_mib']:.0f} MiB |",
+    ]
+    return lines
+
+
+def write_results(r: dict[str, Any]) -> None:
+    """Replace (or add) this bench's section for this app count in bench/RESULTS.md."""
+    path = Path(__file__).with_name("RESULTS.md")
+    text = path.read_text() if path.exists() else (
+        "# Benchmark results\n\nWritten by the scripts in bench/ (`--results`); do not edit "
+        "by hand.\n")
+    begin = f"<!-- compile_bench apps={r['apps']} -->"
+    end = f"<!-- /compile_bench apps={r['apps']} -->"
+    command = (f"python bench/compile_bench.py --apps {r['apps']} --repeat {r['repeat']} "
+               "--results")
+    section = "\n".join([begin, f"## compile_bench.py, {r['apps']} apps", "",
+                         f"`{command}`", "", *table(r), end])
+    if begin in text and end in text:
+        text = text[:text.index(begin)] + section + text[text.index(end) + len(end):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    path.write_text(text)
 
 
 if __name__ == "__main__":

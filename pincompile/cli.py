@@ -22,6 +22,7 @@ def cli() -> None:
       pincompile compile . -o out/              # write every cluster's manifests
       pincompile diff --base origin/main        # pull request: what changes where?
       pincompile explain PinApp/search/search-api
+      pincompile set image PinApp/search/search-api main=registry.internal/search/api:2.1
 
     Every error names file:line:column. Exit codes: 0 ok, 1 invalid or differences found,
     2 usage error, 3 cluster/API failure.
@@ -44,6 +45,7 @@ def _register_optional() -> None:
         ("reconciler.commands.plan", "plan"),
         ("reconciler.commands.apply", "apply"),
         ("reconciler.commands.status", "status"),
+        ("pincompile.commands.set", "set_group"),
         ("reconciler.fleet.cli", "fleet"),
     ):
         try:

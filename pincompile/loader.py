@@ -2,39 +2,39 @@
 
 The loader is the only place that touches raw YAML. It is strict where YAML is lax:
 duplicate keys are errors, alias expansion is bounded (no "billion laughs"), files must be
-UTF-8 text, and symlinks that leave the repository root are refused.
+UTF-8 text, only regular files are read, and symlinks that leave the repository root are
+refused.
+
+Files are parsed by libyaml (:mod:`pincompile.loader_c`); anything unusual in a file (an
+error, a duplicate key, a tag, a directive) sends that file to the reference loader
+(:mod:`pincompile.loader_ruamel`), so meanings and messages are those of ruamel.yaml.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.constructor import DuplicateKeyError
-from ruamel.yaml.docinfo import DocInfo, version
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
-from ruamel.yaml.nodes import MappingNode, Node, SequenceNode
+from pincompile import loader_c, loader_ruamel
+from pincompile.diagnostics import Diagnostic
+from pincompile.loader_ruamel import ALLOWED_TAGS, MAX_EXPANDED_NODES
+from pincompile.positioned import Document, PathKey, YamlMap, YamlSeq, locate
 
-from pincompile.diagnostics import Diagnostic, Location
+__all__ = ["ALLOWED_TAGS", "API_GROUP", "API_VERSION", "MAX_EXPANDED_NODES", "MAX_FILE_BYTES",
+           "MAX_FLOW_DEPTH", "YAML_SUFFIXES", "Document", "LoadResult", "PathKey", "YamlMap",
+           "YamlSeq", "iter_yaml_files", "load_text", "load_tree", "locate"]
 
 API_GROUP = "pincompute.io"
 API_VERSION = f"{API_GROUP}/v1"
 YAML_SUFFIXES = (".yaml", ".yml")
 MAX_FILE_BYTES = 16 * 1024 * 1024
-#: How many nodes a document may have once its aliases are expanded.
-MAX_EXPANDED_NODES = 200_000
 #: Flow collections ([...], {...}) nested deeper than this are refused before parsing: the
 #: YAML scanner's cost grows with the square of the depth (1,000 levels take seconds).
 MAX_FLOW_DEPTH = 100
-#: Explicit tags a spec may use; others (``!!python/...``, ``!!set``, ``!custom``, and
-#: ``!!str``, which round-trip loading keeps as a tagged scalar) build values no field holds.
-ALLOWED_TAGS = frozenset({"!!int", "!!float", "!!bool", "!!null", "!!map", "!!seq"})
 
 #: Text that makes a file that is not valid YAML worth reporting: it was meant as a spec.
 _SPEC_MARKER = re.compile(
@@ -43,110 +43,22 @@ _SPEC_MARKER = re.compile(
 
 _BRACKETS = re.compile(r"[\[\]{}]")
 
-PathKey = tuple[str | int, ...]
-
-
-@dataclass
-class Document:
-    """One YAML document of a file, with its position in the file."""
-
-    file: str
-    index: int
-    data: Any
-    line: int
-    column: int
-    problems: list[Diagnostic] = field(default_factory=list)
-    """Loader findings reported only if the document turns out to be a spec (e.g. YAML tags,
-    which foreign files such as CloudFormation templates use freely)."""
-
-    @property
-    def kind(self) -> str | None:
-        kind = self.data.get("kind") if isinstance(self.data, dict) else None
-        return kind if isinstance(kind, str) else None
-
-    @property
-    def start(self) -> Location:
-        return Location(self.file, self.line, self.column)
-
-    def locate(self, path: Iterable[str | int], *, key: bool = False) -> Location:
-        """Location of the value at ``path`` (or of its key when ``key``).
-
-        Walks as deep as the path exists; a missing tail points at its nearest parent.
-        """
-        return locate(self.file, self.data, tuple(path), key=key, default=self.start)
-
 
 @dataclass
 class LoadResult:
-    """Everything the loader read: documents, the source texts and any errors."""
+    """Everything the loader read: documents, the source texts, errors and warnings."""
 
     documents: list[Document] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    warnings: list[Diagnostic] = field(default_factory=list)
+    """Located findings that do not make the specs invalid (a FIFO named ``*.yaml``)."""
 
     def extend(self, other: LoadResult) -> None:
         self.documents.extend(other.documents)
         self.sources.update(other.sources)
         self.diagnostics.extend(other.diagnostics)
-
-
-def locate(
-    file: str, data: Any, path: PathKey, *, key: bool = False, default: Location | None = None
-) -> Location:
-    """Find the 1-based line and column of ``path`` inside ruamel round-trip data."""
-    best = default or Location(file)
-    node = data
-    for depth, part in enumerate(path):
-        last = depth == len(path) - 1
-        try:
-            if isinstance(node, CommentedMap) and part in node:
-                line, col = node.lc.key(part) if (key and last) else node.lc.value(part)
-                if not (key and last):
-                    child = node[part]
-                    # Block collections report the position of their first element better
-                    # than the position of the value indicator.
-                    if (isinstance(child, CommentedMap | CommentedSeq)
-                            and child.lc.line is not None
-                            and (not child or child.fa.flow_style())):
-                        line, col = child.lc.line, child.lc.col
-                best = Location(file, line + 1, col + 1)
-                node = node[part]
-            elif isinstance(node, CommentedSeq) and isinstance(part, int) and part < len(node):
-                line, col = node.lc.item(part)
-                best = Location(file, line + 1, col + 1)
-                node = node[part]
-            else:
-                break
-        except (AttributeError, KeyError, TypeError, IndexError):
-            break
-    return best
-
-
-def _new_yaml() -> YAML:
-    yaml = YAML(typ="rt")
-    yaml.allow_duplicate_keys = False
-    return yaml
-
-
-def _expanded_size(node: Node, memo: dict[int, int], limit: int) -> int:
-    """Nodes in ``node`` with aliases expanded, computed in linear time (memoised by id)."""
-    cached = memo.get(id(node))
-    if cached is not None:
-        return cached
-    memo[id(node)] = 1  # guards against recursive aliases
-    total = 1
-    if isinstance(node, SequenceNode):
-        for child in node.value:
-            total += _expanded_size(child, memo, limit)
-            if total > limit:
-                break
-    elif isinstance(node, MappingNode):
-        for k, v in node.value:
-            total += _expanded_size(k, memo, limit) + _expanded_size(v, memo, limit)
-            if total > limit:
-                break
-    memo[id(node)] = total
-    return total
+        self.warnings.extend(other.warnings)
 
 
 def _flow_too_deep(text: str) -> int | None:
@@ -159,51 +71,6 @@ def _flow_too_deep(text: str) -> int | None:
             return match.start()
         depth = max(depth, 0)
     return None
-
-
-def _explicit_tag(node: Node) -> str | None:
-    """The tag as written (``!!set``, ``!x``), or None when the tag was resolved implicitly."""
-    ctag = getattr(node, "ctag", None)
-    handle = getattr(ctag, "handle", None)
-    return None if handle is None else f"{handle}{getattr(ctag, 'suffix', '')}"
-
-
-def _unsupported_tag(node: Node, seen: set[int]) -> Node | None:
-    """The first node with an explicit tag outside ``ALLOWED_TAGS`` (each node visited once)."""
-    if id(node) in seen:
-        return None
-    seen.add(id(node))
-    if _explicit_tag(node) not in (None, *ALLOWED_TAGS):
-        return node
-    children: list[Node] = []
-    if isinstance(node, SequenceNode):
-        children = list(node.value)
-    elif isinstance(node, MappingNode):
-        children = [n for pair in node.value for n in pair]
-    for child in children:
-        found = _unsupported_tag(child, seen)
-        if found is not None:
-            return found
-    return None
-
-
-def _yaml_error(file: str, exc: YAMLError) -> Diagnostic:
-    if isinstance(exc, DuplicateKeyError):
-        mark = exc.problem_mark
-        first = exc.context_mark
-        key = str(exc.problem).split('"')[1] if '"' in str(exc.problem) else "?"
-        where = f" (first defined at line {first.line + 1})" if first is not None else ""
-        return Diagnostic(
-            file, mark.line + 1, mark.column + 1, "duplicate-key",
-            f'duplicate key "{key}"{where}', "each key may appear once in a mapping",
-        )
-    if isinstance(exc, MarkedYAMLError) and exc.problem_mark is not None:
-        mark = exc.problem_mark
-        problem = exc.problem or "invalid YAML"
-        context = f" {exc.context}" if exc.context else ""
-        return Diagnostic(file, mark.line + 1, mark.column + 1, "yaml-syntax",
-                          f"invalid YAML: {problem}{context}".strip())
-    return Diagnostic(file, 1, 1, "yaml-syntax", f"invalid YAML: {exc}")
 
 
 def _decode(file: str, raw: bytes) -> tuple[str | None, Diagnostic | None]:
@@ -249,53 +116,15 @@ def load_text(file: str, raw: bytes | str) -> LoadResult:
             file, line, col, "yaml-too-deep",
             f"YAML nesting is too deep: more than {MAX_FLOW_DEPTH} levels of [ ] and {{ }}"))
         return result
-    yaml = _new_yaml()
     try:
-        # What YAML.load_all() sets up before parsing (a %YAML directive needs it).
-        yaml.doc_infos.append(DocInfo(requested_version=version(yaml.version)))
-        yaml.tags = {}
-        constructor, parser = yaml.get_constructor_parser(text)
-        composer = yaml.composer
-        index = 0
-        try:
-            while composer.check_node():
-                node = composer.get_node()
-                if node is None:
-                    continue
-                if _expanded_size(node, {}, MAX_EXPANDED_NODES) > MAX_EXPANDED_NODES:
-                    mark = node.start_mark
-                    result.diagnostics.append(Diagnostic(
-                        file, mark.line + 1, mark.column + 1, "alias-bomb",
-                        f"document expands to more than {MAX_EXPANDED_NODES} nodes through "
-                        "YAML aliases; refused", "avoid deeply nested anchors and aliases"))
-                    return result
-                tagged = _unsupported_tag(node, set())
-                data = constructor.construct_document(node)
-                mark = node.start_mark
-                if data is not None:
-                    doc = Document(file, index, data, mark.line + 1, mark.column + 1)
-                    if tagged is not None:
-                        tag_mark = tagged.start_mark
-                        doc.problems.append(Diagnostic(
-                            file, tag_mark.line + 1, tag_mark.column + 1, "unsupported-tag",
-                            f"YAML tag '{_explicit_tag(tagged)}' is not supported in specs",
-                            "remove the tag: specs use plain YAML values (quote a string)"))
-                    result.documents.append(doc)
-                index += 1
-                yaml.doc_infos.append(DocInfo(requested_version=version(yaml.version)))
-        finally:
-            parser.dispose()
-    except YAMLError as exc:
-        problem = _yaml_error(file, exc)
-    except RecursionError:
-        problem = Diagnostic(file, 1, 1, "yaml-too-deep", "YAML nesting is too deep")
-    except (ValueError, TypeError, OverflowError, LookupError, AttributeError,
-            AssertionError) as exc:  # ruamel edge cases: never a traceback for odd input
-        problem = Diagnostic(file, 1, 1, "yaml-syntax", f"invalid YAML: {exc}")
-    else:
+        result.documents.extend(loader_c.load_documents(file, text, MAX_EXPANDED_NODES))
         return result
+    except loader_c.Unusual:
+        pass
+    documents, problem, always = loader_ruamel.load_documents(file, text)
+    result.documents.extend(documents)
     # Broken YAML that is not a spec (a Helm template, someone else's config) is not ours.
-    if _SPEC_MARKER.search(text):
+    if problem is not None and (always or _SPEC_MARKER.search(text)):
         result.diagnostics.append(problem)
     return result
 
@@ -327,21 +156,54 @@ def iter_yaml_files(root: Path) -> Iterator[tuple[str, Path | None, Diagnostic |
 
 
 def load_tree(root: Path) -> LoadResult:
-    """Load every YAML file below ``root`` (or ``root`` itself when it is a file)."""
+    """Load every YAML file below ``root`` (or ``root`` itself when it is a file).
+
+    Only regular files are read: a FIFO, device or socket named ``*.yaml`` would block or
+    never end, so it gets a located warning and is skipped.
+    """
     result = LoadResult()
-    if root.is_file():
-        files: Iterable[tuple[str, Path | None, Diagnostic | None]] = [(root.name, root, None)]
+    if root.is_dir():
+        files: Iterable[tuple[str, Path | None, Diagnostic | None]] = iter_yaml_files(root)
     else:
-        files = iter_yaml_files(root)
+        files = [(root.name, root, None)]
     for rel, path, problem in files:
         if problem is not None:
             result.diagnostics.append(problem)
             continue
         assert path is not None
-        try:
-            raw = path.read_bytes()
-        except OSError as exc:
-            result.diagnostics.append(Diagnostic(rel, 1, 1, "unreadable", f"cannot read: {exc}"))
-            continue
-        result.extend(load_text(rel, raw))
+        raw = read_regular_file(rel, path, result)
+        if raw is not None:
+            result.extend(load_text(rel, raw))
     return result
+
+
+def read_regular_file(rel: str, path: Path, result: LoadResult) -> bytes | None:
+    """The bytes of ``path`` if it is a regular file; else a warning (or error) in
+    ``result`` and None."""
+    try:
+        kind = _not_regular(os.stat(path).st_mode)
+        if kind is None:
+            # opened without blocking and checked again: the name may be replaced meanwhile
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            with open(fd, "rb") as handle:
+                kind = _not_regular(os.fstat(fd).st_mode)
+                if kind is None:
+                    return handle.read()
+        result.warnings.append(Diagnostic(
+            rel, 1, 1, "not-a-regular-file", f"skipped: {kind}, not a regular file"))
+        return None
+    except OSError as exc:
+        result.diagnostics.append(Diagnostic(rel, 1, 1, "unreadable", f"cannot read: {exc}"))
+        return None
+
+
+def _not_regular(mode: int) -> str | None:
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a special file"

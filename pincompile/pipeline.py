@@ -6,15 +6,17 @@ reported an error. The pipeline is pure: files (or git blobs) in, objects out.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pincompile.cache import FileState, Store, file_digest
 from pincompile.catalog import Catalog
 from pincompile.diagnostics import Diagnostic
-from pincompile.loader import LoadResult, load_tree
+from pincompile.loader import LoadResult, iter_yaml_files, load_text, read_regular_file
 from pincompile.manifest import Manifest
-from pincompile.parse import parse
+from pincompile.parse import parse, parse_document
 
 
 @dataclass
@@ -26,6 +28,8 @@ class Result:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     plan: Any = None
     manifests: list[Manifest] = field(default_factory=list)
+    warnings: list[Diagnostic] = field(default_factory=list)
+    """Located findings that do not make the specs invalid (files skipped, ...)."""
 
     @property
     def ok(self) -> bool:
@@ -38,12 +42,19 @@ def run(loaded: LoadResult, *, revision: str = "unknown", expand: bool = True) -
     Later stages guard against what earlier ones already reported (a duplicate container,
     say); where two stages flag the same place, the earlier stage's message is kept.
     """
+    catalog, diagnostics = parse(loaded)
+    return _run_parsed(loaded, catalog, diagnostics, revision=revision, expand=expand)
+
+
+def _run_parsed(loaded: LoadResult, catalog: Catalog, diagnostics: list[Diagnostic], *,
+                revision: str, expand: bool) -> Result:
+    """check → place → expand over a parsed catalog."""
     from pincompile.checks import check
     from pincompile.expand import expand_all
     from pincompile.placement import plan as place
 
-    catalog, diagnostics = parse(loaded)
-    result = Result(catalog=catalog, sources=loaded.sources, diagnostics=diagnostics)
+    result = Result(catalog=catalog, sources=loaded.sources, diagnostics=diagnostics,
+                    warnings=sorted(loaded.warnings))
     _add_new(result.diagnostics, check(catalog))
     plan, problems = place(catalog)
     result.plan = plan
@@ -62,9 +73,86 @@ def _add_new(found: list[Diagnostic], more: list[Diagnostic]) -> None:
     found.extend(d for d in more if (d.file, d.line, d.column) not in taken)
 
 
-def compile_path(root: Path, *, revision: str | None = None, expand: bool = True) -> Result:
-    """Load and compile the spec tree at ``root``."""
-    return run(load_tree(root), revision=revision or git_revision(root), expand=expand)
+class Compiler:
+    """Compiles spec trees again and again, loading and parsing only files that changed.
+
+    It keeps every file's :class:`~pincompile.cache.FileState` in memory between calls (a
+    long-running process such as ``serve`` keeps one ``Compiler``), and reads and writes
+    them in an on-disk :class:`~pincompile.cache.Store` when given one. Whatever it reuses,
+    :meth:`compile` returns what a cold :func:`run` over the same files returns.
+    """
+
+    def __init__(self, store: Store | None = None) -> None:
+        self.store = store
+        self._files: dict[str, FileState] = {}
+        self.stats = {"memory": 0, "disk": 0, "parsed": 0}
+
+    def compile(self, files: Iterable[tuple[str, bytes]], *, revision: str = "unknown",
+                expand: bool = True, loaded: LoadResult | None = None) -> Result:
+        """Compile ``files`` — (name used in locations, content) in load order — plus
+        whatever ``loaded`` already holds (diagnostics and warnings of the tree walk)."""
+        loaded = loaded if loaded is not None else LoadResult()
+        catalog = Catalog()
+        parsed: list[Diagnostic] = []
+        seen: dict[str, FileState] = {}
+        for name, raw in files:
+            state = self._state(name, raw)
+            seen[name] = state
+            loaded.extend(state.loaded)
+            for entry, problems in state.parsed:
+                parsed.extend(problems)
+                if entry is not None:
+                    catalog.add(entry)
+        self._files = seen  # files no longer in the tree are forgotten
+        return _run_parsed(loaded, catalog, [*loaded.diagnostics, *parsed], revision=revision,
+                           expand=expand)
+
+    def _state(self, name: str, raw: bytes) -> FileState:
+        digest = file_digest(name, raw)
+        known = self._files.get(name)
+        if known is not None and known.digest == digest:
+            self.stats["memory"] += 1
+            return known
+        stored = self.store.get(digest) if self.store is not None else None
+        if stored is not None and stored.name == name:
+            self.stats["disk"] += 1
+            return stored
+        loaded = load_text(name, raw)
+        state = FileState(name, digest, loaded, [parse_document(d) for d in loaded.documents])
+        self.stats["parsed"] += 1
+        if self.store is not None:
+            self.store.put(state)
+        return state
+
+
+def read_tree(root: Path) -> tuple[list[tuple[str, bytes]], LoadResult]:
+    """The YAML files under ``root`` (or ``root`` itself), in load order, as (name,
+    content); and a result holding what the walk found (refused symlinks, skipped FIFOs)."""
+    found = LoadResult()
+    files: list[tuple[str, bytes]] = []
+    if root.is_dir():
+        walk: Iterable[tuple[str, Path | None, Diagnostic | None]] = iter_yaml_files(root)
+    else:
+        walk = [(root.name, root, None)]
+    for rel, path, problem in walk:
+        if problem is not None:
+            found.diagnostics.append(problem)
+            continue
+        assert path is not None
+        raw = read_regular_file(rel, path, found)
+        if raw is not None:
+            files.append((rel, raw))
+    return files, found
+
+
+def compile_path(root: Path, *, revision: str | None = None, expand: bool = True,
+                 cache_dir: Path | None = None) -> Result:
+    """Load and compile the spec tree at ``root``; with ``cache_dir``, reuse (and keep)
+    every unchanged file's loaded and parsed documents there."""
+    files, walked = read_tree(root)
+    compiler = Compiler(Store(cache_dir) if cache_dir is not None else None)
+    return compiler.compile(files, revision=revision or git_revision(root), expand=expand,
+                            loaded=walked)
 
 
 def git_revision(root: Path) -> str:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 import click
 
@@ -15,6 +17,25 @@ EXIT_USAGE = 2
 EXIT_CLUSTER = 3
 
 OUTPUT_FORMATS = click.Choice(["human", "json"])
+
+
+def cache_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--cache-dir DIR`` and ``--no-cache``, passed on as ``cache_dir`` (None: no cache)."""
+    command = click.option(
+        "--no-cache", is_flag=True,
+        help="Load and parse every file again; read and write no cache.")(command)
+    return click.option(
+        "--cache-dir", "cache_dir_option", type=click.Path(file_okay=False, path_type=Path),
+        default=None, metavar="DIR", help="Where unchanged files' parsed specs are kept "
+        "[default: $XDG_CACHE_HOME/pincompile]. Never inside the spec tree; a corrupt or "
+        "foreign cache is ignored.")(command)
+
+
+def cache_dir(option: Path | None, disabled: bool) -> Path | None:
+    """The cache directory to use, from ``--cache-dir`` and ``--no-cache``."""
+    from pincompile.cache import default_dir
+
+    return None if disabled else (option or default_dir())
 
 
 def report(diagnostics: Sequence[Diagnostic], sources: Mapping[str, str], fmt: str,
@@ -29,6 +50,12 @@ def report(diagnostics: Sequence[Diagnostic], sources: Mapping[str, str], fmt: s
         files = len({d.file for d in diagnostics})
         click.echo(f"\n{n} error{'s' if n != 1 else ''} in {files} file{'s' if files != 1 else ''}",
                    err=True)
+
+
+def report_warnings(warnings: Sequence[Diagnostic]) -> None:
+    """Print located warnings on stderr (they never change the exit code)."""
+    for warning in warnings:
+        click.echo(f"{warning.location()}: warning[{warning.code}]: {warning.message}", err=True)
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> None:

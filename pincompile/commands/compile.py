@@ -8,7 +8,16 @@ from pathlib import Path
 
 import click
 
-from pincompile.commands.common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, OUTPUT_FORMATS, fail
+from pincompile.commands.common import (
+    EXIT_INVALID,
+    EXIT_OK,
+    EXIT_USAGE,
+    OUTPUT_FORMATS,
+    cache_dir,
+    cache_options,
+    fail,
+    report_warnings,
+)
 from pincompile.commands.common import report as report_diagnostics
 from pincompile.output import (
     FORMATS,
@@ -34,14 +43,20 @@ from pincompile.pipeline import compile_path
 @click.option("--errors", "errors_fmt", type=OUTPUT_FORMATS, default="human",
               show_default=True, help="How to print errors (json: on stdout).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
+@cache_options
 def compile_cmd(root: Path, output: str, clusters: tuple[str, ...], fmt: str,
-                revision: str | None, errors_fmt: str, quiet: bool) -> None:
+                revision: str | None, errors_fmt: str, quiet: bool,
+                cache_dir_option: Path | None, no_cache: bool) -> None:
     """Compile the specs under ROOT (default: .) into native Kubernetes manifests.
 
     \b
     Writes OUT/<cluster>/<namespace or _cluster>/<kind>-<name>.yaml for every object, and
     OUT/placement.json: for every workload its eligible clusters, scores, replicas per
     cluster and zone, and why every other cluster was filtered out.
+
+    Files whose content did not change since an earlier run are not loaded and parsed
+    again: their specs come from the cache (see --cache-dir); the output is the same bytes
+    either way.
 
     OUT is replaced atomically as a whole, so files of objects that no longer exist do not
     linger; pincompile only replaces a directory it wrote (or an empty one). Nothing is
@@ -61,7 +76,9 @@ def compile_cmd(root: Path, output: str, clusters: tuple[str, ...], fmt: str,
         _check(out)
     if not quiet and sys.stderr.isatty():
         click.echo(f"compiling {root} ...", err=True)
-    result = compile_path(root, revision=revision)
+    result = compile_path(root, revision=revision,
+                          cache_dir=cache_dir(cache_dir_option, no_cache))
+    report_warnings(result.warnings)
     if result.diagnostics:
         report_diagnostics(result.diagnostics, result.sources, errors_fmt)
         if not quiet and errors_fmt == "human":

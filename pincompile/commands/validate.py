@@ -8,7 +8,14 @@ from pathlib import Path
 
 import click
 
-from pincompile.commands.common import EXIT_INVALID, EXIT_OK, report
+from pincompile.commands.common import (
+    EXIT_INVALID,
+    EXIT_OK,
+    cache_dir,
+    cache_options,
+    report,
+    report_warnings,
+)
 from pincompile.pipeline import compile_path
 
 
@@ -18,7 +25,9 @@ from pincompile.pipeline import compile_path
               show_default=True, help="human: file:line:column with the offending line; "
               "json: a list of {file, line, column, code, message}.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing when the specs are valid.")
-def validate(path: Path, fmt: str, quiet: bool) -> None:
+@cache_options
+def validate(path: Path, fmt: str, quiet: bool, cache_dir_option: Path | None,
+             no_cache: bool) -> None:
     """Check every spec under PATH (default: the current directory).
 
     Runs everything `compile` runs — schema, references, policy, placement and quota — and
@@ -30,9 +39,12 @@ def validate(path: Path, fmt: str, quiet: bool) -> None:
     Examples:
       pincompile validate examples
       pincompile validate -o json . | jq '.[].message'
+      pincompile validate --no-cache .          # load and parse every file again
     """
     started = time.monotonic()
-    result = compile_path(path, revision="validate")
+    result = compile_path(path, revision="validate",
+                          cache_dir=cache_dir(cache_dir_option, no_cache))
+    report_warnings(result.warnings)
     report(result.diagnostics, result.sources, fmt)
     if fmt == "human" and not result.diagnostics and not quiet:
         n = len(result.catalog.entries)

@@ -1,0 +1,138 @@
+"""The compile cache: what one spec file loads and parses into, kept outside the spec tree.
+
+Each entry is one file's :class:`FileState` (its documents with positions, its loader
+diagnostics, and each document parsed into a typed spec or diagnostics), stored under a key
+made of the file's name and content and of pincompile's own code (its version and a digest
+of its sources, so an edited or upgraded pincompile never reads an older entry).
+
+The cache is never trusted: a directory not owned by the user, or writable by others, is
+not read; an entry whose header, key or checksum does not match (truncated, corrupt, from
+another version or another file) is ignored, and the file is loaded again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import stat
+import tempfile
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from pincompile.diagnostics import Diagnostic
+from pincompile.loader import LoadResult
+
+MAGIC = b"pincompile-cache\n"
+ENTRY_DIR = "compile-v1"
+
+
+@dataclass
+class FileState:
+    """One spec file, loaded and parsed: reused whenever its content is unchanged."""
+
+    name: str
+    digest: str
+    loaded: LoadResult
+    parsed: list[tuple[Any, list[Diagnostic]]] = field(default_factory=list)
+    """Per document of ``loaded``: (catalog entry or None, diagnostics)."""
+
+
+def default_dir() -> Path:
+    """``$XDG_CACHE_HOME/pincompile`` (``~/.cache/pincompile`` when unset)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "pincompile"
+
+
+@cache
+def code_digest() -> str:
+    """pincompile's version and a digest of its sources: part of every key."""
+    from importlib import metadata
+
+    try:
+        version = metadata.version("pincompile")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    digest = hashlib.sha256(version.encode())
+    package = Path(__file__).resolve().parent
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def file_digest(name: str, raw: bytes) -> str:
+    """The key of one file's content under one name (locations name the file)."""
+    digest = hashlib.sha256(code_digest().encode())
+    digest.update(name.encode("utf-8", "surrogateescape") + b"\0")
+    digest.update(raw)
+    return digest.hexdigest()
+
+
+class Store:
+    """Cache entries in a directory (created on first write)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root / ENTRY_DIR
+        self._usable: bool | None = None
+
+    def _path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.pickle"
+
+    def usable(self) -> bool:
+        """Whether the directory is ours alone (owned by us, not writable by others)."""
+        if self._usable is None:
+            self._usable = _private(self.root) if self.root.exists() else True
+        return self._usable
+
+    def get(self, key: str) -> FileState | None:
+        """The entry stored under ``key``, or None (missing, corrupt or foreign)."""
+        if not self.usable():
+            return None
+        try:
+            blob = self._path(key).read_bytes()
+        except OSError:
+            return None
+        head = MAGIC + key.encode() + b"\n"
+        if not blob.startswith(head) or len(blob) < len(head) + 32:
+            return None
+        checksum, payload = blob[len(head):len(head) + 32], blob[len(head) + 32:]
+        if hashlib.sha256(payload).digest() != checksum:
+            return None
+        try:
+            state = pickle.loads(payload)
+        except Exception:  # anything unreadable is a miss, never an error
+            return None
+        return state if isinstance(state, FileState) and state.digest == key else None
+
+    def put(self, state: FileState) -> None:
+        """Store ``state`` (atomically; failures to write are ignored: it is a cache)."""
+        if not self.usable():
+            return
+        path = self._path(state.digest)
+        try:
+            payload = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+        except (pickle.PicklingError, TypeError, AttributeError, RecursionError):
+            return
+        blob = MAGIC + state.digest.encode() + b"\n" + hashlib.sha256(payload).digest() + payload
+        try:
+            if not self.root.exists():
+                self.root.mkdir(parents=True, mode=0o700)
+                self._usable = _private(self.root)
+            path.parent.mkdir(mode=0o700, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(blob)
+            os.replace(tmp, path)
+        except OSError:
+            return
+
+
+def _private(path: Path) -> bool:
+    try:
+        info = path.stat()
+    except OSError:
+        return False
+    return info.st_uid == os.getuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)

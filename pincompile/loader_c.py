@@ -1,0 +1,215 @@
+"""The fast loader: libyaml (PyYAML's ``CSafeLoader``) composes, one walk builds.
+
+libyaml parses the text into nodes that carry their start marks; one walk over those nodes
+builds :class:`~pincompile.positioned.YamlMap` / ``YamlSeq`` with positions. Scalars mean
+what the reference loader (ruamel.yaml, YAML 1.2) makes of them: the walk asks ruamel's own
+resolver and constructor, once per distinct plain scalar (most start with a letter and are
+plain strings without asking).
+
+Whatever is unusual — a syntax error, a duplicate or merge key, a complex key, an explicit
+tag, a ``%`` directive, an alias bomb, characters YAML readers disagree on — raises
+:class:`Unusual`, and the caller loads that file with the reference loader instead, so
+every message stays exactly as before.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+from ruamel.yaml import YAML
+from ruamel.yaml.nodes import ScalarNode as RuamelScalar
+
+from pincompile.positioned import Document, YamlMap, YamlSeq
+
+_PLAIN = "?plain"
+_TAGGED = "?tagged"  # the non-specific tag '!'
+
+_QUOTED = "?quoted"
+_SEQ = "?seq"
+_MAP = "?map"
+_STR_TAG = "tag:yaml.org,2002:str"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_SAFE_TAGS = frozenset({_STR_TAG, "tag:yaml.org,2002:int", "tag:yaml.org,2002:float",
+                        "tag:yaml.org,2002:bool", "tag:yaml.org,2002:null",
+                        "tag:yaml.org,2002:timestamp"})
+#: Text that goes to the reference loader: directives (``%YAML 1.1`` changes what scalars
+#: mean); what libyaml reads but ruamel refuses (tabs, ``|#``, an anchor name followed by an
+#: indicator); characters outside YAML's printable set; line breaks other than \n and \r.
+_UNUSUAL_TEXT = re.compile(
+    r"^%|^[ ]*(?:---[ ]*)?[|>]|[|>][-+1-9]{0,2}#|&[\w-]*[^\w\s-]|"
+    "[^\n\r\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]|[\u2028\u2029]",
+    re.MULTILINE)
+_CACHE_LIMIT = 1 << 18
+
+
+class Unusual(Exception):
+    """This text needs the reference loader."""
+
+
+class _Composer(yaml.CSafeLoader):  # type: ignore[misc,name-defined]
+    """libyaml's composer with resolution left to us: implicit tags become markers."""
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
+        if kind is yaml.ScalarNode:
+            return _PLAIN if implicit[0] else _QUOTED if implicit[1] else _TAGGED
+        if not implicit:
+            return _TAGGED
+        return _SEQ if kind is yaml.SequenceNode else _MAP
+
+
+class _Scalars:
+    """Plain scalars as ruamel.yaml's round-trip loader (YAML 1.2) reads them."""
+
+    def __init__(self) -> None:
+        reference = YAML(typ="rt")
+        self.resolver = reference.resolver
+        self.constructor = reference.constructor
+        table = self.resolver.versioned_resolver
+        # First characters for which some implicit resolver exists (else: a string).
+        self.first = frozenset(ch for ch in table if ch is not None)
+        self.any_first = bool(table.get(None))
+        self.cache: dict[str, Any] = {}
+
+    def plain(self, value: str) -> Any:
+        if not self.any_first and value and value[0] not in self.first:
+            return value
+        try:
+            return self.cache[value]
+        except KeyError:
+            pass
+        tag = str(self.resolver.resolve(RuamelScalar, value, (True, False)))
+        if tag == _STR_TAG:
+            built: Any = value
+        elif tag in _SAFE_TAGS:
+            built = self._construct(tag, value, None)
+        else:
+            raise Unusual(tag)  # merge key, '=' value, ...
+        if len(self.cache) > _CACHE_LIMIT:
+            self.cache.clear()
+        self.cache[value] = built
+        return built
+
+    def block(self, value: str, style: str) -> Any:
+        """A ``|`` or ``>`` block: ruamel's string types (templates point inside them)."""
+        return self._construct(_STR_TAG, value, style)
+
+    def _construct(self, tag: str, value: str, style: str | None) -> Any:
+        from ruamel.yaml.tag import Tag
+
+        node = RuamelScalar(Tag(suffix=tag), value, style=style)
+        return self.constructor.construct_non_recursive_object(node)
+
+
+_SCALARS: _Scalars | None = None
+
+
+def _scalars() -> _Scalars:
+    global _SCALARS
+    if _SCALARS is None:
+        _SCALARS = _Scalars()
+    return _SCALARS
+
+
+class _Builder:
+    """One document's nodes → positioned data, counting nodes with aliases expanded."""
+
+    def __init__(self, limit: int) -> None:
+        self.scalars = _scalars()
+        self.limit = limit
+        self.memo: dict[int, tuple[Any, int]] = {}
+        self.size = 0
+
+    def build(self, node: Any) -> tuple[Any, int]:
+        """(value, expanded node count) of ``node``."""
+        if type(node) is yaml.ScalarNode:
+            return self.scalar(node), 1
+        done = self.memo.get(id(node))
+        if done is not None:
+            self.size += done[1]
+            if self.size > self.limit:
+                raise Unusual("alias bomb")
+            return done
+        mark = node.start_mark
+        total = 1
+        self.size += 1
+        if node.tag == _MAP:
+            mapping = YamlMap(mark.line + 1, mark.column + 1)
+            self.memo[id(node)] = (mapping, 1)  # a recursive alias
+            pos = mapping.pos
+            for knode, vnode in node.value:
+                if type(knode) is not yaml.ScalarNode:
+                    raise Unusual("complex key")
+                key = self.scalar(knode)
+                if key in mapping:
+                    raise Unusual("duplicate key")
+                value, size = self.build(vnode)
+                mapping[key] = value
+                kmark, vmark = knode.start_mark, vnode.start_mark
+                pos[key] = (kmark.line + 1, kmark.column + 1, vmark.line + 1, vmark.column + 1)
+                total += 1 + size
+            built: Any = mapping
+        elif node.tag == _SEQ:
+            seq = YamlSeq(mark.line + 1, mark.column + 1)
+            self.memo[id(node)] = (seq, 1)
+            for item in node.value:
+                value, size = self.build(item)
+                seq.append(value)
+                imark = item.start_mark
+                seq.pos.append((imark.line + 1, imark.column + 1))
+                total += size
+            built = seq
+        else:
+            raise Unusual(f"tag {node.tag}")
+        self.memo[id(node)] = (built, total)
+        return built, total
+
+    def scalar(self, node: Any) -> Any:
+        self.size += 1
+        if self.size > self.limit:
+            raise Unusual("alias bomb")
+        tag = node.tag
+        if tag == _PLAIN:
+            if not node.value:  # ruamel places an empty value at the next token: its quirk
+                raise Unusual("empty value")
+            return self.scalars.plain(node.value)
+        if tag != _QUOTED:
+            raise Unusual(f"tag {tag}")
+        style = node.style
+        if style == "|" or style == ">":
+            return self.scalars.block(node.value, style)
+        return node.value
+
+
+def unusual_text(text: str) -> bool:
+    """Whether ``text`` goes to the reference loader without trying libyaml."""
+    return _UNUSUAL_TEXT.search(text) is not None
+
+
+def load_documents(file: str, text: str, max_nodes: int) -> list[Document]:
+    """Every non-empty document of ``text``; raises :class:`Unusual` for the reference loader."""
+    if unusual_text(text):
+        raise Unusual("text")
+    documents: list[Document] = []
+    composer = _Composer(text)
+    try:
+        index = 0
+        while composer.check_node():
+            node = composer.get_node()
+            if node is None:
+                continue
+            try:
+                empty = type(node) is yaml.ScalarNode and node.tag == _PLAIN and not node.value
+                data = None if empty else _Builder(max_nodes).build(node)[0]
+            except RecursionError as exc:
+                raise Unusual("deep") from exc
+            if data is not None:
+                mark = node.start_mark
+                documents.append(Document(file, index, data, mark.line + 1, mark.column + 1))
+            index += 1
+    except yaml.YAMLError as exc:
+        raise Unusual("syntax") from exc
+    finally:
+        composer.dispose()
+    return documents

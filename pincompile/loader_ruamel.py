@@ -1,0 +1,185 @@
+"""The reference loader: ruamel.yaml's pure-Python round-trip parser.
+
+Slow (about 100 KiB/s) but the yardstick for the libyaml loader in
+:mod:`pincompile.loader_c`: whatever that one does not handle itself (a syntax error, a
+duplicate key, an alias bomb, a YAML tag, a ``%YAML`` directive, a merge key, a complex key)
+is loaded here instead, so messages and meanings stay exactly as ruamel gives them. The
+property test in ``tests/spec/test_loader_c.py`` compares both on generated YAML.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.constructor import DuplicateKeyError
+from ruamel.yaml.docinfo import DocInfo, version
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.nodes import MappingNode, Node, SequenceNode
+
+from pincompile.diagnostics import Diagnostic
+from pincompile.positioned import Document, YamlMap, YamlSeq
+
+#: How many nodes a document may have once its aliases are expanded.
+MAX_EXPANDED_NODES = 200_000
+#: Explicit tags a spec may use; others (``!!python/...``, ``!!set``, ``!custom``, and
+#: ``!!str``, which round-trip loading keeps as a tagged scalar) build values no field holds.
+ALLOWED_TAGS = frozenset({"!!int", "!!float", "!!bool", "!!null", "!!map", "!!seq"})
+
+
+def _new_yaml() -> YAML:
+    yaml = YAML(typ="rt")
+    yaml.allow_duplicate_keys = False
+    return yaml
+
+
+def expanded_size(node: Any, memo: dict[int, int], limit: int) -> int:
+    """Nodes in ``node`` with aliases expanded, computed in linear time (memoised by id)."""
+    cached = memo.get(id(node))
+    if cached is not None:
+        return cached
+    memo[id(node)] = 1  # guards against recursive aliases
+    total = 1
+    if isinstance(node, SequenceNode):
+        for child in node.value:
+            total += expanded_size(child, memo, limit)
+            if total > limit:
+                break
+    elif isinstance(node, MappingNode):
+        for k, v in node.value:
+            total += expanded_size(k, memo, limit) + expanded_size(v, memo, limit)
+            if total > limit:
+                break
+    memo[id(node)] = total
+    return total
+
+
+def _explicit_tag(node: Node) -> str | None:
+    """The tag as written (``!!set``, ``!x``), or None when the tag was resolved implicitly."""
+    ctag = getattr(node, "ctag", None)
+    handle = getattr(ctag, "handle", None)
+    return None if handle is None else f"{handle}{getattr(ctag, 'suffix', '')}"
+
+
+def _unsupported_tag(node: Node, seen: set[int]) -> Node | None:
+    """The first node with an explicit tag outside ``ALLOWED_TAGS`` (each node visited once)."""
+    if id(node) in seen:
+        return None
+    seen.add(id(node))
+    if _explicit_tag(node) not in (None, *ALLOWED_TAGS):
+        return node
+    children: list[Node] = []
+    if isinstance(node, SequenceNode):
+        children = list(node.value)
+    elif isinstance(node, MappingNode):
+        children = [n for pair in node.value for n in pair]
+    for child in children:
+        found = _unsupported_tag(child, seen)
+        if found is not None:
+            return found
+    return None
+
+
+def _yaml_error(file: str, exc: YAMLError) -> Diagnostic:
+    if isinstance(exc, DuplicateKeyError):
+        mark = exc.problem_mark
+        first = exc.context_mark
+        key = str(exc.problem).split('"')[1] if '"' in str(exc.problem) else "?"
+        where = f" (first defined at line {first.line + 1})" if first is not None else ""
+        return Diagnostic(
+            file, mark.line + 1, mark.column + 1, "duplicate-key",
+            f'duplicate key "{key}"{where}', "each key may appear once in a mapping",
+        )
+    if isinstance(exc, MarkedYAMLError) and exc.problem_mark is not None:
+        mark = exc.problem_mark
+        problem = exc.problem or "invalid YAML"
+        context = f" {exc.context}" if exc.context else ""
+        return Diagnostic(file, mark.line + 1, mark.column + 1, "yaml-syntax",
+                          f"invalid YAML: {problem}{context}".strip())
+    return Diagnostic(file, 1, 1, "yaml-syntax", f"invalid YAML: {exc}")
+
+
+def positioned(data: Any, memo: dict[int, Any] | None = None) -> Any:
+    """ruamel round-trip data as :class:`YamlMap` / :class:`YamlSeq` with the positions
+    ruamel recorded (aliases stay shared; scalars are kept as ruamel built them)."""
+    memo = {} if memo is None else memo
+    if not isinstance(data, CommentedMap | CommentedSeq):
+        return data
+    done = memo.get(id(data))
+    if done is not None:
+        return done
+    line, col = data.lc.line, data.lc.col
+    start = (line + 1 if line is not None else 1, col + 1 if col is not None else 1)
+    if isinstance(data, CommentedSeq):
+        seq = YamlSeq(*start)
+        memo[id(data)] = seq
+        for i, item in enumerate(data):
+            seq.append(positioned(item, memo))
+            at = data.lc.data.get(i)
+            seq.pos.append((at[0] + 1, at[1] + 1) if at else start)
+        return seq
+    mapping = YamlMap(*start)
+    memo[id(data)] = mapping
+    for k, child in data.items():
+        mapping[k] = positioned(child, memo)
+        at = data.lc.data.get(k)
+        if at is None:  # a key merged in with <<: point at the mapping
+            mapping.pos[k] = (*start, *start)
+            continue
+        vline, vcol = at[2], at[3]
+        if (isinstance(child, CommentedMap | CommentedSeq) and child.lc.line is not None
+                and (not child or child.fa.flow_style())):
+            vline, vcol = child.lc.line, child.lc.col
+        mapping.pos[k] = (at[0] + 1, at[1] + 1, vline + 1, vcol + 1)
+    return mapping
+
+
+def load_documents(file: str, text: str) -> tuple[list[Document], Diagnostic | None, bool]:
+    """Parse ``text``: (documents, problem, always) — ``always`` is True when the problem
+    is reported whatever the file is (an alias bomb), False when only for specs."""
+    documents: list[Document] = []
+    yaml = _new_yaml()
+    try:
+        # What YAML.load_all() sets up before parsing (a %YAML directive needs it).
+        yaml.doc_infos.append(DocInfo(requested_version=version(yaml.version)))
+        yaml.tags = {}
+        constructor, parser = yaml.get_constructor_parser(text)
+        composer = yaml.composer
+        index = 0
+        try:
+            while composer.check_node():
+                node = composer.get_node()
+                if node is None:
+                    continue
+                if expanded_size(node, {}, MAX_EXPANDED_NODES) > MAX_EXPANDED_NODES:
+                    mark = node.start_mark
+                    return documents, Diagnostic(
+                        file, mark.line + 1, mark.column + 1, "alias-bomb",
+                        f"document expands to more than {MAX_EXPANDED_NODES} nodes through "
+                        "YAML aliases; refused", "avoid deeply nested anchors and aliases"), True
+                tagged = _unsupported_tag(node, set())
+                data = constructor.construct_document(node)
+                mark = node.start_mark
+                if data is not None:
+                    doc = Document(file, index, positioned(data), mark.line + 1,
+                                   mark.column + 1)
+                    if tagged is not None:
+                        tag_mark = tagged.start_mark
+                        doc.problems.append(Diagnostic(
+                            file, tag_mark.line + 1, tag_mark.column + 1, "unsupported-tag",
+                            f"YAML tag '{_explicit_tag(tagged)}' is not supported in specs",
+                            "remove the tag: specs use plain YAML values (quote a string)"))
+                    documents.append(doc)
+                index += 1
+                yaml.doc_infos.append(DocInfo(requested_version=version(yaml.version)))
+        finally:
+            parser.dispose()
+    except YAMLError as exc:
+        return documents, _yaml_error(file, exc), False
+    except RecursionError:
+        return documents, Diagnostic(file, 1, 1, "yaml-too-deep", "YAML nesting is too deep"), False
+    except (ValueError, TypeError, OverflowError, LookupError, AttributeError,
+            AssertionError) as exc:  # ruamel edge cases: never a traceback for odd input
+        return documents, Diagnostic(file, 1, 1, "yaml-syntax", f"invalid YAML: {exc}"), False
+    return documents, None, False
