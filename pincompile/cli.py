@@ -42,6 +42,7 @@ def _register_optional() -> None:
         ("pincompile.commands.diff", "diff"),
         ("pincompile.commands.crds", "crds"),
         ("reconciler.fleet.cli", "fleet"),
+        ("reconciler.commands.serve", "serve"),
     ):
         try:
             mod = importlib.import_module(module)

@@ -1,0 +1,80 @@
+"""A real bare git repository on disk, and a clone to commit and push from."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO_ROOT / "examples"
+BAD_SPEC = """apiVersion: pincompute.io/v1
+kind: PinApp
+metadata: {name: broken, project: search}
+spec:
+  replicas: many
+"""
+
+
+def git(cwd: Path, *args: str) -> str:
+    env = {"GIT_AUTHOR_NAME": "Ada Lovelace", "GIT_AUTHOR_EMAIL": "ada@example.com",
+           "GIT_COMMITTER_NAME": "Ada Lovelace", "GIT_COMMITTER_EMAIL": "ada@example.com",
+           "PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(cwd)}
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
+                          env=env).stdout.strip()
+
+
+class SpecRepo:
+    """``bare`` is what serve follows; ``work`` is a clone that commits and pushes."""
+
+    def __init__(self, tmp: Path, specs: Path = EXAMPLES, clusters: Path | None = None) -> None:
+        tmp.mkdir(parents=True, exist_ok=True)
+        self.bare = tmp / "platform.git"
+        self.work = tmp / "work"
+        git(tmp, "init", "--quiet", "--bare", "--initial-branch=main", str(self.bare))
+        git(tmp, "clone", "--quiet", str(self.bare), str(self.work))
+        git(self.work, "checkout", "--quiet", "-b", "main")
+        shutil.copytree(specs, self.work, dirs_exist_ok=True)
+        if clusters is not None:
+            target = self.work / "platform" / "clusters"
+            shutil.rmtree(target, ignore_errors=True)
+            shutil.copytree(clusters, target)
+        self.counter = 0
+        self.first = self.commit("initial specs")
+
+    def commit(self, subject: str, files: dict[str, str] | None = None,
+               branch: str = "main") -> str:
+        """Commit (a change to a marker file unless ``files`` says what) and push."""
+        self.counter += 1
+        for name, text in (files or {"apps/search/push-marker.yaml":
+                                     f"# push {self.counter}\n"}).items():
+            path = self.work / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        git(self.work, "add", "-A")
+        git(self.work, "commit", "--quiet", "-m", subject)
+        git(self.work, "push", "--quiet", "origin", f"HEAD:refs/heads/{branch}")
+        return git(self.work, "rev-parse", "HEAD")
+
+    def remove(self, name: str) -> None:
+        (self.work / name).unlink()
+
+
+def http(method: str, url: str, body: bytes | None = None,
+         headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+    request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def get_json(url: str) -> Any:
+    status, body = http("GET", url)
+    assert status == 200, body
+    return json.loads(body)
