@@ -15,7 +15,7 @@ from typing import Any
 
 from reconciler.serve.audit import AuditSink, EventAudit, JsonLinesAudit
 from reconciler.serve.coalesce import Coalescer
-from reconciler.serve.leader import Campaign, Elector, LeaseTiming, lease_name
+from reconciler.serve.leader import Campaign, Elector, LeaseTiming, Roster, lease_name
 from reconciler.serve.metrics import Metrics
 from reconciler.serve.mirror import Mirror
 from reconciler.serve.runner import RunnerFactory
@@ -96,8 +96,13 @@ class ServeApp:
             electors = [Elector(lease_name(LEASE_BASE, i, options.shards), options.namespace,
                                 options.identity, options.timing)
                         for i in range(options.shards)]
+            roster = (Roster(LEASE_BASE, options.namespace, options.identity, options.timing)
+                      if options.shards > 1 else None)
             self.campaign = Campaign(client.CoordinationV1Api(self.api), electors,
-                                     options.timing, on_change=self.service.set_held)
+                                     options.timing, on_change=self.service.set_held,
+                                     on_request=self.service.relayed, roster=roster,
+                                     pass_lock=self.service.pass_lock)
+            self.service.relay = self.campaign.relay
         self.http = ServeHTTPServer(
             parse_listen(options.listen), self.service,
             WebhookConfig(options.secret, options.branch, options.max_body), self.mirror.url)

@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from reconciler.serve.coalesce import Trigger
 from reconciler.serve.metrics import CONTENT_TYPE
 from reconciler.serve.service import Service
 from reconciler.serve.webhooks import DEFAULT_MAX_BODY, PROVIDERS, Verdict, judge
@@ -118,8 +116,7 @@ class Handler(BaseHTTPRequestHandler):
         if provider in PROVIDERS:
             self.server.service.metrics.webhooks.labels(provider, verdict.result).inc()
         if verdict.push is not None:
-            self.server.service.coalescer.offer(
-                Trigger("push", verdict.push.after, received=time.time()))
+            self.server.service.pushed(verdict.push.after)
         log.info("webhook %s: %d %s", provider, verdict.status, verdict.message)
         self._json(verdict.status, {"result": verdict.result, "message": verdict.message})
 

@@ -60,6 +60,9 @@ class Service:
         self._lock = threading.Lock()
         self._runner: tuple[frozenset[str] | None, PassRunner] | None = None
         self.stopping = threading.Event()
+        self.pass_lock = threading.Lock()
+        self.relay: Callable[[str], list[str]] | None = None
+        """Set under leader election: passes a push on to the other shards' leaders."""
         self.metrics.set_leading(shards, self.state.held)
 
     # -- leadership -----------------------------------------------------------------------
@@ -73,6 +76,18 @@ class Service:
         log.info("leading shards %s", sorted(held) or "none (standby)")
         if gained:
             self.coalescer.offer(Trigger("leader", received=self.clock()))
+
+    def pushed(self, revision: str) -> None:
+        """A push webhook arrived here: queue a pass, and relay it to other shards' leaders."""
+        self.coalescer.offer(Trigger("push", revision, received=self.clock()))
+        if self.relay is not None and len(self.state.held) < self.shards:
+            relayed = self.relay(revision)
+            if relayed:
+                log.info("relayed %s to the leaders of %s", revision[:12], ", ".join(relayed))
+
+    def relayed(self, revision: str) -> None:
+        """Another replica received a push for a shard this process leads."""
+        self.coalescer.offer(Trigger("push", revision, received=self.clock()))
 
     def ready(self) -> tuple[bool, str]:
         """Leaders: after their first successful pass. Standbys: once the Lease was read."""
@@ -96,8 +111,9 @@ class Service:
                 break
             if trigger is None:
                 trigger = Trigger("resync", received=self.clock())
-            if self.state.held:
-                self.pass_once(trigger)
+            with self.pass_lock:  # leadership changes wait for the pass to finish
+                if self.state.held:
+                    self.pass_once(trigger)
             next_resync = time.monotonic() + self.resync
 
     def stop(self) -> None:

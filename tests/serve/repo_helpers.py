@@ -78,3 +78,51 @@ def get_json(url: str) -> Any:
     status, body = http("GET", url)
     assert status == 200, body
     return json.loads(body)
+
+
+class ServeProcess:
+    """``pincompile serve`` as a child process with the recording fake runner."""
+
+    def __init__(self, repo: Path, record: Path, *args: str, delay: float = 0.0,
+                 identity: str = "", env: dict[str, str] | None = None) -> None:
+        import os
+        import re
+        import sys
+
+        self.record = record
+        environment = {k: v for k, v in os.environ.items() if k != "PINCOMPILE_WEBHOOK_SECRET"}
+        environment |= {"PYTHONPATH": str(Path(__file__).parent),
+                        "SERVE_FAKE_RECORD": str(record), "SERVE_FAKE_DELAY": str(delay),
+                        "SERVE_FAKE_IDENTITY": identity, **(env or {})}
+        command = [sys.executable, "-m", "pincompile.cli", "serve", "--repo", str(repo),
+                   "--listen", "127.0.0.1:0", "--runner", "fake_runner:factory",
+                   "--coalesce", "0.2", *args]
+        if identity:
+            command += ["--identity", identity]
+        self.log = record.with_suffix(f".{identity or 'serve'}.log")
+        self.proc = subprocess.Popen(command, env=environment, stdout=subprocess.DEVNULL,
+                                     stderr=self.log.open("w"), cwd=REPO_ROOT)
+        pattern = re.compile(r"on (http://127\.0\.0\.1:\d+) as")
+        import time
+        deadline = time.monotonic() + 180  # the shared test machine can be very slow
+        while time.monotonic() < deadline:
+            found = pattern.search(self.log.read_text())
+            if found:
+                self.base = found.group(1)
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        self.proc.kill()
+        raise AssertionError(f"serve did not start:\n{self.log.read_text()}")
+
+    def passes(self, event: str = "applied") -> list[dict[str, Any]]:
+        if not self.record.exists():
+            return []
+        lines = [json.loads(line) for line in self.record.read_text().splitlines()]
+        return [line for line in lines if line["event"] == event]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
