@@ -32,7 +32,8 @@ class AuditRecord:
     subject: str
     trigger: str
     outcome: str
-    """``applied``, ``failed`` (some cluster failed), ``compile-failed`` or ``fetch-failed``."""
+    """``applied``, ``failed`` (some cluster failed), ``compile-failed``, ``fetch-failed`` or
+    ``reconcile-failed`` (the reconciler itself broke)."""
     duration_seconds: float
     clusters: dict[str, dict[str, Any]] = field(default_factory=dict)
     error: str | None = None
@@ -102,7 +103,8 @@ class EventAudit:
 
         now = dt.datetime.now(dt.UTC)
         reason = {"applied": "PassApplied", "failed": "PassFailed",
-                  "compile-failed": "CompileFailed"}.get(record.outcome, "FetchFailed")
+                  "compile-failed": "CompileFailed", "fetch-failed": "FetchFailed"
+                  }.get(record.outcome, "ReconcileFailed")
         event = client.CoreV1Event(
             metadata=client.V1ObjectMeta(generate_name=f"{self.lease}.",
                                          annotations={EVENT_ANNOTATION: record.to_json()}),

@@ -73,18 +73,21 @@ class Elector:
     _request: str | None = field(default=None)
     request: str | None = None
     """A relayed revision this candidate has not acted on yet."""
+    reachable: bool = False
+    """Whether the last attempt got an answer from the host cluster."""
 
     def tick(self, api: Any, extra_wait: float) -> bool:
         """Try to acquire or renew once; return whether this candidate leads afterwards."""
-        from kubernetes.client.exceptions import ApiException
 
         now = time.monotonic()
         try:
             acquired = self._try(api, now, extra_wait)
-        except (ApiException, OSError, ValueError) as exc:
+            self.reachable = True
+        except Exception as exc:  # API, connection (urllib3) or decoding errors
             status = getattr(exc, "status", None)
             log.debug("lease %s/%s: %s", self.namespace, self.name, status or exc)
             acquired = False
+            self.reachable = status is not None  # an HTTP answer, if not the wanted one
         if acquired:
             self._renewed_at = now
             self.leading = True
@@ -143,20 +146,18 @@ class Elector:
 
     def relay(self, api: Any, revision: str) -> bool:
         """Ask this Lease's holder for a pass at ``revision``; whether the note was written."""
-        from kubernetes.client.exceptions import ApiException
 
         note = {"metadata": {"annotations": {REQUEST_ANNOTATION: f"{revision} {time.time()}"}}}
         try:
             api.patch_namespaced_lease(self.name, self.namespace, note, _content_type=MERGE)
             return True
-        except (ApiException, OSError) as exc:
+        except Exception as exc:  # API, connection (urllib3) or decoding errors
             log.warning("lease %s/%s: could not relay %s: %s", self.namespace, self.name,
                         revision[:12], getattr(exc, "status", None) or exc)
             return False
 
     def release(self, api: Any) -> bool:
         """Give the Lease up (only if this candidate still holds it); whether it did."""
-        from kubernetes.client.exceptions import ApiException
 
         was_leading, self.leading = self.leading, False
         if not was_leading:
@@ -170,7 +171,7 @@ class Elector:
             lease.spec.renew_time = _now()
             api.replace_namespaced_lease(self.name, self.namespace, lease)
             return True
-        except (ApiException, OSError) as exc:
+        except Exception as exc:  # API, connection (urllib3) or decoding errors
             log.warning("lease %s/%s: release failed: %s", self.namespace, self.name, exc)
             return False
 
@@ -227,7 +228,7 @@ class Roster:
                                             lease_duration_seconds=int(self.timing.duration))))
             leases = api.list_namespaced_lease(
                 self.namespace, label_selector=f"{MEMBER_LABEL}={self.base}").items
-        except (ApiException, OSError, ValueError) as exc:
+        except Exception as exc:  # API, connection (urllib3) or decoding errors
             log.debug("member lease %s: %s", self.name, getattr(exc, "status", None) or exc)
             return self.members
         alive = 0
@@ -242,11 +243,10 @@ class Roster:
         return self.members
 
     def leave(self, api: Any) -> None:
-        from kubernetes.client.exceptions import ApiException
 
         try:
             api.delete_namespaced_lease(self.name, self.namespace)
-        except (ApiException, OSError) as exc:
+        except Exception as exc:  # API, connection (urllib3) or decoding errors
             log.debug("member lease %s: %s", self.name, exc)
 
 
@@ -305,10 +305,12 @@ class Campaign:
         requests = {e.request for e in self.electors if e.leading and e.request}
         for elector in self.electors:
             elector.request = None
+        reached = any(e.reachable for e in self.electors)
         with self._lock:
-            changed = held != self._held or not self.ticked.is_set()
+            changed = held != self._held or (reached and not self.ticked.is_set())
             self._held = held
-        self.ticked.set()
+        if reached:
+            self.ticked.set()
         if changed:
             self.on_change(held)
         for revision in requests:

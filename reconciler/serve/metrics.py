@@ -38,7 +38,7 @@ class Metrics:
             ["cluster"], registry=r)
         self.pass_errors = Counter(
             f"{PREFIX}_pass_errors_total", "Passes that applied nothing, by stage "
-            "(fetch, compile)", ["stage"], registry=r)
+            "(fetch, compile, reconcile)", ["stage"], registry=r)
         self.last_applied = Gauge(
             f"{PREFIX}_last_applied_revision", "1 for the revision of the last successful pass",
             ["revision"], registry=r)

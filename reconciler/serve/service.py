@@ -164,6 +164,10 @@ class Service:
             report = self._runner_for(scope).run(result)
         except GitError as exc:
             report = PassReport(revision=sha, error=str(exc))
+        except Exception as exc:  # a bug in the engine must not end the worker
+            log.exception("the reconciler failed")
+            stage = "reconcile"
+            report = PassReport(revision=sha, error=f"internal error: {type(exc).__name__}: {exc}")
         report.seconds = time.monotonic() - start
         self._finish(report, trigger, stage, author, subject, diagnostics, held)
         return report

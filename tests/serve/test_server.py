@@ -215,3 +215,40 @@ def test_post_receive_hook_of_a_bare_server_triggers_a_pass(
     wait_for(lambda: recorder.applied[-1:] == [sha], what="the hook's push applied")
     assert metric(base, 'pincompile_serve_webhook_requests_total'
                         '{provider="generic",result="accepted"}') == 1.0
+
+
+def test_a_reconciler_that_raises_does_not_stop_the_worker(spec_repo: SpecRepo,
+                                                            tmp_path: Path) -> None:
+    recorder = Recorder()
+    calls: list[str] = []
+
+    class Exploding:
+        def __init__(self, scope: frozenset[str] | None) -> None:
+            self.inner = recorder(scope)
+
+        def run(self, result: Any) -> Any:
+            calls.append("run")
+            if len(calls) == 1:
+                raise RuntimeError("engine bug")
+            return self.inner.run(result)
+
+        def close(self) -> None:
+            self.inner.close()
+
+    app = ServeApp(ServeOptions(repo=str(spec_repo.bare), listen="127.0.0.1:0", secret=SECRET,
+                                coalesce=0.1, leader_election=False, events=False),
+                   Exploding)
+    app.start()
+    try:
+        host, port = app.address
+        base = f"http://{host}:{port}"
+        failed = wait_for(lambda: (s := get_json(f"{base}/status"))["lastPass"] and s)
+        assert failed["lastPass"]["outcome"] == "reconcile-failed"
+        assert "RuntimeError: engine bug" in failed["lastPass"]["error"]
+        assert failed["ready"] is False
+        sha = spec_repo.commit("after the crash")
+        assert push_hook(base, sha)[0] == 202
+        wait_for(lambda: recorder.applied == [sha], what="the worker survived")
+        assert metric(base, 'pincompile_serve_pass_errors_total{stage="reconcile"}') == 1.0
+    finally:
+        app.stop()
