@@ -30,7 +30,7 @@ log = logging.getLogger("pincompile.serve")
 
 @dataclass
 class ServiceState:
-    """What ``/status`` and ``/readyz`` read (replaced whole, never mutated in place)."""
+    """What ``/status`` and ``/readyz`` read (written by the worker and the Lease thread)."""
 
     last_pass: dict[str, Any] | None = None
     last_applied: dict[str, Any] | None = None

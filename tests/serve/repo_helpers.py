@@ -104,7 +104,7 @@ class ServeProcess:
                                      stderr=self.log.open("w"), cwd=REPO_ROOT)
         pattern = re.compile(r"on (http://127\.0\.0\.1:\d+) as")
         import time
-        deadline = time.monotonic() + 180  # the shared test machine can be very slow
+        deadline = time.monotonic() + 420  # the shared test machine can be very slow
         while time.monotonic() < deadline:
             found = pattern.search(self.log.read_text())
             if found:

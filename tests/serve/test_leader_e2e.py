@@ -137,12 +137,16 @@ def test_sigterm_finishes_and_releases_the_lease_for_a_fast_handover(
     wait_for(lambda: status(b)["ready"], what="serve-b ready as a standby")
     stopped = time.monotonic()
     a.proc.send_signal(signal.SIGTERM)
-    assert a.proc.wait(timeout=60) == 0
+    assert a.proc.wait(timeout=120) == 0
+    exited = time.monotonic()
+    # released, not left to expire: right after the exit the holder is empty (or already b)
+    assert lease(kube, host_ns).spec.holder_identity in ("", None, "serve-b")
     wait_for(lambda: lease(kube, host_ns).spec.holder_identity == "serve-b", timeout=90,
              what="serve-b holds the released Lease")
-    handover = time.monotonic() - stopped
-    print(f"handover after SIGTERM: {handover:.1f}s (lease duration 20s)")
-    assert handover < 10, "the Lease was not released: the standby waited for it to expire"
+    handover = time.monotonic() - exited
+    print(f"handover after SIGTERM: {time.monotonic() - stopped:.1f}s from the signal, "
+          f"{handover:.1f}s from the exit (lease duration 20s)")
+    assert handover < 15, "the standby waited for the Lease to expire"
     assert "released pincompile-serve" in a.log.read_text()
 
 
