@@ -1,12 +1,18 @@
-"""A real bare git repository on disk, and a clone to commit and push from."""
+"""Helpers for serve's tests: a real bare git repository with a clone to push from, serve as a
+child process, HTTP calls and polling."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import subprocess
+import sys
+import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +70,17 @@ class SpecRepo:
         (self.work / name).unlink()
 
 
+def wait_for(condition: Callable[[], Any], timeout: float = 120.0, what: str = "") -> Any:
+    """Poll ``condition`` until it returns something true; that value."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what or condition}")
+
+
 def http(method: str, url: str, body: bytes | None = None,
          headers: dict[str, str] | None = None) -> tuple[int, bytes]:
     request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
@@ -85,10 +102,6 @@ class ServeProcess:
 
     def __init__(self, repo: Path, record: Path, *args: str, delay: float = 0.0,
                  identity: str = "", env: dict[str, str] | None = None) -> None:
-        import os
-        import re
-        import sys
-
         self.record = record
         environment = {k: v for k, v in os.environ.items() if k != "PINCOMPILE_WEBHOOK_SECRET"}
         environment |= {"PYTHONPATH": str(Path(__file__).parent),
@@ -103,7 +116,6 @@ class ServeProcess:
         self.proc = subprocess.Popen(command, env=environment, stdout=subprocess.DEVNULL,
                                      stderr=self.log.open("w"), cwd=REPO_ROOT)
         pattern = re.compile(r"on (http://127\.0\.0\.1:\d+) as")
-        import time
         deadline = time.monotonic() + 420  # the shared test machine can be very slow
         while time.monotonic() < deadline:
             found = pattern.search(self.log.read_text())

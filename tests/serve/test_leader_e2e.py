@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from repo_helpers import BAD_SPEC, EXAMPLES, ServeProcess, SpecRepo, get_json, http
+from repo_helpers import BAD_SPEC, EXAMPLES, ServeProcess, SpecRepo, get_json, http, wait_for
 
 from reconciler.serve.webhooks import GENERIC_SIGNATURE_HEADER, sign
 
@@ -26,16 +26,6 @@ pytestmark = pytest.mark.e2e
 SECRET = "e2e-secret"
 LEASE = ("--lease-duration", "8s", "--renew-deadline", "5s", "--retry-period", "1s")
 DURATION = 8.0
-
-
-def wait_for(condition: Callable[[], Any], timeout: float = 120.0, what: str = "") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what or condition}")
 
 
 @pytest.fixture

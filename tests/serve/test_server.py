@@ -12,23 +12,13 @@ from typing import Any
 
 import pytest
 from fake_runner import Recorder
-from repo_helpers import BAD_SPEC, REPO_ROOT, SpecRepo, get_json, git, http
+from repo_helpers import BAD_SPEC, REPO_ROOT, SpecRepo, get_json, git, http, wait_for
 
 from reconciler.serve.app import ServeApp, ServeOptions
 from reconciler.serve.webhooks import GENERIC_SIGNATURE_HEADER, sign
 
 SECRET = b"test-secret"
 Serve = Callable[..., tuple[ServeApp, Recorder, str]]
-
-
-def wait_for(condition: Callable[[], Any], timeout: float = 30.0, what: str = "") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what or condition}")
 
 
 def push_hook(base: str, after: str, ref: str = "refs/heads/main", secret: bytes = SECRET,
