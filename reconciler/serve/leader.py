@@ -78,7 +78,6 @@ class Elector:
 
     def tick(self, api: Any, extra_wait: float) -> bool:
         """Try to acquire or renew once; return whether this candidate leads afterwards."""
-
         now = time.monotonic()
         try:
             acquired = self._try(api, now, extra_wait)
