@@ -47,6 +47,7 @@ def _register_optional() -> None:
         ("reconciler.commands.status", "status"),
         ("pincompile.commands.set", "set_group"),
         ("reconciler.fleet.cli", "fleet"),
+        ("reconciler.commands.serve", "serve"),
     ):
         try:
             mod = importlib.import_module(module)

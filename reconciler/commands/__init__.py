@@ -1,0 +1,1 @@
+"""CLI commands that talk to clusters (registered by ``pincompile.cli``)."""

@@ -1,0 +1,202 @@
+"""``pincompile serve``: reconcile after every git push, as a long-running process."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sys
+from pathlib import Path
+
+import click
+
+from pincompile.commands.common import EXIT_INVALID, EXIT_USAGE, fail
+from pincompile.gitsource import GitError
+
+SECRET_ENV = "PINCOMPILE_WEBHOOK_SECRET"
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
+_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+def parse_duration(value: str) -> float:
+    """``500ms``, ``30s``, ``3m``, ``1h`` or plain seconds → seconds."""
+    match = _DURATION.match(value.strip())
+    if not match:
+        raise click.BadParameter(f"'{value}' is not a duration like 30s, 3m or 1h")
+    return float(match.group(1)) * _UNIT[match.group(2)]
+
+
+class Duration(click.ParamType):
+    name = "DURATION"
+
+    def convert(self, value: object, param: click.Parameter | None,
+                ctx: click.Context | None) -> float:
+        if isinstance(value, int | float):
+            return float(value)
+        try:
+            return parse_duration(str(value))
+        except click.BadParameter as exc:
+            self.fail(str(exc.message), param, ctx)
+
+
+DURATION = Duration()
+
+
+def read_secret(secret_file: Path | None) -> bytes | None:
+    """The webhook secret from the file (trailing newline dropped) or the environment."""
+    if secret_file is not None:
+        try:
+            secret = secret_file.read_bytes().rstrip(b"\r\n")
+        except OSError as exc:
+            fail(f"cannot read --webhook-secret-file {secret_file}: {exc.strerror}")
+        if not secret:
+            fail(f"--webhook-secret-file {secret_file} is empty")
+        return secret
+    env = os.environ.get(SECRET_ENV, "")
+    return env.encode() or None
+
+
+@click.command("serve")
+@click.option("--repo", required=True, metavar="URL-or-PATH",
+              help="Repository to follow: any URL or path `git fetch` understands.")
+@click.option("--branch", default="main", show_default=True,
+              help="Branch to follow; pushes to other branches are ignored.")
+@click.option("--path", "spec_path", default="", metavar="DIR",
+              help="Folder of the specs inside the repository (default: its root).")
+@click.option("--listen", default="127.0.0.1:8080", show_default=True, metavar="HOST:PORT",
+              help="Address of the HTTP server (webhooks, /metrics, /status); :8080 binds "
+                   "every interface.")
+@click.option("--resync", type=DURATION, default="3m", show_default=True,
+              help="Reconcile this long after the last pass even without a push (corrects "
+                   "drift).")
+@click.option("--coalesce", type=DURATION, default="1s", show_default=True,
+              help="Wait until pushes have been quiet this long, then apply only the newest.")
+@click.option("--webhook-secret-file", type=click.Path(dir_okay=False, path_type=Path),
+              help=f"File holding the webhook secret (else ${SECRET_ENV}). Without a secret "
+                   "every webhook is refused with 401.")
+@click.option("--webhook-max-bytes", type=click.IntRange(1024), default=2 * 1024 * 1024,
+              show_default=True, help="Larger webhook bodies are refused with 413.")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), envvar="KUBECONFIG",
+              help="Kubeconfig with the host and member contexts (in a pod: the service "
+                   "account when omitted).")
+@click.option("--host-context", default="host", show_default=True,
+              help="Kubeconfig context of the host cluster (Leases and Events live there).")
+@click.option("--namespace", envvar="POD_NAMESPACE", default="default", show_default=True,
+              help="Host-cluster namespace of the Leases and Events (env POD_NAMESPACE).")
+@click.option("--identity", envvar="POD_NAME", default=None,
+              help="This replica's name in the Lease (env POD_NAME; default host-pid).")
+@click.option("--leader-election/--no-leader-election", default=True, show_default=True,
+              help="Reconcile only while holding the Lease, so replicas never both apply.")
+@click.option("--shards", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Split member clusters over N Leases (rendezvous hashing); each replica "
+                   "reconciles the clusters of the shards it leads.")
+@click.option("--lease-duration", type=DURATION, default="15s", show_default=True,
+              help="A standby takes over this long after the leader stopped renewing.")
+@click.option("--renew-deadline", type=DURATION, default="10s", show_default=True,
+              help="The leader stops reconciling when it could not renew for this long.")
+@click.option("--retry-period", type=DURATION, default="2s", show_default=True,
+              help="How often candidates try to acquire, and the leader renews, the Lease.")
+@click.option("--audit-log", type=click.Path(dir_okay=False, path_type=Path),
+              help="Append one JSON line per pass to this file.")
+@click.option("--events/--no-events", default=True, show_default=True,
+              help="Record each pass as a Kubernetes Event in the host cluster.")
+@click.option("--mirror-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Keep the git mirror here across restarts (default: a temporary folder).")
+@click.option("--shutdown-timeout", type=DURATION, default="30s", show_default=True,
+              help="On SIGTERM, wait at most this long for the pass in flight.")
+@click.option("--runner", hidden=True, default=None,
+              help="module:callable returning a runner factory (for tests).")
+@click.option("-v", "--verbose", is_flag=True, help="Log every request and Lease attempt.")
+def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, coalesce: float,
+          webhook_secret_file: Path | None, webhook_max_bytes: int, kubeconfig: str | None,
+          host_context: str, namespace: str, identity: str | None, leader_election: bool,
+          shards: int, lease_duration: float, renew_deadline: float, retry_period: float,
+          audit_log: Path | None, events: bool, mirror_dir: Path | None,
+          shutdown_timeout: float, runner: str | None, verbose: bool) -> None:
+    """Reconcile the member clusters after every git push, and periodically.
+
+    Keeps a mirror of BRANCH of the repository; on a signed push webhook (or every
+    --resync) it fetches the branch head, compiles it and reconciles the member clusters.
+    A burst of pushes becomes one pass for the newest commit; an older commit is never
+    applied after a newer one. A commit that fails to compile applies nothing.
+
+    \b
+    Webhook endpoints (POST; secret from --webhook-secret-file or $PINCOMPILE_WEBHOOK_SECRET):
+      /webhooks/github    X-Hub-Signature-256: sha256=HMAC
+      /webhooks/gitlab    X-Gitlab-Token: SECRET
+      /webhooks/gitea     X-Gitea-Signature: HMAC
+      /webhooks/generic   X-Pincompile-Signature-256: sha256=HMAC of
+                          {"ref": "refs/heads/main", "after": "SHA"}
+                          (contrib/post-receive sends it from a bare git server)
+    Also: GET /healthz, /readyz, /metrics (Prometheus), /status (JSON).
+
+    \b
+    High availability: run two or more replicas; a coordination.k8s.io Lease in the host
+    cluster (--namespace) lets exactly one reconcile; a standby takes over within
+    --lease-duration after the leader dies. --shards N splits member clusters over N
+    Leases so N replicas share the work.
+
+    \b
+    Examples:
+      # follow main of a local bare repository, webhooks on :8080
+      PINCOMPILE_WEBHOOK_SECRET=s3cret pincompile serve --repo /srv/git/platform.git
+      # a GitHub repository, specs in deploy/, audit trail to a file, two shards
+      pincompile serve --repo https://github.com/acme/platform --path deploy \\
+          --webhook-secret-file /etc/pincompile/secret --audit-log /var/log/pincompile.jsonl \\
+          --shards 2 --listen :8080
+      # what is it doing?
+      curl -s localhost:8080/status | jq .lastPass
+
+    Exit codes: 0 stopped by SIGTERM/SIGINT, 1 the pass in flight did not finish within
+    --shutdown-timeout or no reconciler is available, 2 usage error.
+    """
+    from reconciler.serve.app import ServeApp, ServeOptions
+    from reconciler.serve.leader import LeaseTiming
+    from reconciler.serve.runner import ReconcilerUnavailable, load_factory, reconciler_factory
+
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not verbose:
+        for noisy in ("kubernetes", "urllib3"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
+    timing = LeaseTiming(lease_duration, renew_deadline, retry_period)
+    try:
+        timing.check()
+    except ValueError as exc:
+        fail(str(exc))
+    if shards > 1 and not leader_election:
+        fail("--shards needs leader election (drop --no-leader-election)")
+    secret = read_secret(webhook_secret_file)
+    if secret is None:
+        click.echo(f"warning: no webhook secret (--webhook-secret-file or ${SECRET_ENV}): "
+                   "every webhook is refused; only --resync triggers passes", err=True)
+    try:
+        runners = load_factory(runner) if runner else reconciler_factory(kubeconfig,
+                                                                         host_context)
+    except ReconcilerUnavailable as exc:
+        fail(str(exc), EXIT_INVALID)
+    except (ValueError, ImportError, AttributeError) as exc:
+        fail(f"--runner {runner}: {exc}")
+    options = ServeOptions(
+        repo=repo, branch=branch, path=spec_path, listen=listen, resync=resync,
+        coalesce=coalesce, secret=secret, max_body=webhook_max_bytes, kubeconfig=kubeconfig,
+        host_context=host_context, namespace=namespace, leader_election=leader_election,
+        shards=shards, timing=timing, audit_log=audit_log, events=events,
+        mirror_dir=mirror_dir, shutdown_timeout=shutdown_timeout)
+    if identity:
+        options.identity = identity
+    try:
+        app = ServeApp(options, runners)
+    except (GitError, ValueError, OSError) as exc:
+        fail(str(exc))
+    except Exception as exc:  # the kubeconfig or its context is unusable
+        fail(f"cannot reach the host cluster (context {host_context}): {exc}", EXIT_USAGE)
+    app.install_signal_handlers()
+    app.start()
+    host, port = app.address
+    click.echo(f"serving {app.mirror.url} {branch} on "
+               f"http://{host}:{port} as {options.identity}", err=True)
+    app.wait()
+    click.echo("shutting down: finishing the pass in flight, releasing the Lease", err=True)
+    if not app.stop():
+        sys.exit(EXIT_INVALID)

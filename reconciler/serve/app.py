@@ -1,0 +1,164 @@
+"""Wires mirror, worker, leader election, HTTP server and signals into one ``serve`` process."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import socket
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reconciler.serve.audit import AuditSink, EventAudit, JsonLinesAudit
+from reconciler.serve.coalesce import Coalescer
+from reconciler.serve.leader import Campaign, Elector, LeaseTiming, Roster, lease_name
+from reconciler.serve.metrics import Metrics
+from reconciler.serve.mirror import Mirror
+from reconciler.serve.runner import RunnerFactory
+from reconciler.serve.server import ServeHTTPServer, WebhookConfig, parse_listen
+from reconciler.serve.service import Service, ServiceState
+
+log = logging.getLogger("pincompile.serve")
+LEASE_BASE = "pincompile-serve"
+
+
+@dataclass
+class ServeOptions:
+    """Everything ``pincompile serve`` was told (see its --help)."""
+
+    repo: str
+    branch: str = "main"
+    path: str = ""
+    listen: str = "127.0.0.1:8080"
+    resync: float = 180.0
+    coalesce: float = 1.0
+    secret: bytes | None = None
+    max_body: int = 2 * 1024 * 1024
+    kubeconfig: str | None = None
+    host_context: str = "host"
+    namespace: str = "default"
+    identity: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
+    leader_election: bool = True
+    shards: int = 1
+    timing: LeaseTiming = field(default_factory=LeaseTiming)
+    audit_log: Path | None = None
+    events: bool = True
+    mirror_dir: Path | None = None
+    shutdown_timeout: float = 30.0
+
+
+def host_client(kubeconfig: str | None, context: str) -> Any:
+    """An ApiClient for the host cluster: the kubeconfig context, or in-cluster config."""
+    from kubernetes import client, config
+
+    if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST") \
+            and not Path(os.path.expanduser(config.KUBE_CONFIG_DEFAULT_LOCATION)).exists():
+        config.load_incluster_config()
+        return client.ApiClient()
+    return config.new_client_from_config(config_file=kubeconfig, context=context)
+
+
+class ServeApp:
+    """One ``serve`` process: :meth:`start`, then :meth:`wait` until SIGTERM, then shut down."""
+
+    def __init__(self, options: ServeOptions, runners: RunnerFactory) -> None:
+        self.options = options
+        self._own_mirror = options.mirror_dir is None
+        directory = options.mirror_dir or Path(tempfile.mkdtemp(prefix="pincompile-serve-"))
+        self.mirror = Mirror(options.repo, options.branch, directory, options.path)
+        self.metrics = Metrics()
+        self.api: Any = None
+        audits: list[AuditSink] = []
+        if options.audit_log is not None:
+            audits.append(JsonLinesAudit(options.audit_log))
+        needs_host = options.leader_election or options.events
+        if needs_host:
+            self.api = host_client(options.kubeconfig, options.host_context)
+        if options.events:
+            from kubernetes import client
+
+            audits.append(EventAudit(client.CoreV1Api(self.api), options.namespace,
+                                     lease_name(LEASE_BASE, 0, options.shards),
+                                     options.identity))
+        self.service = Service(self.mirror, runners, self.metrics, audits,
+                               coalescer=Coalescer(options.coalesce), shards=options.shards,
+                               resync=options.resync, identity=options.identity)
+        self.campaign: Campaign | None = None
+        if options.leader_election:
+            from kubernetes import client
+
+            self.service.state = ServiceState(held=frozenset())
+            self.metrics.set_leading(options.shards, frozenset())
+            electors = [Elector(lease_name(LEASE_BASE, i, options.shards), options.namespace,
+                                options.identity, options.timing)
+                        for i in range(options.shards)]
+            roster = (Roster(LEASE_BASE, options.namespace, options.identity, options.timing)
+                      if options.shards > 1 else None)
+            self.campaign = Campaign(client.CoordinationV1Api(self.api), electors,
+                                     options.timing, on_change=self.service.set_held,
+                                     on_request=self.service.relayed, roster=roster,
+                                     pass_lock=self.service.pass_lock)
+            self.service.relay = self.campaign.relay
+        self.http = ServeHTTPServer(
+            parse_listen(options.listen), self.service,
+            WebhookConfig(options.secret, options.branch, options.max_body), self.mirror.url)
+        self.shutdown = threading.Event()
+        self._stop_campaign = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    @property
+    def address(self) -> tuple[str, int]:
+        host, port = self.http.server_address[:2]
+        return str(host), int(port)
+
+    def start(self) -> None:
+        def thread(name: str, target: Any, *args: Any) -> None:
+            t = threading.Thread(target=target, args=args, name=name, daemon=True)
+            t.start()
+            self._threads.append(t)
+
+        thread("http", self.http.serve_forever)
+        if self.campaign is not None:
+            thread("leader-election", self.campaign.run, self._stop_campaign)
+        thread("reconcile", self.service.run)
+
+    def install_signal_handlers(self) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda _s, _f: self.shutdown.set())
+
+    def wait(self) -> None:
+        self.shutdown.wait()
+
+    def stop(self) -> bool:
+        """Let the pass in flight finish (up to ``shutdown_timeout``), release the Leases,
+        stop serving; whether the pass finished in time."""
+        self.service.stop()
+        worker = next((t for t in self._threads if t.name == "reconcile"), None)
+        finished = True
+        if worker is not None:
+            worker.join(self.options.shutdown_timeout)
+            finished = not worker.is_alive()
+            if not finished:
+                log.warning("the pass in flight did not finish within %.0fs; stopping anyway",
+                            self.options.shutdown_timeout)
+        self._stop_campaign.set()
+        for t in self._threads:
+            if t.name == "leader-election":
+                t.join(self.options.timing.renew_deadline)
+        if self.campaign is not None:
+            released = self.campaign.release()
+            if released:
+                log.info("released %s", ", ".join(released))
+        self.http.shutdown()
+        self.http.server_close()
+        if finished:
+            self.service.close()
+        if self.api is not None:
+            self.api.close()
+        if self._own_mirror:
+            shutil.rmtree(self.mirror.directory, ignore_errors=True)
+        return finished

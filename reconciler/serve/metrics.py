@@ -1,0 +1,93 @@
+"""Prometheus metrics of one ``serve`` process (its own registry, so tests can run several)."""
+
+from __future__ import annotations
+
+import time
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from reconciler.model import PassReport
+
+PREFIX = "pincompile_serve"
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+
+class Metrics:
+    """Every metric ``/metrics`` shows; :meth:`observe_pass` records one pass."""
+
+    def __init__(self) -> None:
+        r = self.registry = CollectorRegistry()
+        self.pass_seconds = Histogram(
+            f"{PREFIX}_pass_duration_seconds", "Wall time of one pass (fetch, compile, apply)",
+            ["outcome"], registry=r,
+            buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600))
+        self.push_to_applied = Histogram(
+            f"{PREFIX}_push_to_applied_seconds", "From a push webhook's arrival to the end of "
+            "the pass that applied its revision", registry=r,
+            buckets=(0.5, 1, 2, 3, 5, 10, 30, 60, 120, 300))
+        self.objects = Counter(
+            f"{PREFIX}_objects_total", "Objects written, by member cluster and action "
+            "(created, updated, replaced, pruned)", ["cluster", "action"], registry=r)
+        self.drift = Counter(
+            f"{PREFIX}_drift_objects_total", "Objects found changed in a member cluster and "
+            "restored while the revision stayed the same (a resync that had to write)",
+            ["cluster"], registry=r)
+        self.cluster_errors = Counter(
+            f"{PREFIX}_cluster_errors_total", "Passes that failed in a member cluster",
+            ["cluster"], registry=r)
+        self.pass_errors = Counter(
+            f"{PREFIX}_pass_errors_total", "Passes that applied nothing, by stage "
+            "(fetch, compile, reconcile)", ["stage"], registry=r)
+        self.last_applied = Gauge(
+            f"{PREFIX}_last_applied_revision", "1 for the revision of the last successful pass",
+            ["revision"], registry=r)
+        self.last_applied_time = Gauge(
+            f"{PREFIX}_last_applied_timestamp_seconds",
+            "Unix time of the last successful pass", registry=r)
+        self.last_applied_age = Gauge(
+            f"{PREFIX}_last_applied_age_seconds",
+            "Seconds since the last successful pass (-1 before the first)", registry=r)
+        self.last_applied_age.set_function(self._age)
+        self.webhooks = Counter(
+            f"{PREFIX}_webhook_requests_total", "Webhook requests by provider and result "
+            "(accepted, ignored, ping, unauthorized, too_large, bad_request)",
+            ["provider", "result"], registry=r)
+        self.leader = Gauge(
+            f"{PREFIX}_leader", "1 while this process leads the shard", ["shard"], registry=r)
+        self._applied_at: float | None = None
+        self._revision: str | None = None
+
+    def _age(self) -> float:
+        return -1.0 if self._applied_at is None else time.time() - self._applied_at
+
+    def observe_pass(self, report: PassReport, *, stage: str | None, drift: bool) -> None:
+        """Record a finished pass; ``stage`` names what failed before any cluster was touched,
+        ``drift`` says the revision was already applied (so any write corrected drift)."""
+        self.pass_seconds.labels("ok" if report.ok else "error").observe(report.seconds)
+        if stage is not None:
+            self.pass_errors.labels(stage).inc()
+            return
+        for name, cluster in report.clusters.items():
+            for action, refs in (("created", cluster.created), ("updated", cluster.updated),
+                                 ("replaced", cluster.replaced), ("pruned", cluster.pruned)):
+                if refs:
+                    self.objects.labels(name, action).inc(len(refs))
+            if drift and cluster.writes:
+                self.drift.labels(name).inc(cluster.writes)
+            if cluster.error is not None:
+                self.cluster_errors.labels(name).inc()
+        if report.ok:
+            if self._revision is not None and self._revision != report.revision:
+                self.last_applied.remove(self._revision)
+            self._revision = report.revision
+            self.last_applied.labels(report.revision).set(1)
+            self._applied_at = time.time()
+            self.last_applied_time.set(self._applied_at)
+
+    def set_leading(self, shards: int, held: frozenset[int]) -> None:
+        for shard in range(shards):
+            self.leader.labels(str(shard)).set(1 if shard in held else 0)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,86 @@
+"""A local bare mirror of the followed branch, and compiling a revision straight from it.
+
+The mirror is a bare repository (no work tree) that fetches one branch from ``url`` (any
+URL or path ``git fetch`` accepts) into ``refs/pincompile/<branch>``; specs are read from
+git objects by :mod:`pincompile.gitsource`, so nothing is ever checked out.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from pincompile import gitsource
+from pincompile.gitsource import GitError, SpecRoot
+from pincompile.pipeline import Result, run
+
+FETCH_TIMEOUT = 300
+
+
+@dataclass(frozen=True)
+class Commit:
+    """Who made a revision, and its subject line (for the audit record)."""
+
+    sha: str
+    author: str
+    email: str
+    subject: str
+
+
+class Mirror:
+    """One branch of one repository, mirrored into ``directory``."""
+
+    def __init__(self, url: str, branch: str, directory: Path, spec_path: str = "") -> None:
+        if not branch or branch.startswith("-") or ".." in branch or " " in branch:
+            raise GitError(f"'{branch}' is not a valid branch name")
+        local = Path(url).expanduser()
+        self.url = str(local.resolve()) if local.exists() else url
+        self.branch = branch
+        self.directory = directory
+        self.root = SpecRoot(directory, spec_path.strip("/"))
+        self.ref = f"refs/pincompile/{branch}"
+        self._compiled: tuple[str, Result] | None = None
+
+    def fetch(self) -> str:
+        """Fetch the branch and return the commit it points at now."""
+        if not (self.directory / "HEAD").exists():
+            self.directory.mkdir(parents=True, exist_ok=True)
+            gitsource._git(self.directory, "init", "--quiet", "--bare")
+        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+        try:
+            proc = subprocess.run(
+                ["git", "fetch", "--quiet", "--no-tags", "--force", "--end-of-options",
+                 self.url, f"+refs/heads/{self.branch}:{self.ref}"],
+                cwd=self.directory, capture_output=True, timeout=FETCH_TIMEOUT, env=env,
+                check=False)
+        except subprocess.TimeoutExpired as exc:
+            raise GitError(f"git fetch {self.url} took longer than {FETCH_TIMEOUT}s") from exc
+        if proc.returncode != 0:
+            lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise GitError(f"git fetch {self.url} {self.branch} failed: "
+                           f"{lines[-1] if lines else proc.returncode}")
+        return self.head()
+
+    def head(self) -> str:
+        """The commit last fetched for the branch."""
+        return gitsource.resolve_ref(self.directory, self.ref)
+
+    def commit(self, sha: str) -> Commit:
+        """Author and subject of ``sha``."""
+        out = gitsource._git(self.directory, "log", "-1", "--no-show-signature",
+                             "--format=%an%x00%ae%x00%s", sha, "--")
+        fields = out.decode("utf-8", "replace").rstrip("\n").split("\0")
+        author, email, subject = [*fields, "", "", ""][:3]
+        return Commit(sha, author, email, subject)
+
+    def compile(self, sha: str) -> Result:
+        """Compile the specs at ``sha``; an unchanged head (a resync) reuses the last result."""
+        if self._compiled is not None and self._compiled[0] == sha:
+            return self._compiled[1]
+        if not gitsource.path_exists(self.root, sha):
+            raise GitError(f"{self.root.describe()} does not exist at {gitsource.short(sha)}")
+        result = run(gitsource.load_revision(self.root, sha), revision=sha)
+        self._compiled = (sha, result)
+        return result

@@ -1,0 +1,201 @@
+"""The reconcile worker of ``serve``: one pass at a time, for the shards this process leads.
+
+A pass fetches the branch head, compiles it (nothing is applied when the compile fails),
+hands the result to a :class:`~reconciler.serve.runner.PassRunner` scoped to this process's
+member clusters, and records the outcome in the metrics, the audit sinks and the status
+document that ``/status`` serves.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pincompile.gitsource import GitError
+from reconciler.model import PassReport
+from reconciler.serve.audit import AuditSink, record_for
+from reconciler.serve.coalesce import Coalescer, Trigger
+from reconciler.serve.metrics import Metrics
+from reconciler.serve.mirror import Mirror
+from reconciler.serve.runner import PassRunner, RunnerFactory
+from reconciler.serve.shards import assign
+from reconciler.serve.status import report_json
+
+log = logging.getLogger("pincompile.serve")
+
+
+@dataclass
+class ServiceState:
+    """What ``/status`` and ``/readyz`` read (written by the worker and the Lease thread)."""
+
+    last_pass: dict[str, Any] | None = None
+    last_applied: dict[str, Any] | None = None
+    applied_ok: bool = False
+    busy_since: float | None = None
+    held: frozenset[int] = field(default_factory=frozenset)
+    campaigned: bool = False
+
+
+class Service:
+    """Runs passes when triggered, while this process leads at least one shard."""
+
+    def __init__(self, mirror: Mirror, runners: RunnerFactory, metrics: Metrics,
+                 audits: Sequence[AuditSink] = (), *, coalescer: Coalescer | None = None,
+                 shards: int = 1, resync: float = 180.0, identity: str = "serve",
+                 clock: Callable[[], float] = time.time) -> None:
+        self.mirror = mirror
+        self.runners = runners
+        self.metrics = metrics
+        self.audits = list(audits)
+        self.coalescer = coalescer or Coalescer()
+        self.shards = shards
+        self.resync = resync
+        self.identity = identity
+        self.clock = clock
+        self.state = ServiceState(held=frozenset(range(shards)))
+        self._lock = threading.Lock()
+        self._runner: tuple[frozenset[str] | None, PassRunner] | None = None
+        self.stopping = threading.Event()
+        self.pass_lock = threading.Lock()
+        self.relay: Callable[[str], list[str]] | None = None
+        """Set under leader election: passes a push on to the other shards' leaders."""
+        self.metrics.set_leading(shards, self.state.held)
+
+    # -- leadership -----------------------------------------------------------------------
+    def set_held(self, held: frozenset[int]) -> None:
+        """The shards this process leads now; a newly won shard gets a pass at once."""
+        with self._lock:
+            gained = held - self.state.held
+            self.state.held = held
+            self.state.campaigned = True
+        self.metrics.set_leading(self.shards, held)
+        log.info("leading shards %s", sorted(held) or "none (standby)")
+        if gained:
+            self.coalescer.offer(Trigger("leader", received=self.clock()))
+
+    def pushed(self, revision: str) -> None:
+        """A push webhook arrived here: queue a pass, and relay it to other shards' leaders."""
+        self.coalescer.offer(Trigger("push", revision, received=self.clock()))
+        if self.relay is not None and len(self.state.held) < self.shards:
+            relayed = self.relay(revision)
+            if relayed:
+                log.info("relayed %s to the leaders of %s", revision[:12], ", ".join(relayed))
+
+    def relayed(self, revision: str) -> None:
+        """Another replica received a push for a shard this process leads."""
+        self.coalescer.offer(Trigger("push", revision, received=self.clock()))
+
+    def ready(self) -> tuple[bool, str]:
+        """Leaders: after their first successful pass. Standbys: once the Lease was read."""
+        state = self.state
+        if state.held:
+            if state.applied_ok:
+                return True, "a pass succeeded"
+            return False, "leading, waiting for the first successful pass"
+        if state.campaigned:
+            return True, "standby: another replica leads"
+        return False, "has not reached the host cluster yet"
+
+    # -- the worker -----------------------------------------------------------------------
+    def run(self) -> None:
+        """Take triggers until :meth:`stop`; resync after ``resync`` quiet seconds."""
+        self.coalescer.offer(Trigger("start", received=self.clock()))
+        next_resync = time.monotonic() + self.resync
+        while not self.stopping.is_set():
+            trigger = self.coalescer.take(timeout=max(0.0, next_resync - time.monotonic()))
+            if self.stopping.is_set():
+                break
+            if trigger is None:
+                trigger = Trigger("resync", received=self.clock())
+            with self.pass_lock:  # leadership changes wait for the pass to finish
+                if self.state.held:
+                    self.pass_once(trigger)
+            next_resync = time.monotonic() + self.resync
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.coalescer.close()
+
+    def close(self) -> None:
+        if self._runner is not None:
+            self._runner[1].close()
+            self._runner = None
+
+    def _runner_for(self, scope: frozenset[str] | None) -> PassRunner:
+        if self._runner is None or self._runner[0] != scope:
+            self.close()
+            self._runner = (scope, self.runners(scope))
+        return self._runner[1]
+
+    def scope(self, clusters: Sequence[str], held: frozenset[int]) -> frozenset[str] | None:
+        """The member clusters this process reconciles (``None``: all, unsharded)."""
+        if self.shards == 1:
+            return None
+        shard_clusters = assign(clusters, self.shards)
+        return frozenset().union(*(shard_clusters[s] for s in held))
+
+    def pass_once(self, trigger: Trigger) -> PassReport:
+        """Fetch, compile and reconcile the branch head once; record the outcome."""
+        start = time.monotonic()
+        held = self.state.held
+        self.state.busy_since = self.clock()
+        author = subject = ""
+        diagnostics: list[str] = []
+        stage: str | None = "fetch"
+        sha = "unknown"
+        try:
+            sha = self.mirror.fetch()
+            stage = "compile"
+            commit = self.mirror.commit(sha)
+            author, subject = commit.author, commit.subject
+            result = self.mirror.compile(sha)
+            if not result.ok:
+                diagnostics = [f"{d.file}:{d.line}:{d.column}: {d.code}: {d.message}"
+                               for d in result.diagnostics]
+                n = len(diagnostics)
+                raise GitError(f"compile failed with {n} error{'s' if n != 1 else ''}; "
+                               f"first: {diagnostics[0]}")
+            stage = None
+            scope = self.scope(sorted(result.catalog.clusters), held)
+            report = self._runner_for(scope).run(result)
+        except GitError as exc:
+            report = PassReport(revision=sha, error=str(exc))
+        except Exception as exc:  # a bug in the engine must not end the worker
+            log.exception("the reconciler failed")
+            stage = "reconcile"
+            report = PassReport(revision=sha, error=f"internal error: {type(exc).__name__}: {exc}")
+        report.seconds = time.monotonic() - start
+        self._finish(report, trigger, stage, author, subject, diagnostics, held)
+        return report
+
+    def _finish(self, report: PassReport, trigger: Trigger, stage: str | None, author: str,
+                subject: str, diagnostics: list[str], held: frozenset[int]) -> None:
+        previous = self.state.last_applied
+        drift = previous is not None and previous["revision"] == report.revision
+        self.metrics.observe_pass(report, stage=stage, drift=drift)
+        latency = None
+        if report.ok and trigger.reason == "push" and trigger.revision == report.revision:
+            latency = self.clock() - trigger.received
+            self.metrics.push_to_applied.observe(latency)
+        record = record_for(report, author=author, subject=subject, trigger=trigger.reason,
+                            stage=stage, shards=sorted(held))
+        for sink in self.audits:
+            sink.write(record)
+        document = {**report_json(report), "outcome": record.outcome, "trigger": trigger.reason,
+                    "coalesced": trigger.merged, "author": author, "subject": subject,
+                    "finished": record.time, "shards": sorted(held),
+                    "push_to_applied_seconds": latency}
+        if diagnostics:
+            document["diagnostics"] = diagnostics
+        with self._lock:
+            self.state.last_pass = document
+            self.state.busy_since = None
+            if report.ok:
+                self.state.applied_ok = True
+                self.state.last_applied = {"revision": report.revision, "time": self.clock(),
+                                           "finished": record.time}
+        log.info("%s", record.summary())

@@ -1,0 +1,140 @@
+"""Helpers for serve's tests: a real bare git repository with a clone to push from, serve as a
+child process, HTTP calls and polling."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO_ROOT / "examples"
+BAD_SPEC = """apiVersion: pincompute.io/v1
+kind: PinApp
+metadata: {name: broken, project: search}
+spec:
+  replicas: many
+"""
+
+
+def git(cwd: Path, *args: str) -> str:
+    env = {"GIT_AUTHOR_NAME": "Ada Lovelace", "GIT_AUTHOR_EMAIL": "ada@example.com",
+           "GIT_COMMITTER_NAME": "Ada Lovelace", "GIT_COMMITTER_EMAIL": "ada@example.com",
+           "PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(cwd)}
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
+                          env=env).stdout.strip()
+
+
+class SpecRepo:
+    """``bare`` is what serve follows; ``work`` is a clone that commits and pushes."""
+
+    def __init__(self, tmp: Path, specs: Path = EXAMPLES, clusters: Path | None = None) -> None:
+        tmp.mkdir(parents=True, exist_ok=True)
+        self.bare = tmp / "platform.git"
+        self.work = tmp / "work"
+        git(tmp, "init", "--quiet", "--bare", "--initial-branch=main", str(self.bare))
+        git(tmp, "clone", "--quiet", str(self.bare), str(self.work))
+        git(self.work, "checkout", "--quiet", "-b", "main")
+        shutil.copytree(specs, self.work, dirs_exist_ok=True)
+        if clusters is not None:
+            target = self.work / "platform" / "clusters"
+            shutil.rmtree(target, ignore_errors=True)
+            shutil.copytree(clusters, target)
+        self.counter = 0
+        self.first = self.commit("initial specs")
+
+    def commit(self, subject: str, files: dict[str, str] | None = None,
+               branch: str = "main") -> str:
+        """Commit (a change to a marker file unless ``files`` says what) and push."""
+        self.counter += 1
+        for name, text in (files or {"apps/search/push-marker.yaml":
+                                     f"# push {self.counter}\n"}).items():
+            path = self.work / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        git(self.work, "add", "-A")
+        git(self.work, "commit", "--quiet", "-m", subject)
+        git(self.work, "push", "--quiet", "origin", f"HEAD:refs/heads/{branch}")
+        return git(self.work, "rev-parse", "HEAD")
+
+    def remove(self, name: str) -> None:
+        (self.work / name).unlink()
+
+
+def wait_for(condition: Callable[[], Any], timeout: float = 120.0, what: str = "") -> Any:
+    """Poll ``condition`` until it returns something true; that value."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what or condition}")
+
+
+def http(method: str, url: str, body: bytes | None = None,
+         headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+    request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def get_json(url: str) -> Any:
+    status, body = http("GET", url)
+    assert status == 200, body
+    return json.loads(body)
+
+
+class ServeProcess:
+    """``pincompile serve`` as a child process with the recording fake runner."""
+
+    def __init__(self, repo: Path, record: Path, *args: str, delay: float = 0.0,
+                 identity: str = "", env: dict[str, str] | None = None) -> None:
+        self.record = record
+        environment = {k: v for k, v in os.environ.items() if k != "PINCOMPILE_WEBHOOK_SECRET"}
+        environment |= {"PYTHONPATH": str(Path(__file__).parent),
+                        "SERVE_FAKE_RECORD": str(record), "SERVE_FAKE_DELAY": str(delay),
+                        "SERVE_FAKE_IDENTITY": identity, **(env or {})}
+        command = [sys.executable, "-m", "pincompile.cli", "serve", "--repo", str(repo),
+                   "--listen", "127.0.0.1:0", "--runner", "fake_runner:factory",
+                   "--coalesce", "0.2", *args]
+        if identity:
+            command += ["--identity", identity]
+        self.log = record.with_suffix(f".{identity or 'serve'}.log")
+        self.proc = subprocess.Popen(command, env=environment, stdout=subprocess.DEVNULL,
+                                     stderr=self.log.open("w"), cwd=REPO_ROOT)
+        pattern = re.compile(r"on (http://127\.0\.0\.1:\d+) as")
+        deadline = time.monotonic() + 420  # the shared test machine can be very slow
+        while time.monotonic() < deadline:
+            found = pattern.search(self.log.read_text())
+            if found:
+                self.base = found.group(1)
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        self.proc.kill()
+        raise AssertionError(f"serve did not start:\n{self.log.read_text()}")
+
+    def passes(self, event: str = "applied") -> list[dict[str, Any]]:
+        if not self.record.exists():
+            return []
+        lines = [json.loads(line) for line in self.record.read_text().splitlines()]
+        return [line for line in lines if line["event"] == event]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
