@@ -148,11 +148,11 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
       curl -s localhost:8080/status | jq .lastPass
 
     Exit codes: 0 stopped by SIGTERM/SIGINT, 1 the pass in flight did not finish within
-    --shutdown-timeout or no reconciler is available, 2 usage error.
+    --shutdown-timeout, 2 usage error.
     """
     from reconciler.serve.app import ServeApp, ServeOptions
     from reconciler.serve.leader import LeaseTiming
-    from reconciler.serve.runner import ReconcilerUnavailable, load_factory, reconciler_factory
+    from reconciler.serve.runner import load_factory, reconciler_factory
 
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -173,8 +173,6 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
     try:
         runners = load_factory(runner) if runner else reconciler_factory(kubeconfig,
                                                                          host_context)
-    except ReconcilerUnavailable as exc:
-        fail(str(exc), EXIT_INVALID)
     except (ValueError, ImportError, AttributeError) as exc:
         fail(f"--runner {runner}: {exc}")
     options = ServeOptions(

@@ -24,18 +24,9 @@ RunnerFactory = Callable[[frozenset[str] | None], PassRunner]
 """Builds a runner for some member clusters (``None``: every cluster of the result)."""
 
 
-class ReconcilerUnavailable(RuntimeError):
-    """This installation has no reconciler engine to apply with."""
-
-
 def reconciler_factory(kubeconfig: str | None, host_context: str) -> RunnerFactory:
     """Runners backed by the long-running reconciler (its watch cache)."""
-    try:
-        from reconciler.engine import Reconciler  # type: ignore[import-not-found,unused-ignore]
-    except ModuleNotFoundError as exc:
-        raise ReconcilerUnavailable(
-            "the reconciler engine (reconciler/engine.py) is not part of this build, so "
-            "serve cannot apply anything yet") from exc
+    from reconciler.engine import Reconciler
 
     def build(clusters: frozenset[str] | None) -> PassRunner:
         runner: PassRunner = Reconciler(kubeconfig, host_context, clusters=clusters, watch=True)
