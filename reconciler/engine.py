@@ -406,7 +406,8 @@ def _floor_status(app: AppKey, members: dict[str, MemberState],
                     found = hpa_floor(obj, now)
                 except ScheduleError:
                     found = None
-                if found is not None and found.raised:
+                # ``obj`` already carries the floor, so an open window is what tells
+                if found is not None and found.active:
                     until = found.to_status().get("until")
                     active += [f"{w.schedule.cron} ({w.schedule.timezone})"
                                + (f" until {until}" if until else "") for w in found.active]
