@@ -104,7 +104,8 @@ def test_rollout_completes_when_quota_is_full_at_steady_state_plus_surge(
                  _app("web", project, cluster, tier="ondemand", replicas=4, cpu="1",
                       memory="1Gi"))
     objs = by_cluster(compile_tree(root).manifests)[cluster]
-    quota = next(o for o in objs if o["metadata"]["name"] == "pincompute-ondemand")
+    quota = next(o for o in objs if o["kind"] == "ResourceQuota"
+                 and o["metadata"]["name"] == "pincompute-ondemand")
     assert quota["spec"]["hard"]["requests.cpu"] == "5"
     apps: Any = client.AppsV1Api(kube(cluster))
     try:
@@ -114,7 +115,7 @@ def test_rollout_completes_when_quota_is_full_at_steady_state_plus_surge(
         Applier(kube(cluster)).apply_all(by_cluster(compile_tree(root).manifests)[cluster])
         wait_for("the rollout to complete within the quota",
                  lambda: deployment_rolled_out(apps, project, "web")
-                 and apps.read_namespaced_deployment(project and "web", project)
+                 and apps.read_namespaced_deployment("web", project)
                  .spec.template.spec.containers[0].image.endswith(":e2e-bumped"))
         used = client.CoreV1Api(kube(cluster)).read_namespaced_resource_quota(
             "pincompute-ondemand", project).status.used
