@@ -45,7 +45,7 @@ Path = tuple[str | int, ...]
 
 #: Kinds a PinScaler may target.
 SCALABLE_KINDS = (PinApp.KIND, PinterestService.KIND)
-#: Where the ``config`` files of a pod are mounted (SPEC: pod template ``config``).
+#: Where the ``config`` files of a pod are mounted (docs/spec.md: pod template ``config``).
 CONFIG_MOUNT_PATH = "/etc/pincompute/config"
 #: Namespaces no project may take.
 RESERVED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
