@@ -76,7 +76,8 @@ def pool_capacity(cluster: Cluster, tier: str) -> dict[str, Decimal]:
     spare at the time, and are preempted first). Without ``reservedCapacity`` reserved and
     ondemand share the whole capacity."""
     whole_capacity = cluster_capacity(cluster)
-    reserved = {k: parse_quantity(v) for k, v in cluster.spec.reserved_capacity.items()}
+    reserved: dict[str, Decimal] = {
+        k: parse_quantity(v) for k, v in cluster.spec.reserved_capacity.items()}
     if tier == "reserved":
         return {**whole_capacity, **reserved}
     if tier == "ondemand":

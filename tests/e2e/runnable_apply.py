@@ -113,7 +113,8 @@ def bump_images(root: Path) -> int:
     """Give every image of every workload spec under ``root/apps`` a new tag (digests are
     replaced by a tag); returns how many were changed."""
     count = 0
-    pattern = re.compile(r"(image:\s*\"?)([^\s\"@:]+(?:/[^\s\"@:]+)*)(?::[\w.-]+|@sha256:[0-9a-f]+)")
+    pattern = re.compile(
+        r"(image:\s*\"?)([^\s\"@:]+(?:/[^\s\"@:]+)*)(?::[\w.-]+|@sha256:[0-9a-f]+)")
     for path in sorted((root / "apps").rglob("*.yaml")):
         text = path.read_text()
         new, n = pattern.subn(lambda m: f"{m.group(1)}{m.group(2)}:e2e-bumped", text)

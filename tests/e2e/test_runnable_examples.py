@@ -1,3 +1,4 @@
+# ruff: noqa: B023  (each lambda is polled by wait_for before the loop moves on)
 """The promise of ``validate``: every example spec, compiled and server-side applied to the
 local fleet, is accepted by the real API servers; its pods are scheduled and become Ready;
 then every image is bumped and every Deployment and DaemonSet rolls out.
@@ -95,7 +96,7 @@ def test_every_example_runs_and_rolls_out(fleet: Any, kube: Kube, tmp_path: Path
                     check = deployment_rolled_out if kind == "Deployment" else (
                         _daemon_rolled_out)
                     wait_for(f"{cluster} {kind} {ns}/{name} rolled out to the bumped image",
-                             lambda: check(apps, ns, name))  # noqa: B023
+                             lambda: check(apps, ns, name))
                     read = (apps.read_namespaced_deployment if kind == "Deployment"
                             else apps.read_namespaced_daemon_set)
                     images = [c.image for c in read(name, ns).spec.template.spec.containers]

@@ -87,7 +87,7 @@ def _app(name: str, project: str, cluster: str, *, tier: str, replicas: int, cpu
           template:
             containers:
               - {{name: main, image: "{image}", resources: {{cpu: "{cpu}", memory: {memory}}}}}
-        """
+        """.rstrip(" ")
 
 
 def _pods(core: Any, ns: str, app: str) -> list[Any]:
@@ -151,14 +151,15 @@ def test_pod_security_refuses_what_validate_reported(fleet: Any, kube: Kube,
         with pytest.raises(ApiException) as refused:
             applier.apply(pod)
         assert refused.value.status == 403
-        assert 'violates PodSecurity "baseline:latest"' in refused.value.body
+        assert "violates PodSecurity" in refused.value.body
+        assert "baseline:latest" in refused.value.body
         assert "privileged" in refused.value.body
     finally:
         delete_namespaces(kube, [cluster], [project])
 
 
-TIERS_QUOTA = ('{reserved: {cpu: "200", memory: 200Gi}, ondemand: {cpu: "200", memory: 200Gi},'
-               ' preemptible: {cpu: "400", memory: 400Gi}}')
+TIERS_QUOTA = ('{reserved: {cpu: "400", memory: 200Gi}, ondemand: {cpu: "400", memory: 200Gi},'
+               ' preemptible: {cpu: "600", memory: 400Gi}}')
 #: usw2a-general-01: 3 nodes of 128 cpu each in the fleet.
 TIER_CLUSTER = "usw2a-general-01"
 

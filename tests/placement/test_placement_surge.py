@@ -86,7 +86,7 @@ def test_preemptible_never_blocks_and_is_placed_against_spare_capacity() -> None
 def test_reserved_pool_is_only_for_reserved_workloads() -> None:
     pooled = cluster("a", cpu="64", reservedCapacity={"cpu": "48"})
     ondemand = app("web", replicas=3, pod=template(cpu="8"), placement={"spread": "none"})
-    p, diags = place(pooled, project(), ondemand)
+    _, diags = place(pooled, project(), ondemand)
     assert [d.code for d in diags] == ["insufficient-capacity"]  # 16 cpu left: 2 pods
     reserved = app("api", replicas=6, tier="reserved", pod=template(cpu="8"),
                    placement={"spread": "none"})
