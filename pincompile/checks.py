@@ -20,7 +20,7 @@ from typing import Any, cast
 
 from pincompile.catalog import Catalog, Entry
 from pincompile.diagnostics import Diagnostic, Location
-from pincompile.injection import managed_sidecars
+from pincompile.injection import defaults_of, managed_sidecars, missing_requests
 from pincompile.models import (
     Cluster,
     PinApp,
@@ -36,6 +36,7 @@ from pincompile.models import (
     RuntimeProfile,
     Workload,
 )
+from pincompile.models.platform import POD_ENI_ADDON
 from pincompile.models.types import parse_quantity
 from pincompile.models.workloads import AppSpec
 from pincompile.parse import dotted
@@ -44,7 +45,7 @@ Path = tuple[str | int, ...]
 
 #: Kinds a PinScaler may target.
 SCALABLE_KINDS = (PinApp.KIND, PinterestService.KIND)
-#: Where the ``config`` files of a pod are mounted (SPEC: pod template ``config``).
+#: Where the ``config`` files of a pod are mounted (docs/spec.md: pod template ``config``).
 CONFIG_MOUNT_PATH = "/etc/pincompute/config"
 #: Namespaces no project may take.
 RESERVED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -233,6 +234,38 @@ def reserved_labels(specs: Specs) -> Iterator[Diagnostic]:
                     "reserved-label",
                     f"label '{key}' is set by pincompile on every generated object",
                     "choose a label outside pincompute.io/ and app.kubernetes.io/managed-by")
+
+
+def cluster_pools(specs: Specs) -> Iterator[Diagnostic]:
+    """A cluster's reserved pool lies within its capacity and is only set where the reserved
+    tier is offered; its buffer fits the capacity outside the reserved pool."""
+    for name, entry in specs.clusters.items():
+        spec = entry.resource.spec
+        capacity = {k: _quantity(v) for k, v in spec.capacity.items()}
+        reserved = {k: _quantity(v) for k, v in spec.reserved_capacity.items()}
+        if reserved and "reserved" not in spec.tiers:
+            yield entry.at("spec", "reservedCapacity").error(
+                "invalid-pool", f"cluster '{name}' has a reservedCapacity but does not offer "
+                "the reserved tier", "add reserved to spec.tiers or remove reservedCapacity")
+        for res, amount in sorted(reserved.items()):
+            if res in capacity and amount > capacity[res]:
+                yield entry.at("spec", "reservedCapacity", res).error(
+                    "invalid-pool",
+                    f"reservedCapacity {res} ({spec.reserved_capacity[res]}) exceeds the "
+                    f"cluster's capacity ({spec.capacity[res]})",
+                    "the reserved pool is a part of spec.capacity")
+        buffer = spec.buffer
+        if buffer is None:
+            continue
+        for res, each in (("cpu", buffer.cpu), ("memory", buffer.memory)):
+            total = _quantity(each) * buffer.replicas
+            room = capacity.get(res)
+            if room is not None and total > room - reserved.get(res, Decimal(0)):
+                yield entry.at("spec", "buffer", res).error(
+                    "invalid-pool",
+                    f"the buffer holds {buffer.replicas} x {each} {res}, more than the "
+                    "cluster's capacity outside the reserved pool",
+                    "lower buffer.replicas or its size")
 
 
 # --- references -----------------------------------------------------------------------------
@@ -509,6 +542,51 @@ def resource_limits(specs: Specs) -> Iterator[Diagnostic]:
                         f"raise limits.{field} to at least {request}")
 
 
+_MISSING_HINT = ("set resources: {{cpu: ..., memory: ...}} here, or give the RuntimeProfile "
+                 "spec.defaultResources (every project namespace has a ResourceQuota, which "
+                 "refuses pods without {what} requests)")
+
+
+def missing_resources(specs: Specs) -> Iterator[Diagnostic]:
+    """Every container of a workload pod has cpu and memory requests, its own or the
+    RuntimeProfile's ``defaultResources`` (the namespace's ResourceQuota refuses a pod
+    without them). Managed sidecars and the profile's init containers are reported once, where
+    they are defined."""
+    defaults = defaults_of(specs.catalog)
+    for pod in pods(specs):
+        for i, c in enumerate(pod.template.containers):
+            missing = missing_requests(c.resources, defaults)
+            if missing:
+                field = ("containers", i, "resources") if "resources" in c.model_fields_set \
+                    else ("containers", i, "name")
+                what = " and ".join(missing)
+                yield pod.at(*field).error(
+                    "missing-resources",
+                    f"container '{c.name}' has no {what} request and no default applies",
+                    _MISSING_HINT.format(what=what))
+    for name, sc in specs.sidecars.items():
+        if sc.resource.spec.mode != "sidecar":
+            continue  # daemon sidecars run in the platform's own namespace, without quota
+        missing = missing_requests(sc.resource.spec.container.resources, defaults)
+        if missing:
+            what = " and ".join(missing)
+            yield sc.at("spec", "container").error(
+                "missing-resources",
+                f"managed sidecar '{name}' has no {what} request and no default applies; every "
+                "pod it is injected into would be refused", _MISSING_HINT.format(what=what))
+    runtime = specs.runtime
+    if runtime is not None:
+        for i, init in enumerate(runtime.resource.spec.init_containers):
+            missing = missing_requests(init.resources, defaults)
+            if missing:
+                what = " and ".join(missing)
+                yield runtime.at("spec", "initContainers", i, "name").error(
+                    "missing-resources",
+                    f"init container '{init.name}' has no {what} request and no default "
+                    "applies; every workload pod would be refused",
+                    _MISSING_HINT.format(what=what))
+
+
 def _quantity(value: str) -> Decimal:
     try:
         return parse_quantity(value)
@@ -652,6 +730,43 @@ def project_policy(specs: Specs) -> Iterator[Diagnostic]:
                 "false)", hint)
 
 
+def network_modes(specs: Specs) -> Iterator[Diagnostic]:
+    """``network: bridge`` accepts no inbound traffic, so it has no container ports, Service
+    or Ingress; ``network: dedicated-eni`` needs a cluster whose addons offer pod ENIs."""
+    eni_clusters = [n for n, c in specs.clusters.items()
+                    if POD_ENI_ADDON in c.resource.spec.addons]
+    hint = "set network: routable for pods that receive traffic"
+    for pod in pods(specs):
+        network = pod.template.network
+        if network == "dedicated-eni" and not eni_clusters:
+            yield pod.at("network").error(
+                "network-unavailable",
+                f"network: dedicated-eni needs a cluster with the '{POD_ENI_ADDON}' addon; no "
+                "cluster has it", "use network: routable, or ask the platform team to add "
+                f"'{POD_ENI_ADDON}' to a Cluster's spec.addons")
+        if network != "bridge":
+            continue
+        for i, c in enumerate(pod.template.containers):
+            if c.ports:
+                yield pod.at("containers", i, "ports").error(
+                    "bridge-inbound",
+                    f"container '{c.name}' declares ports, but network: bridge accepts no "
+                    "inbound traffic (its pods get a NetworkPolicy that denies all ingress)",
+                    f"{hint}; containers of one pod reach each other on localhost without "
+                    "declared ports")
+        w = pod.entry.resource
+        if isinstance(w, PinApp | PinterestService) and w.spec.service is not None:
+            yield pod.entry.at("spec", "service").error(
+                "bridge-inbound",
+                f"{w.kind} '{w.name}' has a service, but its pods use network: bridge, which "
+                "accepts no inbound traffic", hint)
+            if w.spec.service.ingress is not None:
+                yield pod.entry.at("spec", "service", "ingress").error(
+                    "bridge-inbound",
+                    f"{w.kind} '{w.name}' has an ingress, but its pods use network: bridge, "
+                    "which accepts no inbound traffic", hint)
+
+
 # --- kind-specific --------------------------------------------------------------------------
 
 def _is_zero(value: int | str) -> bool:
@@ -690,8 +805,8 @@ def training_roles(specs: Specs) -> Iterator[Diagnostic]:
 
 RULES: tuple[Rule, ...] = (
     duplicate_names, one_runtime_profile, project_namespaces, cluster_contexts,
-    reserved_labels, workload_projects, scaler_targets, sidecar_references,
+    reserved_labels, cluster_pools, workload_projects, scaler_targets, sidecar_references,
     cluster_references, region_zone_references, gpu_types, container_names, port_names,
-    volumes, env_names, resource_limits, probe_ports, config_keys, service_ports,
-    ingress_hosts, project_policy, rollout_progress, training_roles,
+    volumes, env_names, resource_limits, missing_resources, probe_ports, config_keys, service_ports,
+    ingress_hosts, project_policy, network_modes, rollout_progress, training_roles,
 )

@@ -19,6 +19,11 @@ apiVersion: pincompute.io/v1
 kind: Cluster
 metadata: {name: c1}
 spec: {region: r, zone: z, capacity: {cpu: "100", memory: 100Gi}}
+---
+apiVersion: pincompute.io/v1
+kind: RuntimeProfile
+metadata: {name: default}
+spec: {defaultResources: {cpu: 100m, memory: 128Mi}}
 """
 
 APP = """\

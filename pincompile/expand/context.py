@@ -2,7 +2,7 @@
 annotations, template values, and where to report problems.
 
 Every generated object gets its metadata from :meth:`Target.metadata`, so ownership labels
-and the source/revision annotations are the same everywhere (DESIGN.md, "Ownership").
+and the source/revision annotations are the same everywhere (docs/concepts.md, section 5).
 """
 
 from __future__ import annotations

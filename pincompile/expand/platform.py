@@ -21,14 +21,22 @@ from typing import Any
 from pincompile.catalog import Entry
 from pincompile.expand.context import (
     LABEL_APP,
+    LABEL_PROJECT,
     PLATFORM_PROJECT,
     Obj,
     Run,
     Target,
     priority_class,
 )
-from pincompile.expand.pod import sidecar_container, tolerations, volume, volume_claims
-from pincompile.injection import GPU
+from pincompile.expand.pod import (
+    LABEL_NETWORK,
+    sidecar_container,
+    tier_affinity,
+    tolerations,
+    volume,
+    volume_claims,
+)
+from pincompile.injection import GPU, defaults_of
 from pincompile.models import TIERS, Cluster, PinterestSideCar, Project
 from pincompile.models.types import format_quantity
 
@@ -36,6 +44,11 @@ SIDECAR_NAMESPACE = "pincompute-sidecars"
 SIDECAR_TIER = "reserved"
 PRIORITIES = {"reserved": 100000, "ondemand": 10000, "preemptible": 100}
 ANNOTATION_OWNERS = "pincompute.io/owners"
+PSA = "pod-security.kubernetes.io"
+BUFFER_NAMESPACE = "pincompute-buffer"
+BUFFER_PRIORITY_CLASS = "pincompute-buffer"
+BUFFER_PRIORITY = -10
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 #: plan quota resource → ResourceQuota key, for the per-tier (PriorityClass-scoped) quotas
 SCOPED = {"cpu": "requests.cpu", "memory": "requests.memory", GPU: f"requests.{GPU}",
           "pods": "pods"}
@@ -50,6 +63,7 @@ def expand(run: Run) -> Iterator[Placed]:
     yield from _priority_classes(run)
     yield from _namespaces(run)
     yield from _sidecar_daemons(run)
+    yield from _buffers(run)
 
 
 def _priority_classes(run: Run) -> Iterator[Placed]:
@@ -63,6 +77,14 @@ def _priority_classes(run: Run) -> Iterator[Placed]:
                    else "PreemptLowerPriority",
                    "description": f"pincompute {tier} tier"}
             yield name, obj, cluster
+        if cluster.resource.spec.buffer is not None:
+            t = Target(run, cluster, cluster, PLATFORM_PROJECT, "", None)
+            yield name, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                         "metadata": t.metadata(BUFFER_PRIORITY_CLASS, namespaced=False),
+                         "value": BUFFER_PRIORITY, "globalDefault": False,
+                         "preemptionPolicy": "Never",
+                         "description": "pincompute burst buffer: placeholders any pod "
+                                        "preempts"}, cluster
 
 
 def _namespaces(run: Run) -> Iterator[Placed]:
@@ -78,10 +100,12 @@ def _namespaces(run: Run) -> Iterator[Placed]:
         ns = project.resource.namespace
         t = Target(run, project, cluster, project_name, ns, None)
         owners = ",".join(project.resource.spec.owners)
-        meta = t.metadata(ns, namespaced=False,
+        meta = t.metadata(ns, namespaced=False, labels=pod_security_labels(project.resource),
                           annotations={ANNOTATION_OWNERS: owners} if owners else None)
         yield cluster_name, {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}, project
         yield from _quotas(run, project, cluster, ns)
+        yield from _limit_range(run, project, cluster, ns)
+        yield from ((cluster_name, o, project) for o in tenancy(t, project.resource))
 
 
 def _quotas(run: Run, project: Entry[Project], cluster: Entry[Cluster], ns: str
@@ -107,6 +131,98 @@ def _quotas(run: Run, project: Entry[Project], cluster: Entry[Cluster], ns: str
         limits = {UNSCOPED[k]: format_quantity(v, k) for k, v in sorted(storage.items())}
         yield cluster.resource.name, t.obj("v1", "ResourceQuota", "pincompute-storage",
                                            {"hard": limits}), project
+
+
+def pod_security_level(project: Project | None) -> str:
+    """``baseline``, or ``privileged`` when the project's policy allows what baseline
+    forbids (host network, privileged containers, hostPath volumes)."""
+    if project is None:
+        return "baseline"
+    policy = project.spec.policy
+    if policy.allow_host_network or policy.allow_privileged or policy.allow_host_path:
+        return "privileged"
+    return "baseline"
+
+
+def pod_security_labels(project: Project | None) -> dict[str, str]:
+    """Pod Security admission labels: enforce, audit and warn at the project's level."""
+    level = pod_security_level(project)
+    return {f"{PSA}/{mode}": level for mode in ("enforce", "audit", "warn")} | {
+        f"{PSA}/enforce-version": "latest"}
+
+
+def tenancy(t: Target[Project], project: Project) -> list[Obj]:
+    """What isolates a project in its namespace: ingress only from its own namespaces (and
+    namespaces that belong to no project, such as the platform's and ingress controllers'),
+    none at all into ``network: bridge`` pods, and ``view`` for the project's owners."""
+    own = {"matchExpressions": [{"key": LABEL_PROJECT, "operator": "In",
+                                 "values": sorted({t.project, PLATFORM_PROJECT})}]}
+    no_project = {"matchExpressions": [{"key": LABEL_PROJECT, "operator": "DoesNotExist"}]}
+    not_bridge = {"matchExpressions": [{"key": LABEL_NETWORK, "operator": "NotIn",
+                                        "values": ["bridge"]}]}
+    out = [
+        t.obj("networking.k8s.io/v1", "NetworkPolicy", "pincompute-tenant-ingress", {
+            "podSelector": not_bridge, "policyTypes": ["Ingress"],
+            "ingress": [{"from": [{"namespaceSelector": own},
+                                  {"namespaceSelector": no_project}]}]}),
+        t.obj("networking.k8s.io/v1", "NetworkPolicy", "pincompute-bridge-deny-ingress", {
+            "podSelector": {"matchLabels": {LABEL_NETWORK: "bridge"}},
+            "policyTypes": ["Ingress"]}),
+    ]
+    if project.spec.owners:
+        out.append(t.obj("rbac.authorization.k8s.io/v1", "RoleBinding", "pincompute-owners-view",
+                         None) | {
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": "view"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                          "name": owner} for owner in project.spec.owners]})
+    return out
+
+
+def _limit_range(run: Run, project: Entry[Project], cluster: Entry[Cluster], ns: str
+                 ) -> Iterator[Placed]:
+    """The RuntimeProfile's ``defaultResources`` as the namespace's LimitRange, so pods that
+    others create there (``kubectl run``, operators) get the same defaults the compiler
+    writes into its own pods."""
+    defaults = defaults_of(run.catalog)
+    if defaults is None:
+        return
+    requests = {k: v for k, v in (("cpu", defaults.cpu), ("memory", defaults.memory)) if v}
+    if not requests:
+        return
+    limits = dict(requests)
+    if defaults.limits is not None:
+        limits.update({k: v for k, v in (("cpu", defaults.limits.cpu),
+                                         ("memory", defaults.limits.memory)) if v})
+    t = Target(run, project, cluster, project.resource.name, ns, None)
+    yield cluster.resource.name, t.obj("v1", "LimitRange", "pincompute-defaults", {"limits": [
+        {"type": "Container", "defaultRequest": requests, "default": limits}]}), project
+
+
+def _buffers(run: Run) -> Iterator[Placed]:
+    """A cluster's ``buffer``: a Deployment of pause pods at a negative priority on the
+    ondemand nodes. Any real pod preempts them at once (the overprovisioning pattern), and
+    the replacements the Deployment creates wait for room, which the cluster autoscaler
+    (where there is one) adds. Placement does not count them."""
+    for name, cluster in run.clusters.items():
+        buffer = cluster.resource.spec.buffer
+        if buffer is None:
+            continue
+        t = Target(run, cluster, cluster, PLATFORM_PROJECT, BUFFER_NAMESPACE, None)
+        meta = t.metadata(BUFFER_NAMESPACE, namespaced=False,
+                          labels={LABEL_APP: BUFFER_NAMESPACE, **pod_security_labels(None)})
+        yield name, {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}, cluster
+        size = {"cpu": buffer.cpu, "memory": buffer.memory}
+        pod: Obj = {"containers": [{"name": "placeholder", "image": PAUSE_IMAGE,
+                                    "resources": {"requests": size, "limits": size}}],
+                    "priorityClassName": BUFFER_PRIORITY_CLASS,
+                    "terminationGracePeriodSeconds": 0,
+                    "affinity": tier_affinity("ondemand")}
+        labels = {LABEL_APP: "buffer"}
+        yield name, t.obj("apps/v1", "Deployment", "buffer", {
+            "replicas": buffer.replicas, "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": {**t.labels(), **labels}}, "spec": pod}},
+            labels=labels), cluster
 
 
 def _sidecar_daemons(run: Run) -> Iterator[Placed]:

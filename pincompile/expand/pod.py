@@ -44,9 +44,9 @@ from pincompile.expand.context import (
     plain,
     priority_class,
 )
-from pincompile.injection import GPU, managed_sidecars, requested
+from pincompile.injection import GPU, defaults_of, managed_sidecars, requested, with_defaults
 from pincompile.models import PinterestSideCar, PodTemplate, RuntimeProfile, Volume, Workload
-from pincompile.models.platform import InitContainer, SidecarContainer
+from pincompile.models.platform import POD_ENI, InitContainer, SidecarContainer
 from pincompile.models.pod import EnvVar, Probe, Probes, Resources
 from pincompile.models.types import LabelValue, duration_seconds
 from pincompile.models.workloads import Toleration, VolumeClaimTemplate
@@ -57,6 +57,7 @@ ANNOTATION_CONFIG_HASH = "pincompute.io/config-hash"
 LABEL_NETWORK = "pincompute.io/network"
 """The platform CNI reads it: bridge, routable, dedicated-eni or host."""
 LABEL_GPU_TYPE = "pincompute.io/gpu-type"
+TIER_LABEL_PREFIX = "pincompute.io/tier-"
 LABEL_ARCH = "kubernetes.io/arch"
 STORAGE_CLASSES = {"ebs": "pincompute-block", "efs": "pincompute-shared"}
 ACCESS_MODES = {"ebs": "ReadWriteOnce", "efs": "ReadWriteMany"}
@@ -252,7 +253,7 @@ def _container(target: Target[Any], *, name: str, image: str, command: list[str]
         out["args"] = args
     if env:
         out["env"] = _unique_env(target, env)
-    r = resources(res)
+    r = resources(with_defaults(res, defaults_of(target.run.catalog)))
     if r:
         out["resources"] = r
     if mounts:
@@ -326,6 +327,9 @@ class PodBuilder:
         user = [(c, self._user_container(i, [*platform_env, *extra_env],
                                          [*platform_mounts, *user_mounts]))
                 for i, c in enumerate(tpl.containers)]
+        if tpl.network == "dedicated-eni":
+            _request_pod_eni(next(b for c, b in user if c.lifecycle == "main") if any(
+                c.lifecycle == "main" for c, _ in user) else user[0][1])
         before: list[Obj] = []
         after: list[Obj] = []
         for sc in self.sidecars:
@@ -355,6 +359,8 @@ class PodBuilder:
         if restart_policy:
             spec["restartPolicy"] = restart_policy
         spec.update(self._scheduling(node_selector, pod_tolerations))
+        if t.kind != "PinterestDaemon":  # a daemon runs on every node its selector picks
+            spec["affinity"] = tier_affinity(t.tier)
         if tpl.network == "host":
             spec["hostNetwork"] = True
             spec["dnsPolicy"] = "ClusterFirstWithHostNet"
@@ -492,6 +498,27 @@ class PodBuilder:
         if not tolerated and any(c.resources.gpu for c in tpl.containers):
             tols.append(dict(GPU_TOLERATION))
         return compact(nodeSelector=selector, tolerations=tols)
+
+
+def tier_label(tier: str) -> str:
+    """The node label (value ``"true"``) of the nodes that serve ``tier``."""
+    return f"{TIER_LABEL_PREFIX}{tier}"
+
+
+def tier_affinity(tier: str) -> Obj:
+    """Pods of a tier run only on nodes that serve it (a reserved pool's nodes serve only
+    ``reserved``)."""
+    term = {"matchExpressions": [{"key": tier_label(tier), "operator": "In",
+                                  "values": ["true"]}]}
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [term]}}}
+
+
+def _request_pod_eni(container: Obj) -> None:
+    """A dedicated-eni pod asks for one pod ENI (request = limit, an extended resource)."""
+    res = container.setdefault("resources", {})
+    res.setdefault("requests", {})[POD_ENI] = "1"
+    res.setdefault("limits", {})[POD_ENI] = "1"
 
 
 def _owned(key: str) -> bool:

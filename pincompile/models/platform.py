@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from pincompile.models.base import TIERS, Arch, Metadata, Placement, Resource, Strict, Tier
-from pincompile.models.pod import ContainerFields, EnvVar, Resources, Volume
+from pincompile.models.pod import ContainerFields, EnvVar, Limits, Resources, Volume
 from pincompile.models.types import (
     Image,
     KubernetesVersion,
@@ -25,6 +25,23 @@ WorkloadKind = Literal[
 ]
 WORKLOAD_KINDS: tuple[WorkloadKind, ...] = typing.get_args(WorkloadKind)
 QuotaResource = Literal["cpu", "memory", "nvidia.com/gpu", "ephemeral-storage", "storage", "pods"]
+CapacityResource = Literal["cpu", "memory", "nvidia.com/gpu", "ephemeral-storage", "storage",
+                           "pods", "vpc.amazonaws.com/pod-eni"]
+#: The Cluster addon that offers pods a dedicated network interface (``network:
+#: dedicated-eni``), and the extended resource such a pod requests.
+POD_ENI_ADDON = "pod-eni"
+POD_ENI = "vpc.amazonaws.com/pod-eni"
+
+
+class BufferSpec(Strict):
+    """Burst room kept free in a cluster: placeholder pods that any real pod preempts."""
+
+    replicas: int = Field(ge=0, le=10_000)
+    """How many placeholder pods."""
+    cpu: Quantity
+    """CPU each placeholder holds."""
+    memory: Quantity
+    """Memory each placeholder holds."""
 
 
 class ClusterSpec(Strict):
@@ -34,7 +51,13 @@ class ClusterSpec(Strict):
     """kubeconfig context the reconciler uses (default: the cluster's name)."""
     kubernetes_version: KubernetesVersion = "1.33"
     """Decides e.g. native sidecars (>= 1.29)."""
-    capacity: dict[QuotaResource, Quantity] = Field(default_factory=dict)
+    capacity: dict[CapacityResource, Quantity] = Field(default_factory=dict)
+    reserved_capacity: dict[QuotaResource, Quantity] = Field(default_factory=dict)
+    """The part of ``capacity`` set aside for the reserved tier (nodes labelled
+    ``pincompute.io/tier-reserved``); only reserved workloads use it. Empty: reserved and
+    ondemand share the whole capacity."""
+    buffer: BufferSpec | None = None
+    """Placeholder pods at a negative priority that keep burst room free."""
     gpu_types: list[str] = Field(default_factory=list)
     arch: list[Arch] = Field(default_factory=lambda: list[Arch](["amd64"]))
     tiers: list[Tier] = Field(default_factory=lambda: list(TIERS))
@@ -42,7 +65,7 @@ class ClusterSpec(Strict):
     schedulable: bool = True
     """false = cordoned: nothing new is placed here."""
     addons: list[str] = Field(default_factory=list)
-    """Optional operators present, e.g. kubeflow-training, keda."""
+    """Optional operators present, e.g. kubeflow-training, keda, pod-eni."""
 
 
 class Cluster(Resource):
@@ -160,7 +183,18 @@ class VolumeMount(Strict):
     sub_path: str | None = None
 
 
+class DefaultResources(Strict):
+    """Requests (and optional limits) every container without its own gets."""
+
+    cpu: Quantity | None = None
+    memory: Quantity | None = None
+    limits: Limits | None = None
+
+
 class RuntimeProfileSpec(Strict):
+    default_resources: DefaultResources | None = None
+    """Requests/limits written into every container that does not set its own, and the
+    LimitRange of every project namespace (for pods created by others)."""
     init_containers: list[InitContainer] = Field(default_factory=list)
     env: list[EnvVar] = Field(default_factory=list)
     """Identity variables added to every container."""

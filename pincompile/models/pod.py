@@ -156,7 +156,9 @@ class PodTemplate(Strict):
     sidecars: list[Name] = Field(default_factory=list)
     """Opt-in managed sidecars, by catalog name."""
     network: Network = "bridge"
-    """bridge (no inbound traffic) | routable | dedicated-eni | host (system projects only)."""
+    """bridge (no inbound traffic) | routable | dedicated-eni | host (system projects only).
+    Default: routable when a container declares ports (or the app has a service), else
+    bridge."""
     volumes: list[Volume] = Field(default_factory=list)
     config: dict[str, str] = Field(default_factory=dict)
     """Files that become a ConfigMap mounted at /etc/pincompute/config."""
@@ -165,3 +167,14 @@ class PodTemplate(Strict):
     arch: Arch | None = None
     termination_grace_period: Duration | None = None
     service_account: str | None = None
+
+    @model_validator(mode="after")
+    def _default_network(self) -> PodTemplate:
+        if "network" not in self.model_fields_set and any(c.ports for c in self.containers):
+            self.network = "routable"
+        return self
+
+    def accepts_traffic(self) -> None:
+        """Make an unset ``network`` routable (a workload with a service receives traffic)."""
+        if "network" not in self.model_fields_set:
+            self.network = "routable"

@@ -128,6 +128,12 @@ class AppSpec(WorkloadSpec):
     stopped: bool = False
     """true: scale to zero everywhere, keep everything else."""
 
+    @model_validator(mode="after")
+    def _routable_with_service(self) -> AppSpec:
+        if self.service is not None:
+            self.template.accepts_traffic()
+        return self
+
 
 class PinApp(Workload):
     """A long-running service."""

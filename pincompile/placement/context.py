@@ -69,6 +69,32 @@ def cluster_capacity(cluster: Cluster) -> dict[str, Decimal]:
     return {k: parse_quantity(v) for k, v in sorted(cluster.spec.capacity.items())}
 
 
+def pool_capacity(cluster: Cluster, tier: str) -> dict[str, Decimal]:
+    """The capacity a workload of ``tier`` may use in ``cluster``: reserved workloads the
+    reserved pool (``reservedCapacity``, for the resources it lists); ondemand workloads
+    the rest of the capacity; preemptible workloads the whole capacity (they run in what is
+    spare at the time, and are preempted first). Without ``reservedCapacity`` reserved and
+    ondemand share the whole capacity."""
+    whole_capacity = cluster_capacity(cluster)
+    reserved: dict[str, Decimal] = {
+        k: parse_quantity(v) for k, v in cluster.spec.reserved_capacity.items()}
+    if tier == "reserved":
+        return {**whole_capacity, **reserved}
+    if tier == "ondemand":
+        return {k: max(v - reserved.get(k, Decimal(0)), Decimal(0))
+                for k, v in whole_capacity.items()}
+    return whole_capacity
+
+
+def rollout_surge(max_surge: int | str, desired: int) -> int:
+    """Extra pods a Deployment of ``desired`` replicas runs during a rollout: ``maxSurge``
+    (a percentage is rounded up, as the Deployment controller does), at most ``desired``."""
+    if isinstance(max_surge, str):
+        percent = int(max_surge.rstrip("%"))
+        return min(-(-desired * percent // 100), desired)
+    return min(max_surge, desired)
+
+
 def available(capacity: dict[str, Decimal], resource: str) -> Decimal | None:
     """How much of ``resource`` a cluster offers: its capacity, 0 for an unlisted GPU, or
     None when the resource is not tracked."""

@@ -15,6 +15,7 @@ from pincompile.catalog import Entry
 from pincompile.injection import GPU
 from pincompile.models import Cluster, PinterestTrainingJob, Workload
 from pincompile.models.base import DaemonPlacement, Placement
+from pincompile.models.platform import POD_ENI_ADDON
 from pincompile.placement.context import Context, cluster_capacity, shortfall
 
 #: Operators a kind needs in the cluster.
@@ -168,17 +169,28 @@ class GpuType:
         return None
 
 
+def required_addons(workload: Workload) -> tuple[str, ...]:
+    """Addons a workload needs: its kind's operator, the pod ENI addon for dedicated-eni."""
+    need = REQUIRED_ADDONS.get(workload.kind, ())
+    if workload.pod_template.network == "dedicated-eni":
+        need = (*need, POD_ENI_ADDON)
+    return need
+
+
 class Addons:
-    """Operators a kind needs, e.g. kubeflow-training for PinterestTrainingJob."""
+    """Operators a kind needs (kubeflow-training for PinterestTrainingJob) and the pod ENI
+    addon a ``network: dedicated-eni`` pod needs."""
 
     name = "addons"
 
     def check(self, workload: Entry[Workload], cluster: Entry[Cluster], ctx: Context
               ) -> str | None:
-        need = REQUIRED_ADDONS.get(workload.resource.kind, ())
+        need = required_addons(workload.resource)
         missing = [a for a in need if a not in cluster.resource.spec.addons]
         if missing:
-            return (f"{workload.resource.kind} needs addon {', '.join(missing)}; cluster has "
+            what = ("a dedicated-eni pod" if missing == [POD_ENI_ADDON]
+                    else workload.resource.kind)
+            return (f"{what} needs addon {', '.join(missing)}; cluster has "
                     f"{_listing(cluster.resource.spec.addons)}")
         return None
 

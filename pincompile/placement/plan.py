@@ -11,7 +11,7 @@ push another around.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import TypeVar
 
@@ -22,6 +22,7 @@ from pincompile.models import (
     Cluster,
     PinApp,
     PinScaler,
+    PinterestCronJob,
     PinterestDaemon,
     PinterestJobSet,
     PinterestService,
@@ -39,6 +40,8 @@ from pincompile.placement.context import (
     jobset_parallel,
     pods_fit,
     pods_together,
+    pool_capacity,
+    rollout_surge,
     whole,
     workload_requests,
 )
@@ -61,7 +64,8 @@ _NO_CLUSTER_HINTS = {
     "tier": "choose a tier that a matching cluster offers (spec.tier)",
     "arch": "choose an arch that a matching cluster has, or drop the pod's arch",
     "gpu-type": "choose a gpuType that a matching cluster offers",
-    "addons": "training jobs need a cluster with the kubeflow-training addon",
+    "addons": "training jobs need a cluster with the kubeflow-training addon; network: "
+              "dedicated-eni needs one with the pod-eni addon",
     "capacity": "lower the pod's requests or the pods that must run together, or use a "
                 "cluster with more capacity",
 }
@@ -75,6 +79,8 @@ class _Placed:
     decision: Decision
     pods: dict[str, int]
     vector: dict[str, Decimal]
+    surge: dict[str, int] = field(default_factory=dict)
+    """Cluster → extra pods while the workload changes (rollout surge, overlapping run)."""
 
 
 def plan(catalog: Catalog) -> tuple[Plan, list[Diagnostic]]:
@@ -88,6 +94,8 @@ class _Planner:
         self.clusters: dict[str, Entry[Cluster]] = catalog.clusters
         self.projects: dict[str, Entry[Project]] = catalog.projects
         self.capacities = {n: cluster_capacity(e.resource) for n, e in self.clusters.items()}
+        self.pools = {tier: {n: pool_capacity(e.resource, tier)
+                             for n, e in self.clusters.items()} for tier in TIERS}
         self.diagnostics: list[Diagnostic] = []
         self.result = Plan()
         self.scalers: dict[Key, Entry[PinScaler]] = {}
@@ -137,9 +145,10 @@ class _Planner:
     def _place(self, entry: Entry[Workload], project: Entry[Project]) -> _Placed:
         w = entry.resource
         requests = workload_requests(entry, self.catalog)
-        ctx = Context(self.catalog, project, requests, pods_together(w), self.capacities)
+        pools = self.pools[w.spec.tier]
+        ctx = Context(self.catalog, project, requests, pods_together(w), pools)
         eligible, filtered = run_filters(entry, self.clusters, ctx)
-        fits = {c: pods_fit(self.capacities[c], requests) for c in eligible}
+        fits = {c: pods_fit(pools[c], requests) for c in eligible}
         scores = static_scores("/".join(w.key), fits)
         decision = Decision(
             kind=w.kind, project=w.project, name=w.name, eligible=eligible, filtered=filtered,
@@ -162,6 +171,8 @@ class _Planner:
             best = decision.order[0]
             decision.shards = [self._shard(best, 1)]
             placed.pods = {best: pods_together(w)}
+            if isinstance(w, PinterestCronJob) and w.spec.concurrency_policy != "Forbid":
+                placed.surge = {best: 1}  # the next run starts before the last is gone
         return placed
 
     def _slot(self, cluster: str, fit: Decimal | None) -> Slot:
@@ -205,6 +216,8 @@ class _Planner:
                             max_replicas=maxima[s.name])
                 for s in sorted(used, key=lambda s: s.name)]
             placed.pods = {s.name: maxima[s.name] for s in used}
+            placed.surge = {s.name: rollout_surge(w.spec.rollout.max_surge, maxima[s.name])
+                            for s in used}
             if sum(maxima.values()) < high:
                 self.diagnostics.append(self._short(
                     entry, scaler.at("spec", "maxReplicas"), high, chosen, limit, ordered,
@@ -222,6 +235,8 @@ class _Planner:
             decision.shards = [self._shard(s.name, counts[s.name])
                                for s in sorted(used, key=lambda s: s.name)]
             placed.pods = {s.name: counts[s.name] for s in used}
+            placed.surge = {s.name: rollout_surge(w.spec.rollout.max_surge, counts[s.name])
+                            for s in used}
             if sum(counts.values()) < replicas:
                 self.diagnostics.append(self._short(
                     entry, entry.at("spec", "replicas"), replicas, chosen, limit, ordered,
@@ -310,7 +325,7 @@ class _Planner:
             project = p.decision.project
             u = usage.setdefault((project, p.decision.tier), quota_mod.Usage())
             for cluster, pods in sorted(p.pods.items()):
-                u.add(p.entry, cluster, p.vector, pods)
+                u.add(p.entry, cluster, p.vector, pods, p.surge.get(cluster, 0))
                 where.setdefault(project, set()).add(cluster)
             for shard in p.decision.shards:
                 where.setdefault(project, set()).add(shard.cluster)
@@ -324,39 +339,67 @@ class _Planner:
                     self.result.quotas[(project, tier, cluster)] = hard
 
     def _capacity(self, placed: list[_Placed]) -> None:
+        """Sum what reserved and ondemand workloads place in each cluster (surge included)
+        and check it against the cluster's pools. Preemptible workloads are summed for
+        ``clusterRequests`` but never checked: they use what is spare and are preempted."""
         totals: dict[str, dict[str, Decimal]] = {}
+        by_tier: dict[tuple[str, str], dict[str, Decimal]] = {}
         consumers: dict[str, list[tuple[_Placed, int]]] = {}
         for p in placed:
             for cluster, pods in p.pods.items():
+                n = pods + p.surge.get(cluster, 0)
                 here = totals.setdefault(cluster, {})
+                pool = by_tier.setdefault((cluster, p.decision.tier), {})
                 for res, amount in p.vector.items():
-                    here[res] = here.get(res, Decimal(0)) + amount * pods
-                consumers.setdefault(cluster, []).append((p, pods))
+                    here[res] = here.get(res, Decimal(0)) + amount * n
+                    pool[res] = pool.get(res, Decimal(0)) + amount * n
+                if p.decision.tier != "preemptible":
+                    consumers.setdefault(cluster, []).append((p, n))
         self.result.cluster_requests = {c: dict(sorted(v.items()))
                                         for c, v in sorted(totals.items())}
-        for cluster, used in sorted(totals.items()):
-            capacity = self.capacities[cluster]
-            for res, have in sorted(capacity.items()):
-                need = used.get(res, Decimal(0))
-                if need <= have:
-                    continue
-                ranked = sorted(consumers[cluster],
-                                key=lambda t: (-t[0].vector.get(res, Decimal(0)) * t[1],
-                                               t[0].decision.key))
-                top = []
-                for p, pods in ranked[:quota_mod.TOP_CONSUMERS]:
-                    loc = p.entry.at("metadata", "name")
-                    amount = p.vector.get(res, Decimal(0)) * pods
-                    top.append(f"{p.decision.kind} {p.decision.project}/{p.decision.name} "
-                               f"{format_quantity(amount, res)} ({loc.file}:{loc.line})")
-                self.diagnostics.append(self.clusters[cluster].at("spec", "capacity", res).error(
-                    "cluster-over-capacity",
-                    f"cluster '{cluster}' is over capacity for {res} by "
-                    f"{format_quantity(need - have, res)}: workloads placed here request "
-                    f"{format_quantity(need, res)} (HPA maximum for scaled apps), capacity is "
-                    f"{format_quantity(have, res)}; largest {res} consumers: {', '.join(top)}",
-                    "add capacity, or narrow the placement of the largest workloads to other "
-                    "clusters"))
+        for cluster in sorted(totals):
+            entry = self.clusters[cluster]
+            reserved_pool = set(entry.resource.spec.reserved_capacity)
+            reserved = by_tier.get((cluster, "reserved"), {})
+            ondemand = by_tier.get((cluster, "ondemand"), {})
+            for res, have in sorted(self.pools["reserved"][cluster].items()):
+                if res in reserved_pool:
+                    self._over(cluster, res, reserved.get(res, Decimal(0)), have,
+                               ("spec", "reservedCapacity", res), "reserved pool",
+                               consumers, {"reserved"})
+            for res, have in sorted(self.pools["ondemand"][cluster].items()):
+                need = ondemand.get(res, Decimal(0))
+                tiers = {"ondemand"}
+                if res not in reserved_pool:
+                    need += reserved.get(res, Decimal(0))
+                    tiers.add("reserved")
+                where = "capacity" if not reserved_pool else "capacity outside the reserved pool"
+                self._over(cluster, res, need, have, ("spec", "capacity", res), where,
+                           consumers, tiers)
+
+    def _over(self, cluster: str, res: str, need: Decimal, have: Decimal,
+              at: tuple[str, ...], pool: str, consumers: dict[str, list[tuple[_Placed, int]]],
+              tiers: set[str]) -> None:
+        if need <= have:
+            return
+        ranked = sorted((t for t in consumers.get(cluster, []) if t[0].decision.tier in tiers),
+                        key=lambda t: (-t[0].vector.get(res, Decimal(0)) * t[1],
+                                       t[0].decision.key))
+        top = []
+        for p, pods in ranked[:quota_mod.TOP_CONSUMERS]:
+            loc = p.entry.at("metadata", "name")
+            amount = p.vector.get(res, Decimal(0)) * pods
+            top.append(f"{p.decision.kind} {p.decision.project}/{p.decision.name} "
+                       f"{format_quantity(amount, res)} ({loc.file}:{loc.line})")
+        self.diagnostics.append(self.clusters[cluster].at(*at).error(
+            "cluster-over-capacity",
+            f"cluster '{cluster}' is over its {pool} for {res} by "
+            f"{format_quantity(need - have, res)}: {' and '.join(sorted(tiers))} workloads "
+            f"placed here request {format_quantity(need, res)} (HPA maximum for scaled apps, "
+            f"rollout surge included), the {pool} is {format_quantity(have, res)}; largest "
+            f"{res} consumers: {', '.join(top)}",
+            "add capacity, or narrow the placement of the largest workloads to other "
+            "clusters"))
 
     def _sidecar_daemons(self, placed: list[_Placed]) -> None:
         schedulable = sorted(n for n, e in self.clusters.items() if e.resource.spec.schedulable)

@@ -12,6 +12,13 @@ included), with
 - PinterestDaemon: one pod per cluster (the compiler does not know node counts: a lower
   bound).
 
+On top of that, each workload counts the extra pods it runs at once while it changes (its
+*surge*): a PinApp/PinterestService's ``rollout.maxSurge`` of each cluster's share (of
+``maxReplicas`` when scaled), rounded up as the Deployment controller rounds it; a
+PinterestCronJob whose ``concurrencyPolicy`` is not ``Forbid`` one more run (the next run
+starts while the last is still running or terminating). The per-cluster ResourceQuotas are
+sized to leave that room, so a rollout of a project that is full at steady state completes.
+
 Besides the requests, ``pods`` counts pods and ``storage`` sums the sizes of ``ebs``
 volumes and volume claim templates per pod. ``cpu``, ``memory`` and ``nvidia.com/gpu`` are
 always limited (missing from a tier = 0); ``pods``, ``storage`` and ``ephemeral-storage``
@@ -58,16 +65,32 @@ class Usage:
     per_cluster: dict[str, dict[str, Decimal]] = field(default_factory=dict)
     per_workload: dict[Key, dict[str, Decimal]] = field(default_factory=dict)
     entries: dict[Key, Entry[Workload]] = field(default_factory=dict)
+    surge: dict[str, Decimal] = field(default_factory=dict)
+    """What the surge pods (included above) add, per resource."""
+    surge_pods: dict[Key, int] = field(default_factory=dict)
 
     def add(self, entry: Entry[Workload], cluster: str, vector: Mapping[str, Decimal],
-            pods: int) -> None:
+            pods: int, surge: int = 0) -> None:
         key = entry.resource.key
         self.entries[key] = entry
         here = self.per_cluster.setdefault(cluster, {})
         mine = self.per_workload.setdefault(key, {})
         for res, amount in vector.items():
-            here[res] = here.get(res, Decimal(0)) + amount * pods
-            mine[res] = mine.get(res, Decimal(0)) + amount * pods
+            here[res] = here.get(res, Decimal(0)) + amount * (pods + surge)
+            mine[res] = mine.get(res, Decimal(0)) + amount * (pods + surge)
+            if surge:
+                self.surge[res] = self.surge.get(res, Decimal(0)) + amount * surge
+        if surge:
+            self.surge_pods[key] = self.surge_pods.get(key, 0) + surge
+
+    def surge_note(self, resource: str) -> str:
+        """``; N surge pods add ...`` naming the workloads, or '' without surge."""
+        extra = self.surge.get(resource, Decimal(0))
+        if not extra:
+            return ""
+        names = ", ".join(f"{k[0]} {k[2]} {n}" for k, n in sorted(self.surge_pods.items())[:3])
+        return (f" (including {format_quantity(extra, resource)} for the extra pods a rollout "
+                f"or overlapping run creates: {names})")
 
     def total(self) -> dict[str, Decimal]:
         out: dict[str, Decimal] = {}
@@ -130,14 +153,20 @@ def check(project: Entry[Project], tier: str, usage: Usage) -> list[Diagnostic]:
             continue
         over = need - allowed
         field_note = "" if res in limits else " (not listed, so 0)"
+        steady = need - usage.surge.get(res, Decimal(0))
+        hint = (f"raise spec.quota.{tier}.{res} of project '{name}' or lower replicas or "
+                "requests (an app with a PinScaler counts its maxReplicas)")
+        if steady <= allowed:
+            hint = (f"the steady state fits, but a rollout could not: raise "
+                    f"spec.quota.{tier}.{res} of project '{name}' by "
+                    f"{format_quantity(over, res)}, or lower rollout.maxSurge")
         out.append(project.at("spec", "quota", tier, res).error(
             "quota-exceeded",
             f"project '{name}' is over its {tier} quota for {res} by "
             f"{format_quantity(over, res)}: its {tier} workloads request "
-            f"{format_quantity(need, res)}, the quota is {format_quantity(allowed, res)}"
-            f"{field_note}; largest {res} consumers: {_consumer_list(usage, res)}",
-            f"raise spec.quota.{tier}.{res} of project '{name}' or lower replicas or requests "
-            "(an app with a PinScaler counts its maxReplicas)"))
+            f"{format_quantity(need, res)}{usage.surge_note(res)}, the quota is "
+            f"{format_quantity(allowed, res)}{field_note}; largest {res} consumers: "
+            f"{_consumer_list(usage, res)}", hint))
     return out
 
 

@@ -178,7 +178,9 @@ def test_every_object_is_owned_and_named(tmp_path: Path) -> None:
             assert DNS_LABEL.match(meta["name"]), m.relpath
             assert all(k in meta["labels"] for k in OWNERSHIP), m.relpath
             assert meta["labels"]["pincompute.io/cluster"] == m.cluster
-            if m.kind != "Namespace" and m.name != "pincompute-storage":  # tierless
+            tierless = m.kind in ("Namespace", "LimitRange", "NetworkPolicy", "RoleBinding") or (
+                m.name in ("pincompute-storage", "pincompute-buffer", "buffer"))
+            if not tierless:  # namespace-wide objects belong to no tier
                 assert "pincompute.io/tier" in meta["labels"], m.relpath
             assert meta["annotations"]["pincompute.io/revision"] == "test"
             source = meta["annotations"]["pincompute.io/source"]

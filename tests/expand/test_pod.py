@@ -92,7 +92,10 @@ def test_resources_gpu_arch(tmp_path: Path) -> None:
     assert main["resources"] == {
         "requests": {"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": "2"},
         "limits": {"cpu": "500m", "memory": "2Gi", "nvidia.com/gpu": "2"}}
-    assert "resources" not in one_container(pod, "helper")
+    # no requests of its own: the RuntimeProfile's defaultResources are written in
+    assert one_container(pod, "helper")["resources"] == {
+        "requests": {"cpu": "100m", "memory": "128Mi"},
+        "limits": {"cpu": "100m", "memory": "256Mi"}}
     assert pod["spec"]["nodeSelector"] == {"kubernetes.io/arch": "arm64",
                                            "pincompute.io/gpu-type": "A10G"}
     assert pod["spec"]["tolerations"] == [

@@ -49,8 +49,10 @@ def template(cpu: str | None = "1", memory: str | None = "1Gi", gpu: int | None 
 def app(name: str, *, replicas: int = 3, project: str = "team", kind: str = "PinApp",
         placement: dict[str, Any] | None = None, tier: str = "ondemand",
         pod: dict[str, Any] | None = None, **spec: Any) -> str:
-    body: dict[str, Any] = {"replicas": replicas, "tier": tier,
-                            "template": pod or template(), **spec}
+    # Division and capacity tests leave the rollout surge out (test_placement_surge.py
+    # covers it): every pod is replaced one at a time, without an extra one.
+    body: dict[str, Any] = {"replicas": replicas, "tier": tier, "template": pod or template(),
+                            "rollout": {"maxSurge": 0, "maxUnavailable": 1}, **spec}
     if placement is not None:
         body["placement"] = placement
     return doc(kind, name, body, project)

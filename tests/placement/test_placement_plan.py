@@ -104,6 +104,7 @@ def test_not_enough_capacity_is_an_error_at_replicas() -> None:
         "spec:",
         "  replicas: 9",
         "  placement: {maxClusters: 1}",
+        "  rollout: {maxSurge: 0, maxUnavailable: 1}",
         "  template:",
         "    containers: [{name: m, image: 'r/x:1', resources: {cpu: '1'}}]",
     ])
@@ -345,9 +346,10 @@ def test_cluster_over_capacity_names_the_largest_consumers() -> None:
     assert [(d.file, d.line, d.column, d.code) for d in diags] == [
         ("cluster.yaml", 8, 10, "cluster-over-capacity")]
     assert diags[0].message == (
-        "cluster 'only' is over capacity for cpu by 1: workloads placed here request 11 "
-        "(HPA maximum for scaled apps), capacity is 10; largest cpu consumers: PinApp "
-        "team/one 6 (doc1.yaml:1), PinApp team/two 5 (doc2.yaml:1)")
+        "cluster 'only' is over its capacity for cpu by 1: ondemand and reserved workloads "
+        "placed here request 11 (HPA maximum for scaled apps, rollout surge included), the "
+        "capacity is 10; largest cpu consumers: PinApp team/one 6 (doc1.yaml:1), PinApp "
+        "team/two 5 (doc2.yaml:1)")
     # each app still gets its own placement: neither pushes the other around
     assert shards(p, "PinApp", "one") == {"only": 6}
 

@@ -30,6 +30,7 @@ WEB = "\n".join([
     "spec:",
     "  replicas: 4",
     "  tier: reserved",
+    "  rollout: {maxSurge: 0, maxUnavailable: 1}",
     "  template:",
     "    containers: [{name: m, image: 'r/web:1', resources: {cpu: '2', memory: 1Gi}}]",
 ])

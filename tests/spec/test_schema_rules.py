@@ -448,7 +448,7 @@ SCHEMA_CASES = [
         """, [
         ('7:25', 'invalid-enum',
          "spec.capacity key 'gpu': 'gpu' is not one of: cpu, memory, nvidia.com/gpu, "
-         'ephemeral-storage, storage, pods')],
+         'ephemeral-storage, storage, pods, vpc.amazonaws.com/pod-eni')],
         hint="did you mean 'nvidia.com/gpu'?"),
     Case('arch-enum', """
         apiVersion: pincompute.io/v1

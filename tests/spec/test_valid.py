@@ -57,7 +57,8 @@ def test_parsed_values_follow_the_spec() -> None:
 
     checkout = by_name["PinterestService", "checkout"].spec
     assert checkout.tier == "ondemand"  # the default tier
-    assert checkout.template.network == "bridge"  # the default network
+    # no network given: routable, because its containers declare ports (else bridge)
+    assert checkout.template.network == "routable"
     assert "@sha256:" in checkout.template.containers[0].image
 
     scaler = by_name["PinScaler", "web"].spec

@@ -1,0 +1,231 @@
+"""What the platform compiles for a project works on real API servers and schedulers:
+
+- a rollout of an app whose project quota is full at steady state plus surge completes
+  (the ResourceQuota leaves the surge room);
+- a pod that violates its namespace's Pod Security level is refused by the API server, and
+  ``validate`` reported it first;
+- preemptible pods give way to a reserved app, and the buffer's placeholders to an ondemand
+  app, through the real kube-scheduler's preemption.
+
+Each test compiles a small spec tree of its own against the fleet's Cluster specs, in a
+project namespace of its own, and deletes it afterwards.
+"""
+
+from __future__ import annotations
+
+import textwrap
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pincompile.pipeline import compile_path
+from tests.e2e.runnable_apply import (
+    Applier,
+    Kube,
+    bump_images,
+    by_cluster,
+    compile_tree,
+    delete_namespaces,
+    deployment_rolled_out,
+    platform_copy,
+    ready,
+    wait_for,
+)
+
+pytestmark = pytest.mark.e2e
+
+RUNTIME = """\
+apiVersion: pincompute.io/v1
+kind: RuntimeProfile
+metadata: {name: default}
+spec:
+  defaultResources: {cpu: 100m, memory: 64Mi}
+"""
+
+
+def _tree(tmp: Path, project: str, quota: str, apps: str, policy: str = "{}",
+          cluster_patch: tuple[str, str] | None = None) -> Path:
+    root = platform_copy(tmp, clusters_only=True)
+    if cluster_patch is not None:
+        path = root / "platform" / "clusters" / "us-west-2.yaml"
+        old, new = cluster_patch
+        assert old in path.read_text()
+        path.write_text(path.read_text().replace(old, new, 1))
+    (root / "platform" / "runtime.yaml").write_text(RUNTIME)
+    (root / "platform" / "project.yaml").write_text(textwrap.dedent(f"""\
+        apiVersion: pincompute.io/v1
+        kind: Project
+        metadata: {{name: {project}}}
+        spec:
+          owners: [team-e2e]
+          quota: {quota}
+          policy: {policy}
+        """))
+    (root / "apps" / project).mkdir(parents=True)
+    (root / "apps" / project / "apps.yaml").write_text(textwrap.dedent(apps))
+    return root
+
+
+def _project() -> str:
+    return f"e2e-{uuid.uuid4().hex[:6]}"
+
+
+def _app(name: str, project: str, cluster: str, *, tier: str, replicas: int, cpu: str,
+         memory: str, image: str = "registry.internal/e2e/app:1.0", surge: str = "25%") -> str:
+    return f"""\
+        ---
+        apiVersion: pincompute.io/v1
+        kind: PinApp
+        metadata: {{name: {name}, project: {project}}}
+        spec:
+          replicas: {replicas}
+          tier: {tier}
+          placement: {{clusters: [{cluster}], spread: none}}
+          rollout: {{maxSurge: "{surge}", maxUnavailable: 0}}
+          template:
+            containers:
+              - {{name: main, image: "{image}", resources: {{cpu: "{cpu}", memory: {memory}}}}}
+        """.rstrip(" ")
+
+
+def _pods(core: Any, ns: str, app: str) -> list[Any]:
+    return core.list_namespaced_pod(ns, label_selector=f"pincompute.io/app={app}").items
+
+
+def test_rollout_completes_when_quota_is_full_at_steady_state_plus_surge(
+        fleet: Any, kube: Kube, tmp_path: Path) -> None:
+    from kubernetes import client
+
+    project, cluster = _project(), "use1a-general-02"
+    # 4 replicas x 1 cpu + ceil(25% of 4) = 1 surge pod: exactly 5 cpu, 5Gi
+    root = _tree(tmp_path, project, '{ondemand: {cpu: "5", memory: 5Gi}}',
+                 _app("web", project, cluster, tier="ondemand", replicas=4, cpu="1",
+                      memory="1Gi"))
+    objs = by_cluster(compile_tree(root).manifests)[cluster]
+    quota = next(o for o in objs if o["kind"] == "ResourceQuota"
+                 and o["metadata"]["name"] == "pincompute-ondemand")
+    assert quota["spec"]["hard"]["requests.cpu"] == "5"
+    apps: Any = client.AppsV1Api(kube(cluster))
+    try:
+        Applier(kube(cluster)).apply_all(objs)
+        wait_for("4 replicas available", lambda: deployment_rolled_out(apps, project, "web"))
+        bump_images(root)
+        Applier(kube(cluster)).apply_all(by_cluster(compile_tree(root).manifests)[cluster])
+        wait_for("the rollout to complete within the quota",
+                 lambda: deployment_rolled_out(apps, project, "web")
+                 and apps.read_namespaced_deployment("web", project)
+                 .spec.template.spec.containers[0].image.endswith(":e2e-bumped"))
+        used = client.CoreV1Api(kube(cluster)).read_namespaced_resource_quota(
+            "pincompute-ondemand", project).status.used
+        assert used["requests.cpu"] == "4"
+    finally:
+        delete_namespaces(kube, [cluster], [project])
+
+
+def test_pod_security_refuses_what_validate_reported(fleet: Any, kube: Kube,
+                                                     tmp_path: Path) -> None:
+    from kubernetes.client.exceptions import ApiException
+
+    project, cluster = _project(), "use1a-general-02"
+    root = _tree(tmp_path, project, '{ondemand: {cpu: "4", memory: 8Gi}}', f"""\
+        apiVersion: pincompute.io/v1
+        kind: PinPod
+        metadata: {{name: root-shell, project: {project}}}
+        spec:
+          placement: {{clusters: [{cluster}]}}
+          containers:
+            - {{name: main, image: "registry.internal/e2e/shell:1.0", privileged: true}}
+        """)
+    result = compile_path(root, revision="e2e")
+    codes = [(d.file, d.line, d.code) for d in result.diagnostics]
+    assert codes == [(f"apps/{project}/apps.yaml", 7, "policy-privileged")]
+    objs = by_cluster(result.manifests)[cluster]
+    namespace = next(o for o in objs if o["kind"] == "Namespace")
+    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
+    applier = Applier(kube(cluster))
+    try:
+        applier.apply_all(o for o in objs if o["kind"] != "Pod")
+        pod = next(o for o in objs if o["kind"] == "Pod")
+        with pytest.raises(ApiException) as refused:
+            applier.apply(pod)
+        assert refused.value.status == 403
+        assert "violates PodSecurity" in refused.value.body
+        assert "baseline:latest" in refused.value.body
+        assert "privileged" in refused.value.body
+    finally:
+        delete_namespaces(kube, [cluster], [project])
+
+
+TIERS_QUOTA = ('{reserved: {cpu: "400", memory: 200Gi}, ondemand: {cpu: "400", memory: 200Gi},'
+               ' preemptible: {cpu: "600", memory: 400Gi}}')
+#: usw2a-general-01: 3 nodes of 128 cpu each in the fleet.
+TIER_CLUSTER = "usw2a-general-01"
+
+
+def test_reserved_app_preempts_preemptible_pods(fleet: Any, kube: Kube,
+                                                tmp_path: Path) -> None:
+    from kubernetes import client
+
+    project = _project()
+    # 6 preemptible pods of 60 cpu fill the 3 nodes (2 each); 3 reserved pods of 60 cpu can
+    # only run by preempting one preemptible pod per node. validate accepts it: preemptible
+    # pods use spare capacity and never block reserved ones.
+    root = _tree(tmp_path, project, TIERS_QUOTA,
+                 _app("filler", project, TIER_CLUSTER, tier="preemptible", replicas=6,
+                      cpu="60", memory="1Gi")
+                 + _app("critical", project, TIER_CLUSTER, tier="reserved", replicas=3,
+                        cpu="60", memory="1Gi"))
+    objs = by_cluster(compile_tree(root).manifests)[TIER_CLUSTER]
+    apps: Any = client.AppsV1Api(kube(TIER_CLUSTER))
+    core: Any = client.CoreV1Api(kube(TIER_CLUSTER))
+    applier = Applier(kube(TIER_CLUSTER))
+    try:
+        applier.apply_all(o for o in objs if o["metadata"]["name"] != "critical")
+        wait_for("6 preemptible pods running",
+                 lambda: deployment_rolled_out(apps, project, "filler"))
+        applier.apply_all(o for o in objs if o["metadata"]["name"] == "critical")
+        wait_for("the reserved app Ready by preempting",
+                 lambda: deployment_rolled_out(apps, project, "critical"), timeout=180)
+        assert all(ready(p) for p in _pods(core, project, "critical"))
+        running = [p for p in _pods(core, project, "filler")
+                   if p.spec.node_name and p.metadata.deletion_timestamp is None]
+        assert len(running) == 3, [p.metadata.name for p in running]
+        events = core.list_namespaced_event(project).items
+        assert any(e.reason == "Preempted" for e in events)
+    finally:
+        delete_namespaces(kube, [TIER_CLUSTER], [project])
+        wait_for("the tier test's pods to be gone",
+                 lambda: not core.list_namespaced_pod(project).items, timeout=180)
+
+
+def test_buffer_placeholders_give_way_to_an_ondemand_app(fleet: Any, kube: Kube,
+                                                         tmp_path: Path) -> None:
+    from kubernetes import client
+
+    project = _project()
+    # a buffer of 3 placeholders of 100 cpu: one per node; the ondemand app's 3 pods of 60
+    # cpu only fit by preempting them
+    root = _tree(tmp_path, project, TIERS_QUOTA,
+                 _app("burst", project, TIER_CLUSTER, tier="ondemand", replicas=3, cpu="60",
+                      memory="1Gi"),
+                 cluster_patch=("  addons: [pod-eni]",
+                                "  addons: [pod-eni]\n"
+                                "  buffer: {replicas: 3, cpu: \"100\", memory: 8Gi}"))
+    objs = by_cluster(compile_tree(root).manifests)[TIER_CLUSTER]
+    apps: Any = client.AppsV1Api(kube(TIER_CLUSTER))
+    core: Any = client.CoreV1Api(kube(TIER_CLUSTER))
+    applier = Applier(kube(TIER_CLUSTER))
+    try:
+        applier.apply_all(o for o in objs if o["metadata"]["name"] != "burst")
+        wait_for("3 buffer placeholders running",
+                 lambda: deployment_rolled_out(apps, "pincompute-buffer", "buffer"))
+        applier.apply_all(o for o in objs if o["metadata"]["name"] == "burst")
+        wait_for("the ondemand app Ready in the buffer's room",
+                 lambda: deployment_rolled_out(apps, project, "burst"), timeout=180)
+        # two app pods may share a node, so at least two of the three placeholders gave way
+        events = core.list_namespaced_event("pincompute-buffer").items
+        assert len({e.involved_object.name for e in events if e.reason == "Preempted"}) >= 2
+    finally:
+        delete_namespaces(kube, [TIER_CLUSTER], [project, "pincompute-buffer"])
