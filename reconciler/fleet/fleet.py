@@ -606,7 +606,8 @@ def node_monitor_grace_period(state: FleetState, cluster: str) -> float:
     try:
         with urllib.request.urlopen(url, context=ctx, timeout=10) as resp:
             config = json.load(resp)
-        value = config["componentconfig"]["NodeLifecycleController"]["NodeMonitorGracePeriod"]
+        value = config["kubecontrollermanager.config.k8s.io"]["NodeLifecycleController"][
+            "NodeMonitorGracePeriod"]
         return parse_go_duration(str(value))
     except (OSError, ValueError, KeyError) as exc:
         raise FleetError(f"cannot read the node monitor grace period from {url}: {exc}"
