@@ -74,11 +74,12 @@ def apply_cluster(state: fleet_mod.FleetState, context: str, directory: Path) ->
     return applied, errors
 
 
-def ready_pods(state: fleet_mod.FleetState) -> tuple[int, int]:
-    """(Ready pods, running-or-pending pods) over the whole fleet."""
+def ready_pods(state: fleet_mod.FleetState) -> tuple[int, int, Counter[str]]:
+    """(Ready pods, running-or-pending pods, why the others are not Ready) over the fleet."""
     from kubernetes import client
 
     ready = live = 0
+    why: Counter[str] = Counter()
     for runtime in state.clusters:
         api = fleet_mod.api_client(state, runtime.context)
         try:
@@ -86,10 +87,19 @@ def ready_pods(state: fleet_mod.FleetState) -> tuple[int, int]:
         finally:
             api.close()
         for pod in pods:
-            if pod.status.phase in ("Running", "Pending"):
-                live += 1
-                ready += is_ready(pod)
-    return ready, live
+            if pod.status.phase not in ("Running", "Pending"):
+                continue
+            live += 1
+            if is_ready(pod):
+                ready += 1
+                continue
+            conds = {c.type: c for c in pod.status.conditions or []}
+            sched = conds.get("PodScheduled")
+            if sched is not None and sched.status == "False":
+                why[f"Pending, {sched.reason}"] += 1
+            else:
+                why[f"{pod.status.phase}, not Ready"] += 1
+    return ready, live, why
 
 
 def main() -> int:
@@ -128,22 +138,22 @@ def main() -> int:
         print(f"applied {total} objects of {args.examples} (server-side), "
               f"{len(failures)} failed" + "".join(f"\n    {e}" for e in failures[:10]))
         time.sleep(args.settle)
-        ready, live = ready_pods(state)
-        print(f"after {args.settle:.0f}s: {ready}/{live} live pods Ready; watching every node "
-              f"and pod for {args.minutes:g} min")
+        ready, live, why = ready_pods(state)
+        print(f"after {args.settle:.0f}s: {ready}/{live} live pods Ready (others: "
+              f"{dict(why) or 'none'}); watching every node and pod for {args.minutes:g} min")
         watch = ReadinessWatch(state).start()
         time.sleep(args.minutes * 60)
         watch.stop()
         nodes = Counter(t.cluster for t in watch.of("Node", "not-ready"))
         pods = {what: len(watch.of("Pod", what))
                 for what in ("not-ready", "deleted", "completed")}
-        ready_end, live_end = ready_pods(state)
+        ready_end, live_end, why_end = ready_pods(state)
         print(f"node transitions away from Ready: {sum(nodes.values())} "
               f"({dict(nodes) or 'none'})")
         print(f"pods that lost Ready while running: {pods['not-ready']}; Ready pods deleted: "
               f"{pods['deleted']}; ran to completion (not a loss): {pods['completed']}")
-        print(f"at the end: {ready_end}/{live_end} live pods Ready; watch errors: "
-              f"{len(watch.errors)}")
+        print(f"at the end: {ready_end}/{live_end} live pods Ready (others: "
+              f"{dict(why_end) or 'none'}); watch errors: {len(watch.errors)}")
         for transition in (watch.of("Node") + watch.of("Pod", "not-ready"))[:10]:
             print(f"    {transition}")
     except FleetError as exc:

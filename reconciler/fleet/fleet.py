@@ -606,7 +606,8 @@ def node_monitor_grace_period(state: FleetState, cluster: str) -> float:
     try:
         with urllib.request.urlopen(url, context=ctx, timeout=10) as resp:
             config = json.load(resp)
-        value = config["componentconfig"]["NodeLifecycleController"]["NodeMonitorGracePeriod"]
+        value = config["kubecontrollermanager.config.k8s.io"]["NodeLifecycleController"][
+            "NodeMonitorGracePeriod"]
         return parse_go_duration(str(value))
     except (OSError, ValueError, KeyError) as exc:
         raise FleetError(f"cannot read the node monitor grace period from {url}: {exc}"
@@ -645,10 +646,10 @@ def stop_component(state: FleetState, cluster: str, component: str) -> None:
     Stopping ``kube-apiserver`` makes the cluster unreachable (connections are refused)
     while its etcd data, controllers and kwok stay; stopping ``kwok`` stops its node
     Lease renewals, so after the node controller's grace period (50 s) the cluster's
-    nodes go NotReady, its pods are marked not Ready and, like a real lost node, pods
-    without a toleration are evicted after 300 s. Undo with :func:`start_component`.
-    ``state`` (and ``state.json``) then record the process as stopped, so ``fleet
-    status`` reports the fleet as not healthy. Raises FleetError.
+    nodes go NotReady, its pods are marked not Ready and taint-based eviction proceeds as
+    in any cluster (300 s; not while a whole zone is down). ``state`` (and
+    ``state.json``) then record the process as stopped, so ``fleet status`` reports the
+    fleet as not healthy. Undo with :func:`start_component`. Raises FleetError.
     """
     with _dir_lock(state.dir):
         current = _locked_state(state)

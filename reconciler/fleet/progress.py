@@ -36,15 +36,15 @@ class BuildProgress:
     waiting: bool = False
 
     def line(self) -> str:
-        """One human line, e.g. ``building fleet binaries: 812/2688 packages, 3m12s ...``."""
-        who = "waiting for another process's build" if self.waiting else "building"
+        """One line, e.g. ``building the fleet binaries: 812/2688 packages, 3m12s ...``."""
+        who = ("waiting for another process building the fleet binaries" if self.waiting
+               else "building the fleet binaries")
         if self.waiting and not self.compiled and not self.total:  # a log without -v
-            return f"{who} of the fleet binaries: {format_elapsed(self.elapsed)} elapsed"
+            return f"{who}: {format_elapsed(self.elapsed)} elapsed"
         count = f"{self.compiled}/{self.total}" if self.total else str(self.compiled)
         step = ("linking" if self.total and self.compiled >= self.total
                 else f"compiling {self.current}" if self.current else "starting")
-        return (f"{who} of the fleet binaries: {count} packages, "
-                f"{format_elapsed(self.elapsed)} elapsed ({step})")
+        return f"{who}: {count} packages, {format_elapsed(self.elapsed)} elapsed ({step})"
 
 
 def read_build_log(log: Path, elapsed: float, waiting: bool = False) -> BuildProgress:

@@ -61,7 +61,8 @@ class _Tracker:
     def seed(self, items: Iterable[Any]) -> None:
         for obj in items:
             if self.keep(obj):
-                self.ready[self.key(obj)] = is_ready(obj)
+                done = getattr(obj.status, "phase", None) in ("Succeeded", "Failed")
+                self.ready[self.key(obj)] = is_ready(obj) and not done
 
     def event(self, kind: str, obj: Any) -> None:
         if not self.keep(obj):
@@ -77,10 +78,11 @@ class _Tracker:
             else:
                 self.ready[key] = False
             return
-        now = is_ready(obj)
+        phase = getattr(obj.status, "phase", None)
+        done = phase in ("Succeeded", "Failed")  # kwok leaves Ready=True on completed pods
+        now = is_ready(obj) and not done
         if was and not now:
-            phase = getattr(obj.status, "phase", None)
-            what = "completed" if phase in ("Succeeded", "Failed") else "not-ready"
+            what = "completed" if done else "not-ready"
             self.record(Transition(self.cluster, self.kind, key, what,
                                    _ready_detail(obj) + (f", phase {phase}" if phase else ""),
                                    time.time()))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import socket
+import time
 from decimal import Decimal
 from pathlib import Path
 
@@ -272,12 +273,13 @@ def test_build_progress_is_read_from_the_go_build_log(tmp_path: Path) -> None:
                    "go: downloading k8s.io/api v0.36.3\n")
     progress = read_build_log(log, 192.4)
     assert (progress.compiled, progress.total) == (2, 4)
-    assert progress.line() == ("building of the fleet binaries: 2/4 packages, 3m12s elapsed "
+    assert progress.line() == ("building the fleet binaries: 2/4 packages, 3m12s elapsed "
                                "(compiling k8s.io/apimachinery/pkg/util/sets)")
     log.write_text(log.read_text() + "a/b\nc/d\n")
     assert "(linking)" in read_build_log(log, 200).line()
     waiting = read_build_log(tmp_path / "missing.log", 61, waiting=True).line()
-    assert waiting == "waiting for another process's build of the fleet binaries: 1m01s elapsed"
+    assert waiting == ("waiting for another process building the fleet binaries: "
+                       "1m01s elapsed")
     assert format_elapsed(9.9) == "9s"
 
 
@@ -311,3 +313,70 @@ def test_node_health_summary() -> None:
     assert bad.to_json()["oldestLeaseRenewalSeconds"] == 61
     gone = NodeHealth(cluster="a", reachable=False, error="unreachable")
     assert not gone.healthy and gone.summary() == "nodes unknown (unreachable)"
+
+
+FAKE_GO = """#!/bin/sh
+# a stand-in for `go`: `go list -deps` names 3 packages, `go build -v -o DIR/ ...` prints
+# them slowly and writes the binaries
+if [ "$1" = list ]; then printf 'runtime\\nexample.com/a\\nexample.com/b\\n'; exit 0; fi
+out=""; prev=""
+for arg in "$@"; do [ "$prev" = "-o" ] && out="$arg"; prev="$arg"; done
+for pkg in runtime example.com/a example.com/b; do echo "$pkg"; sleep 0.4; done
+for bin in server kube-apiserver kube-controller-manager kube-scheduler kwok; do
+  touch "$out$bin"; done
+"""
+
+
+@pytest.fixture
+def fake_toolchain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    go = tmp_path / "go"
+    go.write_text(FAKE_GO)
+    go.chmod(0o755)
+    mod = tmp_path / "mod"
+    mod.mkdir()
+    (mod / "go.mod").write_text("module fake\n\nrequire k8s.io/kubernetes v1.36.3\n")
+    monkeypatch.setenv("PINCOMPILE_GO", str(go))
+    monkeypatch.setenv("PINCOMPILE_FLEET_MODULE", str(mod))
+    monkeypatch.setenv("PINCOMPILE_CACHE", str(tmp_path / "cache"))
+    return tmp_path
+
+
+def test_first_build_reports_packages_and_elapsed_time(fake_toolchain: Path) -> None:
+    lines: list[str] = []
+    path = build.ensure_binaries(echo=lines.append, every=0.3)
+    assert build.binaries_present(path) and (path / "etcd").is_file()
+    progress = [line for line in lines if line.startswith("building the fleet binaries:")]
+    assert progress, lines
+    assert any("/3 packages" in line and "elapsed (compiling example.com/" in line
+               for line in progress), progress
+    assert lines[-1].startswith("built fleet binaries in ")
+    again: list[str] = []
+    assert build.ensure_binaries(echo=again.append) == path and not again  # cached: silent
+
+
+def test_waiting_for_another_build_reports_its_progress(fake_toolchain: Path) -> None:
+    import fcntl
+    import threading
+
+    target = build.bin_dir()
+    target.parent.mkdir(parents=True)
+    log = target.parent / f"build-{target.name}.log"
+    log.write_text(f"go build -v\n{build.TOTAL_PREFIX}10\nruntime\nexample.com/a\n")
+    lines: list[str] = []
+    with open(target.parent / ".build.lock", "a+") as other:
+        fcntl.flock(other, fcntl.LOCK_EX)
+        waiter = threading.Thread(target=lambda: lines.append(
+            str(build.ensure_binaries(echo=lines.append, every=0.2))))
+        waiter.start()
+        time.sleep(1.0)
+        target.mkdir()
+        for name in build.PACKAGES:
+            (target / name).write_text("")
+        (target / build.STAMP).write_text("done")
+        fcntl.flock(other, fcntl.LOCK_UN)
+    waiter.join(timeout=10)
+    assert lines[0].startswith("another process is building the fleet binaries")
+    assert any(line.startswith("waiting for another process building the fleet binaries: "
+                               "2/10 packages") for line in lines), lines
+    assert lines[-2].startswith("fleet binaries built by another process")
+    assert lines[-1] == str(target)
