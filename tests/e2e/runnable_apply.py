@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import re
 import shutil
-import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from pincompile.manifest import Manifest
 from pincompile.pipeline import Result, compile_path
+from tests.e2e import support
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -83,15 +81,8 @@ class Applier:
 
 
 def wait_for(what: str, check: Callable[[], Any], timeout: float = 120.0) -> Any:
-    """Poll ``check`` until it returns something truthy; fail with ``what`` on timeout."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(1.0)
+    """Poll ``check`` once a second until it holds (the runnable tests wait long)."""
+    return support.wait_for(what, check, timeout, interval=1.0)
 
 
 def deployment_rolled_out(apps: Any, namespace: str, name: str) -> bool:

@@ -21,24 +21,13 @@ from reconciler.fleet.cli import fleet as fleet_cli
 from reconciler.fleet.clusters import ClusterSpec
 from reconciler.fleet.nodes import GPU, GPU_TYPE_LABEL, POOL_LABEL, parse_quantity
 from reconciler.fleet.processes import is_alive
+from tests.e2e.support import wait_for
 
 pytestmark = pytest.mark.e2e
 
 SINGLE = Path(__file__).parent / "fixtures" / "single"
 IMAGE = "registry.internal/e2e/app:1.0"
 Kube = Callable[[str], Any]
-
-
-def wait_for(what: str, check: Callable[[], Any], timeout: float = 90.0) -> Any:
-    """Poll ``check`` until it returns something truthy; fail with ``what`` on timeout."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(0.5)
 
 
 def namespace(kube: Kube, context: str) -> str:

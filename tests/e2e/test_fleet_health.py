@@ -20,24 +20,13 @@ from reconciler.fleet.nodes import GPU, parse_quantity
 from reconciler.fleet.ports import port_is_free
 from reconciler.fleet.processes import is_alive
 from reconciler.fleet.watch import ReadinessWatch
+from tests.e2e.support import wait_for
 
 pytestmark = pytest.mark.e2e
 
 IMAGE = "registry.internal/e2e/app:1.0"
 NEVER_READY = "registry.internal/e2e/app:1.5-never-ready"
 Kube = Callable[[str], Any]
-
-
-def wait_for(what: str, check: Callable[[], Any], timeout: float = 90.0) -> Any:
-    """Poll ``check`` until it returns something truthy; fail with ``what`` on timeout."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(0.5)
 
 
 def members(specs: dict[str, ClusterSpec]) -> list[ClusterSpec]:

@@ -28,6 +28,7 @@ from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.clusters import ClusterSpec
 from reconciler.fleet.nodes import GPU, parse_quantity
 from reconciler.scaling import hpa_floor, with_scheduled_floor
+from tests.e2e.support import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -217,17 +218,6 @@ def deployment(compiled: CompiledApp, metrics: ExternalMetricsServer,
         client.CoreV1Api(kube(context)).delete_namespace(PROJECT)
         for name in created_classes:
             scheduling.delete_priority_class(name)
-
-
-def wait_for(what: str, check: Callable[[], Any], timeout: float) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(0.5)
 
 
 def hpa_status(kube: Kube, context: str) -> Any:
