@@ -408,9 +408,9 @@ def _floor_status(app: AppKey, members: dict[str, MemberState],
                     found = None
                 # ``obj`` already carries the floor, so an open window is what tells
                 if found is not None and found.active:
-                    until = found.to_status().get("until")
-                    active += [f"{w.schedule.cron} ({w.schedule.timezone})"
-                               + (f" until {until}" if until else "") for w in found.active]
+                    active += [f"{w.schedule.cron} ({w.schedule.timezone}) until "
+                               f"{w.end.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"
+                               for w in found.active]
     out: dict[str, Any] = {"floor": floor}
     if active:
         out["activeSchedule"] = sorted(set(active))[0]

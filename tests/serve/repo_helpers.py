@@ -16,6 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO_ROOT / "examples"
 BAD_SPEC = """apiVersion: pincompute.io/v1
@@ -45,10 +47,17 @@ class SpecRepo:
         git(tmp, "clone", "--quiet", str(self.bare), str(self.work))
         git(self.work, "checkout", "--quiet", "-b", "main")
         shutil.copytree(specs, self.work, dirs_exist_ok=True)
-        if clusters is not None:
+        if clusters is not None:  # only the Cluster specs (the fleet's may sit beside others)
             target = self.work / "platform" / "clusters"
             shutil.rmtree(target, ignore_errors=True)
-            shutil.copytree(clusters, target)
+            target.mkdir(parents=True)
+            sources = [clusters] if clusters.is_file() else sorted(clusters.rglob("*.yaml"))
+            for index, source in enumerate(sources):
+                docs = [d for d in yaml.safe_load_all(source.read_text())
+                        if isinstance(d, dict) and d.get("kind") == "Cluster"]
+                if docs:
+                    (target / f"{index:02d}-{source.name}").write_text(
+                        yaml.safe_dump_all(docs, sort_keys=False))
         self.counter = 0
         self.first = self.commit("initial specs")
 
