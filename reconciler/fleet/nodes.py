@@ -134,6 +134,7 @@ def generate_nodes(
         node_spec: dict[str, Any] = {}
         if gpu_type:
             labels[GPU_TYPE_LABEL] = gpu_type
+            labels["nvidia.com/gpu.present"] = "true"  # as NVIDIA GPU feature discovery does
             node_spec["taints"] = [{"key": GPU, "value": "present", "effect": "NoSchedule"}]
         if not spec.schedulable:
             node_spec["unschedulable"] = True
