@@ -29,11 +29,13 @@ from reconciler.clients.connect import ClusterUnreachable, Connection
 from reconciler.clients.read import Key, key_of
 from reconciler.health import assess
 from reconciler.host import AppKey
+from reconciler.kinds import MANAGED_KINDS
 from reconciler.model import ClusterReport, Obj, ObjectRef, PassReport, Phase
 from reconciler.scaling import ScheduleError, hpa_floor, with_scheduled_floor
 from reconciler.sync import Action, ClusterPlan, Options, execute, plan_cluster, read_live
 
 HOST = "host"
+NAMESPACE = next(k for k in MANAGED_KINDS if k.kind == "Namespace")
 Echo = Callable[[str], None]
 #: Run-to-completion kinds: ``apply`` waits for them to start, not to finish.
 UNWAITED_KINDS = ("Job", "CronJob", "TFJob", "PyTorchJob")
@@ -222,7 +224,7 @@ class Reconciler:
             host.ensure_crds(conn)
             kinds = host.spec_kinds()
             live: dict[Key, Obj] = {}
-            for kind in [*kinds, *[k for k in _namespace_kind()]]:
+            for kind in [*kinds, NAMESPACE]:
                 live.update(read.list_managed(conn, kind)[0])
             desired = host.desired_objects(result.catalog, report.revision)
             plan = plan_cluster(conn, desired, live, self.options)
@@ -429,13 +431,6 @@ def _shares(result: Result, cluster: str, desired: list[Obj]) -> dict[Key, int]:
             if shard.cluster == cluster and shard.min_replicas is not None:
                 out[key_of(obj)] = shard.replicas
     return out
-
-
-def _namespace_kind() -> list[Any]:
-    from reconciler.kinds import info
-
-    namespace = info("Namespace")
-    return [namespace] if namespace else []
 
 
 def _revision(result: Result) -> str:
