@@ -1,8 +1,9 @@
 """Helpers of the ``test_runnable_*`` e2e tests: compile a spec tree, server-side apply its
-objects to the fleet as the reconciler will (field manager ``pincompile``), and watch pods.
+objects to the fleet with the reconciler's write client (field manager ``pincompile``, the
+reconciler's apply order), and watch pods.
 
-Kept small on purpose: the reconciler is built elsewhere; these tests only prove that what
-``validate`` accepts runs on real API servers and schedulers.
+These tests only prove that what ``validate`` accepts runs on real API servers and
+schedulers; planning, pruning and rollout gates are the reconciler's e2e tests' business.
 """
 
 from __future__ import annotations
@@ -15,14 +16,13 @@ from typing import Any
 
 from pincompile.manifest import Manifest
 from pincompile.pipeline import Result, compile_path
+from reconciler import kinds
+from reconciler.clients import write
+from reconciler.clients.connect import Connection
 from tests.e2e import support
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
-FIELD_MANAGER = "pincompile"
-#: Objects other objects depend on are applied first.
-FIRST = ("CustomResourceDefinition", "Namespace", "PriorityClass", "LimitRange",
-         "ResourceQuota")
 Kube = Callable[[str], Any]
 
 
@@ -49,26 +49,18 @@ def by_cluster(manifests: Iterable[Manifest]) -> dict[str, list[dict[str, Any]]]
     for m in manifests:
         out.setdefault(m.cluster, []).append(m.obj)
     for objs in out.values():
-        objs.sort(key=lambda o: FIRST.index(o["kind"]) if o["kind"] in FIRST else len(FIRST))
+        objs.sort(key=lambda o: kinds.order(o["kind"]))
     return out
 
 
 class Applier:
-    """Server-side apply to one member cluster through the dynamic client."""
+    """Server-side apply to one cluster of the fleet through the reconciler's write client."""
 
-    def __init__(self, api_client: Any) -> None:
-        from kubernetes.dynamic import DynamicClient
-
-        self.client = DynamicClient(api_client)
-
-    def resource(self, api_version: str, kind: str) -> Any:
-        return self.client.resources.get(api_version=api_version, kind=kind)
+    def __init__(self, fleet: Any, context: str) -> None:
+        self.conn = Connection(context, context, str(fleet.kubeconfig))
 
     def apply(self, obj: dict[str, Any]) -> Any:
-        meta = obj["metadata"]
-        return self.client.server_side_apply(
-            self.resource(obj["apiVersion"], obj["kind"]), body=obj, name=meta["name"],
-            namespace=meta.get("namespace"), field_manager=FIELD_MANAGER, force_conflicts=True)
+        return write.apply(self.conn, obj)
 
     def apply_all(self, objs: Iterable[dict[str, Any]],
                   skip: Callable[[dict[str, Any]], bool] = lambda o: False) -> int:

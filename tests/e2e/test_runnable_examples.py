@@ -72,7 +72,7 @@ def test_every_example_runs_and_rolls_out(fleet: Any, kube: Kube, tmp_path: Path
     try:
         applied = 0
         for cluster, objs in compiled.items():
-            applied += Applier(kube(contexts[cluster])).apply_all(objs)
+            applied += Applier(fleet, contexts[cluster]).apply_all(objs)
         assert applied == sum(len(v) for v in compiled.values())
 
         # every pod of every Deployment, DaemonSet, Job and Pod is scheduled and Ready
@@ -99,7 +99,7 @@ def test_every_example_runs_and_rolls_out(fleet: Any, kube: Kube, tmp_path: Path
         assert bump_images(root) >= 10
         bumped = by_cluster(compile_tree(root).manifests)
         for cluster, objs in bumped.items():
-            Applier(kube(cluster)).apply_all(objs, skip=lambda o: o["kind"] == "Job")
+            Applier(fleet, cluster).apply_all(objs, skip=lambda o: o["kind"] == "Job")
         for cluster, objs in bumped.items():
             apps = client.AppsV1Api(kube(cluster))
             for kind in ROLLED:

@@ -109,10 +109,10 @@ def test_rollout_completes_when_quota_is_full_at_steady_state_plus_surge(
     assert quota["spec"]["hard"]["requests.cpu"] == "5"
     apps: Any = client.AppsV1Api(kube(cluster))
     try:
-        Applier(kube(cluster)).apply_all(objs)
+        Applier(fleet, cluster).apply_all(objs)
         wait_for("4 replicas available", lambda: deployment_rolled_out(apps, project, "web"))
         bump_images(root)
-        Applier(kube(cluster)).apply_all(by_cluster(compile_tree(root).manifests)[cluster])
+        Applier(fleet, cluster).apply_all(by_cluster(compile_tree(root).manifests)[cluster])
         wait_for("the rollout to complete within the quota",
                  lambda: deployment_rolled_out(apps, project, "web")
                  and apps.read_namespaced_deployment("web", project)
@@ -144,7 +144,7 @@ def test_pod_security_refuses_what_validate_reported(fleet: Any, kube: Kube,
     objs = by_cluster(result.manifests)[cluster]
     namespace = next(o for o in objs if o["kind"] == "Namespace")
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
-    applier = Applier(kube(cluster))
+    applier = Applier(fleet, cluster)
     try:
         applier.apply_all(o for o in objs if o["kind"] != "Pod")
         pod = next(o for o in objs if o["kind"] == "Pod")
@@ -180,7 +180,7 @@ def test_reserved_app_preempts_preemptible_pods(fleet: Any, kube: Kube,
     objs = by_cluster(compile_tree(root).manifests)[TIER_CLUSTER]
     apps: Any = client.AppsV1Api(kube(TIER_CLUSTER))
     core: Any = client.CoreV1Api(kube(TIER_CLUSTER))
-    applier = Applier(kube(TIER_CLUSTER))
+    applier = Applier(fleet, TIER_CLUSTER)
     try:
         applier.apply_all(o for o in objs if o["metadata"]["name"] != "critical")
         wait_for("6 preemptible pods running",
@@ -216,7 +216,7 @@ def test_buffer_placeholders_give_way_to_an_ondemand_app(fleet: Any, kube: Kube,
     objs = by_cluster(compile_tree(root).manifests)[TIER_CLUSTER]
     apps: Any = client.AppsV1Api(kube(TIER_CLUSTER))
     core: Any = client.CoreV1Api(kube(TIER_CLUSTER))
-    applier = Applier(kube(TIER_CLUSTER))
+    applier = Applier(fleet, TIER_CLUSTER)
     try:
         applier.apply_all(o for o in objs if o["metadata"]["name"] != "burst")
         wait_for("3 buffer placeholders running",
