@@ -180,7 +180,7 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
         coalesce=coalesce, secret=secret, max_body=webhook_max_bytes, kubeconfig=kubeconfig,
         host_context=host_context, namespace=namespace, leader_election=leader_election,
         shards=shards, timing=timing, audit_log=audit_log, events=events,
-        mirror_dir=mirror_dir, shutdown_timeout=shutdown_timeout)
+        mirror_dir=mirror_dir, shutdown_timeout=shutdown_timeout, app_status=runner is None)
     if identity:
         options.identity = identity
     try:

@@ -106,6 +106,13 @@ def get_json(url: str) -> Any:
     return json.loads(body)
 
 
+def serve_status(base: str) -> dict[str, Any]:
+    """The ``serve`` part of ``GET /status`` (leadership, the last pass)."""
+    document = get_json(f"{base}/status")
+    assert set(document) == {"apps", "serve"}, document
+    return document["serve"]  # type: ignore[no-any-return]
+
+
 class ServeProcess:
     """``pincompile serve`` as a child process with the recording fake runner."""
 
