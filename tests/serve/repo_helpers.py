@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -114,18 +115,21 @@ def serve_status(base: str) -> dict[str, Any]:
 
 
 class ServeProcess:
-    """``pincompile serve`` as a child process with the recording fake runner."""
+    """``pincompile serve`` as a child process: with the recording fake runner, or with the
+    real reconciler (``real=True``; ``record`` then only names the log file)."""
 
     def __init__(self, repo: Path, record: Path, *args: str, delay: float = 0.0,
-                 identity: str = "", env: dict[str, str] | None = None) -> None:
+                 identity: str = "", env: dict[str, str] | None = None,
+                 real: bool = False) -> None:
         self.record = record
         environment = {k: v for k, v in os.environ.items() if k != "PINCOMPILE_WEBHOOK_SECRET"}
         environment |= {"PYTHONPATH": str(Path(__file__).parent),
                         "SERVE_FAKE_RECORD": str(record), "SERVE_FAKE_DELAY": str(delay),
                         "SERVE_FAKE_IDENTITY": identity, **(env or {})}
         command = [sys.executable, "-m", "pincompile.cli", "serve", "--repo", str(repo),
-                   "--listen", "127.0.0.1:0", "--runner", "fake_runner:factory",
-                   "--coalesce", "0.2", *args]
+                   "--listen", "127.0.0.1:0", "--coalesce", "0.2", *args]
+        if not real:
+            command += ["--runner", "fake_runner:factory"]
         if identity:
             command += ["--identity", identity]
         self.log = record.with_suffix(f".{identity or 'serve'}.log")
@@ -154,3 +158,57 @@ class ServeProcess:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(timeout=30)
+
+
+def image_of(deployment: Any) -> str:
+    return str(deployment.spec.template.spec.containers[0].image)
+
+
+class ImageWatch:
+    """Watches the Deployment ``namespace/name`` in each of ``clusters`` from now on: when
+    it first ran ``image`` there, and every image it was seen with (in order)."""
+
+    def __init__(self, api: Callable[[str], Any], image: str, clusters: tuple[str, ...],
+                 namespace: str = "shop", name: str = "api") -> None:
+        from kubernetes import client, watch
+
+        self.image = image
+        self.reached: dict[str, float] = {}
+        self.seen: dict[str, list[str]] = {c: [] for c in clusters}
+        self.watches = {c: watch.Watch() for c in clusters}
+        self.threads: list[threading.Thread] = []
+        for cluster in clusters:
+            apps = client.AppsV1Api(api(cluster))
+            current = apps.read_namespaced_deployment(name, namespace)
+            self.seen[cluster].append(image_of(current))
+            thread = threading.Thread(target=self._follow, daemon=True, args=(
+                cluster, apps, namespace, name, current.metadata.resource_version))
+            thread.start()
+            self.threads.append(thread)
+
+    def _follow(self, cluster: str, apps: Any, namespace: str, name: str,
+                version: str) -> None:
+        import urllib3
+
+        stream = self.watches[cluster].stream(
+            apps.list_namespaced_deployment, namespace, field_selector=f"metadata.name={name}",
+            resource_version=version, timeout_seconds=600)
+        try:
+            for event in stream:
+                image = image_of(event["object"])
+                if image != self.seen[cluster][-1]:
+                    self.seen[cluster].append(image)
+                if image == self.image and cluster not in self.reached:
+                    self.reached[cluster] = time.monotonic()
+        except urllib3.exceptions.ProtocolError:
+            pass  # stopped
+
+    def everywhere(self) -> float | None:
+        """When the last cluster got the image (None: not yet everywhere)."""
+        if len(self.reached) < len(self.seen):
+            return None
+        return max(self.reached.values())
+
+    def stop(self) -> None:
+        for w in self.watches.values():
+            w.stop()
