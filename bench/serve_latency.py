@@ -6,10 +6,12 @@
 
 Starts a fleet of its own (three zonal member clusters and a host: the reconciler's test
 fixture), a bare git repository of the fixture's specs, and ``pincompile serve`` (the real
-reconciler, leader election on) as a child process. After serve's first pass, each round
-commits a new image for the ``api`` app (a Deployment in two clusters), pushes it, sends the
-signed webhook and measures the time from the webhook's 202 to the moment a watch sees the
-Deployment with the new image in **every** target cluster. Target: under 5 s.
+reconciler, leader election on) as a child process; ``serve_profile_runner.py`` wraps the
+reconciler's steps with timers to say where the time goes (host sync, read, plan, apply).
+After serve's first pass, each round commits a new image for the ``api`` app (a Deployment
+in two clusters), pushes it, sends the signed webhook and measures the time from the
+webhook's 202 to the moment a watch sees the Deployment with the new image in **every**
+target cluster. Target: under 5 s.
 
 Baseline, measured in the same run on the same fleet: the same changed Deployment written
 straight to both clusters by server-side apply requests in parallel (what ``kubectl apply
@@ -58,29 +60,39 @@ def api_spec(image: str) -> dict[str, str]:
     return {SPEC: re.sub(r"registry\.internal/shop/api:\S+", image, text)}
 
 
-def push_hook(base: str, sha: str) -> float:
+def push_hook(base: str, sha: str) -> tuple[float, float]:
+    """The monotonic and wall-clock instants serve answered 202."""
     body = json.dumps({"ref": "refs/heads/main", "after": sha}).encode()
     status, answer = http("POST", f"{base}/webhooks/generic", body,
                           {"Content-Type": "application/json",
                            GENERIC_SIGNATURE_HEADER: sign(SECRET.encode(), body)})
     if status != 202:
         raise SystemExit(f"webhook refused: {status} {answer!r}")
-    return time.monotonic()
+    return time.monotonic(), time.time()
 
 
-def serve_round(api: Any, repo: SpecRepo, serve: ServeProcess, image: str) -> dict[str, Any]:
+def serve_round(api: Any, repo: SpecRepo, serve: ServeProcess, image: str,
+                profile: Path) -> dict[str, Any]:
     watch = ImageWatch(api, image, CLUSTERS)
     try:
         sha = repo.commit(f"api: {image}", files=api_spec(image))
-        accepted = push_hook(serve.base, sha)
+        accepted, wall = push_hook(serve.base, sha)
         done = wait_for(watch.everywhere, timeout=300, what=f"{image} everywhere")
     finally:
         watch.stop()
     state = wait_for(lambda: (s := serve_status(serve.base))["lastApplied"]["revision"] == sha
                      and not s["busy"] and s, timeout=300, what="the pass finished")
     last = state["lastPass"]
+    spans = [json.loads(line) for line in profile.read_text().splitlines()]
+    span = next(x for x in reversed(spans) if x["revision"] == sha)
+    # where the time to the write went: each step's end, relative to the 202
+    steps = {"to pass start (coalesce, fetch, compile)": span["run"][0] - wall}
+    previous = span["run"][0]
+    for step in ("host_sync", "read", "plan", "apply"):
+        steps[step] = span[step][1] - previous
+        previous = span[step][1]
     return {"latency": done - accepted, "pass_seconds": last["seconds"],
-            "pass_end_after_push": last["push_to_applied_seconds"]}
+            "pass_end_after_push": last["push_to_applied_seconds"], "steps": steps}
 
 
 def baseline_round(api: Any, kubeconfig: str, root: Path, image: str) -> float:
@@ -131,15 +143,19 @@ def main() -> int:
 
         try:
             repo = SpecRepo(Path(tmp) / "repo", specs=FIXTURE)
+            profile = Path(tmp) / "profile.jsonl"
             serve = ServeProcess(
                 repo.bare, Path(tmp) / "serve.jsonl", "--kubeconfig", str(state.kubeconfig),
                 "--coalesce", args.coalesce, "--lease-duration", "8s", "--renew-deadline",
-                "5s", "--retry-period", "1s", identity="bench", real=True,
-                env={"PINCOMPILE_WEBHOOK_SECRET": SECRET})
+                "5s", "--retry-period", "1s", "--runner", "serve_profile_runner:factory",
+                identity="bench", real=True,
+                env={"PINCOMPILE_WEBHOOK_SECRET": SECRET, "KUBECONFIG": str(state.kubeconfig),
+                     "SERVE_PROFILE": str(profile), "PYTHONPATH": os.pathsep.join(
+                         [str(REPO / "bench"), str(REPO / "tests" / "serve")])})
             wait_for(lambda: serve_status(serve.base)["lastApplied"], timeout=600,  # type: ignore[union-attr]
                      what="serve's first pass")
-            rounds = [serve_round(api, repo, serve, f"registry.internal/shop/api:3.0.{i}")
-                      for i in range(args.rounds)]
+            rounds = [serve_round(api, repo, serve, f"registry.internal/shop/api:3.0.{i}",
+                                  profile) for i in range(args.rounds)]
             serve.stop()
             base = [baseline_round(api, str(state.kubeconfig), repo.work,
                                    f"registry.internal/shop/api:4.0.{i}")
@@ -159,6 +175,8 @@ def main() -> int:
         "pass_seconds_median": statistics.median(r["pass_seconds"] for r in rounds),
         "pass_end_after_push_median": statistics.median(r["pass_end_after_push"]
                                                         for r in rounds),
+        "steps_median": {k: statistics.median(r["steps"][k] for r in rounds)
+                         for k in rounds[0]["steps"]},
         "baseline_median": statistics.median(base), "baseline_all": [round(x, 3) for x in base],
         "loadavg": os.getloadavg(), "machine": f"{platform.system()} {platform.machine()}, "
         f"{os.cpu_count()} CPUs", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -186,6 +204,7 @@ def table(r: dict[str, Any]) -> list[str]:
         f"{r['baseline_median']:.3f} | {r['baseline_all']} |",
         f"| **ratio** push-to-applied / baseline | **{r['ratio']:.0f}x** | the rest is the "
         f"coalesce wait ({r['coalesce']}), fetch, compile, host sync and plan |",
+        *[f"| ... of which {step} | {took:.2f} | |" for step, took in r["steps_median"].items()],
         f"| serve's pass, start to end (incl. waiting for the rollout to be healthy) | "
         f"{r['pass_seconds_median']:.2f} | |",
         f"| webhook -> end of that pass (`push_to_applied_seconds` in /status) | "

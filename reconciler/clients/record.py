@@ -31,6 +31,8 @@ class AccessRequest:
     namespace: str = ""
     name: str = ""
     path: str = ""
+    dry_run: bool = False
+    """A server-side dry-run (authorized as the write it simulates)."""
 
 
 def access_request(cluster: str, method: str, url: str) -> AccessRequest:
@@ -63,7 +65,8 @@ def access_request(cluster: str, method: str, url: str) -> AccessRequest:
         verb = _METHOD_VERB.get(method, method.lower())
     if resource == "namespaces" and not namespace and name and verb != "create":
         namespace = name  # the authorizer sees a namespace's own name as its namespace
-    return AccessRequest(cluster, verb, group, resource, subresource, namespace, name)
+    return AccessRequest(cluster, verb, group, resource, subresource, namespace, name,
+                         dry_run=bool(query.get("dryRun")))
 
 
 def recorder(cluster: str) -> Any:

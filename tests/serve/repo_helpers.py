@@ -177,6 +177,7 @@ class ImageWatch:
         self.seen: dict[str, list[str]] = {c: [] for c in clusters}
         self.watches = {c: watch.Watch() for c in clusters}
         self.threads: list[threading.Thread] = []
+        self.stopped = threading.Event()
         for cluster in clusters:
             apps = client.AppsV1Api(api(cluster))
             current = apps.read_namespaced_deployment(name, namespace)
@@ -188,20 +189,39 @@ class ImageWatch:
 
     def _follow(self, cluster: str, apps: Any, namespace: str, name: str,
                 version: str) -> None:
+        """Follow the watch; when the server ends it (or sends an error), read the object
+        again and watch on from there, until :meth:`stop`."""
         import urllib3
+        from kubernetes.client.exceptions import ApiException
 
-        stream = self.watches[cluster].stream(
-            apps.list_namespaced_deployment, namespace, field_selector=f"metadata.name={name}",
-            resource_version=version, timeout_seconds=600)
-        try:
-            for event in stream:
-                image = image_of(event["object"])
-                if image != self.seen[cluster][-1]:
-                    self.seen[cluster].append(image)
-                if image == self.image and cluster not in self.reached:
-                    self.reached[cluster] = time.monotonic()
-        except urllib3.exceptions.ProtocolError:
-            pass  # stopped
+        while not self.stopped.is_set():
+            try:
+                for event in self.watches[cluster].stream(
+                        apps.list_namespaced_deployment, namespace,
+                        field_selector=f"metadata.name={name}", resource_version=version,
+                        timeout_seconds=600):
+                    obj = event.get("object")
+                    if event.get("type") == "ERROR" or getattr(obj, "spec", None) is None:
+                        break
+                    self._saw(cluster, image_of(obj))
+                    version = obj.metadata.resource_version
+            except (urllib3.exceptions.HTTPError, ApiException):
+                pass
+            if self.stopped.is_set():
+                return
+            time.sleep(0.05)
+            try:
+                current = apps.read_namespaced_deployment(name, namespace)
+            except (urllib3.exceptions.HTTPError, ApiException):
+                continue
+            self._saw(cluster, image_of(current))
+            version = current.metadata.resource_version
+
+    def _saw(self, cluster: str, image: str) -> None:
+        if image != self.seen[cluster][-1]:
+            self.seen[cluster].append(image)
+        if image == self.image and cluster not in self.reached:
+            self.reached[cluster] = time.monotonic()
 
     def everywhere(self) -> float | None:
         """When the last cluster got the image (None: not yet everywhere)."""
@@ -210,5 +230,6 @@ class ImageWatch:
         return max(self.reached.values())
 
     def stop(self) -> None:
+        self.stopped.set()
         for w in self.watches.values():
             w.stop()

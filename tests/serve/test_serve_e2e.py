@@ -261,6 +261,33 @@ def test_a_push_that_fails_to_compile_applies_nothing_until_fixed(
              what="the fixed push recorded as applied")
 
 
+def test_a_warm_pass_dry_runs_only_objects_that_may_have_changed(
+        serve: ServeProcess, repo: SpecRepo, workdir: Path) -> None:
+    """A push that changes no object: the reconciler's plan memo skips the dry-run of every
+    object whose desired content and live resourceVersion are what it last found unchanged
+    (controllers still touch some objects' status, which plans those afresh)."""
+    requests = workdir / "requests.jsonl"
+    planned = []
+    for round_ in range(2):
+        wait_for(lambda: not serve_status(serve.base)["busy"], what="serve idle")
+        time.sleep(3)  # let controllers finish with the previous pass's writes
+        before = len(requests.read_text().splitlines())
+        sha = repo.commit(f"no object changes ({round_})")
+        push_hook(serve.base, sha)
+        state = wait_for(lambda sha=sha: (s := serve_status(serve.base))["lastApplied"]
+                         ["revision"] == sha and not s["busy"] and s, what="the no-op pass")
+        members = {c: r for c, r in state["lastPass"]["clusters"].items() if c != "host"}
+        assert all(not (r["created"] or r["updated"] or r["replaced"] or r["pruned"])
+                   for r in members.values()), members
+        objects = sum(r["unchanged"] for r in members.values())
+        new = read_requests(str(requests))[before:]
+        dry_runs = [r for r in new if r.dry_run and r.cluster != "host"]
+        planned.append((len(dry_runs), objects))
+    print(f"member dry-runs per no-op pass: {planned[0][0]} then {planned[1][0]} "
+          f"(of {planned[1][1]} desired objects)")
+    assert planned[1][0] <= planned[1][1] // 4, planned
+
+
 def test_status_serves_the_document_of_pincompile_status(
         serve: ServeProcess, serve_fleet: fleet_mod.FleetState, repo: SpecRepo) -> None:
     from pincompile.cli import cli
@@ -317,9 +344,44 @@ def test_every_request_serve_made_is_allowed_by_the_shipped_rbac(
               f"run (create through apply, delete for prune/replace, other kinds): {idle}")
 
 
+CART = {
+    "platform/projects/cart.yaml": """apiVersion: pincompute.io/v1
+kind: Project
+metadata: {name: cart}
+spec:
+  namespace: cart
+  owners: [team-cart]
+  quota:
+    ondemand: {cpu: "4", memory: 8Gi}
+""",
+    "apps/cart/web.yaml": """apiVersion: pincompute.io/v1
+kind: PinApp
+metadata: {name: cart-web, project: cart}
+spec:
+  replicas: 2
+  tier: ondemand
+  template:
+    containers:
+      - name: main
+        image: registry.internal/cart/web:1.0.0
+        ports: [{name: http, containerPort: 8080}]
+        resources: {cpu: 100m, memory: 128Mi}
+  placement: {clusters: [rt-a]}
+  rollout: {strategy: all-at-once}
+  service:
+    ports: [{name: http, port: 80, targetPort: 8080}]
+""",
+}
+
+
 def test_serve_reconciles_with_nothing_but_the_shipped_rbac(
         serve: ServeProcess, restricted_serve: ServeProcess, repo: SpecRepo,
         api: Callable[[str], Any], workdir: Path) -> None:
+    """A replica whose kubeconfig holds only the ServiceAccount tokens: it updates (api),
+    creates a project and an app (namespace, quotas, policies, the owners' RoleBinding to
+    ``view``, Deployment, Service, PDB) and prunes a removed PinPod."""
+    from kubernetes import client
+
     serve.stop()  # the admin-credentialed replica; the restricted one takes the Lease
     image = "registry.internal/shop/api:2.0.3"
     watch = ImageWatch(api, image, API_CLUSTERS)
@@ -328,15 +390,24 @@ def test_serve_reconciles_with_nothing_but_the_shipped_rbac(
                  what="the restricted replica leads")
         wait_for(lambda: (serve_status(restricted_serve.base)["lastPass"] or {}).get("ok"),
                  timeout=300, what="the restricted replica's first pass succeeds")
-        sha = repo.commit("api: 2.0.3", files=api_spec(repo, image))
+        repo.remove("apps/shop/notebook.yaml")
+        sha = repo.commit("api: 2.0.3, cart-web added, notebook removed",
+                          files={**api_spec(repo, image), **CART})
         push_hook(restricted_serve.base, sha)
         wait_for(watch.everywhere, timeout=120, what=f"{image} applied by the restricted replica")
     finally:
         watch.stop()
     state = wait_for(lambda: (s := serve_status(restricted_serve.base))["lastApplied"]
-                     ["revision"] == sha and s, what="the restricted pass recorded")
-    assert all(c["error"] is None and not c["conflicts"]
-               for c in state["lastPass"]["clusters"].values()), state["lastPass"]
+                     ["revision"] == sha and s, timeout=300, what="the restricted pass recorded")
+    clusters = state["lastPass"]["clusters"]
+    assert all(c["error"] is None and not c["conflicts"] for c in clusters.values()), clusters
+    assert "Deployment/cart/cart-web" in clusters["rt-a"]["created"]
+    assert "RoleBinding/cart/pincompute-owners-view" in clusters["rt-a"]["created"]
+    assert "Pod/shop/notebook" in clusters["rt-a"]["pruned"]
+    binding = client.RbacAuthorizationV1Api(api("rt-a")).read_namespaced_role_binding(
+        "pincompute-owners-view", "cart")
+    assert binding.role_ref.name == "view"
+    assert client.AppsV1Api(api("rt-a")).read_namespaced_deployment("cart-web", "cart")
     assert get_json(f"{restricted_serve.base}/status")["apps"], "the apps read with its token"
     assert "403" not in restricted_serve.log.read_text()
     _check_requests(workdir / "requests.jsonl")

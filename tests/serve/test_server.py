@@ -12,7 +12,16 @@ from typing import Any
 
 import pytest
 from fake_runner import Recorder
-from repo_helpers import BAD_SPEC, REPO_ROOT, SpecRepo, git, http, serve_status, wait_for
+from repo_helpers import (
+    BAD_SPEC,
+    REPO_ROOT,
+    SpecRepo,
+    get_json,
+    git,
+    http,
+    serve_status,
+    wait_for,
+)
 
 from reconciler.serve.app import ServeApp, ServeOptions
 from reconciler.serve.webhooks import GENERIC_SIGNATURE_HEADER, sign
@@ -86,6 +95,9 @@ def test_a_signed_push_is_applied_and_reported(serve: Serve, spec_repo: SpecRepo
         ("applied", "push", "Ada Lovelace", "search: bump image")
     assert last["push_to_applied_seconds"] is not None and last["writes"] > 0
     assert status["ready"] is True
+    # no host cluster here: the apps part says so instead of failing the whole document
+    assert get_json(f"{base}/status")["apps"] is None
+    assert status["appsError"] == "no host cluster configured"
 
     labels = f'{{revision="{sha}"}}'
     assert metric(base, f"pincompile_serve_last_applied_revision{labels}") == 1.0
