@@ -236,9 +236,7 @@ class Reconciler:
             conn = self.connect(HOST, self.host_context)
             host.ensure_crds(conn)
             kinds = host.spec_kinds()
-            live: dict[Key, Obj] = {}
-            for kind in [*kinds, NAMESPACE]:
-                live.update(read.list_managed(conn, kind)[0])
+            live: dict[Key, Obj] = read.list_many(conn, [*kinds, NAMESPACE])
             desired = host.desired_objects(result.catalog, report.revision)
             plan = plan_cluster(conn, desired, live, self.options, memo=self._memo(HOST))
             done = execute(conn, plan)
