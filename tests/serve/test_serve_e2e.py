@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -35,7 +34,6 @@ from repo_helpers import (
 
 from reconciler.clients.record import AccessRequest, read_requests
 from reconciler.fleet import fleet as fleet_mod
-from reconciler.fleet.errors import FleetError
 from reconciler.serve.webhooks import GENERIC_SIGNATURE_HEADER, sign
 
 pytestmark = pytest.mark.e2e
@@ -49,35 +47,18 @@ API_CLUSTERS = ("rt-b", "rt-c")
 @pytest.fixture(scope="module")
 def serve_fleet(e2e_toolchain: Path) -> Iterator[fleet_mod.FleetState]:
     """Three member clusters and a host, for this module only."""
-    from tests.conftest import new_fleet_dir
+    from tests.conftest import fleet_of_its_own
 
-    directory = new_fleet_dir("serve")
-    try:
-        state = fleet_mod.up(FIXTURE_REPO / "platform", directory, echo=lambda _m: None)
-    except FleetError as exc:
-        pytest.fail(f"fleet up failed: {exc}\n{exc.log_tail}", pytrace=False)
-    try:
+    with fleet_of_its_own(FIXTURE_REPO / "platform", "serve") as state:
         yield state
-    finally:
-        fleet_mod.down(directory, echo=lambda _m: None)
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
 def api(serve_fleet: fleet_mod.FleetState) -> Iterator[Callable[[str], Any]]:
-    from kubernetes import config
+    from tests.conftest import api_clients
 
-    clients: dict[str, Any] = {}
-
-    def get(context: str) -> Any:
-        if context not in clients:
-            clients[context] = config.new_client_from_config(
-                config_file=str(serve_fleet.kubeconfig), context=context)
-        return clients[context]
-
-    yield get
-    for client in clients.values():
-        client.close()
+    with api_clients(serve_fleet.kubeconfig) as get:
+        yield get
 
 
 @pytest.fixture(scope="module")
