@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -69,7 +70,7 @@ def access_request(cluster: str, method: str, url: str) -> AccessRequest:
                          dry_run=bool(query.get("dryRun")))
 
 
-def recorder(cluster: str) -> Any:
+def recorder(cluster: str) -> Callable[[str, str], None] | None:
     """A callable ``(method, url) -> None`` appending to ``$PINCOMPILE_RECORD_REQUESTS``,
     or None when the variable is not set."""
     target = os.environ.get(RECORD_ENV)
