@@ -32,7 +32,15 @@ from reconciler.host import AppKey
 from reconciler.kinds import MANAGED_KINDS
 from reconciler.model import ClusterReport, Obj, ObjectRef, PassReport, Phase
 from reconciler.scaling import ScheduleError, hpa_floor, with_scheduled_floor
-from reconciler.sync import Action, ClusterPlan, Options, execute, plan_cluster, read_live
+from reconciler.sync import (
+    Action,
+    ClusterPlan,
+    Options,
+    PlanMemo,
+    execute,
+    plan_cluster,
+    read_live,
+)
 
 HOST = "host"
 NAMESPACE = next(k for k in MANAGED_KINDS if k.kind == "Namespace")
@@ -81,6 +89,8 @@ class Reconciler:
         self.caches: dict[str, ClusterCache] = {}
         self.statuses: dict[AppKey, dict[str, Any]] = {}
         """The last pass's status document per app."""
+        self.memos: dict[str, PlanMemo] = {}
+        """Long-running (``watch``): per cluster, what the last plan found unchanged."""
         self.clock = clock or (lambda: datetime.now(UTC))
         """The instant scheduled HPA floors are evaluated at (injected by tests)."""
 
@@ -185,7 +195,10 @@ class Reconciler:
     def _plan(self, member: MemberState) -> None:
         assert member.conn is not None
         member.plan = plan_cluster(member.conn, member.desired, member.live, self.options,
-                                   member.initial_replicas)
+                                   member.initial_replicas, self._memo(member.name))
+
+    def _memo(self, cluster: str) -> PlanMemo | None:
+        return self.memos.setdefault(cluster, PlanMemo()) if self.watch else None
 
     def _apply(self, member: MemberState) -> None:
         assert member.conn is not None and member.plan is not None
@@ -223,11 +236,9 @@ class Reconciler:
             conn = self.connect(HOST, self.host_context)
             host.ensure_crds(conn)
             kinds = host.spec_kinds()
-            live: dict[Key, Obj] = {}
-            for kind in [*kinds, NAMESPACE]:
-                live.update(read.list_managed(conn, kind)[0])
+            live: dict[Key, Obj] = read.list_many(conn, [*kinds, NAMESPACE])
             desired = host.desired_objects(result.catalog, report.revision)
-            plan = plan_cluster(conn, desired, live, self.options)
+            plan = plan_cluster(conn, desired, live, self.options, memo=self._memo(HOST))
             done = execute(conn, plan)
             host_report = ClusterReport(HOST, unchanged=len(plan.of(Action.UNCHANGED)))
             host_report.created = [c.ref(HOST) for c in done[Action.CREATE]]

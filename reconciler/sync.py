@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import enum
+import json
 import re
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -88,6 +89,37 @@ class Options:
 
 
 @dataclass
+class PlanMemo:
+    """For a long-running reconciler: each object a plan found unchanged, with the
+    fingerprint of its desired content and the live ``resourceVersion`` it was compared
+    with. When both are the same at the next plan, nothing that decides the dry-run's
+    answer has changed (the object was not written since, and we would apply the same
+    content), so the object is unchanged again without a dry-run request. Any other
+    outcome, or any write to the object (a new ``resourceVersion``), plans it afresh."""
+
+    unchanged: dict[Key, tuple[str, str]] = field(default_factory=dict)
+
+    def still_unchanged(self, key: Key, desired: Obj, live: Obj) -> bool:
+        return self.unchanged.get(key) == _memo_entry(desired, live)
+
+    def record(self, change: Change) -> None:
+        if change.action is Action.UNCHANGED and change.desired is not None \
+                and change.live is not None:
+            self.unchanged[change.key] = _memo_entry(change.desired, change.live)
+        else:
+            self.unchanged.pop(change.key, None)
+
+    def keep_only(self, keys: set[Key]) -> None:
+        for key in set(self.unchanged) - keys:
+            del self.unchanged[key]
+
+
+def _memo_entry(desired: Obj, live: Obj) -> tuple[str, str]:
+    fingerprint = json.dumps(diff.normalize(desired), sort_keys=True, separators=(",", ":"))
+    return fingerprint, str((live.get("metadata") or {}).get("resourceVersion") or "")
+
+
+@dataclass
 class ClusterPlan:
     """Every change one cluster needs, in apply order."""
 
@@ -131,25 +163,31 @@ def read_live(conn: Connection) -> dict[Key, Obj]:
 
 
 def plan_cluster(conn: Connection, desired: list[Obj], live: dict[Key, Obj],
-                 options: Options, initial_replicas: dict[Key, int] | None = None
-                 ) -> ClusterPlan:
+                 options: Options, initial_replicas: dict[Key, int] | None = None,
+                 memo: PlanMemo | None = None) -> ClusterPlan:
     """Compare desired with live through dry-run applies; nothing is written.
 
     ``initial_replicas``: the replicas a new autoscaled workload starts with (its cluster's
-    share of the app's replicas)."""
+    share of the app's replicas). ``memo``: skip the dry-run of objects found unchanged
+    before whose desired content and live ``resourceVersion`` are the same again."""
     scaled = autoscaled(desired)
     plan = ClusterPlan(conn.name, live=live)
     creating_namespaces = {d["metadata"]["name"] for d in desired
                            if d["kind"] == "Namespace" and key_of(d) not in live}
 
     def one(obj: Obj) -> Change:
-        return _plan_object(conn, obj, live, options, scaled, creating_namespaces,
-                            initial_replicas or {})
+        change = _plan_object(conn, obj, live, options, scaled, creating_namespaces,
+                              initial_replicas or {}, memo)
+        if memo is not None:
+            memo.record(change)
+        return change
 
     ordered = sorted(desired, key=lambda o: (kinds.order(o["kind"]), key_of(o)))
     with ThreadPoolExecutor(max_workers=options.workers) as pool:
         plan.changes = list(pool.map(one, ordered))
     desired_keys = {key_of(d) for d in desired}
+    if memo is not None:
+        memo.keep_only(desired_keys)
     prunable = [Change(Action.PRUNE, k, live=obj) for k, obj in live.items()
                 if k not in desired_keys]
     kept = [c for c in prunable if (info := kinds.info(c.key[0])) and info.data
@@ -181,7 +219,7 @@ def prune_limit(max_prune: str, managed: int) -> int:
 
 def _plan_object(conn: Connection, obj: Obj, live: dict[Key, Obj], options: Options,
                  scaled: set[Key], creating_namespaces: set[str],
-                 initial_replicas: dict[Key, int]) -> Change:
+                 initial_replicas: dict[Key, int], memo: PlanMemo | None = None) -> Change:
     key = key_of(obj)
     current = live.get(key)
     to_apply = copy.deepcopy(obj)
@@ -193,6 +231,8 @@ def _plan_object(conn: Connection, obj: Obj, live: dict[Key, Obj], options: Opti
     if current is not None and _failed_pod_to_recreate(current):
         return Change(Action.REPLACE, key, desired=to_apply, live=current, predicted=to_apply,
                       reason="the pod failed and asks for failover")
+    if memo is not None and current is not None and memo.still_unchanged(key, to_apply, current):
+        return Change(Action.UNCHANGED, key, desired=to_apply, live=current, predicted=current)
     try:
         predicted = write.apply(conn, to_apply, dry_run=True)
     except DynamicApiError as exc:

@@ -159,9 +159,25 @@ def fleet_specs(fleet: fleet_mod.FleetState) -> dict[str, ClusterSpec]:
     return {s.name: s for s in load_clusters(fleet.clusters_path)}
 
 
-@pytest.fixture(scope="session")
-def kube(fleet: fleet_mod.FleetState) -> Iterator[Callable[[str], Any]]:
-    """``kube(context)`` -> a kubernetes.client.ApiClient for that context of the fleet."""
+@contextlib.contextmanager
+def fleet_of_its_own(platform: Path, tag: str) -> Iterator[fleet_mod.FleetState]:
+    """A fleet of the Cluster specs under ``platform`` for one test module, torn down after
+    (use inside a module-scoped fixture that asks for ``e2e_toolchain``)."""
+    directory = new_fleet_dir(tag)
+    try:
+        state = fleet_mod.up(platform, directory, echo=lambda _m: None)
+    except FleetError as exc:
+        pytest.fail(f"fleet up failed: {exc}\n{exc.log_tail}", pytrace=False)
+    try:
+        yield state
+    finally:
+        fleet_mod.down(directory, echo=lambda _m: None)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def api_clients(kubeconfig: Path | str) -> Iterator[Callable[[str], Any]]:
+    """``get(context)`` -> a kubernetes.client.ApiClient for that context (made once)."""
     from kubernetes import config
 
     clients: dict[str, Any] = {}
@@ -169,9 +185,18 @@ def kube(fleet: fleet_mod.FleetState) -> Iterator[Callable[[str], Any]]:
     def get(context: str) -> Any:
         if context not in clients:
             clients[context] = config.new_client_from_config(
-                config_file=str(fleet.kubeconfig), context=context)
+                config_file=str(kubeconfig), context=context)
         return clients[context]
 
-    yield get
-    for client in clients.values():
-        client.close()
+    try:
+        yield get
+    finally:
+        for client in clients.values():
+            client.close()
+
+
+@pytest.fixture(scope="session")
+def kube(fleet: fleet_mod.FleetState) -> Iterator[Callable[[str], Any]]:
+    """``kube(context)`` -> a kubernetes.client.ApiClient for that context of the fleet."""
+    with api_clients(fleet.kubeconfig) as get:
+        yield get

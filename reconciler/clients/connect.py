@@ -17,6 +17,7 @@ import random
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -26,6 +27,8 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
+
+from reconciler.clients.record import recorder
 
 FIELD_MANAGER = "pincompile"
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -141,9 +144,12 @@ class _Hook:
     """Wraps ``RESTClientObject.request``: count, rate-limit, retry."""
 
     def __init__(self, inner: Any, stats: RequestStats, bucket: TokenBucket,
-                 retry: RetryPolicy, timeout: tuple[float, float]) -> None:
+                 retry: RetryPolicy, timeout: tuple[float, float],
+                 record: Callable[[str, str], None] | None = None) -> None:
         self.inner, self.stats, self.bucket, self.retry = inner, stats, bucket, retry
         self.timeout = timeout
+        self.record = record
+        """Set when requests are recorded (``$PINCOMPILE_RECORD_REQUESTS``)."""
 
     def __call__(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
         verb, resource = classify(method, url)
@@ -153,6 +159,8 @@ class _Hook:
         while True:
             self.bucket.take()
             self.stats.record(verb, resource)
+            if self.record is not None:
+                self.record(method, url)
             last = attempt + 1 >= self.retry.attempts
             try:
                 response = self.inner(method, url, *args, **kwargs)
@@ -193,7 +201,7 @@ class Connection:
         self.api = k8s.ApiClient(cfg)
         rest = self.api.rest_client
         hook = _Hook(rest.request, self.stats, TokenBucket(qps, burst),
-                     retry or RetryPolicy(), timeout)
+                     retry or RetryPolicy(), timeout, recorder(name))
         rest.request = hook  # type: ignore[method-assign]
         self._dynamic: DynamicClient | None = None
         self._lock = threading.Lock()

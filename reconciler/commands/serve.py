@@ -128,7 +128,8 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
       /webhooks/generic   X-Pincompile-Signature-256: sha256=HMAC of
                           {"ref": "refs/heads/main", "after": "SHA"}
                           (contrib/post-receive sends it from a bare git server)
-    Also: GET /healthz, /readyz, /metrics (Prometheus), /status (JSON).
+    Also: GET /healthz, /readyz, /metrics (Prometheus), /status (JSON: "apps" is what
+    `pincompile status -o json` prints, "serve" this replica's state and last pass).
 
     \b
     High availability: run two or more replicas; a coordination.k8s.io Lease in the host
@@ -145,7 +146,7 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
           --webhook-secret-file /etc/pincompile/secret --audit-log /var/log/pincompile.jsonl \\
           --shards 2 --listen :8080
       # what is it doing?
-      curl -s localhost:8080/status | jq .lastPass
+      curl -s localhost:8080/status | jq .serve.lastPass
 
     Exit codes: 0 stopped by SIGTERM/SIGINT, 1 the pass in flight did not finish within
     --shutdown-timeout, 2 usage error.
@@ -180,7 +181,7 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
         coalesce=coalesce, secret=secret, max_body=webhook_max_bytes, kubeconfig=kubeconfig,
         host_context=host_context, namespace=namespace, leader_election=leader_election,
         shards=shards, timing=timing, audit_log=audit_log, events=events,
-        mirror_dir=mirror_dir, shutdown_timeout=shutdown_timeout)
+        mirror_dir=mirror_dir, shutdown_timeout=shutdown_timeout, app_status=runner is None)
     if identity:
         options.identity = identity
     try:

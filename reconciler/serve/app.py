@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reconciler.clients.record import record_requests
 from reconciler.serve.audit import AuditSink, EventAudit, JsonLinesAudit
 from reconciler.serve.coalesce import Coalescer
 from reconciler.serve.leader import Campaign, Elector, LeaseTiming, Roster, lease_name
@@ -21,6 +22,7 @@ from reconciler.serve.mirror import Mirror
 from reconciler.serve.runner import RunnerFactory
 from reconciler.serve.server import ServeHTTPServer, WebhookConfig, parse_listen
 from reconciler.serve.service import Service, ServiceState
+from reconciler.serve.status import AppStatusReader
 
 log = logging.getLogger("pincompile.serve")
 LEASE_BASE = "pincompile-serve"
@@ -49,6 +51,8 @@ class ServeOptions:
     events: bool = True
     mirror_dir: Path | None = None
     shutdown_timeout: float = 30.0
+    app_status: bool = True
+    """Serve the apps' stored status (from the host) in ``/status``."""
 
 
 def host_client(kubeconfig: str | None, context: str) -> Any:
@@ -58,8 +62,11 @@ def host_client(kubeconfig: str | None, context: str) -> Any:
     if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST") \
             and not Path(os.path.expanduser(config.KUBE_CONFIG_DEFAULT_LOCATION)).exists():
         config.load_incluster_config()
-        return client.ApiClient()
-    return config.new_client_from_config(config_file=kubeconfig, context=context)
+        api = client.ApiClient()
+    else:
+        api = config.new_client_from_config(config_file=kubeconfig, context=context)
+    record_requests(api, "host")
+    return api
 
 
 class ServeApp:
@@ -103,9 +110,12 @@ class ServeApp:
                                      on_request=self.service.relayed, roster=roster,
                                      pass_lock=self.service.pass_lock)
             self.service.relay = self.campaign.relay
+        self.apps = (AppStatusReader(options.kubeconfig, options.host_context)
+                     if options.app_status else None)
         self.http = ServeHTTPServer(
             parse_listen(options.listen), self.service,
-            WebhookConfig(options.secret, options.branch, options.max_body), self.mirror.url)
+            WebhookConfig(options.secret, options.branch, options.max_body), self.mirror.url,
+            self.apps)
         self.shutdown = threading.Event()
         self._stop_campaign = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -159,6 +169,8 @@ class ServeApp:
             self.service.close()
         if self.api is not None:
             self.api.close()
+        if self.apps is not None:
+            self.apps.close()
         if self._own_mirror:
             shutil.rmtree(self.mirror.directory, ignore_errors=True)
         return finished

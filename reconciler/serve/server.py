@@ -7,7 +7,8 @@ path                       method  answer
 ``/healthz``               GET     200 while the process runs
 ``/readyz``                GET     200 ready / 503 not yet (the reason in the body)
 ``/metrics``               GET     Prometheus text format
-``/status``                GET     JSON: leadership, last applied revision, last pass
+``/status``                GET     JSON: ``apps`` (``pincompile status -o json``) and
+                                   ``serve`` (leadership, last applied revision, last pass)
 =========================  ======  ==================================================
 """
 
@@ -21,6 +22,7 @@ from typing import Any
 
 from reconciler.serve.metrics import CONTENT_TYPE
 from reconciler.serve.service import Service
+from reconciler.serve.status import AppStatusReader
 from reconciler.serve.webhooks import DEFAULT_MAX_BODY, PROVIDERS, Verdict, judge
 
 log = logging.getLogger("pincompile.serve.http")
@@ -39,15 +41,28 @@ class ServeHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, address: tuple[str, int], service: Service, hooks: WebhookConfig,
-                 repo: str) -> None:
+                 repo: str, apps: AppStatusReader | None = None) -> None:
         super().__init__(address, Handler)
         self.service = service
         self.hooks = hooks
         self.repo = repo
+        self.apps = apps
 
 
-def status_document(service: Service, repo: str, branch: str) -> dict[str, Any]:
-    """What ``GET /status`` answers."""
+def status_document(service: Service, repo: str, branch: str,
+                    apps: AppStatusReader | None = None) -> dict[str, Any]:
+    """What ``GET /status`` answers: ``apps`` is the document ``pincompile status -o json``
+    prints (read from the host; null when it cannot be read, with ``serve.appsError``),
+    ``serve`` this process's own state."""
+    rows, error = apps.read() if apps is not None else (None, "no host cluster configured")
+    document = serve_document(service, repo, branch)
+    if error is not None:
+        document["appsError"] = error
+    return {"apps": rows, "serve": document}
+
+
+def serve_document(service: Service, repo: str, branch: str) -> dict[str, Any]:
+    """``/status``'s ``serve`` part: leadership, readiness, the last pass."""
     state = service.state
     ready, reason = service.ready()
     applied = None
@@ -97,7 +112,8 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/metrics":
             self._send(200, service.metrics.exposition(), CONTENT_TYPE)
         elif path == "/status":
-            self._json(200, status_document(service, self.server.repo, self.server.hooks.branch))
+            self._json(200, status_document(service, self.server.repo, self.server.hooks.branch,
+                                            self.server.apps))
         elif path.startswith("/webhooks/"):
             self._send(405, b"webhooks are POSTed\n")
         else:

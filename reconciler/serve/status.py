@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 from reconciler.model import PassReport
@@ -22,3 +24,40 @@ def report_json(report: PassReport) -> dict[str, Any]:
                    "seconds": round(c.seconds, 3)}
             for name, c in sorted(report.clusters.items())},
     }
+
+
+class AppStatusReader:
+    """The app rows of ``pincompile status -o json``, read from the host cluster the same way
+    (each app resource's stored status), at most once per ``ttl`` seconds."""
+
+    def __init__(self, kubeconfig: str | None, context: str, ttl: float = 2.0) -> None:
+        self.kubeconfig, self.context, self.ttl = kubeconfig, context, ttl
+        self._conn: Any = None
+        self._lock = threading.Lock()
+        self._read_at = -ttl
+        self._answer: tuple[list[dict[str, Any]] | None, str | None] = (None, None)
+
+    def read(self) -> tuple[list[dict[str, Any]] | None, str | None]:
+        """(rows, None), or (None, why the host could not be read)."""
+        from kubernetes.dynamic.exceptions import DynamicApiError
+
+        from reconciler.clients.connect import ClusterUnreachable, Connection
+        from reconciler.commands.status import read_rows
+
+        with self._lock:
+            if time.monotonic() - self._read_at < self.ttl:
+                return self._answer
+            try:
+                if self._conn is None:
+                    self._conn = Connection("host", self.context, self.kubeconfig)
+                self._answer = (read_rows(self._conn), None)
+            except (ClusterUnreachable, DynamicApiError, OSError) as exc:
+                self._answer = (None, f"host cluster unreachable: {exc}")
+            except Exception as exc:  # an unusable kubeconfig: say so in /status
+                self._answer = (None, f"cannot read the host cluster: {exc}")
+            self._read_at = time.monotonic()
+            return self._answer
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()

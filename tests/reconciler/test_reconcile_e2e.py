@@ -25,7 +25,6 @@ from pincompile.cli import cli
 from pincompile.pipeline import compile_path
 from reconciler.engine import Reconciler
 from reconciler.fleet import fleet as fleet_mod
-from reconciler.fleet.errors import FleetError
 from reconciler.model import PassReport
 from reconciler.sync import Options
 
@@ -44,18 +43,10 @@ ZONE = {"rt-a": "rt-east-a", "rt-b": "rt-east-b", "rt-c": "rt-east-c"}
 @pytest.fixture(scope="module")
 def rt_fleet(e2e_toolchain: Path) -> Iterator[fleet_mod.FleetState]:
     """Three member clusters (zones a, b, c of one region) and a host, for this module."""
-    from tests.conftest import new_fleet_dir
+    from tests.conftest import fleet_of_its_own
 
-    directory = new_fleet_dir("reconcile")
-    try:
-        state = fleet_mod.up(FIXTURE_REPO / "platform", directory, echo=lambda _m: None)
-    except FleetError as exc:
-        pytest.fail(f"fleet up failed: {exc}\n{exc.log_tail}", pytrace=False)
-    try:
+    with fleet_of_its_own(FIXTURE_REPO / "platform", "reconcile") as state:
         yield state
-    finally:
-        fleet_mod.down(directory, echo=lambda _m: None)
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 def git(repo: Path, *args: str) -> str:

@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -106,19 +107,29 @@ def get_json(url: str) -> Any:
     return json.loads(body)
 
 
+def serve_status(base: str) -> dict[str, Any]:
+    """The ``serve`` part of ``GET /status`` (leadership, the last pass)."""
+    document = get_json(f"{base}/status")
+    assert set(document) == {"apps", "serve"}, document
+    return document["serve"]  # type: ignore[no-any-return]
+
+
 class ServeProcess:
-    """``pincompile serve`` as a child process with the recording fake runner."""
+    """``pincompile serve`` as a child process: with the recording fake runner, or with the
+    real reconciler (``real=True``; ``record`` then only names the log file)."""
 
     def __init__(self, repo: Path, record: Path, *args: str, delay: float = 0.0,
-                 identity: str = "", env: dict[str, str] | None = None) -> None:
+                 identity: str = "", env: dict[str, str] | None = None,
+                 real: bool = False) -> None:
         self.record = record
         environment = {k: v for k, v in os.environ.items() if k != "PINCOMPILE_WEBHOOK_SECRET"}
         environment |= {"PYTHONPATH": str(Path(__file__).parent),
                         "SERVE_FAKE_RECORD": str(record), "SERVE_FAKE_DELAY": str(delay),
                         "SERVE_FAKE_IDENTITY": identity, **(env or {})}
         command = [sys.executable, "-m", "pincompile.cli", "serve", "--repo", str(repo),
-                   "--listen", "127.0.0.1:0", "--runner", "fake_runner:factory",
-                   "--coalesce", "0.2", *args]
+                   "--listen", "127.0.0.1:0", "--coalesce", "0.2", *args]
+        if not real:
+            command += ["--runner", "fake_runner:factory"]
         if identity:
             command += ["--identity", identity]
         self.log = record.with_suffix(f".{identity or 'serve'}.log")
@@ -147,3 +158,78 @@ class ServeProcess:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(timeout=30)
+
+
+def image_of(deployment: Any) -> str:
+    return str(deployment.spec.template.spec.containers[0].image)
+
+
+class ImageWatch:
+    """Watches the Deployment ``namespace/name`` in each of ``clusters`` from now on: when
+    it first ran ``image`` there, and every image it was seen with (in order)."""
+
+    def __init__(self, api: Callable[[str], Any], image: str, clusters: tuple[str, ...],
+                 namespace: str = "shop", name: str = "api") -> None:
+        from kubernetes import client, watch
+
+        self.image = image
+        self.reached: dict[str, float] = {}
+        self.seen: dict[str, list[str]] = {c: [] for c in clusters}
+        self.watches = {c: watch.Watch() for c in clusters}
+        self.threads: list[threading.Thread] = []
+        self.stopped = threading.Event()
+        for cluster in clusters:
+            apps = client.AppsV1Api(api(cluster))
+            current = apps.read_namespaced_deployment(name, namespace)
+            self.seen[cluster].append(image_of(current))
+            thread = threading.Thread(target=self._follow, daemon=True, args=(
+                cluster, apps, namespace, name, current.metadata.resource_version))
+            thread.start()
+            self.threads.append(thread)
+
+    def _follow(self, cluster: str, apps: Any, namespace: str, name: str,
+                version: str) -> None:
+        """Follow the watch; when the server ends it (or sends an error), read the object
+        again and watch on from there, until :meth:`stop`."""
+        import urllib3
+        from kubernetes.client.exceptions import ApiException
+
+        while not self.stopped.is_set():
+            try:
+                for event in self.watches[cluster].stream(
+                        apps.list_namespaced_deployment, namespace,
+                        field_selector=f"metadata.name={name}", resource_version=version,
+                        timeout_seconds=600):
+                    obj = event.get("object")
+                    if event.get("type") == "ERROR" or getattr(obj, "spec", None) is None:
+                        break
+                    self._saw(cluster, image_of(obj))
+                    version = obj.metadata.resource_version
+            except (urllib3.exceptions.HTTPError, ApiException):
+                pass
+            if self.stopped.is_set():
+                return
+            time.sleep(0.05)
+            try:
+                current = apps.read_namespaced_deployment(name, namespace)
+            except (urllib3.exceptions.HTTPError, ApiException):
+                continue
+            self._saw(cluster, image_of(current))
+            version = current.metadata.resource_version
+
+    def _saw(self, cluster: str, image: str) -> None:
+        if image != self.seen[cluster][-1]:
+            self.seen[cluster].append(image)
+        if image == self.image and cluster not in self.reached:
+            self.reached[cluster] = time.monotonic()
+
+    def everywhere(self) -> float | None:
+        """When the last cluster got the image (None: not yet everywhere)."""
+        if len(self.reached) < len(self.seen):
+            return None
+        return max(self.reached.values())
+
+    def stop(self) -> None:
+        self.stopped.set()
+        for w in self.watches.values():
+            w.stop()

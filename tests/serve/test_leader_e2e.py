@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from repo_helpers import BAD_SPEC, EXAMPLES, ServeProcess, SpecRepo, get_json, http, wait_for
+from repo_helpers import BAD_SPEC, EXAMPLES, ServeProcess, SpecRepo, http, serve_status, wait_for
 
 from reconciler.serve.webhooks import GENERIC_SIGNATURE_HEADER, sign
 
@@ -81,7 +81,7 @@ def push_hook(base: str, sha: str) -> int:
 
 
 def status(process: ServeProcess) -> dict[str, Any]:
-    return get_json(f"{process.base}/status")  # type: ignore[no-any-return]
+    return serve_status(process.base)
 
 
 def test_one_of_two_replicas_reconciles_and_the_other_takes_over_after_sigkill(

@@ -12,7 +12,16 @@ from typing import Any
 
 import pytest
 from fake_runner import Recorder
-from repo_helpers import BAD_SPEC, REPO_ROOT, SpecRepo, get_json, git, http, wait_for
+from repo_helpers import (
+    BAD_SPEC,
+    REPO_ROOT,
+    SpecRepo,
+    get_json,
+    git,
+    http,
+    serve_status,
+    wait_for,
+)
 
 from reconciler.serve.app import ServeApp, ServeOptions
 from reconciler.serve.webhooks import GENERIC_SIGNATURE_HEADER, sign
@@ -40,7 +49,7 @@ def serve(spec_repo: SpecRepo, tmp_path: Path) -> Iterator[Serve]:
         settings: dict[str, Any] = {
             "listen": "127.0.0.1:0", "secret": SECRET, "coalesce": 0.2, "resync": 600.0,
             "leader_election": False, "events": False, "audit_log": tmp_path / "audit.jsonl",
-            "max_body": 64 * 1024, "shutdown_timeout": 10.0} | options
+            "max_body": 64 * 1024, "shutdown_timeout": 10.0, "app_status": False} | options
         app = ServeApp(ServeOptions(repo=str(spec_repo.bare), **settings), recorder)
         app.start()
         apps.append(app)
@@ -79,13 +88,16 @@ def test_a_signed_push_is_applied_and_reported(serve: Serve, spec_repo: SpecRepo
                                           "message": f"refs/heads/main at {sha[:12]} queued"})
     wait_for(lambda: recorder.applied[-1:] == [sha], what="the pushed revision applied")
 
-    status = wait_for(lambda: (s := get_json(f"{base}/status"))["lastApplied"]
+    status = wait_for(lambda: (s := serve_status(base))["lastApplied"]
                       and s["lastApplied"]["revision"] == sha and s)
     last = status["lastPass"]
     assert (last["outcome"], last["trigger"], last["author"], last["subject"]) == \
         ("applied", "push", "Ada Lovelace", "search: bump image")
     assert last["push_to_applied_seconds"] is not None and last["writes"] > 0
     assert status["ready"] is True
+    # no host cluster here: the apps part says so instead of failing the whole document
+    assert get_json(f"{base}/status")["apps"] is None
+    assert status["appsError"] == "no host cluster configured"
 
     labels = f'{{revision="{sha}"}}'
     assert metric(base, f"pincompile_serve_last_applied_revision{labels}") == 1.0
@@ -164,7 +176,7 @@ def test_a_commit_that_fails_to_compile_applies_nothing_until_fixed(
     wait_for(lambda: recorder.applied == [spec_repo.first])
     bad = spec_repo.commit("broken spec", files={"apps/search/broken.yaml": BAD_SPEC})
     assert push_hook(base, bad)[0] == 202
-    status = wait_for(lambda: (s := get_json(f"{base}/status"))["lastPass"]["revision"] == bad
+    status = wait_for(lambda: (s := serve_status(base))["lastPass"]["revision"] == bad
                       and s, what="the failed pass in /status")
     assert recorder.applied == [spec_repo.first]
     last = status["lastPass"]
@@ -178,7 +190,7 @@ def test_a_commit_that_fails_to_compile_applies_nothing_until_fixed(
     fixed = spec_repo.commit("fix the spec")
     assert push_hook(base, fixed)[0] == 202
     wait_for(lambda: recorder.applied == [spec_repo.first, fixed], what="the fix applied")
-    wait_for(lambda: get_json(f"{base}/status")["lastPass"]["outcome"] == "applied")
+    wait_for(lambda: serve_status(base)["lastPass"]["outcome"] == "applied")
 
 
 def test_resync_reconciles_without_pushes(serve: Serve, spec_repo: SpecRepo,
@@ -226,13 +238,14 @@ def test_a_reconciler_that_raises_does_not_stop_the_worker(spec_repo: SpecRepo,
             self.inner.close()
 
     app = ServeApp(ServeOptions(repo=str(spec_repo.bare), listen="127.0.0.1:0", secret=SECRET,
-                                coalesce=0.1, leader_election=False, events=False),
+                                coalesce=0.1, leader_election=False, events=False,
+                                app_status=False),
                    Exploding)
     app.start()
     try:
         host, port = app.address
         base = f"http://{host}:{port}"
-        failed = wait_for(lambda: (s := get_json(f"{base}/status"))["lastPass"] and s)
+        failed = wait_for(lambda: (s := serve_status(base))["lastPass"] and s)
         assert failed["lastPass"]["outcome"] == "reconcile-failed"
         assert "RuntimeError: engine bug" in failed["lastPass"]["error"]
         assert failed["ready"] is False

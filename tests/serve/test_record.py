@@ -1,0 +1,82 @@
+"""Requests in RBAC terms (what PINCOMPILE_RECORD_REQUESTS records) and the matcher the RBAC
+e2e test checks them with."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from rbac_rules import allowed, grants
+
+from reconciler.clients.record import RECORD_ENV, AccessRequest, access_request, read_requests
+
+BASE = "https://127.0.0.1:6443"
+
+
+@pytest.mark.parametrize(("method", "url", "want"), [
+    ("GET", "/apis/apps/v1/namespaces/shop/deployments?labelSelector=x",
+     AccessRequest("c", "list", "apps", "deployments", namespace="shop")),
+    ("GET", "/apis/apps/v1/deployments?watch=true&resourceVersion=5",
+     AccessRequest("c", "watch", "apps", "deployments")),
+    ("GET", "/api/v1/namespaces/shop/pods/p1",
+     AccessRequest("c", "get", "", "pods", namespace="shop", name="p1")),
+    ("PATCH", "/apis/apps/v1/namespaces/shop/deployments/api?dryRun=All&fieldManager=p",
+     AccessRequest("c", "patch", "apps", "deployments", namespace="shop", name="api",
+                   dry_run=True)),
+    ("PATCH", "/apis/pincompute.io/v1/namespaces/shop/pinapps/api/status",
+     AccessRequest("c", "patch", "pincompute.io", "pinapps", "status", "shop", "api")),
+    ("POST", "/api/v1/namespaces/shop/events",
+     AccessRequest("c", "create", "", "events", namespace="shop")),
+    ("DELETE", "/api/v1/namespaces/shop/configmaps",
+     AccessRequest("c", "deletecollection", "", "configmaps", namespace="shop")),
+    ("PATCH", "/api/v1/namespaces/shop",
+     AccessRequest("c", "patch", "", "namespaces", namespace="shop", name="shop")),
+    ("PUT", "/apis/coordination.k8s.io/v1/namespaces/ns/leases/l",
+     AccessRequest("c", "update", "coordination.k8s.io", "leases", namespace="ns", name="l")),
+    ("GET", "/apis/apps/v1", AccessRequest("c", "get", path="/apis/apps/v1")),
+    ("GET", "/version", AccessRequest("c", "get", path="/version")),
+])
+def test_requests_are_described_as_the_authorizer_sees_them(
+        method: str, url: str, want: AccessRequest) -> None:
+    assert access_request("c", method, BASE + url) == want
+
+
+def test_recording_appends_one_json_line_per_request(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from kubernetes import client
+
+    from reconciler.clients.record import record_requests
+
+    target = tmp_path / "requests.jsonl"
+    monkeypatch.setenv(RECORD_ENV, str(target))
+    api = client.ApiClient()
+    api.rest_client.request = lambda method, url, *a, **k: (method, url)  # type: ignore
+    record_requests(api, "host")
+    assert api.rest_client.request("GET", BASE + "/api/v1/namespaces") == (
+        "GET", BASE + "/api/v1/namespaces")
+    assert read_requests(str(target)) == [AccessRequest("host", "list", "", "namespaces")]
+    assert json.loads(target.read_text())["cluster"] == "host"
+
+
+def test_the_shipped_rbac_allows_what_serve_needs_and_nothing_broader() -> None:
+    host, member = grants("rbac-host.yaml"), grants("rbac-member.yaml")
+    lease = AccessRequest("host", "update", "coordination.k8s.io", "leases",
+                          namespace="pincompile-serve", name="pincompile-serve")
+    assert allowed(host, lease)
+    assert not allowed(host, AccessRequest("host", "update", "coordination.k8s.io", "leases",
+                                           namespace="kube-system", name="kube-scheduler"))
+    status = AccessRequest("host", "patch", "pincompute.io", "pinapps", "status", "shop", "a")
+    assert allowed(host, status)
+    assert not allowed(host, AccessRequest("host", "delete", "", "namespaces", name="shop",
+                                           namespace="shop"))
+    assert not allowed(host, AccessRequest("host", "list", "", "secrets"))
+    assert allowed(member, AccessRequest("rt-a", "watch", "apps", "deployments"))
+    assert allowed(member, AccessRequest("rt-a", "bind", "rbac.authorization.k8s.io",
+                                         "clusterroles", name="view"))
+    assert not allowed(member, AccessRequest("rt-a", "bind", "rbac.authorization.k8s.io",
+                                             "clusterroles", name="cluster-admin"))
+    assert not allowed(member, AccessRequest("rt-a", "delete", "", "namespaces", name="shop",
+                                             namespace="shop"))
+    assert not allowed(member, AccessRequest("rt-a", "create", "", "pods", "exec", "shop", "p"))
+    assert allowed(member, AccessRequest("rt-a", "get", path="/apis/apps/v1"))
