@@ -348,6 +348,7 @@ def workload_status() -> dict[str, Any]:
                                         "something of this app."),
             "lastAppliedTime": {**_TIME, "description": "When that pass ran."},
             "rollout": _rollout_status(),
+            "failover": _app_failover_status(),
             "clusters": {
                 "type": "array",
                 "description": "Per member cluster the workload is placed in.",
@@ -375,6 +376,29 @@ def _rollout_status() -> dict[str, Any]:
                           enum=["Progressing", "Halted", "Complete"]),
             "message": _str("Why the rollout halted, if it did."),
             "since": {**_TIME, "description": "When the current zone started."},
+        },
+    }
+
+
+def _app_failover_status() -> dict[str, Any]:
+    counts = {"type": "object", "additionalProperties": {"type": "integer", "format": "int32"}}
+    return {
+        "type": "object",
+        "description": "Set while a member cluster the workload runs in is lost or returning: "
+                       "where its share runs meanwhile.",
+        "properties": {
+            "phase": _str("FailedOver (a cluster is lost), FailingBack (its share moves back "
+                          "in steps) or Stranded (a PinPod with failover: false).",
+                          enum=["FailedOver", "FailingBack", "Stranded"]),
+            "clusters": {"type": "array", "items": {"type": "string"},
+                         "description": "The lost or returning clusters."},
+            "message": _str("What moved where, for people."),
+            "replicas": {**counts, "description": "Replicas per cluster now."},
+            "normalReplicas": {**copy.deepcopy(counts),
+                               "description": "Replicas per cluster where the specs put them."},
+            "failback": {"type": "object", "description": "Progress moving back.",
+                         "properties": {"back": _int("Replicas back already."),
+                                        "of": _int("Replicas to move back in all.")}},
         },
     }
 
@@ -407,6 +431,22 @@ def cluster_status() -> dict[str, Any]:
             "allocated": {
                 "type": "object", "description": "Requests placed here, per tier.",
                 "additionalProperties": copy.deepcopy(_QUANTITIES)},
+            "failover": {
+                "type": "object",
+                "description": "Failover state: a cluster unreachable past the grace period "
+                               "(or cordoned) is Lost and its share of every app runs "
+                               "elsewhere; once it answers again it is Returning.",
+                "properties": {
+                    "phase": _str("Reachable, Unreachable (under the grace period), Lost or "
+                                  "Returning.",
+                                  enum=["Reachable", "Unreachable", "Lost", "Returning"]),
+                    "reason": _str("Why, for people."),
+                    "since": {**_TIME, "description": "When the phase began."},
+                    "unreachableSince": {**_TIME, "description": "Start of the current run "
+                                                                 "of failed passes."},
+                    "failbackSteps": _int("Returning: failback steps taken."),
+                },
+            },
             **_common_status(),
         },
     }

@@ -22,7 +22,7 @@ from kubernetes.dynamic.exceptions import DynamicApiError
 
 from pincompile.manifest import Manifest
 from pincompile.pipeline import Result
-from reconciler import rollout, status
+from reconciler import failover, rollout, status
 from reconciler.cache import ClusterCache
 from reconciler.clients import read, write
 from reconciler.clients.connect import ClusterUnreachable, Connection
@@ -70,7 +70,10 @@ class Reconciler:
     def __init__(self, kubeconfig: str | None, host_context: str = HOST, *,
                  clusters: Collection[str] | None = None, options: Options | None = None,
                  wait: bool = True, timeout: float = 300.0, echo: Echo = lambda _m: None,
-                 watch: bool = False, clock: Callable[[], datetime] | None = None) -> None:
+                 watch: bool = False, clock: Callable[[], datetime] | None = None,
+                 failover_after: float = failover.DEFAULT_GRACE,
+                 failback_step: str = failover.DEFAULT_STEP,
+                 failover_clock: Callable[[], float] = time.time) -> None:
         self.kubeconfig, self.host_context = kubeconfig, host_context
         self.only = set(clusters) if clusters else None
         self.options = options or Options()
@@ -83,6 +86,14 @@ class Reconciler:
         """The last pass's status document per app."""
         self.clock = clock or (lambda: datetime.now(UTC))
         """The instant scheduled HPA floors are evaluated at (injected by tests)."""
+        self.failover_after, self.failback_step = failover_after, failback_step
+        """How long a member may fail before it is lost; how much of an app moves back per
+        pass once it returns."""
+        self.failover_clock = failover_clock
+        self.cluster_states: dict[str, failover.ClusterState] = {}
+        """Each member's failover state after the last pass."""
+        self.failover_notes: list[str] = []
+        """Problems of the last pass's placement without the lost clusters."""
 
     # --- connections -----------------------------------------------------------------------
 
@@ -113,7 +124,7 @@ class Reconciler:
             spec = entry.resource
             desired = [self._with_floor(m.obj, now) for m in by_cluster.get(name, [])]
             out[name] = MemberState(name, spec.context, spec.spec.zone, desired,
-                                    _shares(result, name, desired))
+                                    _shares(result.plan, name, desired))
         return out
 
     def _with_floor(self, obj: Obj, now: datetime) -> Obj:
@@ -146,13 +157,15 @@ class Reconciler:
         members = self.members(result)
         self._in_parallel(members, self._read)
         stored = {k: (cr.get("status") or {}) for k, cr in host.items()}
+        moves = self._failover(result, members, stored, report)
         rollouts = self._hold_zones(result, members, stored)
         self._in_parallel(members, self._plan)
         self._in_parallel(members, self._apply)
         self._advance(rollouts, members)
         if self.wait:
             self._wait_healthy(members)
-        self._write_status(result, members, rollouts, stored, report)
+        self._write_status(result, members, rollouts, stored, report, moves)
+        self._write_cluster_states(stored, report)
         for member in members.values():
             report.clusters[member.name] = member.report or ClusterReport(
                 member.name, error=member.error)
@@ -240,6 +253,77 @@ class Reconciler:
             report.clusters[HOST] = ClusterReport(HOST, error=_explain(exc))
             self.echo(f"host: FAILED: {_explain(exc)}")
             return {}
+
+    # --- failover ----------------------------------------------------------------------------
+
+    def _failover(self, result: Result, members: dict[str, MemberState],
+                  stored: dict[AppKey, dict[str, Any]], report: PassReport
+                  ) -> dict[AppKey, failover.AppMove]:
+        """Decide which members are lost or returning (state kept on the host) and, if
+        any, re-place their share of every app on the others. Returns what moved."""
+        self.failover_notes = []
+        if report.clusters.get(HOST) is None or report.clusters[HOST].error is not None:
+            self.cluster_states = {}
+            return {}  # the state lives on the host: without it, nothing moves
+        now = self.failover_clock()
+        states = {}
+        for name, member in members.items():
+            previous = failover.ClusterState.from_json(
+                name, stored.get(("Cluster", "", name), {}).get("failover"))
+            cordoned = not result.catalog.clusters[name].resource.spec.schedulable
+            states[name] = failover.observe(previous, name, error=member.error,
+                                            cordoned=cordoned, now=now,
+                                            grace=self.failover_after)
+        self.cluster_states = states
+        gone = failover.excluded(states)
+        if not gone:
+            return {}
+        from pincompile.expand import expand_all
+        from pincompile.placement import plan as place
+
+        moved_plan, problems = place(result.catalog, lost=gone)
+        manifests, more = expand_all(result.catalog, moved_plan, revision=_revision(result))
+        self.failover_notes = sorted({d.message for d in [*problems, *more]})
+        for note in self.failover_notes:
+            self.echo(f"failover: {note}")
+        instant = self.clock()
+        moved: dict[str, list[Obj]] = defaultdict(list)
+        for manifest in manifests:
+            if manifest.cluster in members:
+                moved[manifest.cluster].append(self._with_floor(manifest.obj, instant))
+        arranged = failover.arrange({n: m.desired for n, m in members.items()}, moved, states,
+                                    self.failback_step)
+        for name, member in members.items():
+            member.desired = arranged.desired[name]
+            member.initial_replicas = _shares(result.plan, name, member.desired)
+            member.initial_replicas.update(_shares(moved_plan, name, [
+                o for o in member.desired if status.app_of(o) in arranged.moved_apps]))
+        for name, state in states.items():
+            if state.phase == failover.RETURNING and state.steps > 0 \
+                    and name not in arranged.pending and members[name].error is None:
+                states[name] = failover.ClusterState(name, failover.REACHABLE, since=now)
+                self.echo(f"{name}: failback complete: every app is back")
+        for name, state in states.items():
+            if state.phase != failover.REACHABLE:
+                self.echo(f"{name}: failover: {state.phase}: {state.reason}")
+        return arranged.moves
+
+    def _write_cluster_states(self, stored: dict[AppKey, dict[str, Any]],
+                              report: PassReport) -> None:
+        from reconciler import host
+
+        host_conn = self.connections.get(HOST)
+        if host_conn is None or report.clusters.get(HOST) is None:
+            return
+        for name, state in sorted(self.cluster_states.items()):
+            doc = state.to_json()
+            if stored.get(("Cluster", "", name), {}).get("failover") == doc:
+                continue
+            try:
+                host.write_cluster_status(host_conn, name, {"failover": doc})
+            except (ClusterUnreachable, DynamicApiError, OSError) as exc:
+                report.clusters[HOST].error = _explain(exc)
+                return
 
     # --- zone-by-zone ------------------------------------------------------------------------
 
@@ -349,7 +433,8 @@ class Reconciler:
 
     def _write_status(self, result: Result, members: dict[str, MemberState],
                       rollouts: dict[AppKey, rollout.AppRollout],
-                      stored: dict[AppKey, dict[str, Any]], report: PassReport) -> None:
+                      stored: dict[AppKey, dict[str, Any]], report: PassReport,
+                      moves: dict[AppKey, failover.AppMove] | None = None) -> None:
         from reconciler import host
 
         views: dict[AppKey, list[status.ClusterView]] = defaultdict(list)
@@ -383,6 +468,10 @@ class Reconciler:
                 previous=stored.get(app), applied=app in written)
             if app[0] == "PinScaler":
                 doc.update(_floor_status(app, members, self.clock()))
+            move = (moves or {}).get(app)
+            if move is not None:
+                doc["failover"] = move.to_json()
+                doc["message"] = "; ".join(m for m in (move.message, doc["message"]) if m)
             self.statuses[app] = doc
             if host_conn is None or HOST not in report.clusters or \
                     report.clusters[HOST].error is not None:
@@ -392,6 +481,10 @@ class Reconciler:
                     host.write_status(host_conn, app, doc)
                 for reason, text in _events(app, members, report.revision):
                     host.record_event(host_conn, app, reason, text)
+                if move is not None and (stored.get(app) or {}).get("failover") \
+                        != doc["failover"]:
+                    host.record_event(host_conn, app, move.phase, move.message,
+                                      warning=move.phase != "FailingBack")
             except (ClusterUnreachable, DynamicApiError, OSError) as exc:
                 report.clusters[HOST].error = _explain(exc)
 
@@ -419,12 +512,13 @@ def _floor_status(app: AppKey, members: dict[str, MemberState],
     return out
 
 
-def _shares(result: Result, cluster: str, desired: list[Obj]) -> dict[Key, int]:
-    """Each autoscaled workload's share of its app's replicas in ``cluster``."""
+def _shares(plan: Any, cluster: str, desired: list[Obj]) -> dict[Key, int]:
+    """Each autoscaled workload's share of its app's replicas in ``cluster`` (``plan``: a
+    placement :class:`~pincompile.placement.Plan`)."""
     out: dict[Key, int] = {}
     for obj in desired:
         app = status.app_of(obj)
-        decision = result.plan.decision(app) if app and result.plan else None
+        decision = plan.decision(app) if app and plan else None
         if obj["kind"] != "Deployment" or decision is None:
             continue
         for shard in decision.shards:
