@@ -413,6 +413,19 @@ def scaler_status() -> dict[str, Any]:
             "floor": _int("The effective minimum now (a schedule may raise minReplicas)."),
             "activeSchedule": _str("The cron of the schedule in force, if any."),
             "lastScaleTime": {**_TIME, "description": "When the replica count last changed."},
+            "rebalance": {
+                "type": "object",
+                "description": "HPA maxima moved toward clusters that ran at their maximum "
+                               "while others had room (they add up to maxReplicas).",
+                "properties": {
+                    "maxReplicas": {"type": "object", "description": "Per cluster, now.",
+                                    "additionalProperties": {"type": "integer"}},
+                    "basis": {"type": "object", "description": "Per cluster, as compiled.",
+                              "additionalProperties": {"type": "integer"}},
+                    "reason": _str("Why the last move was made."),
+                    "since": {**_TIME, "description": "When the last move was made."},
+                },
+            },
     })
     return status
 

@@ -31,7 +31,7 @@ from reconciler.health import assess
 from reconciler.host import AppKey
 from reconciler.kinds import MANAGED_KINDS
 from reconciler.model import ClusterReport, Obj, ObjectRef, PassReport, Phase
-from reconciler.scaling import ScheduleError, hpa_floor, with_scheduled_floor
+from reconciler.scaling import ScheduleError, hpa_floor, rebalance, with_scheduled_floor
 from reconciler.sync import Action, ClusterPlan, Options, execute, plan_cluster, read_live
 
 HOST = "host"
@@ -94,6 +94,8 @@ class Reconciler:
         """Each member's failover state after the last pass."""
         self.failover_notes: list[str] = []
         """Problems of the last pass's placement without the lost clusters."""
+        self.rebalanced: dict[AppKey, dict[str, Any]] = {}
+        """PinScalers whose HPA maxima were moved between clusters: ``status.rebalance``."""
 
     # --- connections -----------------------------------------------------------------------
 
@@ -158,6 +160,8 @@ class Reconciler:
         self._in_parallel(members, self._read)
         stored = {k: (cr.get("status") or {}) for k, cr in host.items()}
         moves = self._failover(result, members, stored, report)
+        if not moves:  # while shares move between clusters, bounds do not
+            self._rebalance(result, members, stored)
         rollouts = self._hold_zones(result, members, stored)
         self._in_parallel(members, self._plan)
         self._in_parallel(members, self._apply)
@@ -325,6 +329,46 @@ class Reconciler:
                 report.clusters[HOST].error = _explain(exc)
                 return
 
+    # --- rebalancing ---------------------------------------------------------------------------
+
+    def _rebalance(self, result: Result, members: dict[str, MemberState],
+                   stored: dict[AppKey, dict[str, Any]]) -> None:
+        """Move PinScalers' HPA maxima toward clusters running at their maximum (see
+        :mod:`reconciler.scaling.rebalance`); the moved bounds are kept on the host."""
+        self.rebalanced = {}
+        hpas: dict[AppKey, dict[str, tuple[int, Obj]]] = defaultdict(dict)
+        for member in members.values():
+            for index, obj in enumerate(member.desired):
+                app = status.app_of(obj)
+                if obj["kind"] == "HorizontalPodAutoscaler" and app and app[0] == "PinScaler":
+                    hpas[app][member.name] = (index, obj)
+        for app, placed in sorted(hpas.items()):
+            if any(members[c].error is not None for c in placed) or len(placed) < 2:
+                continue
+            compiled = {c: rebalance.Bounds(int(o["spec"].get("minReplicas", 1)),
+                                            int(o["spec"]["maxReplicas"]))
+                        for c, (_, o) in placed.items()}
+            state = (stored.get(app) or {}).get("rebalance")
+            bounds = rebalance.stored_bounds(state, compiled)
+            observed = {c: rebalance.observe(members[c].live.get(key_of(o)))
+                        for c, (_, o) in placed.items()}
+            target = result.plan.scaler_targets.get(app) if result.plan else None
+            decision = result.plan.decision(target) if target else None
+            caps = {c: _pods_held(result, decision, c) for c in placed}
+            step = rebalance.step_for(sum(b.max for b in compiled.values()))
+            moved = rebalance.rebalance(bounds, observed, caps, step)
+            if moved.moves:
+                reason = "; ".join(moved.moves)
+                self.echo(f"{'/'.join(app)}: rebalanced: {reason}")
+                self.rebalanced[app] = rebalance.state_of(compiled, moved.bounds, reason)
+            elif bounds != compiled and state is not None:
+                self.rebalanced[app] = dict(state)
+            for cluster, (index, obj) in placed.items():
+                b = moved.bounds[cluster]
+                if b != compiled[cluster]:
+                    members[cluster].desired[index] = {**obj, "spec": {
+                        **obj["spec"], "minReplicas": b.min, "maxReplicas": b.max}}
+
     # --- zone-by-zone ------------------------------------------------------------------------
 
     def _hold_zones(self, result: Result, members: dict[str, MemberState],
@@ -468,6 +512,8 @@ class Reconciler:
                 previous=stored.get(app), applied=app in written)
             if app[0] == "PinScaler":
                 doc.update(_floor_status(app, members, self.clock()))
+                if app in self.rebalanced:
+                    doc["rebalance"] = self.rebalanced[app]
             move = (moves or {}).get(app)
             if move is not None:
                 doc["failover"] = move.to_json()
@@ -510,6 +556,18 @@ def _floor_status(app: AppKey, members: dict[str, MemberState],
     if active:
         out["activeSchedule"] = sorted(set(active))[0]
     return out
+
+
+def _pods_held(result: Result, decision: Any, cluster: str) -> int | None:
+    """Pods of a placed app the capacity of ``cluster`` (the app's tier's pool) holds, as
+    placement counts them (None: not limited)."""
+    from pincompile.placement.context import pods_fit, pool_capacity, whole
+
+    entry = result.catalog.clusters.get(cluster)
+    if decision is None or entry is None:
+        return None
+    fit = pods_fit(pool_capacity(entry.resource, decision.tier), decision.pod_requests)
+    return None if fit is None else whole(fit)
 
 
 def _shares(plan: Any, cluster: str, desired: list[Obj]) -> dict[Key, int]:

@@ -1,0 +1,312 @@
+"""Cluster failover end to end, on a fleet of real control planes (kwok nodes).
+
+Three zonal members carry PinApp ``web`` (12 replicas, 4 per zone) and, in ``fo-c``, two
+PinPods: ``notebook`` (failover: true) and ``scratch`` (failover: false). The tests run in
+file order against one fleet: ``fo-c``'s API server is stopped past the grace period, its
+share moves to ``fo-a`` and ``fo-b``; it is started again and the share moves back in
+steps; then ``fo-a`` is cordoned in the specs and uncordoned.
+
+The failover clock is injected (epoch seconds): the grace period is the default 5 minutes
+and no test sleeps through it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+
+from pincompile.cli import cli
+from pincompile.models.types import parse_quantity
+from pincompile.pipeline import compile_path
+from reconciler.engine import Reconciler
+from reconciler.fleet import fleet as fleet_mod
+from reconciler.fleet.errors import FleetError
+from reconciler.model import PassReport
+from reconciler.sync import Options
+
+pytestmark = pytest.mark.e2e
+FIXTURE_REPO = Path(__file__).parent / "fixtures" / "failover"
+MEMBERS = ("fo-a", "fo-b", "fo-c")
+SUNDAY = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+#: The failover clock's origin (epoch seconds); every pass says where it stands.
+T0 = 1_900_000_000.0
+GRACE = 300.0
+#: The project's ondemand cpu quota (fixtures/failover/platform/projects/shop.yaml).
+PROJECT_CPU = Decimal(6)
+
+
+@pytest.fixture(scope="module")
+def fo_fleet(e2e_toolchain: Path) -> Iterator[fleet_mod.FleetState]:
+    """Three member clusters (zones a, b, c) and a host, for this module."""
+    from tests.conftest import new_fleet_dir
+
+    directory = new_fleet_dir("failover")
+    try:
+        state = fleet_mod.up(FIXTURE_REPO / "platform", directory, echo=lambda _m: None)
+    except FleetError as exc:
+        pytest.fail(f"fleet up failed: {exc}\n{exc.log_tail}", pytrace=False)
+    try:
+        yield state
+    finally:
+        fleet_mod.down(directory, echo=lambda _m: None)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com",
+                           *args], cwd=repo, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("failover") / "repo"
+    shutil.copytree(FIXTURE_REPO, path)
+    git(path, "init", "-q", "-b", "main")
+    git(path, "add", "-A")
+    git(path, "commit", "-qm", "initial")
+    return path
+
+
+@pytest.fixture(scope="module")
+def api(fo_fleet: fleet_mod.FleetState) -> Iterator[Callable[[str], k8s.ApiClient]]:
+    clients: dict[str, k8s.ApiClient] = {}
+
+    def get(context: str) -> k8s.ApiClient:
+        if context not in clients:
+            clients[context] = k8s_config.new_client_from_config(
+                config_file=str(fo_fleet.kubeconfig), context=context)
+        return clients[context]
+
+    yield get
+    for c in clients.values():
+        c.close()
+
+
+class Pass:
+    """One reconcile pass by a new reconciler (nothing kept in memory between passes: the
+    failover state must come from the host), at failover-clock instant ``at``."""
+
+    def __init__(self, fleet: fleet_mod.FleetState, repo: Path, at: float,
+                 **options: Any) -> None:
+        self.lines: list[str] = []
+        reconciler = Reconciler(str(fleet.kubeconfig), options=Options(**options), wait=True,
+                                timeout=120, echo=self.lines.append, clock=lambda: SUNDAY,
+                                failover_after=GRACE, failback_step="2",
+                                failover_clock=lambda: at)
+        try:
+            self.report: PassReport = reconciler.run(compile_path(repo))
+            self.writes = Counter({n: c.stats.writes for n, c in reconciler.connections.items()})
+            self.statuses = {"/".join(k): v for k, v in reconciler.statuses.items()}
+            self.states = {n: s.to_json() for n, s in reconciler.cluster_states.items()}
+        finally:
+            reconciler.close()
+
+
+def web_replicas(api: Callable[[str], k8s.ApiClient], clusters: tuple[str, ...] = MEMBERS
+                 ) -> dict[str, int]:
+    """``spec.replicas`` of Deployment shop/web per reachable cluster (0: none there)."""
+    out = {}
+    for cluster in clusters:
+        try:
+            live = k8s.AppsV1Api(api(cluster)).read_namespaced_deployment("web", "shop")
+            out[cluster] = int(live.spec.replicas)
+        except k8s.ApiException as exc:
+            assert exc.status == 404
+            out[cluster] = 0
+    return out
+
+
+def ready_web(api: Callable[[str], k8s.ApiClient], clusters: tuple[str, ...],
+              timeout: float = 120.0) -> dict[str, int]:
+    """Wait until web's Deployments in ``clusters`` have all their pods available (pods
+    the quota refused would never be); returns the available counts."""
+    deadline = time.monotonic() + timeout
+    while True:
+        avail = {}
+        for cluster in clusters:
+            d = k8s.AppsV1Api(api(cluster)).read_namespaced_deployment("web", "shop")
+            avail[cluster] = (int(d.status.available_replicas or 0), int(d.spec.replicas))
+        if all(a == want for a, want in avail.values()) or time.monotonic() > deadline:
+            return {c: a for c, (a, _) in avail.items()}
+        time.sleep(2)
+
+
+def pods_named(api: Callable[[str], k8s.ApiClient], cluster: str) -> set[str]:
+    pods = k8s.CoreV1Api(api(cluster)).list_namespaced_pod(
+        "shop", label_selector="pincompute.io/kind=PinPod").items
+    return {p.metadata.name for p in pods if p.metadata.deletion_timestamp is None}
+
+
+def quota_cpu(api: Callable[[str], k8s.ApiClient], cluster: str) -> Decimal:
+    quotas = k8s.CoreV1Api(api(cluster)).list_namespaced_resource_quota("shop").items
+    return sum((parse_quantity(q.spec.hard["requests.cpu"]) for q in quotas
+                if "ondemand" in q.metadata.name), Decimal(0))
+
+
+def host_failover(api: Callable[[str], k8s.ApiClient], cluster: str) -> dict[str, Any]:
+    cr = k8s.CustomObjectsApi(api("host")).get_cluster_custom_object(
+        "pincompute.io", "v1", "clusters", cluster)
+    return dict((cr.get("status") or {}).get("failover") or {})
+
+
+def status_cli(fleet: fleet_mod.FleetState, *args: str) -> str:
+    run = CliRunner().invoke(cli, ["status", "--kubeconfig", str(fleet.kubeconfig), *args])
+    assert run.exit_code == 0, run.output
+    return run.output
+
+
+def member_writes(run: Pass) -> int:
+    return sum(n for c, n in run.writes.items() if c != "host")
+
+
+# --- 1. everything runs where the specs put it -------------------------------------------
+
+def test_apply_places_web_in_three_zones_and_both_pods_in_fo_c(
+        fo_fleet: fleet_mod.FleetState, repo: Path, api: Callable[[str], k8s.ApiClient]
+) -> None:
+    first = Pass(fo_fleet, repo, T0)
+    assert first.report.ok, (first.report, first.lines)
+    assert web_replicas(api) == {"fo-a": 4, "fo-b": 4, "fo-c": 4}
+    assert ready_web(api, MEMBERS) == {"fo-a": 4, "fo-b": 4, "fo-c": 4}
+    assert pods_named(api, "fo-c") == {"notebook", "scratch"}
+    assert first.states == {c: {"phase": "Reachable"} for c in MEMBERS}
+    assert not any("failover" in s for s in first.statuses.values())
+
+
+# --- 2. lost past the grace period ----------------------------------------------------------
+
+def test_an_outage_under_the_grace_moves_nothing_and_past_it_fo_c_share_moves(
+        fo_fleet: fleet_mod.FleetState, repo: Path, api: Callable[[str], k8s.ApiClient]
+) -> None:
+    fleet_mod.stop_component(fo_fleet, "fo-c", "kube-apiserver")
+    down = T0 + 1000
+    slow = Pass(fo_fleet, repo, down)
+    assert slow.report.clusters["fo-c"].error
+    assert slow.states["fo-c"]["phase"] == "Unreachable"
+    almost = Pass(fo_fleet, repo, down + GRACE - 1)
+    assert almost.states["fo-c"]["phase"] == "Unreachable"
+    assert member_writes(almost) == 0, almost.lines  # merely unreachable: nothing moves
+    assert web_replicas(api, ("fo-a", "fo-b")) == {"fo-a": 4, "fo-b": 4}
+
+    lost = Pass(fo_fleet, repo, down + GRACE)
+    assert lost.states["fo-c"]["phase"] == "Lost", lost.lines
+    assert "unreachable for 300s" in lost.states["fo-c"]["reason"]
+    # its 4 replicas run in the other two clusters: the total holds, every pod admitted
+    assert web_replicas(api, ("fo-a", "fo-b")) == {"fo-a": 6, "fo-b": 6}
+    assert ready_web(api, ("fo-a", "fo-b")) == {"fo-a": 6, "fo-b": 6}
+    # the reachable clusters' quotas grew within the project's quota
+    assert sum(quota_cpu(api, c) for c in ("fo-a", "fo-b")) <= PROJECT_CPU
+    assert quota_cpu(api, "fo-a") + quota_cpu(api, "fo-b") > Decimal("3")  # was 1.5 + 1.5
+    # notebook (failover: true) is recreated elsewhere; scratch (failover: false) is not
+    elsewhere = pods_named(api, "fo-a") | pods_named(api, "fo-b")
+    assert elsewhere == {"notebook"}
+    web = lost.statuses["PinApp/shop/web"]["failover"]
+    assert web["phase"] == "FailedOver" and web["clusters"] == ["fo-c"]
+    assert web["replicas"] == {"fo-a": 6, "fo-b": 6}
+    assert web["normalReplicas"] == {"fo-a": 4, "fo-b": 4, "fo-c": 4}
+    scratch = lost.statuses["PinPod/shop/scratch"]
+    assert scratch["failover"]["phase"] == "Stranded"
+    assert "failover: false, so it is not recreated elsewhere" in scratch["message"]
+    assert lost.statuses["PinPod/shop/notebook"]["failover"]["phase"] == "FailedOver"
+    assert host_failover(api, "fo-c")["phase"] == "Lost"
+
+    # pincompile status tells the story, as a table and as JSON
+    table = status_cli(fo_fleet)
+    assert any(line.startswith("PinApp/shop/web") and "FailedOver" in line
+               for line in table.splitlines()), table
+    assert any(line.startswith("PinPod/shop/scratch") and "Stranded" in line
+               for line in table.splitlines()), table
+    assert any(line.startswith("fo-c") and "Lost" in line for line in table.splitlines())
+    rows = json.loads(status_cli(fo_fleet, "-o", "json"))
+    cluster_rows = {r["name"]: r["status"]["failover"] for r in rows if r["kind"] == "Cluster"}
+    assert cluster_rows["fo-c"]["phase"] == "Lost"
+
+    # a restarted reconciler keeps the state (from the host): nothing moves again
+    again = Pass(fo_fleet, repo, down + GRACE + 60)
+    assert again.states["fo-c"]["phase"] == "Lost"
+    assert again.states["fo-c"]["since"] == lost.states["fo-c"]["since"]
+    assert member_writes(again) == 0, again.lines
+
+
+# --- 3. back: shares return in steps -------------------------------------------------------------
+
+def test_when_fo_c_answers_again_its_share_moves_back_in_steps(
+        fo_fleet: fleet_mod.FleetState, repo: Path, api: Callable[[str], k8s.ApiClient]
+) -> None:
+    fleet_mod.start_component(fo_fleet, "fo-c", "kube-apiserver")
+    back = T0 + 5000
+    step1 = Pass(fo_fleet, repo, back)
+    assert step1.report.ok, (step1.report, step1.lines)
+    assert step1.states["fo-c"] == {"phase": "Returning", "reason": step1.states["fo-c"][
+        "reason"], "since": step1.states["fo-c"]["since"], "failbackSteps": 1}
+    counts = web_replicas(api)
+    assert counts["fo-c"] == 2 and sum(counts.values()) == 12, counts  # --failback-step 2
+    assert ready_web(api, MEMBERS) == counts
+    web = step1.statuses["PinApp/shop/web"]["failover"]
+    assert web["phase"] == "FailingBack" and web["failback"] == {"back": 2, "of": 4}
+    table = status_cli(fo_fleet)
+    assert any(line.startswith("PinApp/shop/web") and "FailingBack 2/4" in line
+               for line in table.splitlines()), table
+    assert any(line.startswith("fo-c") and "Returning (step 1)" in line
+               for line in table.splitlines()), table
+    # the PinPod moved back at once: the copy elsewhere is gone, the original kept
+    assert pods_named(api, "fo-c") == {"notebook", "scratch"}
+    assert not (pods_named(api, "fo-a") | pods_named(api, "fo-b"))
+
+    step2 = Pass(fo_fleet, repo, back + 60)
+    assert web_replicas(api) == {"fo-a": 4, "fo-b": 4, "fo-c": 4}
+    assert step2.states["fo-c"]["phase"] == "Reachable"
+    assert "failover" not in step2.statuses["PinApp/shop/web"]
+    assert host_failover(api, "fo-c")["phase"] == "Reachable"
+    settle = Pass(fo_fleet, repo, back + 120)  # quotas shrink back to the specs' sizes
+    assert quota_cpu(api, "fo-a") == Decimal("1.5"), settle.lines
+    steady = Pass(fo_fleet, repo, back + 180)
+    assert member_writes(steady) == 0, steady.lines
+    assert not any(line.startswith("fo-") for line in status_cli(fo_fleet).splitlines())
+
+
+# --- 4. a cordon in the specs ----------------------------------------------------------------
+
+def set_schedulable(repo: Path, cluster: str, value: bool) -> None:
+    path = repo / "platform/clusters/clusters.yaml"
+    docs = list(yaml.safe_load_all(path.read_text()))
+    for doc in docs:
+        if doc["metadata"]["name"] == cluster:
+            doc["spec"]["schedulable"] = value
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    git(repo, "commit", "-qam", f"{cluster} schedulable: {value}")
+
+
+def test_a_cordon_moves_shares_out_and_uncordoning_moves_them_back_in_steps(
+        fo_fleet: fleet_mod.FleetState, repo: Path, api: Callable[[str], k8s.ApiClient]
+) -> None:
+    set_schedulable(repo, "fo-a", False)
+    at = T0 + 9000
+    cordoned = Pass(fo_fleet, repo, at)
+    assert cordoned.states["fo-a"]["phase"] == "Lost"
+    assert cordoned.states["fo-a"]["reason"] == "cordoned (schedulable: false)"
+    counts = web_replicas(api, ("fo-b", "fo-c"))
+    assert counts == {"fo-b": 6, "fo-c": 6}, cordoned.lines
+    assert ready_web(api, ("fo-b", "fo-c")) == counts
+    set_schedulable(repo, "fo-a", True)
+    step1 = Pass(fo_fleet, repo, at + 60)
+    assert step1.states["fo-a"]["phase"] == "Returning"
+    counts = web_replicas(api)
+    assert counts["fo-a"] == 2 and sum(counts.values()) == 12, counts
+    Pass(fo_fleet, repo, at + 120)
+    assert web_replicas(api) == {"fo-a": 4, "fo-b": 4, "fo-c": 4}
