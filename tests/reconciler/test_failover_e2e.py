@@ -310,3 +310,77 @@ def test_a_cordon_moves_shares_out_and_uncordoning_moves_them_back_in_steps(
     assert counts["fo-a"] == 2 and sum(counts.values()) == 12, counts
     Pass(fo_fleet, repo, at + 120)
     assert web_replicas(api) == {"fo-a": 4, "fo-b": 4, "fo-c": 4}
+
+
+# --- 5. a PinScaler's bounds follow the load -----------------------------------------------------
+
+API = """\
+apiVersion: pincompute.io/v1
+kind: PinApp
+metadata:
+  name: api
+  project: shop
+spec:
+  replicas: 3
+  tier: ondemand
+  template:
+    containers:
+      - name: main
+        image: registry.internal/shop/api:1.0.0
+        resources: {cpu: 100m, memory: 128Mi}
+  placement: {regions: [fo-east], spread: zone, maxClusters: 3}
+  rollout: {strategy: all-at-once}
+---
+apiVersion: pincompute.io/v1
+kind: PinScaler
+metadata:
+  name: api
+  project: shop
+spec:
+  target: api
+  minReplicas: 3
+  maxReplicas: 9
+  metrics:
+    - {type: cpu, targetUtilization: 60}
+"""
+
+
+def hpa_maxima(api: Callable[[str], k8s.ApiClient]) -> dict[str, int]:
+    return {c: int(k8s.AutoscalingV2Api(api(c)).read_namespaced_horizontal_pod_autoscaler(
+        "api", "shop").spec.max_replicas) for c in MEMBERS}
+
+
+def test_a_cluster_whose_hpa_sits_at_its_maximum_gets_max_share_from_the_others(
+        fo_fleet: fleet_mod.FleetState, repo: Path, api: Callable[[str], k8s.ApiClient]
+) -> None:
+    (repo / "apps/api.yaml").write_text(API)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "api with a scaler")
+    at = T0 + 20000
+    Pass(fo_fleet, repo, at)
+    assert hpa_maxima(api) == {"fo-a": 3, "fo-b": 3, "fo-c": 3}
+    # fo-b's HPA reaches its maximum (as if its load rose): the real HPA controller reports
+    # currentReplicas 3 of maxReplicas 3 (the fleet serves no cpu metrics, so it scales
+    # neither up nor down)
+    k8s.AppsV1Api(api("fo-b")).patch_namespaced_deployment_scale(
+        "api", "shop", {"spec": {"replicas": 3}}, field_manager="horizontal-pod-autoscaler")
+    hpas = k8s.AutoscalingV2Api(api("fo-b"))
+    deadline = time.monotonic() + 120
+    while hpas.read_namespaced_horizontal_pod_autoscaler(
+            "api", "shop").status.current_replicas != 3:
+        assert time.monotonic() < deadline, "the HPA controller never reported 3 replicas"
+        time.sleep(2)
+    moved = Pass(fo_fleet, repo, at + 60)
+    maxima = hpa_maxima(api)
+    assert maxima["fo-b"] == 5 and sum(maxima.values()) == 9, (maxima, moved.lines)
+    assert min(maxima["fo-a"], maxima["fo-c"]) >= 1  # each still runs its 1 replica
+    scaler = moved.statuses["PinScaler/shop/api"]["rebalance"]
+    assert "fo-b ran at its maximum (3/3)" in scaler["reason"]
+    assert scaler["maxReplicas"] == maxima
+    # the next reconciler (state from the host) keeps the moved bounds: nothing to write
+    steady = Pass(fo_fleet, repo, at + 120)
+    assert hpa_maxima(api) == maxima
+    assert member_writes(steady) == 0, steady.lines
+    cr = k8s.CustomObjectsApi(api("host")).get_namespaced_custom_object(
+        "pincompute.io", "v1", "shop", "pinscalers", "api")
+    assert cr["status"]["rebalance"]["maxReplicas"] == maxima
