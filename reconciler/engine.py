@@ -270,15 +270,21 @@ class Reconciler:
             self.cluster_states = {}
             return {}  # the state lives on the host: without it, nothing moves
         now = self.failover_clock()
-        states = {}
-        for name, member in members.items():
+        states: dict[str, failover.ClusterState] = {}
+        for name, entry in sorted(result.catalog.clusters.items()):
             previous = failover.ClusterState.from_json(
                 name, stored.get(("Cluster", "", name), {}).get("failover"))
-            cordoned = not result.catalog.clusters[name].resource.spec.schedulable
-            states[name] = failover.observe(previous, name, error=member.error,
-                                            cordoned=cordoned, now=now,
-                                            grace=self.failover_after)
-        self.cluster_states = states
+            cordoned = not entry.resource.spec.schedulable
+            if name in members:
+                states[name] = failover.observe(previous, name, error=members[name].error,
+                                                cordoned=cordoned, now=now,
+                                                grace=self.failover_after)
+            elif cordoned:  # another reconciler (--cluster, a serve shard) watches it
+                states[name] = failover.observe(previous, name, error=None, cordoned=True,
+                                                now=now, grace=self.failover_after)
+            else:
+                states[name] = previous
+        self.cluster_states = {n: s for n, s in states.items() if n in members}
         gone = failover.excluded(states)
         if not gone:
             return {}
@@ -291,23 +297,29 @@ class Reconciler:
         for note in self.failover_notes:
             self.echo(f"failover: {note}")
         instant = self.clock()
+        # every cluster's part, members or not: an app's share in a cluster another
+        # reconciler watches moves too
+        normal: dict[str, list[Obj]] = {n: [] for n in result.catalog.clusters}
+        for manifest in result.manifests:
+            if manifest.cluster not in members:
+                normal[manifest.cluster].append(self._with_floor(manifest.obj, instant))
+        normal.update({n: m.desired for n, m in members.items()})
         moved: dict[str, list[Obj]] = defaultdict(list)
         for manifest in manifests:
-            if manifest.cluster in members:
-                moved[manifest.cluster].append(self._with_floor(manifest.obj, instant))
-        arranged = failover.arrange({n: m.desired for n, m in members.items()}, moved, states,
-                                    self.failback_step)
+            moved[manifest.cluster].append(self._with_floor(manifest.obj, instant))
+        arranged = failover.arrange(normal, moved, states, self.failback_step)
         for name, member in members.items():
             member.desired = arranged.desired[name]
             member.initial_replicas = _shares(result.plan, name, member.desired)
             member.initial_replicas.update(_shares(moved_plan, name, [
                 o for o in member.desired if status.app_of(o) in arranged.moved_apps]))
-        for name, state in states.items():
+        for name, state in self.cluster_states.items():
             if state.phase == failover.RETURNING and state.steps > 0 \
                     and name not in arranged.pending and members[name].error is None:
-                states[name] = failover.ClusterState(name, failover.REACHABLE, since=now)
+                self.cluster_states[name] = failover.ClusterState(name, failover.REACHABLE,
+                                                                  since=now)
                 self.echo(f"{name}: failback complete: every app is back")
-        for name, state in states.items():
+        for name, state in self.cluster_states.items():
             if state.phase != failover.REACHABLE:
                 self.echo(f"{name}: failover: {state.phase}: {state.reason}")
         return arranged.moves

@@ -13,9 +13,6 @@ and no test sleeps through it.
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -27,16 +24,16 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from kubernetes import client as k8s
-from kubernetes import config as k8s_config
 
 from pincompile.cli import cli
 from pincompile.models.types import parse_quantity
 from pincompile.pipeline import compile_path
 from reconciler.engine import Reconciler
 from reconciler.fleet import fleet as fleet_mod
-from reconciler.fleet.errors import FleetError
 from reconciler.model import PassReport
 from reconciler.sync import Options
+from tests.e2e.support import wait_for
+from tests.reconciler.fleet_support import api_clients, git, module_fleet, spec_repo
 
 pytestmark = pytest.mark.e2e
 FIXTURE_REPO = Path(__file__).parent / "fixtures" / "failover"
@@ -52,49 +49,18 @@ PROJECT_CPU = Decimal(6)
 @pytest.fixture(scope="module")
 def fo_fleet(e2e_toolchain: Path) -> Iterator[fleet_mod.FleetState]:
     """Three member clusters (zones a, b, c) and a host, for this module."""
-    from tests.conftest import new_fleet_dir
-
-    directory = new_fleet_dir("failover")
-    try:
-        state = fleet_mod.up(FIXTURE_REPO / "platform", directory, echo=lambda _m: None)
-    except FleetError as exc:
-        pytest.fail(f"fleet up failed: {exc}\n{exc.log_tail}", pytrace=False)
-    try:
-        yield state
-    finally:
-        fleet_mod.down(directory, echo=lambda _m: None)
-        shutil.rmtree(directory, ignore_errors=True)
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com",
-                           *args], cwd=repo, check=True, capture_output=True,
-                          text=True).stdout.strip()
+    yield from module_fleet(FIXTURE_REPO / "platform", "failover")
 
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("failover") / "repo"
-    shutil.copytree(FIXTURE_REPO, path)
-    git(path, "init", "-q", "-b", "main")
-    git(path, "add", "-A")
-    git(path, "commit", "-qm", "initial")
-    return path
+    """A git repository holding a copy of the fixture specs."""
+    return spec_repo(FIXTURE_REPO, tmp_path_factory.mktemp("failover") / "repo")
 
 
 @pytest.fixture(scope="module")
 def api(fo_fleet: fleet_mod.FleetState) -> Iterator[Callable[[str], k8s.ApiClient]]:
-    clients: dict[str, k8s.ApiClient] = {}
-
-    def get(context: str) -> k8s.ApiClient:
-        if context not in clients:
-            clients[context] = k8s_config.new_client_from_config(
-                config_file=str(fo_fleet.kubeconfig), context=context)
-        return clients[context]
-
-    yield get
-    for c in clients.values():
-        c.close()
+    yield from api_clients(fo_fleet)
 
 
 class Pass:
@@ -131,19 +97,22 @@ def web_replicas(api: Callable[[str], k8s.ApiClient], clusters: tuple[str, ...] 
     return out
 
 
-def ready_web(api: Callable[[str], k8s.ApiClient], clusters: tuple[str, ...],
-              timeout: float = 120.0) -> dict[str, int]:
+def ready_web(api: Callable[[str], k8s.ApiClient], clusters: tuple[str, ...]
+              ) -> dict[str, int]:
     """Wait until web's Deployments in ``clusters`` have all their pods available (pods
     the quota refused would never be); returns the available counts."""
-    deadline = time.monotonic() + timeout
-    while True:
-        avail = {}
+    def available() -> dict[str, int] | None:
+        counts = {}
         for cluster in clusters:
             d = k8s.AppsV1Api(api(cluster)).read_namespaced_deployment("web", "shop")
-            avail[cluster] = (int(d.status.available_replicas or 0), int(d.spec.replicas))
-        if all(a == want for a, want in avail.values()) or time.monotonic() > deadline:
-            return {c: a for c, (a, _) in avail.items()}
-        time.sleep(2)
+            if int(d.status.available_replicas or 0) != int(d.spec.replicas):
+                return None
+            counts[cluster] = int(d.spec.replicas)
+        return counts
+
+    found: dict[str, int] = wait_for(f"web fully available in {', '.join(clusters)}",
+                                     available, timeout=120, interval=2)
+    return found
 
 
 def pods_named(api: Callable[[str], k8s.ApiClient], cluster: str) -> set[str]:
@@ -365,11 +334,9 @@ def test_a_cluster_whose_hpa_sits_at_its_maximum_gets_max_share_from_the_others(
     k8s.AppsV1Api(api("fo-b")).patch_namespaced_deployment_scale(
         "api", "shop", {"spec": {"replicas": 3}}, field_manager="horizontal-pod-autoscaler")
     hpas = k8s.AutoscalingV2Api(api("fo-b"))
-    deadline = time.monotonic() + 120
-    while hpas.read_namespaced_horizontal_pod_autoscaler(
-            "api", "shop").status.current_replicas != 3:
-        assert time.monotonic() < deadline, "the HPA controller never reported 3 replicas"
-        time.sleep(2)
+    wait_for("fo-b's HPA controller to report 3 replicas", lambda: hpas.
+             read_namespaced_horizontal_pod_autoscaler("api", "shop").status.current_replicas
+             == 3, timeout=120, interval=2)
     moved = Pass(fo_fleet, repo, at + 60)
     maxima = hpa_maxima(api)
     assert maxima["fo-b"] == 5 and sum(maxima.values()) == 9, (maxima, moved.lines)
