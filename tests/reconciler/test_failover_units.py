@@ -180,3 +180,28 @@ def test_a_returning_cluster_takes_its_share_back_in_steps() -> None:
     # quotas until the apps are back
     assert [o["spec"]["hard"]["cpu"] for o in final.desired["c"]
             if o["kind"] == "ResourceQuota"] == ["4"]
+
+
+# --- what `pincompile status` shows ------------------------------------------------------
+
+def test_status_table_shows_failover_per_app_and_the_clusters_not_simply_reachable() -> None:
+    from reconciler.commands.status import render_table
+
+    rows = [
+        {"kind": "PinApp", "project": "shop", "name": "web", "status": {
+            "phase": "Healthy", "ready": "12/12", "message": "failing back to c",
+            "failover": {"phase": "FailingBack", "failback": {"back": 2, "of": 4}}}},
+        {"kind": "PinPod", "project": "shop", "name": "scratch", "status": {
+            "phase": "Unknown", "failover": {"phase": "Stranded"}}},
+        {"kind": "Cluster", "project": "", "name": "c", "status": {"failover": {
+            "phase": "Returning", "since": "2026-11-23T18:00:00Z", "failbackSteps": 1,
+            "reason": "answers again: shares move back"}}},
+    ]
+    lines = render_table(rows).splitlines()
+    assert lines[0].split()[:6] == ["APP", "PHASE", "READY", "CLUSTERS", "ROLLOUT", "FAILOVER"]
+    assert "FailingBack 2/4" in lines[1] and "Stranded" in lines[2]
+    assert lines[4].split() == ["CLUSTER", "FAILOVER", "SINCE", "REASON"]
+    assert lines[5].startswith("c ") and "Returning (step 1)" in lines[5]
+    assert "answers again" in lines[5]
+    # nothing lost: no cluster section at all
+    assert len(render_table(rows[:1]).splitlines()) == 2
