@@ -28,8 +28,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from reconciler.clients.read import Key, key_of
 from reconciler.model import Obj
 from reconciler.status import AppKey, app_of
+from reconciler.sync import autoscaled
 
 REACHABLE, UNREACHABLE, LOST, RETURNING = "Reachable", "Unreachable", "Lost", "Returning"
 CORDONED = "cordoned (schedulable: false)"
@@ -231,6 +233,7 @@ def arrange(normal: Mapping[str, list[Obj]], moved: Mapping[str, list[Obj]],
         out.desired[cluster] += source[cluster].get(None, [])
     apps = sorted({a for split in (*by_n.values(), *by_f.values()) for a in split
                    if a is not None})
+    scaled = {k for objs in (*normal.values(), *moved.values()) for k in autoscaled(objs)}
     for app in apps:
         where_n = sorted(c for c in normal if by_n[c].get(app))
         involved = [c for c in where_n if c in gone]
@@ -248,19 +251,21 @@ def arrange(normal: Mapping[str, list[Obj]], moved: Mapping[str, list[Obj]],
                     f"lost with cluster {', '.join(c for c in involved if c in lost)}; "
                     "failover: false, so it is not recreated elsewhere")
             continue
-        _place_app(out, app, by_n, by_f, involved, lost, returning, step)
+        _place_app(out, app, by_n, by_f, involved, lost, returning, step, scaled)
     return out
 
 
 def _place_app(out: Arrangement, app: AppKey, by_n: dict[str, dict[AppKey | None, list[Obj]]],
                by_f: dict[str, dict[AppKey | None, list[Obj]]], involved: list[str],
-               lost: set[str], returning: Mapping[str, ClusterState], step: str) -> None:
-    """One app that ran in a lost or returning cluster."""
+               lost: set[str], returning: Mapping[str, ClusterState], step: str,
+               scaled: set[Key]) -> None:
+    """One app that ran in a lost or returning cluster (``scaled``: workloads an HPA
+    scales)."""
     clusters = sorted(by_n)
     back_in = [c for c in involved if c in returning and returning[c].steps > 0]
     still_lost = [c for c in involved if c in lost]
-    n = _replicas({c: by_n[c].get(app, []) for c in clusters})
-    f = _replicas({c: by_f[c].get(app, []) for c in clusters})
+    n = _replicas({c: by_n[c].get(app, []) for c in clusters}, scaled)
+    f = _replicas({c: by_f[c].get(app, []) for c in clusters}, scaled)
     out.moved_apps.add(app)
     if app[0] in STEPPED_KINDS and n is not None and f is not None:
         total = sum(n.values())
@@ -322,14 +327,12 @@ def _stays_put(objs: list[Obj]) -> bool:
                                        .get(FAILOVER_ANNOTATION) == "false") for o in objs)
 
 
-def _replicas(per_cluster: Mapping[str, list[Obj]]) -> dict[str, int] | None:
-    """Each cluster's Deployment replicas for an app with one Deployment and no HPA."""
+def _replicas(per_cluster: Mapping[str, list[Obj]], scaled: set[Key]) -> dict[str, int] | None:
+    """Each cluster's Deployment replicas for an app with one Deployment no HPA scales."""
     out: dict[str, int] = {}
     for cluster, objs in per_cluster.items():
-        if any(o["kind"] == "HorizontalPodAutoscaler" for o in objs):
-            return None
         deployments = [o for o in objs if o["kind"] == "Deployment"]
-        if len(deployments) > 1:
+        if len(deployments) > 1 or any(key_of(d) in scaled for d in deployments):
             return None
         if deployments:
             out[cluster] = int(deployments[0]["spec"].get("replicas", 1))

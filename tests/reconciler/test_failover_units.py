@@ -205,3 +205,28 @@ def test_status_table_shows_failover_per_app_and_the_clusters_not_simply_reachab
     assert "answers again" in lines[5]
     # nothing lost: no cluster section at all
     assert len(render_table(rows[:1]).splitlines()) == 2
+
+
+def test_an_app_its_hpa_scales_moves_with_its_bounds_and_comes_back_in_one_step() -> None:
+    def hpa(low: int, high: int) -> dict[str, Any]:
+        return {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+                "metadata": {"name": "api", "namespace": "shop",
+                             "labels": labels("api", "PinScaler")},
+                "spec": {"minReplicas": low, "maxReplicas": high,
+                         "scaleTargetRef": {"kind": "Deployment", "name": "api"}}}
+
+    def scaled(low: int, high: int) -> list[dict[str, Any]]:
+        return [{**deployment("api", 0), "spec": {}}, hpa(low, high)]
+
+    normal = {c: scaled(1, 3) for c in "abc"}
+    moved = {"a": scaled(2, 5), "b": scaled(1, 4)}  # the scaler's 3..9 without c
+    lost = {"a": ClusterState("a"), "b": ClusterState("b"),
+            "c": ClusterState("c", LOST, "unreachable")}
+    out = failover.arrange(normal, moved, lost, "25%")
+    bounds = {c: [(o["spec"]["minReplicas"], o["spec"]["maxReplicas"]) for o in objs
+                  if o["kind"] == "HorizontalPodAutoscaler"] for c, objs in out.desired.items()}
+    assert bounds == {"a": [(2, 5)], "b": [(1, 4)], "c": []}
+    assert out.moves[("PinScaler", "shop", "api")].phase == "FailedOver"
+    back = failover.arrange(normal, moved, {**lost, "c": ClusterState("c", RETURNING,
+                                                                      steps=1)}, "25%")
+    assert back.desired == {c: normal[c] for c in "abc"} and not back.pending
