@@ -1,10 +1,12 @@
 """Cluster failover end to end, on a fleet of real control planes (kwok nodes).
 
-Three zonal members carry PinApp ``web`` (12 replicas, 4 per zone) and, in ``fo-c``, two
-PinPods: ``notebook`` (failover: true) and ``scratch`` (failover: false). The tests run in
+Three zonal members carry PinApp ``web`` (12 replicas, 4 per zone), PinApp ``api`` with a
+PinScaler (3..9, HPA bounds 1..3 per zone) and, in ``fo-c``, two PinPods: ``notebook``
+(failover: true) and ``scratch`` (failover: false). The tests run in
 file order against one fleet: ``fo-c``'s API server is stopped past the grace period, its
 share moves to ``fo-a`` and ``fo-b``; it is started again and the share moves back in
-steps; then ``fo-a`` is cordoned in the specs and uncordoned.
+steps; then ``fo-a`` is cordoned in the specs and uncordoned; last, ``api``'s HPA in
+``fo-b`` runs at its maximum and the next pass moves maxReplicas share to it.
 
 The failover clock is injected (epoch seconds): the grace period is the default 5 minutes
 and no test sleeps through it.
@@ -133,6 +135,21 @@ def host_failover(api: Callable[[str], k8s.ApiClient], cluster: str) -> dict[str
     return dict((cr.get("status") or {}).get("failover") or {})
 
 
+def hpa_bounds(api: Callable[[str], k8s.ApiClient], clusters: tuple[str, ...] = MEMBERS
+               ) -> dict[str, tuple[int, int]]:
+    """(minReplicas, maxReplicas) of HPA shop/api per cluster."""
+    out = {}
+    for c in clusters:
+        spec = k8s.AutoscalingV2Api(api(c)).read_namespaced_horizontal_pod_autoscaler(
+            "api", "shop").spec
+        out[c] = (int(spec.min_replicas), int(spec.max_replicas))
+    return out
+
+
+def hpa_maxima(api: Callable[[str], k8s.ApiClient]) -> dict[str, int]:
+    return {c: high for c, (_, high) in hpa_bounds(api).items()}
+
+
 def status_cli(fleet: fleet_mod.FleetState, *args: str) -> str:
     run = CliRunner().invoke(cli, ["status", "--kubeconfig", str(fleet.kubeconfig), *args])
     assert run.exit_code == 0, run.output
@@ -153,6 +170,7 @@ def test_apply_places_web_in_three_zones_and_both_pods_in_fo_c(
     assert web_replicas(api) == {"fo-a": 4, "fo-b": 4, "fo-c": 4}
     assert ready_web(api, MEMBERS) == {"fo-a": 4, "fo-b": 4, "fo-c": 4}
     assert pods_named(api, "fo-c") == {"notebook", "scratch"}
+    assert hpa_bounds(api) == {c: (1, 3) for c in MEMBERS}
     assert first.states == {c: {"phase": "Reachable"} for c in MEMBERS}
     assert not any("failover" in s for s in first.statuses.values())
 
@@ -192,6 +210,11 @@ def test_an_outage_under_the_grace_moves_nothing_and_past_it_fo_c_share_moves(
     assert scratch["failover"]["phase"] == "Stranded"
     assert "failover: false, so it is not recreated elsewhere" in scratch["message"]
     assert lost.statuses["PinPod/shop/notebook"]["failover"]["phase"] == "FailedOver"
+    # the autoscaled app's HPA bounds are divided over the two: the scaler's 3..9 hold
+    bounds = hpa_bounds(api, ("fo-a", "fo-b"))
+    assert sum(low for low, _ in bounds.values()) == 3, bounds
+    assert sum(high for _, high in bounds.values()) == 9, bounds
+    assert lost.statuses["PinScaler/shop/api"]["failover"]["phase"] == "FailedOver"
     assert host_failover(api, "fo-c")["phase"] == "Lost"
 
     # pincompile status tells the story, as a table and as JSON
@@ -233,8 +256,9 @@ def test_when_fo_c_answers_again_its_share_moves_back_in_steps(
                for line in table.splitlines()), table
     assert any(line.startswith("fo-c") and "Returning (step 1)" in line
                for line in table.splitlines()), table
-    # the PinPod moved back at once: the copy elsewhere is gone, the original kept
-    assert pods_named(api, "fo-c") == {"notebook", "scratch"}
+    # the autoscaled app's bounds and the PinPod move back at once
+    assert hpa_bounds(api) == {c: (1, 3) for c in MEMBERS}
+    assert pods_named(api, "fo-c") == {"notebook", "scratch"}  # the original is kept
     assert not (pods_named(api, "fo-a") | pods_named(api, "fo-b"))
 
     step2 = Pass(fo_fleet, repo, back + 60)
@@ -283,48 +307,13 @@ def test_a_cordon_moves_shares_out_and_uncordoning_moves_them_back_in_steps(
 
 # --- 5. a PinScaler's bounds follow the load -----------------------------------------------------
 
-API = """\
-apiVersion: pincompute.io/v1
-kind: PinApp
-metadata:
-  name: api
-  project: shop
-spec:
-  replicas: 3
-  tier: ondemand
-  template:
-    containers:
-      - name: main
-        image: registry.internal/shop/api:1.0.0
-        resources: {cpu: 100m, memory: 128Mi}
-  placement: {regions: [fo-east], spread: zone, maxClusters: 3}
-  rollout: {strategy: all-at-once}
----
-apiVersion: pincompute.io/v1
-kind: PinScaler
-metadata:
-  name: api
-  project: shop
-spec:
-  target: api
-  minReplicas: 3
-  maxReplicas: 9
-  metrics:
-    - {type: cpu, targetUtilization: 60}
-"""
 
 
-def hpa_maxima(api: Callable[[str], k8s.ApiClient]) -> dict[str, int]:
-    return {c: int(k8s.AutoscalingV2Api(api(c)).read_namespaced_horizontal_pod_autoscaler(
-        "api", "shop").spec.max_replicas) for c in MEMBERS}
 
 
 def test_a_cluster_whose_hpa_sits_at_its_maximum_gets_max_share_from_the_others(
         fo_fleet: fleet_mod.FleetState, repo: Path, api: Callable[[str], k8s.ApiClient]
 ) -> None:
-    (repo / "apps/api.yaml").write_text(API)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "api with a scaler")
     at = T0 + 20000
     Pass(fo_fleet, repo, at)
     assert hpa_maxima(api) == {"fo-a": 3, "fo-b": 3, "fo-c": 3}
