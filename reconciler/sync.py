@@ -214,7 +214,7 @@ def _plan_object(conn: Connection, obj: Obj, live: dict[Key, Obj], options: Opti
             return Change(Action.CONFLICT, key, desired=obj, live=current,
                           reason="exists and is not managed by pincompile "
                                  "(use --adopt to take it over)")
-    compared = (current, predicted)
+    compared: tuple[Obj | None, Obj | None] = (current, predicted)
     if key in scaled:  # an HPA may scale between our LIST and the dry-run: not drift
         compared = (_without_replicas(current), _without_replicas(predicted))
     if diff.same(*compared):
