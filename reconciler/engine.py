@@ -368,7 +368,7 @@ class Reconciler:
             decision = result.plan.decision(target) if target else None
             caps = {c: _pods_held(result, decision, c) for c in placed}
             step = rebalance.step_for(sum(b.max for b in compiled.values()))
-            moved = rebalance.rebalance(bounds, observed, caps, step)
+            moved = rebalance.rebalance(bounds, observed, caps, step, compiled)
             if moved.moves:
                 reason = "; ".join(moved.moves)
                 self.echo(f"{'/'.join(app)}: rebalanced: {reason}")

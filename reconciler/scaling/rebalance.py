@@ -2,7 +2,9 @@
 
 The compiler divides a PinScaler's ``minReplicas``/``maxReplicas`` over the clusters its
 app runs in; each cluster's HPA then scales within its share. When one cluster's HPA sits
-at its ``maxReplicas`` (it runs that many and wants more) while the app's other clusters
+at its ``maxReplicas`` and wants more (its ScalingLimited condition says
+TooManyReplicas; an HPA whose metrics never computed reports no such condition, and
+then running at a maximum no rebalance lowered counts) while the app's other clusters
 have room (their HPAs run fewer than their maximum), the next pass moves ``maxReplicas``
 share from the roomy clusters to the busy one: at most one step per pass (25% of the
 scaler's ``maxReplicas`` by default, at least 1), never past what the busy cluster's
@@ -41,12 +43,22 @@ class Observed:
     current: int
     maximum: int
     """The ``maxReplicas`` it is running with."""
-    limited: bool = False
-    """Its ScalingLimited condition is True (it wants more than its maximum)."""
+    limited: bool | None = None
+    """Its ScalingLimited condition: True when it wants more than its maximum; None when
+    the HPA reports no such condition (its metrics never computed)."""
 
     @property
     def at_max(self) -> bool:
         return self.maximum > 0 and self.current >= self.maximum
+
+    def busy(self, bounds: Bounds, compiled_max: int) -> bool:
+        """Runs at its maximum and wants more: ScalingLimited says so or, without that
+        condition, its maximum is not one a rebalance lowered to what it runs."""
+        if not self.at_max:
+            return False
+        if self.limited is not None:
+            return self.limited
+        return bounds.max >= compiled_max
 
 
 def observe(hpa: Obj | None) -> Observed | None:
@@ -56,9 +68,9 @@ def observe(hpa: Obj | None) -> Observed | None:
     status = hpa.get("status") or {}
     if "currentReplicas" not in status:
         return None
-    limited = any(c.get("type") == "ScalingLimited" and c.get("status") == "True"
-                  and c.get("reason") == "TooManyReplicas"
-                  for c in status.get("conditions") or [])
+    found = [c for c in status.get("conditions") or [] if c.get("type") == "ScalingLimited"]
+    limited = None if not found else (found[0].get("status") == "True"
+                                      and found[0].get("reason") == "TooManyReplicas")
     return Observed(int(status["currentReplicas"]),
                     int((hpa.get("spec") or {}).get("maxReplicas", 0)), limited)
 
@@ -76,13 +88,16 @@ class Result:
 
 
 def rebalance(bounds: Mapping[str, Bounds], observed: Mapping[str, Observed | None],
-              caps: Mapping[str, int | None], step: int) -> Result:
-    """Move up to ``step`` of ``maxReplicas`` share toward clusters at their maximum.
+              caps: Mapping[str, int | None], step: int,
+              compiled: Mapping[str, Bounds] | None = None) -> Result:
+    """Move up to ``step`` of ``maxReplicas`` share toward busy clusters.
 
-    ``caps``: pods of the app each cluster's capacity holds (None: not limited)."""
+    ``caps``: pods of the app each cluster's capacity holds (None: not limited);
+    ``compiled``: the bounds as compiled (default: ``bounds``)."""
+    compiled = compiled or bounds
     new = dict(bounds)
     seen = {c: o for c, o in observed.items() if o is not None and c in bounds}
-    busy = sorted(c for c, o in seen.items() if o.at_max)
+    busy = sorted(c for c, o in seen.items() if o.busy(bounds[c], compiled[c].max))
     give = {c: bounds[c].max - max(o.current, bounds[c].min, 1) for c, o in seen.items()
             if c not in busy}
     give = {c: g for c, g in give.items() if g > 0}

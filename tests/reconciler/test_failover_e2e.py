@@ -77,12 +77,17 @@ class Pass:
                                 failover_after=GRACE, failback_step="2",
                                 failover_clock=lambda: at)
         try:
-            self.report: PassReport = reconciler.run(compile_path(repo))
+            self.result = compile_path(repo)
+            self.report: PassReport = reconciler.run(self.result)
             self.writes = Counter({n: c.stats.writes for n, c in reconciler.connections.items()})
             self.statuses = {"/".join(k): v for k, v in reconciler.statuses.items()}
             self.states = {n: s.to_json() for n, s in reconciler.cluster_states.items()}
         finally:
             reconciler.close()
+
+    def result_quota(self, cluster: str) -> Decimal:
+        """The project's ondemand cpu quota in ``cluster`` as the specs divide it."""
+        return Decimal(self.result.plan.quotas[("shop", "ondemand", cluster)]["cpu"])
 
 
 def web_replicas(api: Callable[[str], k8s.ApiClient], clusters: tuple[str, ...] = MEMBERS
@@ -198,7 +203,8 @@ def test_an_outage_under_the_grace_moves_nothing_and_past_it_fo_c_share_moves(
     assert ready_web(api, ("fo-a", "fo-b")) == {"fo-a": 6, "fo-b": 6}
     # the reachable clusters' quotas grew within the project's quota
     assert sum(quota_cpu(api, c) for c in ("fo-a", "fo-b")) <= PROJECT_CPU
-    assert quota_cpu(api, "fo-a") + quota_cpu(api, "fo-b") > Decimal("3")  # was 1.5 + 1.5
+    normal = compile_path(repo).plan.quotas  # the specs' division, with fo-c
+    assert quota_cpu(api, "fo-a") > Decimal(normal[("shop", "ondemand", "fo-a")]["cpu"])
     # notebook (failover: true) is recreated elsewhere; scratch (failover: false) is not
     elsewhere = pods_named(api, "fo-a") | pods_named(api, "fo-b")
     assert elsewhere == {"notebook"}
@@ -267,7 +273,8 @@ def test_when_fo_c_answers_again_its_share_moves_back_in_steps(
     assert "failover" not in step2.statuses["PinApp/shop/web"]
     assert host_failover(api, "fo-c")["phase"] == "Reachable"
     settle = Pass(fo_fleet, repo, back + 120)  # quotas shrink back to the specs' sizes
-    assert quota_cpu(api, "fo-a") == Decimal("1.5"), settle.lines
+    compiled = settle.result_quota("fo-a")
+    assert quota_cpu(api, "fo-a") == compiled, settle.lines
     steady = Pass(fo_fleet, repo, back + 180)
     assert member_writes(steady) == 0, steady.lines
     assert not any(line.startswith("fo-") for line in status_cli(fo_fleet).splitlines())

@@ -47,6 +47,20 @@ def test_the_busy_clusters_capacity_caps_the_move() -> None:
     assert sum(b.max for b in out.bounds.values()) == 9
 
 
+def test_a_donor_left_at_its_lowered_maximum_is_not_busy_so_nothing_swings_back() -> None:
+    moved = {"a": Bounds(1, 1), "b": Bounds(1, 5), "c": Bounds(1, 3)}
+    # a runs 1 of its lowered maximum 1, b 3 of 5: without ScalingLimited, a is not busy
+    out = rebalance(moved, {"a": seen(1, 1), "b": seen(3, 5), "c": seen(2)}, {}, 2, BOUNDS)
+    assert out.bounds == moved and not out.moves
+    # unless its HPA says it wants more
+    limited = Observed(1, 1, True)
+    assert rebalance(moved, {"a": limited, "b": seen(3, 5), "c": seen(2)}, {}, 2,
+                     BOUNDS).bounds["a"] == Bounds(1, 3)
+    # an HPA whose ScalingLimited is False is satisfied at its maximum
+    assert not rebalance(BOUNDS, {"a": Observed(3, 3, False), "b": seen(1), "c": seen(1)},
+                         {}, 2).moves
+
+
 def test_nothing_moves_without_a_busy_cluster_or_before_the_controller_reports() -> None:
     assert rebalance(BOUNDS, {"a": seen(2), "b": seen(1), "c": seen(1)}, {}, 2).bounds == BOUNDS
     assert rebalance(BOUNDS, {"a": None, "b": seen(1), "c": seen(1)}, {}, 2).bounds == BOUNDS
@@ -61,6 +75,8 @@ def test_observe_reads_a_live_hpa() -> None:
         "currentReplicas": 3, "conditions": [
             {"type": "ScalingLimited", "status": "True", "reason": "TooManyReplicas"}]}}
     assert observe(hpa) == Observed(3, 3, True) and observe(hpa).at_max  # type: ignore[union-attr]
+    assert observe({"spec": {"maxReplicas": 3}, "status": {"currentReplicas": 3}}) == \
+        Observed(3, 3, None)
     assert observe({"spec": {"maxReplicas": 3}, "status": {}}) is None
     assert observe(None) is None
 
