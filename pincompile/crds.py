@@ -348,6 +348,7 @@ def workload_status() -> dict[str, Any]:
                                         "something of this app."),
             "lastAppliedTime": {**_TIME, "description": "When that pass ran."},
             "rollout": _rollout_status(),
+            "failover": _app_failover_status(),
             "clusters": {
                 "type": "array",
                 "description": "Per member cluster the workload is placed in.",
@@ -379,6 +380,29 @@ def _rollout_status() -> dict[str, Any]:
     }
 
 
+def _app_failover_status() -> dict[str, Any]:
+    counts = {"type": "object", "additionalProperties": {"type": "integer", "format": "int32"}}
+    return {
+        "type": "object",
+        "description": "Set while a member cluster the workload runs in is lost or returning: "
+                       "where its share runs meanwhile.",
+        "properties": {
+            "phase": _str("FailedOver (a cluster is lost), FailingBack (its share moves back "
+                          "in steps) or Stranded (a PinPod with failover: false).",
+                          enum=["FailedOver", "FailingBack", "Stranded"]),
+            "clusters": {"type": "array", "items": {"type": "string"},
+                         "description": "The lost or returning clusters."},
+            "message": _str("What moved where, for people."),
+            "replicas": {**counts, "description": "Replicas per cluster now."},
+            "normalReplicas": {**copy.deepcopy(counts),
+                               "description": "Replicas per cluster where the specs put them."},
+            "failback": {"type": "object", "description": "Progress moving back.",
+                         "properties": {"back": _int("Replicas back already."),
+                                        "of": _int("Replicas to move back in all.")}},
+        },
+    }
+
+
 def scaler_status() -> dict[str, Any]:
     status = workload_status()
     status["description"] = ("Written by the reconciler: the scaler's HPAs over all member "
@@ -389,6 +413,19 @@ def scaler_status() -> dict[str, Any]:
             "floor": _int("The effective minimum now (a schedule may raise minReplicas)."),
             "activeSchedule": _str("The cron of the schedule in force, if any."),
             "lastScaleTime": {**_TIME, "description": "When the replica count last changed."},
+            "rebalance": {
+                "type": "object",
+                "description": "HPA maxima moved toward clusters that ran at their maximum "
+                               "while others had room (they add up to maxReplicas).",
+                "properties": {
+                    "maxReplicas": {"type": "object", "description": "Per cluster, now.",
+                                    "additionalProperties": {"type": "integer"}},
+                    "basis": {"type": "object", "description": "Per cluster, as compiled.",
+                              "additionalProperties": {"type": "integer"}},
+                    "reason": _str("Why the last move was made."),
+                    "since": {**_TIME, "description": "When the last move was made."},
+                },
+            },
     })
     return status
 
@@ -407,6 +444,22 @@ def cluster_status() -> dict[str, Any]:
             "allocated": {
                 "type": "object", "description": "Requests placed here, per tier.",
                 "additionalProperties": copy.deepcopy(_QUANTITIES)},
+            "failover": {
+                "type": "object",
+                "description": "Failover state: a cluster unreachable past the grace period "
+                               "(or cordoned) is Lost and its share of every app runs "
+                               "elsewhere; once it answers again it is Returning.",
+                "properties": {
+                    "phase": _str("Reachable, Unreachable (under the grace period), Lost or "
+                                  "Returning.",
+                                  enum=["Reachable", "Unreachable", "Lost", "Returning"]),
+                    "reason": _str("Why, for people."),
+                    "since": {**_TIME, "description": "When the phase began."},
+                    "unreachableSince": {**_TIME, "description": "Start of the current run "
+                                                                 "of failed passes."},
+                    "failbackSteps": _int("Returning: failback steps taken."),
+                },
+            },
             **_common_status(),
         },
     }

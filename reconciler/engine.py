@@ -22,7 +22,7 @@ from kubernetes.dynamic.exceptions import DynamicApiError
 
 from pincompile.manifest import Manifest
 from pincompile.pipeline import Result
-from reconciler import rollout, status
+from reconciler import failover, rollout, status
 from reconciler.cache import ClusterCache
 from reconciler.clients import read, write
 from reconciler.clients.connect import ClusterUnreachable, Connection
@@ -31,7 +31,7 @@ from reconciler.health import assess
 from reconciler.host import AppKey
 from reconciler.kinds import MANAGED_KINDS
 from reconciler.model import ClusterReport, Obj, ObjectRef, PassReport, Phase
-from reconciler.scaling import ScheduleError, hpa_floor, with_scheduled_floor
+from reconciler.scaling import ScheduleError, hpa_floor, rebalance, with_scheduled_floor
 from reconciler.sync import (
     Action,
     ClusterPlan,
@@ -78,7 +78,10 @@ class Reconciler:
     def __init__(self, kubeconfig: str | None, host_context: str = HOST, *,
                  clusters: Collection[str] | None = None, options: Options | None = None,
                  wait: bool = True, timeout: float = 300.0, echo: Echo = lambda _m: None,
-                 watch: bool = False, clock: Callable[[], datetime] | None = None) -> None:
+                 watch: bool = False, clock: Callable[[], datetime] | None = None,
+                 failover_after: float = failover.DEFAULT_GRACE,
+                 failback_step: str = failover.DEFAULT_STEP,
+                 failover_clock: Callable[[], float] = time.time) -> None:
         self.kubeconfig, self.host_context = kubeconfig, host_context
         self.only = set(clusters) if clusters else None
         self.options = options or Options()
@@ -93,6 +96,16 @@ class Reconciler:
         """Long-running (``watch``): per cluster, what the last plan found unchanged."""
         self.clock = clock or (lambda: datetime.now(UTC))
         """The instant scheduled HPA floors are evaluated at (injected by tests)."""
+        self.failover_after, self.failback_step = failover_after, failback_step
+        """How long a member may fail before it is lost; how much of an app moves back per
+        pass once it returns."""
+        self.failover_clock = failover_clock
+        self.cluster_states: dict[str, failover.ClusterState] = {}
+        """Each member's failover state after the last pass."""
+        self.failover_notes: list[str] = []
+        """Problems of the last pass's placement without the lost clusters."""
+        self.rebalanced: dict[AppKey, dict[str, Any]] = {}
+        """PinScalers whose HPA maxima were moved between clusters: ``status.rebalance``."""
 
     # --- connections -----------------------------------------------------------------------
 
@@ -123,7 +136,7 @@ class Reconciler:
             spec = entry.resource
             desired = [self._with_floor(m.obj, now) for m in by_cluster.get(name, [])]
             out[name] = MemberState(name, spec.context, spec.spec.zone, desired,
-                                    _shares(result, name, desired))
+                                    _shares(result.plan, name, desired))
         return out
 
     def _with_floor(self, obj: Obj, now: datetime) -> Obj:
@@ -156,13 +169,17 @@ class Reconciler:
         members = self.members(result)
         self._in_parallel(members, self._read)
         stored = {k: (cr.get("status") or {}) for k, cr in host.items()}
+        moves = self._failover(result, members, stored, report)
+        if not moves:  # while shares move between clusters, bounds do not
+            self._rebalance(result, members, stored)
         rollouts = self._hold_zones(result, members, stored)
         self._in_parallel(members, self._plan)
         self._in_parallel(members, self._apply)
         self._advance(rollouts, members)
         if self.wait:
             self._wait_healthy(members)
-        self._write_status(result, members, rollouts, stored, report)
+        self._write_status(result, members, rollouts, stored, report, moves)
+        self._write_cluster_states(stored, report)
         for member in members.values():
             report.clusters[member.name] = member.report or ClusterReport(
                 member.name, error=member.error)
@@ -251,6 +268,129 @@ class Reconciler:
             report.clusters[HOST] = ClusterReport(HOST, error=_explain(exc))
             self.echo(f"host: FAILED: {_explain(exc)}")
             return {}
+
+    # --- failover ----------------------------------------------------------------------------
+
+    def _failover(self, result: Result, members: dict[str, MemberState],
+                  stored: dict[AppKey, dict[str, Any]], report: PassReport
+                  ) -> dict[AppKey, failover.AppMove]:
+        """Decide which members are lost or returning (state kept on the host) and, if
+        any, re-place their share of every app on the others. Returns what moved."""
+        self.failover_notes = []
+        if report.clusters.get(HOST) is None or report.clusters[HOST].error is not None:
+            self.cluster_states = {}
+            return {}  # the state lives on the host: without it, nothing moves
+        now = self.failover_clock()
+        states: dict[str, failover.ClusterState] = {}
+        for name, entry in sorted(result.catalog.clusters.items()):
+            previous = failover.ClusterState.from_json(
+                name, stored.get(("Cluster", "", name), {}).get("failover"))
+            cordoned = not entry.resource.spec.schedulable
+            if name in members:
+                states[name] = failover.observe(previous, name, error=members[name].error,
+                                                cordoned=cordoned, now=now,
+                                                grace=self.failover_after)
+            elif cordoned:  # another reconciler (--cluster, a serve shard) watches it
+                states[name] = failover.observe(previous, name, error=None, cordoned=True,
+                                                now=now, grace=self.failover_after)
+            else:
+                states[name] = previous
+        self.cluster_states = {n: s for n, s in states.items() if n in members}
+        gone = failover.excluded(states)
+        if not gone:
+            return {}
+        from pincompile.expand import expand_all
+        from pincompile.placement import plan as place
+
+        moved_plan, problems = place(result.catalog, lost=gone)
+        manifests, more = expand_all(result.catalog, moved_plan, revision=_revision(result))
+        self.failover_notes = sorted({d.message for d in [*problems, *more]})
+        for note in self.failover_notes:
+            self.echo(f"failover: {note}")
+        instant = self.clock()
+        # every cluster's part, members or not: an app's share in a cluster another
+        # reconciler watches moves too
+        normal: dict[str, list[Obj]] = {n: [] for n in result.catalog.clusters}
+        for manifest in result.manifests:
+            if manifest.cluster not in members:
+                normal[manifest.cluster].append(self._with_floor(manifest.obj, instant))
+        normal.update({n: m.desired for n, m in members.items()})
+        moved: dict[str, list[Obj]] = defaultdict(list)
+        for manifest in manifests:
+            moved[manifest.cluster].append(self._with_floor(manifest.obj, instant))
+        arranged = failover.arrange(normal, moved, states, self.failback_step)
+        for name, member in members.items():
+            member.desired = arranged.desired[name]
+            member.initial_replicas = _shares(result.plan, name, member.desired)
+            member.initial_replicas.update(_shares(moved_plan, name, [
+                o for o in member.desired if status.app_of(o) in arranged.moved_apps]))
+        for name, state in self.cluster_states.items():
+            if state.phase == failover.RETURNING and state.steps > 0 \
+                    and name not in arranged.pending and members[name].error is None:
+                self.cluster_states[name] = failover.ClusterState(name, failover.REACHABLE,
+                                                                  since=now)
+                self.echo(f"{name}: failback complete: every app is back")
+        for name, state in self.cluster_states.items():
+            if state.phase != failover.REACHABLE:
+                self.echo(f"{name}: failover: {state.phase}: {state.reason}")
+        return arranged.moves
+
+    def _write_cluster_states(self, stored: dict[AppKey, dict[str, Any]],
+                              report: PassReport) -> None:
+        from reconciler import host
+
+        host_conn = self.connections.get(HOST)
+        if host_conn is None or report.clusters.get(HOST) is None:
+            return
+        for name, state in sorted(self.cluster_states.items()):
+            doc = state.to_json()
+            if stored.get(("Cluster", "", name), {}).get("failover") == doc:
+                continue
+            try:
+                host.write_cluster_status(host_conn, name, {"failover": doc})
+            except (ClusterUnreachable, DynamicApiError, OSError) as exc:
+                report.clusters[HOST].error = _explain(exc)
+                return
+
+    # --- rebalancing ---------------------------------------------------------------------------
+
+    def _rebalance(self, result: Result, members: dict[str, MemberState],
+                   stored: dict[AppKey, dict[str, Any]]) -> None:
+        """Move PinScalers' HPA maxima toward clusters running at their maximum (see
+        :mod:`reconciler.scaling.rebalance`); the moved bounds are kept on the host."""
+        self.rebalanced = {}
+        hpas: dict[AppKey, dict[str, tuple[int, Obj]]] = defaultdict(dict)
+        for member in members.values():
+            for index, obj in enumerate(member.desired):
+                app = status.app_of(obj)
+                if obj["kind"] == "HorizontalPodAutoscaler" and app and app[0] == "PinScaler":
+                    hpas[app][member.name] = (index, obj)
+        for app, placed in sorted(hpas.items()):
+            if any(members[c].error is not None for c in placed) or len(placed) < 2:
+                continue
+            compiled = {c: rebalance.Bounds(int(o["spec"].get("minReplicas", 1)),
+                                            int(o["spec"]["maxReplicas"]))
+                        for c, (_, o) in placed.items()}
+            state = (stored.get(app) or {}).get("rebalance")
+            bounds = rebalance.stored_bounds(state, compiled)
+            observed = {c: rebalance.observe(members[c].live.get(key_of(o)))
+                        for c, (_, o) in placed.items()}
+            target = result.plan.scaler_targets.get(app) if result.plan else None
+            decision = result.plan.decision(target) if target else None
+            caps = {c: _pods_held(result, decision, c) for c in placed}
+            step = rebalance.step_for(sum(b.max for b in compiled.values()))
+            moved = rebalance.rebalance(bounds, observed, caps, step, compiled)
+            if moved.moves:
+                reason = "; ".join(moved.moves)
+                self.echo(f"{'/'.join(app)}: rebalanced: {reason}")
+                self.rebalanced[app] = rebalance.state_of(compiled, moved.bounds, reason)
+            elif bounds != compiled and state is not None:
+                self.rebalanced[app] = dict(state)
+            for cluster, (index, obj) in placed.items():
+                b = moved.bounds[cluster]
+                if b != compiled[cluster]:
+                    members[cluster].desired[index] = {**obj, "spec": {
+                        **obj["spec"], "minReplicas": b.min, "maxReplicas": b.max}}
 
     # --- zone-by-zone ------------------------------------------------------------------------
 
@@ -360,7 +500,8 @@ class Reconciler:
 
     def _write_status(self, result: Result, members: dict[str, MemberState],
                       rollouts: dict[AppKey, rollout.AppRollout],
-                      stored: dict[AppKey, dict[str, Any]], report: PassReport) -> None:
+                      stored: dict[AppKey, dict[str, Any]], report: PassReport,
+                      moves: dict[AppKey, failover.AppMove] | None = None) -> None:
         from reconciler import host
 
         views: dict[AppKey, list[status.ClusterView]] = defaultdict(list)
@@ -394,6 +535,12 @@ class Reconciler:
                 previous=stored.get(app), applied=app in written)
             if app[0] == "PinScaler":
                 doc.update(_floor_status(app, members, self.clock()))
+                if app in self.rebalanced:
+                    doc["rebalance"] = self.rebalanced[app]
+            move = (moves or {}).get(app)
+            if move is not None:
+                doc["failover"] = move.to_json()
+                doc["message"] = "; ".join(m for m in (move.message, doc["message"]) if m)
             self.statuses[app] = doc
             if host_conn is None or HOST not in report.clusters or \
                     report.clusters[HOST].error is not None:
@@ -403,6 +550,10 @@ class Reconciler:
                     host.write_status(host_conn, app, doc)
                 for reason, text in _events(app, members, report.revision):
                     host.record_event(host_conn, app, reason, text)
+                if move is not None and (stored.get(app) or {}).get("failover") \
+                        != doc["failover"]:
+                    host.record_event(host_conn, app, move.phase, move.message,
+                                      warning=move.phase != "FailingBack")
             except (ClusterUnreachable, DynamicApiError, OSError) as exc:
                 report.clusters[HOST].error = _explain(exc)
 
@@ -430,12 +581,25 @@ def _floor_status(app: AppKey, members: dict[str, MemberState],
     return out
 
 
-def _shares(result: Result, cluster: str, desired: list[Obj]) -> dict[Key, int]:
-    """Each autoscaled workload's share of its app's replicas in ``cluster``."""
+def _pods_held(result: Result, decision: Any, cluster: str) -> int | None:
+    """Pods of a placed app the capacity of ``cluster`` (the app's tier's pool) holds, as
+    placement counts them (None: not limited)."""
+    from pincompile.placement.context import pods_fit, pool_capacity, whole
+
+    entry = result.catalog.clusters.get(cluster)
+    if decision is None or entry is None:
+        return None
+    fit = pods_fit(pool_capacity(entry.resource, decision.tier), decision.pod_requests)
+    return None if fit is None else whole(fit)
+
+
+def _shares(plan: Any, cluster: str, desired: list[Obj]) -> dict[Key, int]:
+    """Each autoscaled workload's share of its app's replicas in ``cluster`` (``plan``: a
+    placement :class:`~pincompile.placement.Plan`)."""
     out: dict[Key, int] = {}
     for obj in desired:
         app = status.app_of(obj)
-        decision = result.plan.decision(app) if app and result.plan else None
+        decision = plan.decision(app) if app and plan else None
         if obj["kind"] != "Deployment" or decision is None:
             continue
         for shard in decision.shards:

@@ -110,6 +110,12 @@ def write_status(conn: Connection, key: AppKey, status: dict[str, Any]) -> None:
     write.apply(conn, obj, subresource="status")
 
 
+def write_cluster_status(conn: Connection, name: str, status: dict[str, Any]) -> None:
+    """Server-side apply of a (cluster-scoped) Cluster resource's status subresource."""
+    write.apply(conn, {"apiVersion": API_VERSION, "kind": "Cluster",
+                       "metadata": {"name": name}, "status": status}, subresource="status")
+
+
 def record_event(conn: Connection, key: AppKey, reason: str, message: str, *,
                  uid: str | None = None, warning: bool = False) -> None:
     """A Kubernetes Event on an app's custom resource."""

@@ -254,10 +254,21 @@ def _plan_object(conn: Connection, obj: Obj, live: dict[Key, Obj], options: Opti
             return Change(Action.CONFLICT, key, desired=obj, live=current,
                           reason="exists and is not managed by pincompile "
                                  "(use --adopt to take it over)")
-    if diff.same(current, predicted):
+    compared: tuple[Obj | None, Obj | None] = (current, predicted)
+    if key in scaled:  # an HPA may scale between our LIST and the dry-run: not drift
+        compared = (_without_replicas(current), _without_replicas(predicted))
+    if diff.same(*compared):
         return Change(Action.UNCHANGED, key, desired=to_apply, live=current, predicted=predicted)
     return Change(Action.UPDATE, key, desired=to_apply, live=current, predicted=predicted,
                   reason="" if is_managed(current) else "adopted")
+
+
+def _without_replicas(obj: Obj | None) -> Obj | None:
+    """An autoscaled workload without ``spec.replicas`` (its HPA's, never ours)."""
+    if obj is None:
+        return None
+    return {**obj, "spec": {k: v for k, v in (obj.get("spec") or {}).items()
+                            if k != "replicas"}}
 
 
 def _failed_pod_to_recreate(live: Obj) -> bool:

@@ -66,6 +66,8 @@ _NO_CLUSTER_HINTS = {
     "gpu-type": "choose a gpuType that a matching cluster offers",
     "addons": "training jobs need a cluster with the kubeflow-training addon; network: "
               "dedicated-eni needs one with the pod-eni addon",
+    "failover": "every cluster that would match is lost (unreachable or cordoned); the "
+                "workload runs again when one comes back",
     "capacity": "lower the pod's requests or the pods that must run together, or use a "
                 "cluster with more capacity",
 }
@@ -83,14 +85,19 @@ class _Placed:
     """Cluster → extra pods while the workload changes (rollout surge, overlapping run)."""
 
 
-def plan(catalog: Catalog) -> tuple[Plan, list[Diagnostic]]:
-    """Place every valid workload; report what cannot be placed or exceeds a quota."""
-    return _Planner(catalog).run()
+def plan(catalog: Catalog, lost: Mapping[str, str] | None = None
+         ) -> tuple[Plan, list[Diagnostic]]:
+    """Place every valid workload; report what cannot be placed or exceeds a quota.
+
+    ``lost``: member clusters the caller has found unavailable (cluster → why); nothing is
+    placed there, as if they were cordoned (the reconciler's failover passes them in)."""
+    return _Planner(catalog, lost).run()
 
 
 class _Planner:
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(self, catalog: Catalog, lost: Mapping[str, str] | None = None) -> None:
         self.catalog = catalog
+        self.lost = dict(lost or {})
         self.clusters: dict[str, Entry[Cluster]] = catalog.clusters
         self.projects: dict[str, Entry[Project]] = catalog.projects
         self.capacities = {n: cluster_capacity(e.resource) for n, e in self.clusters.items()}
@@ -148,6 +155,9 @@ class _Planner:
         pools = self.pools[w.spec.tier]
         ctx = Context(self.catalog, project, requests, pods_together(w), pools)
         eligible, filtered = run_filters(entry, self.clusters, ctx)
+        for name in [c for c in eligible if c in self.lost]:
+            eligible.remove(name)
+            filtered[name] = f"failover: {self.lost[name]}"
         fits = {c: pods_fit(pools[c], requests) for c in eligible}
         scores = static_scores("/".join(w.key), fits)
         decision = Decision(
@@ -402,7 +412,8 @@ class _Planner:
             "clusters"))
 
     def _sidecar_daemons(self, placed: list[_Placed]) -> None:
-        schedulable = sorted(n for n, e in self.clusters.items() if e.resource.spec.schedulable)
+        schedulable = sorted(n for n, e in self.clusters.items()
+                             if e.resource.spec.schedulable and n not in self.lost)
         for name, entry in self.catalog.sidecars.items():
             sc: PinterestSideCar = entry.resource
             if sc.spec.mode != "daemon":

@@ -16,8 +16,9 @@ from reconciler.commands.common import (
     cluster_options,
     compile_or_exit,
     default_kubeconfig,
+    failover_options,
 )
-from reconciler.commands.status import render_table
+from reconciler.commands.status import render_clusters, render_table
 from reconciler.engine import HOST, Reconciler
 from reconciler.host import AppKey
 from reconciler.sync import Options
@@ -38,12 +39,13 @@ from reconciler.sync import Options
 @click.option("--no-wait", is_flag=True, help="Do not wait for the objects to be healthy.")
 @click.option("--timeout", default=300.0, show_default=True, metavar="SECONDS",
               help="Longest wait for health after applying.")
+@failover_options
 @click.option("-q", "--quiet", is_flag=True, help="Only the summary.")
 @click.pass_context
 def apply(ctx: click.Context, root: Path, kubeconfig: str | None, host_context: str,
           clusters: tuple[str, ...], at: datetime | None, max_prune: str, prune_data: bool,
-          no_prune: bool,
-          adopt: bool, dry_run: bool, no_wait: bool, timeout: float, quiet: bool) -> None:
+          no_prune: bool, adopt: bool, dry_run: bool, no_wait: bool, timeout: float,
+          failover_after: float, failback_step: str, quiet: bool) -> None:
     """Make every member cluster match the specs under ROOT: one reconcile pass.
 
     \b
@@ -58,6 +60,11 @@ def apply(ctx: click.Context, root: Path, kubeconfig: str | None, host_context: 
        zone not healthy within the app's health timeout halts the rollout;
     5. wait for health and write one status per app to the host (`pincompile status`).
 
+    Failover: a member that has not answered for --failover-after (or is cordoned with
+    schedulable: false) is lost; its share of every app is placed on the other eligible
+    clusters (PinPods only with failover: true). When it answers again, each app moves
+    back at most --failback-step per pass. The state is kept on the host.
+
     Objects without the label app.kubernetes.io/managed-by=pincompile are never changed
     (a conflict is reported) unless --adopt. Fields other managers own are left alone.
     A pass with nothing to change makes no write at all.
@@ -70,6 +77,7 @@ def apply(ctx: click.Context, root: Path, kubeconfig: str | None, host_context: 
       pincompile apply examples
       pincompile apply . --cluster use1a-general-01 --max-prune 5
       pincompile apply . --dry-run
+      pincompile apply . --failover-after 2m --failback-step 50%
     """
     if dry_run:
         from reconciler.commands.plan import plan
@@ -88,11 +96,14 @@ def apply(ctx: click.Context, root: Path, kubeconfig: str | None, host_context: 
         kubeconfig or default_kubeconfig(), host_context, clusters=clusters or None,
         options=Options(adopt=adopt, prune=not no_prune, max_prune=max_prune,
                         prune_data=prune_data),
-        wait=not no_wait, timeout=timeout, echo=echo, clock=clock_of(at))
+        wait=not no_wait, timeout=timeout, echo=echo, clock=clock_of(at),
+        failover_after=failover_after, failback_step=failback_step)
     try:
         report = reconciler.run(result)
         writes = {name: conn.stats.writes for name, conn in reconciler.connections.items()}
         statuses = reconciler.statuses
+        lost = {n: s.to_json() for n, s in reconciler.cluster_states.items()
+                if s.phase != "Reachable"}
     finally:
         reconciler.close()
     for name, cluster in sorted(report.clusters.items()):
@@ -102,7 +113,8 @@ def apply(ctx: click.Context, root: Path, kubeconfig: str | None, host_context: 
             click.echo(f"{name}: {conflict}", err=True)
     click.echo(_summary(report, writes, time.monotonic() - started))
     if not quiet and statuses:
-        click.echo(render_table([_as_row(app, doc) for app, doc in statuses.items()]))
+        click.echo(render_table([_as_row(app, doc) for app, doc in statuses.items()],
+                                render_clusters(lost)))
     sys.exit(EXIT_OK if report.ok else EXIT_CLUSTER)
 
 

@@ -63,6 +63,30 @@ def cluster_options(func: F) -> F:
                              "fleet's, else ~/.kube/config).")(func)
 
 
+def _failback_step(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    from reconciler.failover import parse_step
+
+    try:
+        return parse_step(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def failover_options(func: F) -> F:
+    """--failover-after and --failback-step (``apply`` and ``serve``)."""
+    from reconciler.commands.serve import DURATION
+
+    func = click.option("--failback-step", default="25%", show_default=True,
+                        callback=_failback_step, metavar="COUNT|PERCENT",
+                        help="Once a lost cluster answers again, move at most this much of "
+                             "each app's replicas back to it per pass (a count, or a "
+                             "percent of the app's replicas; at least 1).")(func)
+    return click.option("--failover-after", type=DURATION, default="5m", show_default=True,
+                        help="A member cluster that has not answered for this long is lost: "
+                             "its share of every app is placed on the other eligible "
+                             "clusters (failures shorter than this move nothing).")(func)
+
+
 def compile_or_exit(root: Path) -> Result:
     """Compile ROOT; on any error print them all and exit 1 (nothing is touched)."""
     result = compile_path(root)

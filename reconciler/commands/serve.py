@@ -12,6 +12,7 @@ import click
 
 from pincompile.commands.common import EXIT_INVALID, EXIT_USAGE, fail
 from pincompile.gitsource import GitError
+from reconciler.commands.common import failover_options
 
 SECRET_ENV = "PINCOMPILE_WEBHOOK_SECRET"
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
@@ -104,6 +105,7 @@ def read_secret(secret_file: Path | None) -> bytes | None:
               help="Keep the git mirror here across restarts (default: a temporary folder).")
 @click.option("--shutdown-timeout", type=DURATION, default="30s", show_default=True,
               help="On SIGTERM, wait at most this long for the pass in flight.")
+@failover_options
 @click.option("--runner", hidden=True, default=None,
               help="module:callable returning a runner factory (for tests).")
 @click.option("-v", "--verbose", is_flag=True, help="Log every request and Lease attempt.")
@@ -112,7 +114,8 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
           host_context: str, namespace: str, identity: str | None, leader_election: bool,
           shards: int, lease_duration: float, renew_deadline: float, retry_period: float,
           audit_log: Path | None, events: bool, mirror_dir: Path | None,
-          shutdown_timeout: float, runner: str | None, verbose: bool) -> None:
+          shutdown_timeout: float, failover_after: float, failback_step: str,
+          runner: str | None, verbose: bool) -> None:
     """Reconcile the member clusters after every git push, and periodically.
 
     Keeps a mirror of BRANCH of the repository; on a signed push webhook (or every
@@ -172,8 +175,9 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
         click.echo(f"warning: no webhook secret (--webhook-secret-file or ${SECRET_ENV}): "
                    "every webhook is refused; only --resync triggers passes", err=True)
     try:
-        runners = load_factory(runner) if runner else reconciler_factory(kubeconfig,
-                                                                         host_context)
+        runners = load_factory(runner) if runner else reconciler_factory(
+            kubeconfig, host_context, failover_after=failover_after,
+            failback_step=failback_step)
     except (ValueError, ImportError, AttributeError) as exc:
         fail(f"--runner {runner}: {exc}")
     options = ServeOptions(

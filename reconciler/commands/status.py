@@ -26,8 +26,10 @@ from reconciler.commands.common import default_kubeconfig
 @click.option("-w", "--watch", is_flag=True, help="Keep showing changes (Ctrl-C to stop).")
 def status(app: str | None, kubeconfig: str | None, host_context: str, fmt: str,
            watch: bool) -> None:
-    """One row per app: phase, ready/desired per cluster, rollout position, last applied
-    revision and the reason for anything not Healthy.
+    """One row per app: phase, ready/desired per cluster, rollout position, failover, last
+    applied revision and the reason for anything not Healthy; then every member cluster
+    that is unreachable, lost (its share runs elsewhere) or returning (shares moving back
+    step by step).
 
     Read from the host cluster (where `pincompile apply` stores it), so it works from any
     machine with the kubeconfig.
@@ -35,6 +37,10 @@ def status(app: str | None, kubeconfig: str | None, host_context: str, fmt: str,
     \b
     Phases: Healthy, Progressing, Degraded, Failed, Suspended, Missing, Unknown (a
     cluster could not be reached).
+    Failover: FailedOver (a cluster it ran in is lost), FailingBack N/M (N of M replicas
+    moved back), Stranded (a PinPod with failover: false whose cluster is lost). With
+    -o json|yaml, member clusters that are not reachable follow the apps as rows of kind
+    Cluster (their status.failover).
     \b
     Exit codes: 0 ok, 2 usage (or no such app), 3 the host cannot be reached.
     \b
@@ -82,16 +88,21 @@ def _parse(app: str | None) -> tuple[str, str, str] | None:
 
 
 def read_rows(conn: Connection) -> list[dict[str, Any]]:
-    """Every workload's stored status on the host."""
+    """Every workload's stored status on the host; then a row per member cluster that is
+    not simply reachable (kind ``Cluster``, its ``status.failover``)."""
     from pincompile.models import WORKLOAD_KINDS
     from reconciler.host import app_key, read_apps, spec_kinds
 
-    kinds = [k for k in spec_kinds() if k.kind in WORKLOAD_KINDS]
+    kinds = [k for k in spec_kinds() if k.kind in (*WORKLOAD_KINDS, "Cluster")]
     rows = []
     for key, cr in sorted(read_apps(conn, kinds).items(), key=lambda i: app_key(i[1])):
-        rows.append({"kind": key[0], "project": key[1], "name": key[2],
-                     "status": cr.get("status") or {}})
-    return rows
+        st = cr.get("status") or {}
+        if key[0] == "Cluster" and (st.get("failover") or {}).get("phase", "Reachable") \
+                == "Reachable":
+            continue
+        rows.append({"kind": key[0], "project": key[1], "name": key[2], "status": st})
+    return [r for r in rows if r["kind"] != "Cluster"] + [r for r in rows
+                                                          if r["kind"] == "Cluster"]
 
 
 def render(rows: list[dict[str, Any]], fmt: str) -> str:
@@ -102,11 +113,17 @@ def render(rows: list[dict[str, Any]], fmt: str) -> str:
     return render_table(rows)
 
 
-def render_table(rows: list[dict[str, Any]]) -> str:
-    """kubectl-like columns: APP PHASE READY CLUSTERS ROLLOUT REVISION APPLIED MESSAGE."""
-    header = ["APP", "PHASE", "READY", "CLUSTERS", "ROLLOUT", "REVISION", "APPLIED", "MESSAGE"]
+def render_table(rows: list[dict[str, Any]], clusters_text: str = "") -> str:
+    """kubectl-like columns: APP PHASE READY CLUSTERS ROLLOUT FAILOVER REVISION APPLIED
+    MESSAGE; then the member clusters that are unreachable, lost or returning."""
+    header = ["APP", "PHASE", "READY", "CLUSTERS", "ROLLOUT", "FAILOVER", "REVISION",
+              "APPLIED", "MESSAGE"]
     table = [header]
+    lost = {r["name"]: r["status"].get("failover") or {} for r in rows if r["kind"] == "Cluster"}
+    clusters_text = clusters_text or render_clusters(lost)
     for row in rows:
+        if row["kind"] == "Cluster":
+            continue
         st = row["status"]
         clusters = " ".join(f"{c['name']}={c.get('readyReplicas', 0)}/{c.get('replicas', 0)}"
                             if c.get("phase") != "Unknown" else f"{c['name']}=?"
@@ -118,9 +135,37 @@ def render_table(rows: list[dict[str, Any]]) -> str:
                         f"{rollout.get('phase', '')} {rollout.get('zone', '')}").strip()
         table.append([f"{row['kind']}/{row['project']}/{row['name']}", st.get("phase", "-"),
                       st.get("ready", "-"), clusters or "-", position or "-",
+                      _failover_cell(st.get("failover") or {}),
                       str(st.get("lastAppliedRevision", "-"))[:12],
                       str(st.get("lastAppliedTime", "-")),
-                      (st.get("message") or "")[:120]])
-    widths = [max(len(str(r[i])) for r in table) for i in range(len(header) - 1)]
+                      (st.get("message") or "")[:160]])
+    text = _columns(table)
+    return f"{text}\n\n{clusters_text}" if clusters_text else text
+
+
+def _failover_cell(move: dict[str, Any]) -> str:
+    """``FailedOver``, ``FailingBack 2/4`` (replicas back), ``Stranded`` or ``-``."""
+    if not move:
+        return "-"
+    back = move.get("failback") or {}
+    return f"{move.get('phase', '')} {back['back']}/{back['of']}" if back else \
+        str(move.get("phase", "-"))
+
+
+def render_clusters(states: dict[str, dict[str, Any]]) -> str:
+    """CLUSTER FAILOVER SINCE REASON for member clusters that are not simply reachable
+    ('' when there are none)."""
+    table = [["CLUSTER", "FAILOVER", "SINCE", "REASON"]]
+    for name, state in sorted(states.items()):
+        phase = str(state.get("phase", "-"))
+        if phase == "Returning":
+            phase += f" (step {state.get('failbackSteps', 0)})"
+        table.append([name, phase, str(state.get("since", "-")),
+                      str(state.get("reason", ""))[:160]])
+    return _columns(table) if len(table) > 1 else ""
+
+
+def _columns(table: list[list[Any]]) -> str:
+    widths = [max(len(str(r[i])) for r in table) for i in range(len(table[0]) - 1)]
     return "\n".join("   ".join(str(c).ljust(w) for c, w in zip(r[:-1], widths, strict=True))
                      + "   " + str(r[-1]) for r in table).rstrip()

@@ -1,5 +1,7 @@
-"""PinScaler at run time (pure logic, no cluster I/O): scheduled floors of the HPAs."""
+"""PinScaler at run time (pure logic, no cluster I/O): scheduled floors of the HPAs and
+rebalancing of their bounds across clusters (:mod:`reconciler.scaling.rebalance`)."""
 
+from reconciler.scaling import rebalance
 from reconciler.scaling.schedules import (
     Floor,
     Schedule,
@@ -13,5 +15,5 @@ from reconciler.scaling.schedules import (
 
 __all__ = [
     "Floor", "Schedule", "ScheduleError", "Window", "evaluate", "hpa_floor", "parse_schedules",
-    "with_scheduled_floor",
+    "rebalance", "with_scheduled_floor",
 ]

@@ -24,12 +24,16 @@ RunnerFactory = Callable[[frozenset[str] | None], PassRunner]
 """Builds a runner for some member clusters (``None``: every cluster of the result)."""
 
 
-def reconciler_factory(kubeconfig: str | None, host_context: str) -> RunnerFactory:
+def reconciler_factory(kubeconfig: str | None, host_context: str, *,
+                       failover_after: float = 300.0, failback_step: str = "25%"
+                       ) -> RunnerFactory:
     """Runners backed by the long-running reconciler (its watch cache)."""
     from reconciler.engine import Reconciler
 
     def build(clusters: frozenset[str] | None) -> PassRunner:
-        runner: PassRunner = Reconciler(kubeconfig, host_context, clusters=clusters, watch=True)
+        runner: PassRunner = Reconciler(kubeconfig, host_context, clusters=clusters, watch=True,
+                                        failover_after=failover_after,
+                                        failback_step=failback_step)
         return runner
 
     return build

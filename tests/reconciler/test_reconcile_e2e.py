@@ -7,7 +7,6 @@ state the previous one left, as passes do in production.
 from __future__ import annotations
 
 import shutil
-import subprocess
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -19,7 +18,6 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from kubernetes import client as k8s
-from kubernetes import config as k8s_config
 
 from pincompile.cli import cli
 from pincompile.pipeline import compile_path
@@ -27,6 +25,8 @@ from reconciler.engine import Reconciler
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.model import PassReport
 from reconciler.sync import Options
+from tests.conftest import api_clients, fleet_of_its_own
+from tests.reconciler.fleet_support import git, spec_repo
 
 pytestmark = pytest.mark.e2e
 FIXTURE_REPO = Path(__file__).parent / "fixtures" / "repo"
@@ -43,42 +43,20 @@ ZONE = {"rt-a": "rt-east-a", "rt-b": "rt-east-b", "rt-c": "rt-east-c"}
 @pytest.fixture(scope="module")
 def rt_fleet(e2e_toolchain: Path) -> Iterator[fleet_mod.FleetState]:
     """Three member clusters (zones a, b, c of one region) and a host, for this module."""
-    from tests.conftest import fleet_of_its_own
-
     with fleet_of_its_own(FIXTURE_REPO / "platform", "reconcile") as state:
         yield state
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com",
-                           *args], cwd=repo, check=True, capture_output=True,
-                          text=True).stdout.strip()
 
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A git repository holding a copy of ``fixtures/repo``."""
-    path = tmp_path_factory.mktemp("specs") / "repo"
-    shutil.copytree(FIXTURE_REPO, path)
-    git(path, "init", "-q", "-b", "main")
-    git(path, "add", "-A")
-    git(path, "commit", "-qm", "initial")
-    return path
+    return spec_repo(FIXTURE_REPO, tmp_path_factory.mktemp("specs") / "repo")
 
 
 @pytest.fixture(scope="module")
 def api(rt_fleet: fleet_mod.FleetState) -> Iterator[Callable[[str], k8s.ApiClient]]:
-    clients: dict[str, k8s.ApiClient] = {}
-
-    def get(context: str) -> k8s.ApiClient:
-        if context not in clients:
-            clients[context] = k8s_config.new_client_from_config(
-                config_file=str(rt_fleet.kubeconfig), context=context)
-        return clients[context]
-
-    yield get
-    for c in clients.values():
-        c.close()
+    with api_clients(rt_fleet.kubeconfig) as get:
+        yield get
 
 
 # --- helpers --------------------------------------------------------------------------------
