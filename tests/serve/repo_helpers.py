@@ -200,6 +200,8 @@ class ImageWatch:
                         apps.list_namespaced_deployment, namespace,
                         field_selector=f"metadata.name={name}", resource_version=version,
                         timeout_seconds=600):
+                    if not isinstance(event, dict):
+                        continue  # the client yields None for a blank keep-alive line
                     obj = event.get("object")
                     if event.get("type") == "ERROR" or getattr(obj, "spec", None) is None:
                         break
