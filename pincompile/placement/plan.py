@@ -72,20 +72,33 @@ _NO_CLUSTER_HINTS = {
 
 
 @dataclass
-class _Placed:
-    """A decision plus what it counts per cluster (pods) for quota and capacity."""
+class Placed:
+    """A decision plus what it counts per cluster (pods) for quota and capacity: all that
+    the fleet-wide steps (quota, capacity, sidecar daemons) need of one workload."""
 
     entry: Entry[Workload]
+    """The workload (an incremental compile passes a stand-in that only locates it)."""
     decision: Decision
     pods: dict[str, int]
     vector: dict[str, Decimal]
     surge: dict[str, int] = field(default_factory=dict)
     """Cluster → extra pods while the workload changes (rollout surge, overlapping run)."""
+    sidecars: tuple[str, ...] = ()
+    """Managed sidecars the pod template lists by name."""
 
 
-def plan(catalog: Catalog) -> tuple[Plan, list[Diagnostic]]:
-    """Place every valid workload; report what cannot be placed or exceeds a quota."""
-    return _Planner(catalog).run()
+_Placed = Placed
+
+
+def plan(catalog: Catalog, reuse: Mapping[Key, Placed] | None = None,
+         reuse_scalers: Mapping[Key, Key] | None = None) -> tuple[Plan, list[Diagnostic]]:
+    """Place every valid workload; report what cannot be placed or exceeds a quota.
+
+    ``reuse``: workloads placed before and not in ``catalog`` (with ``reuse_scalers``, the
+    scaler targets resolved for them), as an incremental compile keeps them; the fleet-wide
+    steps then run over both. ``Plan.placed`` holds every workload's :class:`Placed`.
+    """
+    return _Planner(catalog).run(reuse or {}, reuse_scalers or {})
 
 
 class _Planner:
@@ -101,7 +114,8 @@ class _Planner:
         self.scalers: dict[Key, Entry[PinScaler]] = {}
 
     # --- the whole fleet -------------------------------------------------------------------
-    def run(self) -> tuple[Plan, list[Diagnostic]]:
+    def run(self, reuse: Mapping[Key, Placed], reuse_scalers: Mapping[Key, Key]
+            ) -> tuple[Plan, list[Diagnostic]]:
         workloads = canonical(self.catalog.workloads)
         keys = set(workloads)
         for scaler_entry in canonical(self.catalog.scalers).values():
@@ -113,14 +127,17 @@ class _Planner:
                         self.scalers[target] = scaler_entry
                         self.result.scaler_targets[scaler.key] = target
                     break
-        placed: list[_Placed] = []
+        by_key: dict[Key, _Placed] = dict(reuse)
         for key, entry in workloads.items():
             project = self.projects.get(entry.resource.project)
             if project is None:
                 continue  # unknown project: the reference checks report it
-            one = self._place(entry, project)
-            self.result.decisions[key] = one.decision
-            placed.append(one)
+            by_key[key] = self._place(entry, project)
+        self.result.scaler_targets.update(reuse_scalers)
+        self.result.scaler_targets = dict(sorted(self.result.scaler_targets.items()))
+        placed = [by_key[k] for k in sorted(by_key)]
+        self.result.decisions = {p.decision.key: p.decision for p in placed}
+        self.result.placed = {p.decision.key: p for p in placed}
         self._quotas(placed)
         self._capacity(placed)
         self._sidecar_daemons(placed)
@@ -154,7 +171,8 @@ class _Planner:
             kind=w.kind, project=w.project, name=w.name, eligible=eligible, filtered=filtered,
             scores=scores, shards=[], order=by_total(scores), tier=w.spec.tier,
             pod_requests=dict(sorted(requests.items())))
-        placed = _Placed(entry, decision, {}, quota_mod.pod_vector(w, requests))
+        placed = _Placed(entry, decision, {}, quota_mod.pod_vector(w, requests),
+                         sidecars=tuple(w.pod_template.sidecars))
         if not eligible:
             if not self._names_unknown(entry, project):
                 self.diagnostics.append(self._no_cluster(entry, filtered))
@@ -412,7 +430,6 @@ class _Planner:
                 continue
             wanted: set[str] = set()
             for p in placed:
-                w = p.entry.resource
-                if w.kind in sc.spec.applies_to and name in w.pod_template.sidecars:
+                if p.decision.kind in sc.spec.applies_to and name in p.sidecars:
                     wanted.update(s.cluster for s in p.decision.shards)
             self.result.sidecar_daemons[name] = sorted(wanted)
