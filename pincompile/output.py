@@ -203,10 +203,55 @@ def check_output_dir(out: Path) -> None:
             f"(no {MARKER} file); choose another directory or remove it")
 
 
-def write_tree(out: Path, files: Mapping[str, str]) -> None:
+MARKER_TEXT = "written by pincompile compile; replaced on every run\n"
+
+
+def marker_id(out: Path) -> str | None:
+    """The snapshot id the last complete write recorded in ``out``'s marker, if any."""
+    try:
+        text = (out / MARKER).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    for line in text.splitlines():
+        if line.startswith("snapshot: "):
+            return line.removeprefix("snapshot: ").strip() or None
+    return None
+
+
+def _write_marker(directory: Path, snapshot_id: str) -> None:
+    note = f"snapshot: {snapshot_id}\n" if snapshot_id else ""
+    (directory / MARKER).write_text(MARKER_TEXT + note, encoding="utf-8")
+
+
+def update_tree(out: Path, write: Mapping[str, str], remove: Iterable[str],
+                snapshot_id: str) -> None:
+    """Change ``out`` in place: write (each file atomically) and remove the given files,
+    leave every other file untouched. The marker loses its snapshot id first and gets
+    ``snapshot_id`` last, so an interrupted update is never taken for a complete one."""
+    check_output_dir(out)
+    _write_marker(out, "")
+    for rel in remove:
+        path = out / rel
+        path.unlink(missing_ok=True)
+        for parent in path.parents:  # directories left empty go too
+            if parent == out or any(parent.iterdir()):
+                break
+            parent.rmdir()
+    for rel, text in write.items():
+        path = out / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    _write_marker(out, snapshot_id)
+
+
+def write_tree(out: Path, files: Mapping[str, str], snapshot_id: str = "") -> None:
     """Replace ``out`` with exactly ``files``: written into a sibling temporary directory,
     then swapped in by renames, so ``out`` is never half-written and nothing stale
-    remains."""
+    remains. ``snapshot_id`` is recorded in the marker (see :func:`update_tree`)."""
     check_output_dir(out)
     parent = out.resolve().parent
     parent.mkdir(parents=True, exist_ok=True)
@@ -219,8 +264,7 @@ def write_tree(out: Path, files: Mapping[str, str]) -> None:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 made.add(path.parent)
             path.write_text(text, encoding="utf-8")
-        (tmp / MARKER).write_text("written by pincompile compile; replaced on every run\n",
-                                  encoding="utf-8")
+        _write_marker(tmp, snapshot_id)
         os.chmod(tmp, 0o755)  # mkdtemp makes it private
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=parent))

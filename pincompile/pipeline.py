@@ -6,6 +6,7 @@ reported an error. The pipeline is pure: files (or git blobs) in, objects out.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -168,3 +169,64 @@ def git_revision(root: Path) -> str:
         return f"{sha}-dirty" if dirty else sha
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+
+
+@dataclass
+class DirCompile:
+    """What :func:`compile_to_dir` did: a full compile (``result``) or an incremental one
+    (``outcome``)."""
+
+    result: Result | None = None
+    outcome: Any = None
+    written: int = 0
+    """Output files written (the rest were left as they were)."""
+
+
+def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | None = None,
+                   cache_dir: Path | None = None) -> DirCompile:
+    """``pincompile compile ROOT -o OUT``: compile and write OUT.
+
+    With ``cache_dir``, a snapshot of the last clean compile of ROOT into OUT is kept there;
+    when only app files changed since (and OUT is the tree that compile wrote), only the
+    changed apps are compiled again and only changed output files are written (see
+    :mod:`pincompile.incremental`). Nothing is written when the result has diagnostics.
+    """
+    import secrets
+
+    from pincompile import incremental
+    from pincompile.cache import code_digest
+    from pincompile.output import marker_id, render_files, update_tree, write_tree
+
+    files, walked = read_tree(root)
+    revision = revision or git_revision(root)
+    store = Store(cache_dir) if cache_dir is not None else None
+    compiler = Compiler(store)
+    context = (code_digest(), revision, fmt)
+    key = hashlib.sha256(f"snapshot\0{root.resolve()}\0{out.resolve()}".encode()).hexdigest()
+    raw = dict(files)
+    digests = [(name, file_digest(name, content)) for name, content in files]
+    prev = store.read(key) if store is not None else None
+    if (isinstance(prev, incremental.Snapshot) and prev.id and out.is_dir()
+            and marker_id(out) == prev.id):
+        outcome = incremental.update(
+            prev, context, digests, lambda name, _: compiler._state(name, raw[name]), walked,
+            revision=revision, fmt=fmt)
+        if outcome is not None:
+            outcome.snapshot.id = secrets.token_hex(16)
+            update_tree(out, outcome.write, outcome.remove, outcome.snapshot.id)
+            assert store is not None
+            store.write(key, outcome.snapshot)
+            return DirCompile(outcome=outcome, written=len(outcome.write))
+    result = compiler.compile(files, revision=revision, loaded=walked)
+    if result.diagnostics:
+        return DirCompile(result=result)
+    placement = result.plan.to_json() if result.plan is not None else None
+    rendered = render_files(result.manifests, fmt, placement)
+    snap_id = secrets.token_hex(16) if store is not None else ""
+    write_tree(out, rendered, snap_id)
+    if store is not None:
+        states = [compiler._files[name] for name, _ in files]
+        snap = incremental.snapshot(context, states, result, rendered, fmt)
+        snap.id = snap_id
+        store.write(key, snap)
+    return DirCompile(result=result, written=len(rendered))

@@ -1,0 +1,440 @@
+"""Incremental compiles: when only app files changed, re-run check, placement and expansion
+for the changed apps alone, and rewrite only the output files whose bytes changed.
+
+A :class:`Snapshot` records what the last *clean* compile of a tree produced: per file its
+content digest and the workloads and PinScalers it defines, and per such *unit* what
+placement counted for it (pods, requests, surge per cluster: the inputs of quota, capacity
+and sidecar daemons), the digests of its output files, its claims on fleet-wide names
+(``(kind, project, name)``, ingress host and path) and its ``placement.json`` entry.
+
+:func:`update` compiles a changed tree against a snapshot. It gives up (returns None, and the
+caller compiles everything) whenever an edit could reach beyond the changed apps:
+
+- a file that defines anything but workloads and PinScalers (clusters, projects, sidecars,
+  the runtime profile) changed, appeared or went away; or the revision, the output format or
+  pincompile itself differs;
+- a changed file does not load or parse cleanly, or the tree walk reported a problem;
+- a changed unit claims a name, an ingress route or an output file an unchanged unit holds.
+
+Otherwise the *affected* units are the changed files' units plus every unit linked to them
+by a PinScaler target (a scaler and its app are placed and expanded together), closed over
+their files. Check, placement and expansion run over the platform specs and the affected
+units only; quota, capacity and sidecar daemons run over every unit (the unchanged ones from
+the snapshot). Any diagnostic found on the way also makes it give up: a compile that reports
+errors is always a full one. Whatever it reuses, the result is the bytes a cold compile
+writes (``tests/spec/test_cache.py`` checks this over random edit sequences).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pincompile.cache import FileState
+from pincompile.catalog import Catalog, Entry
+from pincompile.diagnostics import Diagnostic, Location
+from pincompile.manifest import Manifest
+from pincompile.models import PinApp, PinScaler, PinterestService, Resource, Workload
+from pincompile.output import PLACEMENT_FILE, manifest_path, serialize
+from pincompile.placement.model import Decision, Key, Plan, Shard
+
+SCALABLE = (PinApp.KIND, PinterestService.KIND)
+Claim = tuple[str, ...]
+
+
+def digest(text: str) -> bytes:
+    """The digest output files are compared by."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=16).digest()
+
+
+@dataclass
+class Unit:
+    """One workload or PinScaler as the last clean compile left it."""
+
+    key: Key
+    file: str
+    link: tuple[str, str]
+    """(project, name) of a workload; (project, target) of a PinScaler."""
+    claims: tuple[Claim, ...]
+    outputs: dict[str, bytes]
+    """Output path → digest of its content."""
+    counted: tuple[Any, ...] | None = None
+    """Workloads: (project, tier, clusters, pods, vector, surge, sidecars) for quota,
+    capacity, namespaces and sidecar daemons."""
+    fragment: str | None = None
+    """Workloads: this unit's entry of ``placement.json``, as written there."""
+    scaler_target: Key | None = None
+    manifests: list[Manifest] | None = field(default=None, repr=False)
+    """In memory only (a long-running process): the objects themselves."""
+    decision: Decision | None = field(default=None, repr=False)
+    """In memory only: the full decision."""
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["manifests"] = state["decision"] = None
+        return state
+
+
+@dataclass
+class FileSummary:
+    digest: str
+    units: list[Key]
+    entries: int
+    warnings: list[Diagnostic]
+
+
+@dataclass
+class Snapshot:
+    """What the last clean compile of one tree produced (see the module docstring)."""
+
+    context: tuple[str, ...]
+    """(pincompile code digest, revision, output format): anything else → full compile."""
+    files: dict[str, FileSummary]
+    platform: dict[str, str]
+    """Files that define anything but workloads and scalers: name → digest."""
+    units: dict[Key, Unit]
+    platform_outputs: dict[str, bytes]
+    placement: bytes
+    """Digest of ``placement.json``."""
+    clusters: list[str]
+    id: str = ""
+    """Written into the output directory's marker: the tree this snapshot describes."""
+
+
+@dataclass
+class Outcome:
+    """An incremental compile: the new snapshot and how the output tree changes."""
+
+    snapshot: Snapshot
+    write: dict[str, str]
+    """Output path → new content (new or changed files)."""
+    remove: set[str]
+    specs: int
+    objects: int
+    clusters: int
+    units: int
+    """How many units were checked, placed and expanded again."""
+    manifests: list[Manifest] | None = None
+    plan: Plan | None = None
+    warnings: list[Diagnostic] = field(default_factory=list)
+
+
+# --- what a unit is ------------------------------------------------------------------------
+
+def is_unit(resource: Resource) -> bool:
+    return isinstance(resource, Workload | PinScaler)
+
+
+def link_of(resource: Resource) -> tuple[str, str]:
+    if isinstance(resource, PinScaler):
+        return (resource.project, resource.spec.target)
+    return (resource.project, resource.name)  # type: ignore[attr-defined]
+
+
+def claims_of(resource: Resource) -> tuple[Claim, ...]:
+    """Fleet-wide names a unit holds (``checks.duplicate_names``, ``ingress_hosts``)."""
+    kind, project, name = resource.key
+    out: list[Claim] = [("name", "app" if kind in SCALABLE else kind, project, name)]
+    if isinstance(resource, PinApp | PinterestService) and resource.spec.service is not None:
+        ingress = resource.spec.service.ingress
+        if ingress is not None:
+            out.append(("ingress", ingress.host.lower(), ingress.path))
+    return tuple(out)
+
+
+def app_file(state: FileState) -> bool:
+    """Whether a file loaded and parsed cleanly into units only (foreign documents aside)."""
+    if state.loaded.diagnostics:
+        return False
+    for entry, problems in state.parsed:
+        if problems or (entry is not None and not is_unit(entry.resource)):
+            return False
+    return True
+
+
+def counted(placed: Any) -> tuple[Any, ...]:
+    d = placed.decision
+    return (d.project, d.tier, tuple(s.cluster for s in d.shards), dict(placed.pods),
+            dict(placed.vector), dict(placed.surge), tuple(placed.sidecars))
+
+
+@dataclass
+class _StandIn:
+    """An unchanged workload where placement's fleet-wide steps expect its entry: they
+    only name and locate it in messages (and any message makes the compile a full one)."""
+
+    resource: Any
+    file: str
+
+    def at(self, *path: str | int, key: bool = False) -> Location:
+        return Location(self.file)
+
+
+@dataclass
+class _Key:
+    key: Key
+
+
+def _placed(unit: Unit) -> Any:
+    from pincompile.placement.plan import Placed
+
+    assert unit.counted is not None
+    project, tier, clusters, pods, vector, surge, sidecars = unit.counted
+    kind, _, name = unit.key
+    decision = unit.decision or Decision(
+        kind=kind, project=project, name=name, eligible=[], filtered={}, scores={},
+        shards=[Shard(cluster=c, region="", zone="", replicas=0) for c in clusters], tier=tier)
+    return Placed(_StandIn(_Key(unit.key), unit.file), decision,  # type: ignore[arg-type]
+                  pods, vector, surge, sidecars)
+
+
+# --- placement.json from per-workload parts ------------------------------------------------
+
+def fragment(decision: Decision) -> str:
+    """One workload's entry of ``placement.json`` as it appears there (indented)."""
+    text = json.dumps(decision.to_json(), sort_keys=True, indent=2, ensure_ascii=False,
+                      default=str)
+    return text.replace("\n", "\n    ")
+
+
+def placement_text(plan: Plan, fragments: Mapping[Key, str]) -> str:
+    """``placement.json``: :func:`pincompile.output.to_json` of ``plan.to_json()``, with
+    every workload's entry taken from ``fragments`` (``workloads`` sorts last)."""
+    whole = plan.to_json()
+    whole.pop("workloads")
+    head = json.dumps(whole, sort_keys=True, indent=2, ensure_ascii=False, default=str)
+    keys = sorted(fragments)
+    if not keys:
+        body = "{}"
+    else:
+        body = "{\n" + ",\n".join(
+            f"    {json.dumps('/'.join(k), ensure_ascii=False)}: {fragments[k]}"
+            for k in keys) + "\n  }"
+    return head[:-2] + f',\n  "workloads": {body}\n}}\n'
+
+
+# --- building a snapshot from a full compile -----------------------------------------------
+
+def snapshot(context: tuple[str, ...], states: Iterable[FileState], result: Any,
+             rendered: Mapping[str, str], fmt: str, *, keep: bool = False) -> Snapshot:
+    """The snapshot of a clean full compile (``result``: a ``pipeline.Result``; ``rendered``
+    what was written for it). ``keep``: also keep objects and decisions (in memory)."""
+    plan: Plan = result.plan
+    files: dict[str, FileSummary] = {}
+    platform: dict[str, str] = {}
+    units: dict[Key, Unit] = {}
+    for state in states:
+        keys: list[Key] = []
+        for entry, _ in state.parsed:
+            if entry is None or not is_unit(entry.resource):
+                continue
+            r = entry.resource
+            unit = Unit(r.key, state.name, link_of(r), claims_of(r), {})
+            if r.key in plan.placed:
+                unit.counted = counted(plan.placed[r.key])
+                unit.fragment = fragment(plan.placed[r.key].decision)
+                if keep:
+                    unit.decision = plan.placed[r.key].decision
+            unit.scaler_target = plan.scaler_targets.get(r.key)
+            if keep:
+                unit.manifests = []
+            units[r.key] = unit
+            keys.append(r.key)
+        files[state.name] = FileSummary(state.digest, keys, sum(
+            1 for e, _ in state.parsed if e is not None), list(state.loaded.warnings))
+        if not app_file(state):
+            platform[state.name] = state.digest
+    platform_outputs: dict[str, bytes] = {}
+    for m in result.manifests:
+        path = manifest_path(m, fmt)
+        owner = units.get(m.source.resource.key) if m.source is not None else None
+        if owner is not None and m.source is not None and is_unit(m.source.resource):
+            owner.outputs[path] = digest(rendered[path])
+            if owner.manifests is not None:
+                owner.manifests.append(m)
+        else:
+            platform_outputs[path] = digest(rendered[path])
+    return Snapshot(context, files, platform, units, platform_outputs,
+                    digest(rendered[PLACEMENT_FILE]), sorted(result.catalog.clusters))
+
+
+# --- an incremental compile ----------------------------------------------------------------
+
+def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]],
+           state_of: Callable[[str, str], FileState | None], walked: Any, *,
+           revision: str, fmt: str, keep: bool = False) -> Outcome | None:
+    """Compile against ``prev``; None when a full compile is needed (module docstring).
+
+    ``files``: (name, content digest) of every file of the tree, in load order;
+    ``state_of(name, digest)``: that file loaded and parsed (from memory, the cache or the
+    file itself), or None.
+    """
+    if prev.context != context or walked.diagnostics:
+        return None
+    now = dict(files)
+    changed = [n for n, d in files if n not in prev.files or prev.files[n].digest != d]
+    removed = [n for n in prev.files if n not in now]
+    if any(n in prev.platform for n in (*changed, *removed)):
+        return None
+    states: dict[str, FileState] = {}
+    for name in changed:
+        state = state_of(name, now[name])
+        if state is None or not app_file(state):
+            return None
+        states[name] = state
+    if not changed and not removed:
+        return None if keep else _unchanged(prev, walked)
+
+    # the affected files: changed ones, and those linked to them through scaler targets
+    old_units = {k for n in (*changed, *removed) if n in prev.files for k in prev.files[n].units}
+    links = {prev.units[k].link for k in old_units}
+    for state in states.values():
+        links.update(link_of(e.resource) for e, _ in state.parsed if e is not None)
+    by_link: dict[tuple[str, str], set[str]] = {}
+    for k, u in prev.units.items():
+        if k not in old_units:
+            by_link.setdefault(u.link, set()).add(u.file)
+    affected_files = set(states)
+    todo = list(links)
+    seen_links = set(links)
+    while todo:
+        for name in by_link.get(todo.pop(), ()):
+            if name in affected_files:
+                continue
+            state = state_of(name, now[name])
+            if state is None:
+                return None
+            states[name] = state
+            affected_files.add(name)
+            old_units.update(prev.files[name].units)
+            for e, _ in state.parsed:
+                if e is not None and link_of(e.resource) not in seen_links:
+                    seen_links.add(link_of(e.resource))
+                    todo.append(link_of(e.resource))
+
+    kept = {k: u for k, u in prev.units.items() if k not in old_units}
+    taken: dict[Claim, Key] = {c: k for k, u in kept.items() for c in u.claims}
+    held = {p for u in kept.values() for p in u.outputs}
+    new_entries: list[Entry[Any]] = []
+    for name, _ in files:
+        if name in affected_files:
+            new_entries.extend(e for e, _ in states[name].parsed if e is not None)
+    for e in new_entries:
+        if e.resource.key in kept or any(c in taken for c in claims_of(e.resource)):
+            return None  # a duplicate: a full compile reports it
+
+    catalog = Catalog()
+    for name, _ in files:
+        if name in prev.platform:
+            state = state_of(name, now[name])
+            if state is None:
+                return None
+            for entry, _ in state.parsed:
+                if entry is not None:
+                    catalog.add(entry)
+        elif name in affected_files:
+            for entry, _ in states[name].parsed:
+                if entry is not None:
+                    catalog.add(entry)
+
+    from pincompile.checks import check
+    from pincompile.expand import expand_all
+    from pincompile.placement import plan as place
+
+    if check(catalog):
+        return None
+    reuse = {k: _placed(u) for k, u in kept.items() if u.counted is not None}
+    scalers = {k: u.scaler_target for k, u in kept.items() if u.scaler_target is not None}
+    plan, problems = place(catalog, reuse, scalers)
+    if problems:
+        return None
+    manifests, problems = expand_all(catalog, plan, revision=revision)
+    if problems:
+        return None
+
+    units: dict[Key, Unit] = dict(kept)
+    fresh: dict[Key, Unit] = {}
+    for name in affected_files:
+        for e, _ in states[name].parsed:
+            if e is None:
+                continue
+            r = e.resource
+            unit = Unit(r.key, name, link_of(r), claims_of(r), {})
+            placed = plan.placed.get(r.key)
+            if placed is not None:
+                unit.counted = counted(placed)
+                unit.fragment = fragment(placed.decision)
+                if keep:
+                    unit.decision = placed.decision
+            unit.scaler_target = plan.scaler_targets.get(r.key)
+            if keep:
+                unit.manifests = []
+            fresh[r.key] = units[r.key] = unit
+    write: dict[str, str] = {}
+    new_platform: dict[str, bytes] = {}
+    old_paths = {p: d for k in old_units for p, d in prev.units[k].outputs.items()}
+    old_paths.update(prev.platform_outputs)
+    for m in manifests:
+        path = manifest_path(m, fmt)
+        if path in held:
+            return None  # an object an unchanged unit generates: a full compile reports it
+        text = serialize(m.obj, fmt)
+        sig = digest(text)
+        owner = fresh.get(m.source.resource.key) if m.source is not None else None
+        if owner is not None and m.source is not None and is_unit(m.source.resource):
+            owner.outputs[path] = sig
+            if owner.manifests is not None:
+                owner.manifests.append(m)
+        else:
+            new_platform[path] = sig
+        if old_paths.get(path) != sig:
+            write[path] = text
+    written = {p for u in fresh.values() for p in u.outputs} | set(new_platform)
+    remove = set(old_paths) - written
+
+    fragments = {k: u.fragment for k, u in units.items() if u.fragment is not None}
+    placement = placement_text(plan, fragments)
+    sig = digest(placement)
+    if sig != prev.placement:
+        write[PLACEMENT_FILE] = placement
+    summaries = {n: s for n, s in prev.files.items() if n in now and n not in affected_files}
+    for name in affected_files:
+        st = states[name]
+        summaries[name] = FileSummary(now[name], [e.resource.key for e, _ in st.parsed
+                                                  if e is not None],
+                                      sum(1 for e, _ in st.parsed if e is not None),
+                                      list(st.loaded.warnings))
+    ordered = {n: summaries[n] for n, _ in files}
+    snap = Snapshot(context, ordered, dict(prev.platform), units, new_platform, sig,
+                    prev.clusters)
+    outcome = Outcome(snap, write, remove, *_counts(snap), units=len(fresh),
+                      warnings=_warnings(snap, walked))
+    if keep:
+        outcome.manifests = sorted((m for u in units.values() for m in (u.manifests or [])),
+                                   key=lambda m: m.relpath)
+        outcome.plan = plan
+    return outcome
+
+
+def _unchanged(prev: Snapshot, walked: Any) -> Outcome:
+    """Nothing changed: nothing to write (a long-running process reuses its last result)."""
+    return Outcome(prev, {}, set(), *_counts(prev), units=0, warnings=_warnings(prev, walked))
+
+
+def _counts(snap: Snapshot) -> tuple[int, int, int]:
+    objects = len(snap.platform_outputs) + sum(len(u.outputs) for u in snap.units.values())
+    specs = sum(f.entries for f in snap.files.values())
+    clusters = {p.split("/", 1)[0] for p in snap.platform_outputs}
+    for u in snap.units.values():
+        clusters.update(p.split("/", 1)[0] for p in u.outputs)
+    return specs, objects, len(clusters)
+
+
+def _warnings(snap: Snapshot, walked: Any) -> list[Diagnostic]:
+    return sorted([*walked.warnings, *(w for f in snap.files.values() for w in f.warnings)])
+
+
+__all__ = ["Outcome", "Snapshot", "Unit", "placement_text", "snapshot", "update"]
