@@ -219,9 +219,11 @@ def placement_text(plan: Plan, fragments: Mapping[Key, str]) -> str:
 # --- building a snapshot from a full compile -----------------------------------------------
 
 def snapshot(context: tuple[str, ...], states: Iterable[FileState], result: Any,
-             rendered: Mapping[str, str], fmt: str, *, keep: bool = False) -> Snapshot:
+             rendered: Mapping[str, str] | None, fmt: str) -> Snapshot:
     """The snapshot of a clean full compile (``result``: a ``pipeline.Result``; ``rendered``
-    what was written for it). ``keep``: also keep objects and decisions (in memory)."""
+    what was written for it). Without ``rendered`` (a long-running process that writes no
+    files) it keeps the objects and decisions instead of output digests."""
+    keep = rendered is None
     plan: Plan = result.plan
     files: dict[str, FileSummary] = {}
     platform: dict[str, str] = {}
@@ -235,9 +237,10 @@ def snapshot(context: tuple[str, ...], states: Iterable[FileState], result: Any,
             unit = Unit(r.key, state.name, link_of(r), claims_of(r), {})
             if r.key in plan.placed:
                 unit.counted = counted(plan.placed[r.key])
-                unit.fragment = fragment(plan.placed[r.key].decision)
                 if keep:
                     unit.decision = plan.placed[r.key].decision
+                else:
+                    unit.fragment = fragment(plan.placed[r.key].decision)
             unit.scaler_target = plan.scaler_targets.get(r.key)
             if keep:
                 unit.manifests = []
@@ -250,15 +253,17 @@ def snapshot(context: tuple[str, ...], states: Iterable[FileState], result: Any,
     platform_outputs: dict[str, bytes] = {}
     for m in result.manifests:
         path = manifest_path(m, fmt)
+        sig = digest(rendered[path]) if rendered is not None else b""
         owner = units.get(m.source.resource.key) if m.source is not None else None
         if owner is not None and m.source is not None and is_unit(m.source.resource):
-            owner.outputs[path] = digest(rendered[path])
+            owner.outputs[path] = sig
             if owner.manifests is not None:
                 owner.manifests.append(m)
         else:
-            platform_outputs[path] = digest(rendered[path])
+            platform_outputs[path] = sig
     return Snapshot(context, files, platform, units, platform_outputs,
-                    digest(rendered[PLACEMENT_FILE]), sorted(result.catalog.clusters))
+                    digest(rendered[PLACEMENT_FILE]) if rendered is not None else b"",
+                    sorted(result.catalog.clusters))
 
 
 # --- an incremental compile ----------------------------------------------------------------
@@ -267,6 +272,8 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
            state_of: Callable[[str, str], FileState | None], walked: Any, *,
            revision: str, fmt: str, keep: bool = False) -> Outcome | None:
     """Compile against ``prev``; None when a full compile is needed (module docstring).
+    ``keep``: ``prev`` was made without output files (a long-running process); the
+    outcome then carries every object and the plan, and nothing to write.
 
     ``files``: (name, content digest) of every file of the tree, in load order;
     ``state_of(name, digest)``: that file loaded and parsed (from memory, the cache or the
@@ -366,23 +373,25 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
             placed = plan.placed.get(r.key)
             if placed is not None:
                 unit.counted = counted(placed)
-                unit.fragment = fragment(placed.decision)
                 if keep:
                     unit.decision = placed.decision
+                else:
+                    unit.fragment = fragment(placed.decision)
             unit.scaler_target = plan.scaler_targets.get(r.key)
             if keep:
                 unit.manifests = []
             fresh[r.key] = units[r.key] = unit
     write: dict[str, str] = {}
     new_platform: dict[str, bytes] = {}
+    platform_manifests: list[Manifest] = []
     old_paths = {p: d for k in old_units for p, d in prev.units[k].outputs.items()}
     old_paths.update(prev.platform_outputs)
     for m in manifests:
         path = manifest_path(m, fmt)
         if path in held:
             return None  # an object an unchanged unit generates: a full compile reports it
-        text = serialize(m.obj, fmt)
-        sig = digest(text)
+        text = serialize(m.obj, fmt) if not keep else ""
+        sig = digest(text) if not keep else b""
         owner = fresh.get(m.source.resource.key) if m.source is not None else None
         if owner is not None and m.source is not None and is_unit(m.source.resource):
             owner.outputs[path] = sig
@@ -390,16 +399,19 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
                 owner.manifests.append(m)
         else:
             new_platform[path] = sig
-        if old_paths.get(path) != sig:
+            platform_manifests.append(m)
+        if not keep and old_paths.get(path) != sig:
             write[path] = text
     written = {p for u in fresh.values() for p in u.outputs} | set(new_platform)
     remove = set(old_paths) - written
 
-    fragments = {k: u.fragment for k, u in units.items() if u.fragment is not None}
-    placement = placement_text(plan, fragments)
-    sig = digest(placement)
-    if sig != prev.placement:
-        write[PLACEMENT_FILE] = placement
+    sig = b""
+    if not keep:
+        fragments = {k: u.fragment for k, u in units.items() if u.fragment is not None}
+        placement = placement_text(plan, fragments)
+        sig = digest(placement)
+        if sig != prev.placement:
+            write[PLACEMENT_FILE] = placement
     summaries = {n: s for n, s in prev.files.items() if n in now and n not in affected_files}
     for name in affected_files:
         st = states[name]
@@ -413,8 +425,9 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
     outcome = Outcome(snap, write, remove, *_counts(snap), units=len(fresh),
                       warnings=_warnings(snap, walked))
     if keep:
-        outcome.manifests = sorted((m for u in units.values() for m in (u.manifests or [])),
-                                   key=lambda m: m.relpath)
+        outcome.manifests = sorted(
+            [*platform_manifests, *(m for u in units.values() for m in (u.manifests or []))],
+            key=lambda m: m.relpath)
         outcome.plan = plan
     return outcome
 

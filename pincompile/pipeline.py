@@ -86,7 +86,11 @@ class Compiler:
     def __init__(self, store: Store | None = None) -> None:
         self.store = store
         self._files: dict[str, FileState] = {}
+        self._snapshot: Any = None
+        self._last: Result | None = None
         self.stats = {"memory": 0, "disk": 0, "parsed": 0}
+        self.reused = False
+        """Whether the last compile re-ran only the changed apps (an incremental compile)."""
 
     def compile(self, files: Iterable[tuple[str, bytes]], *, revision: str = "unknown",
                 expand: bool = True, loaded: LoadResult | None = None) -> Result:
@@ -105,8 +109,51 @@ class Compiler:
                 if entry is not None:
                     catalog.add(entry)
         self._files = seen  # files no longer in the tree are forgotten
-        return _run_parsed(loaded, catalog, [*loaded.diagnostics, *parsed], revision=revision,
-                           expand=expand)
+        self.reused = False
+        if expand:
+            done = self._incremental(seen, loaded, catalog, revision)
+            if done is not None:
+                return done
+        result = _run_parsed(loaded, catalog, [*loaded.diagnostics, *parsed],
+                             revision=revision, expand=expand)
+        if expand and result.ok:
+            from pincompile import incremental
+            from pincompile.cache import code_digest
+
+            self._snapshot = incremental.snapshot(
+                (code_digest(), revision, "yaml"), seen.values(), result, None, "yaml")
+            self._last = result
+        elif expand:
+            self._snapshot = self._last = None
+        return result
+
+    def _incremental(self, seen: dict[str, FileState], loaded: LoadResult, catalog: Catalog,
+                     revision: str) -> Result | None:
+        """Only the changed apps again, against the last clean compile (in memory)."""
+        if self._snapshot is None:
+            return None
+        from pincompile import incremental
+        from pincompile.cache import code_digest
+
+        context = (code_digest(), revision, "yaml")
+        last = self._last
+        if (last is not None and context == self._snapshot.context and not loaded.diagnostics
+                and {n: s.digest for n, s in seen.items()}
+                == {n: f.digest for n, f in self._snapshot.files.items()}):
+            self.reused = True  # nothing changed: the last result again
+            return Result(catalog=catalog, sources=loaded.sources, plan=last.plan,
+                          manifests=list(last.manifests), warnings=sorted(loaded.warnings))
+        outcome = incremental.update(
+            self._snapshot, context,
+            [(n, s.digest) for n, s in seen.items()], lambda n, _: seen[n], loaded,
+            revision=revision, fmt="yaml", keep=True)
+        if outcome is None:
+            return None
+        self._snapshot = outcome.snapshot
+        self.reused = True
+        self._last = Result(catalog=catalog, sources=loaded.sources, plan=outcome.plan,
+                            manifests=outcome.manifests or [], warnings=sorted(loaded.warnings))
+        return self._last
 
     def _state(self, name: str, raw: bytes) -> FileState:
         digest = file_digest(name, raw)
