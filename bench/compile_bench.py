@@ -533,7 +533,7 @@ def table(r: dict[str, Any]) -> list[str]:
         f" | target < 1 s; peak RSS {k['one_changed_rss_mib']:.0f} MiB |",
         f"| in-process `Compiler` (serve): first compile | {r['serve']['first']:.2f} | |",
         f"| in-process `Compiler` (serve): one app changed | {r['serve']['one_changed']:.2f} | "
-        "load + parse only the changed file; check, place, expand run over everything |",
+        "only the changed app is loaded, parsed, checked, placed and expanded again |",
         f"| `pincompile validate examples -q`, warm cache (pre-commit) | "
         f"{r['validate_examples_warm_wall']:.2f} | |",
         f"| peak RSS, in-process compile | | {c['rss_peak_mib']:.0f} MiB |",
