@@ -29,17 +29,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pincompile.cache import FileState
 from pincompile.catalog import Catalog, Entry
-from pincompile.diagnostics import Diagnostic, Location
+from pincompile.diagnostics import Diagnostic
 from pincompile.manifest import Manifest
 from pincompile.models import PinApp, PinScaler, PinterestService, Resource, Workload
 from pincompile.output import PLACEMENT_FILE, manifest_path, serialize
-from pincompile.placement.model import Decision, Key, Plan, Shard
+from pincompile.placement.model import Decision, Key, Plan
+from pincompile.placement.plan import counts
 
 SCALABLE = (PinApp.KIND, PinterestService.KIND)
 Claim = tuple[str, ...]
@@ -62,8 +64,7 @@ class Unit:
     outputs: dict[str, bytes]
     """Output path → digest of its content."""
     counted: tuple[Any, ...] | None = None
-    """Workloads: (project, tier, clusters, pods, vector, surge, sidecars) for quota,
-    capacity, namespaces and sidecar daemons."""
+    """Placed workloads: ``placement.plan.counts`` (for quota, capacity, sidecar daemons)."""
     fragment: str | None = None
     """Workloads: this unit's entry of ``placement.json``, as written there."""
     scaler_target: Key | None = None
@@ -100,6 +101,9 @@ class Snapshot:
     placement: bytes
     """Digest of ``placement.json``."""
     clusters: list[str]
+    buckets: dict[int, Any] = field(default_factory=dict)
+    """Bucket (see :func:`bucket`) → ``placement.plan.Sums`` of its placed workloads: an
+    update sums again only the buckets of changed units, then adds up all buckets."""
     id: str = ""
     """Written into the output directory's marker: the tree this snapshot describes."""
 
@@ -155,40 +159,22 @@ def app_file(state: FileState) -> bool:
     return True
 
 
-def counted(placed: Any) -> tuple[Any, ...]:
-    d = placed.decision
-    return (d.project, d.tier, tuple(s.cluster for s in d.shards), dict(placed.pods),
-            dict(placed.vector), dict(placed.surge), tuple(placed.sidecars))
+BUCKETS = 64
 
 
-@dataclass
-class _StandIn:
-    """An unchanged workload where placement's fleet-wide steps expect its entry: they
-    only name and locate it in messages (and any message makes the compile a full one)."""
-
-    resource: Any
-    file: str
-
-    def at(self, *path: str | int, key: bool = False) -> Location:
-        return Location(self.file)
+def bucket(key: Key) -> int:
+    """A unit's group for kept sums: stable across runs and processes."""
+    return zlib.crc32("/".join(key).encode()) % BUCKETS
 
 
-@dataclass
-class _Key:
-    key: Key
+def _sums(units: Iterable[Unit]) -> Any:
+    from pincompile.placement.plan import Sums
 
-
-def _placed(unit: Unit) -> Any:
-    from pincompile.placement.plan import Placed
-
-    assert unit.counted is not None
-    project, tier, clusters, pods, vector, surge, sidecars = unit.counted
-    kind, _, name = unit.key
-    decision = unit.decision or Decision(
-        kind=kind, project=project, name=name, eligible=[], filtered={}, scores={},
-        shards=[Shard(cluster=c, region="", zone="", replicas=0) for c in clusters], tier=tier)
-    return Placed(_StandIn(_Key(unit.key), unit.file), decision,  # type: ignore[arg-type]
-                  pods, vector, surge, sidecars)
+    sums = Sums()
+    for unit in units:
+        if unit.counted is not None:
+            sums.add_counts(unit.counted)
+    return sums
 
 
 # --- placement.json from per-workload parts ------------------------------------------------
@@ -236,7 +222,7 @@ def snapshot(context: tuple[str, ...], states: Iterable[FileState], result: Any,
             r = entry.resource
             unit = Unit(r.key, state.name, link_of(r), claims_of(r), {})
             if r.key in plan.placed:
-                unit.counted = counted(plan.placed[r.key])
+                unit.counted = counts(plan.placed[r.key])
                 if keep:
                     unit.decision = plan.placed[r.key].decision
                 else:
@@ -261,9 +247,14 @@ def snapshot(context: tuple[str, ...], states: Iterable[FileState], result: Any,
                 owner.manifests.append(m)
         else:
             platform_outputs[path] = sig
-    return Snapshot(context, files, platform, units, platform_outputs,
+    snap = Snapshot(context, files, platform, units, platform_outputs,
                     digest(rendered[PLACEMENT_FILE]) if rendered is not None else b"",
                     sorted(result.catalog.clusters))
+    by_bucket: dict[int, list[Unit]] = {}
+    for unit in units.values():
+        by_bucket.setdefault(bucket(unit.key), []).append(unit)
+    snap.buckets = {b: _sums(us) for b, us in by_bucket.items()}
+    return snap
 
 
 # --- an incremental compile ----------------------------------------------------------------
@@ -353,9 +344,22 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
 
     if check(catalog):
         return None
-    reuse = {k: _placed(u) for k, u in kept.items() if u.counted is not None}
+    from pincompile.placement.plan import Sums
+
+    touched = {bucket(k) for k in old_units} | {bucket(e.resource.key) for e in new_entries}
+    in_touched: dict[int, list[Unit]] = {b: [] for b in touched}
+    for k, u in kept.items():
+        b = bucket(k)
+        if b in touched:
+            in_touched[b].append(u)
+    base = Sums()
+    for b, sums in prev.buckets.items():
+        if b not in touched:
+            base.merge(sums)
+    for b in sorted(touched):
+        base.merge(_sums(in_touched[b]))
     scalers = {k: u.scaler_target for k, u in kept.items() if u.scaler_target is not None}
-    plan, problems = place(catalog, reuse, scalers)
+    plan, problems = place(catalog, base, scalers)
     if problems:
         return None
     manifests, problems = expand_all(catalog, plan, revision=revision)
@@ -372,7 +376,7 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
             unit = Unit(r.key, name, link_of(r), claims_of(r), {})
             placed = plan.placed.get(r.key)
             if placed is not None:
-                unit.counted = counted(placed)
+                unit.counted = counts(placed)
                 if keep:
                     unit.decision = placed.decision
                 else:
@@ -421,10 +425,15 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
                                       list(st.loaded.warnings))
     ordered = {n: summaries[n] for n, _ in files}
     snap = Snapshot(context, ordered, dict(prev.platform), units, new_platform, sig,
-                    prev.clusters)
+                    prev.clusters, dict(prev.buckets))
+    for b in touched:
+        snap.buckets[b] = _sums([*in_touched[b], *(u for k, u in fresh.items()
+                                                    if bucket(k) == b)])
     outcome = Outcome(snap, write, remove, *_counts(snap), units=len(fresh),
                       warnings=_warnings(snap, walked))
-    if keep:
+    if keep:  # a long-running process: every decision, not only the new ones
+        plan.decisions = dict(sorted({k: u.decision for k, u in units.items()
+                                      if u.decision is not None}.items()))
         outcome.manifests = sorted(
             [*platform_manifests, *(m for u in units.values() for m in (u.manifests or []))],
             key=lambda m: m.relpath)
