@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import pickle
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -63,8 +64,8 @@ class Unit:
     claims: tuple[Claim, ...]
     outputs: dict[str, bytes]
     """Output path → digest of its content."""
-    counted: tuple[Any, ...] | None = None
-    """Placed workloads: ``placement.plan.counts`` (for quota, capacity, sidecar daemons)."""
+    counted_blob: bytes | None = None
+    """Placed workloads: ``placement.plan.counts``, pickled (see :attr:`counted`)."""
     fragment: str | None = None
     """Workloads: this unit's entry of ``placement.json``, as written there."""
     scaler_target: Key | None = None
@@ -73,10 +74,19 @@ class Unit:
     decision: Decision | None = field(default=None, repr=False)
     """In memory only: the full decision."""
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["manifests"] = state["decision"] = None
-        return state
+    @property
+    def counted(self) -> tuple[Any, ...] | None:
+        """What quota, capacity and sidecar daemons count of this workload (kept pickled:
+        a snapshot is read on every compile, and only changed apps' counts are needed)."""
+        return pickle.loads(self.counted_blob) if self.counted_blob is not None else None
+
+    @counted.setter
+    def counted(self, value: tuple[Any, ...] | None) -> None:
+        self.counted_blob = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Unit, (self.key, self.file, self.link, self.claims, self.outputs,
+                       self.counted_blob, self.fragment, self.scaler_target))
 
 
 @dataclass
@@ -172,8 +182,9 @@ def _sums(units: Iterable[Unit]) -> Any:
 
     sums = Sums()
     for unit in units:
-        if unit.counted is not None:
-            sums.add_counts(unit.counted)
+        counted = unit.counted
+        if counted is not None:
+            sums.add_counts(counted)
     return sums
 
 

@@ -136,23 +136,46 @@ def iter_yaml_files(root: Path) -> Iterator[tuple[str, Path | None, Diagnostic |
     problem instead of a path.
     """
     root = root.resolve()
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in sorted(filenames):
-            if name.startswith(".") or not name.endswith(YAML_SUFFIXES):
+    yield from _walk(root, str(root), "")
+
+
+def _walk(root: Path, folder: str, prefix: str
+          ) -> Iterator[tuple[str, Path | None, Diagnostic | None]]:
+    """One directory of :func:`iter_yaml_files` (``prefix``: its name relative to root).
+    Symlinked directories are not descended; names are sorted as ``os.walk`` + ``sorted``
+    would list them (files of a directory before its subdirectories)."""
+    try:
+        with os.scandir(folder) as found:
+            entries = sorted(found, key=lambda e: e.name)
+    except OSError:
+        return
+    dirs = []
+    for entry in entries:
+        name = entry.name
+        if name.startswith("."):
+            continue
+        try:
+            is_dir = entry.is_dir()
+        except OSError:
+            is_dir = False
+        if is_dir:
+            if not entry.is_symlink():
+                dirs.append(entry)
+            continue
+        if not name.endswith(YAML_SUFFIXES):
+            continue
+        rel = prefix + name
+        if entry.is_symlink():
+            target = Path(entry.path).resolve()
+            if not target.is_relative_to(root):
+                yield rel, None, Diagnostic(
+                    rel, 1, 1, "symlink-outside-root",
+                    "symlink points outside the repository; not followed",
+                    "copy the file into the repository instead")
                 continue
-            path = Path(dirpath) / name
-            rel = path.relative_to(root).as_posix()
-            if path.is_symlink():
-                target = path.resolve()
-                if not target.is_relative_to(root):
-                    yield rel, None, Diagnostic(
-                        rel, 1, 1, "symlink-outside-root",
-                        "symlink points outside the repository; not followed",
-                        "copy the file into the repository instead")
-                    continue
-            yield rel, path, None
-        # symlinked directories are not descended (followlinks=False)
+        yield rel, Path(entry.path), None
+    for entry in dirs:
+        yield from _walk(root, entry.path, f"{prefix}{entry.name}/")
 
 
 def load_tree(root: Path) -> LoadResult:
