@@ -53,6 +53,21 @@ def digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=16).digest()
 
 
+def tree_sig(files: Iterable[tuple[str, bytes]]) -> int:
+    """An order-free signature of (output path, content digest) pairs: the XOR of their
+    hashes, so an update adjusts it by the files it changes alone."""
+    sig = 0
+    for path, sha in files:
+        sig ^= int.from_bytes(hashlib.blake2b(path.encode("utf-8", "surrogateescape") + b"\0"
+                                              + sha, digest_size=16).digest(), "big")
+    return sig
+
+
+def tree_id(sig: int) -> str:
+    """What the output directory's marker records: the same output, the same id."""
+    return f"{sig:032x}"
+
+
 @dataclass
 class Unit:
     """One workload or PinScaler as the last clean compile left it."""
@@ -114,8 +129,20 @@ class Snapshot:
     buckets: dict[int, Any] = field(default_factory=dict)
     """Bucket (see :func:`bucket`) → ``placement.plan.Sums`` of its placed workloads: an
     update sums again only the buckets of changed units, then adds up all buckets."""
-    id: str = ""
-    """Written into the output directory's marker: the tree this snapshot describes."""
+    sig: int = 0
+    """:func:`tree_sig` of every output file (``placement.json`` included)."""
+
+    def paths(self) -> set[str]:
+        """Every output file this snapshot describes."""
+        found = {p for u in self.units.values() for p in u.outputs}
+        found.update(self.platform_outputs)
+        found.add(PLACEMENT_FILE)
+        return found
+
+    @property
+    def id(self) -> str:
+        """Written into the output directory's marker: the tree this snapshot describes."""
+        return tree_id(self.sig)
 
 
 @dataclass
@@ -261,6 +288,9 @@ def snapshot(context: tuple[str, ...], states: Iterable[FileState], result: Any,
     snap = Snapshot(context, files, platform, units, platform_outputs,
                     digest(rendered[PLACEMENT_FILE]) if rendered is not None else b"",
                     sorted(result.catalog.clusters))
+    if rendered is not None:
+        snap.sig = tree_sig([*((p, d) for u in units.values() for p, d in u.outputs.items()),
+                             *platform_outputs.items(), (PLACEMENT_FILE, snap.placement)])
     by_bucket: dict[int, list[Unit]] = {}
     for unit in units.values():
         by_bucket.setdefault(bucket(unit.key), []).append(unit)
@@ -437,6 +467,11 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
     ordered = {n: summaries[n] for n, _ in files}
     snap = Snapshot(context, ordered, dict(prev.platform), units, new_platform, sig,
                     prev.clusters, dict(prev.buckets))
+    if not keep:
+        new_paths = [*((p, d) for u in fresh.values() for p, d in u.outputs.items()),
+                     *new_platform.items(), (PLACEMENT_FILE, sig)]
+        snap.sig = (prev.sig ^ tree_sig([*old_paths.items(), (PLACEMENT_FILE, prev.placement)])
+                    ^ tree_sig(new_paths))
     for b in touched:
         snap.buckets[b] = _sums([*in_touched[b], *(u for k, u in fresh.items()
                                                     if bucket(k) == b)])

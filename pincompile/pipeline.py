@@ -7,6 +7,7 @@ reported an error. The pipeline is pure: files (or git blobs) in, objects out.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -229,17 +230,37 @@ class DirCompile:
     """Output files written (the rest were left as they were)."""
 
 
+def _listing(out: Path) -> set[str]:
+    """Every file under ``out`` (relative, the marker aside): names only, one scandir per
+    directory, so a stray or deleted file sends a compile down the full path."""
+    from pincompile.output import MARKER
+
+    found: set[str] = set()
+    todo = [(str(out), "")]
+    while todo:
+        folder, prefix = todo.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    todo.append((entry.path, f"{prefix}{entry.name}/"))
+                else:
+                    found.add(prefix + entry.name)
+    found.discard(MARKER)
+    return found
+
+
 def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | None = None,
                    cache_dir: Path | None = None) -> DirCompile:
     """``pincompile compile ROOT -o OUT``: compile and write OUT.
 
     With ``cache_dir``, a snapshot of the last clean compile of ROOT into OUT is kept there;
-    when only app files changed since (and OUT is the tree that compile wrote), only the
-    changed apps are compiled again and only changed output files are written (see
-    :mod:`pincompile.incremental`). Nothing is written when the result has diagnostics.
+    when only app files changed since (and OUT holds what that compile wrote: its marker
+    names the same content, and it has the same file names), only the changed apps are
+    compiled again and only changed output files are written (see
+    :mod:`pincompile.incremental`). A file edited by hand inside OUT is not noticed (OUT
+    is pincompile's: a full compile, or ``--no-cache``, rewrites it). Nothing is written
+    when the result has diagnostics.
     """
-    import secrets
-
     from pincompile import incremental
     from pincompile.cache import code_digest
     from pincompile.output import marker_id, render_files, update_tree, write_tree
@@ -253,13 +274,12 @@ def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | 
     raw = dict(files)
     digests = [(name, file_digest(name, content)) for name, content in files]
     prev = store.read(key) if store is not None else None
-    if (isinstance(prev, incremental.Snapshot) and prev.id and out.is_dir()
-            and marker_id(out) == prev.id):
+    if (isinstance(prev, incremental.Snapshot) and out.is_dir()
+            and marker_id(out) == prev.id and _listing(out) == prev.paths()):
         outcome = incremental.update(
             prev, context, digests, lambda name, _: compiler._state(name, raw[name]), walked,
             revision=revision, fmt=fmt)
         if outcome is not None:
-            outcome.snapshot.id = secrets.token_hex(16)
             update_tree(out, outcome.write, outcome.remove, outcome.snapshot.id)
             assert store is not None
             store.write(key, outcome.snapshot)
@@ -269,11 +289,12 @@ def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | 
         return DirCompile(result=result)
     placement = result.plan.to_json() if result.plan is not None else None
     rendered = render_files(result.manifests, fmt, placement)
-    snap_id = secrets.token_hex(16) if store is not None else ""
-    write_tree(out, rendered, snap_id)
     if store is not None:
         states = [compiler._files[name] for name, _ in files]
         snap = incremental.snapshot(context, states, result, rendered, fmt)
-        snap.id = snap_id
+        write_tree(out, rendered, snap.id)
         store.write(key, snap)
+    else:
+        write_tree(out, rendered, incremental.tree_id(incremental.tree_sig(
+            (path, incremental.digest(text)) for path, text in rendered.items())))
     return DirCompile(result=result, written=len(rendered))

@@ -16,7 +16,7 @@ from pincompile.cache import ENTRY_DIR, Store
 from pincompile.cli import cli
 from pincompile.diagnostics import Diagnostic
 from pincompile.loader import load_tree
-from pincompile.output import MARKER, render_files
+from pincompile.output import render_files
 from pincompile.pipeline import (
     Compiler,
     Result,
@@ -184,11 +184,10 @@ def test_cli_cache_dir_and_no_cache(tmp_path: Path) -> None:
 
 
 def _tree(root: Path) -> dict[str, bytes]:
-    """Every file and directory of an output tree (the marker's snapshot id aside)."""
-    out = {p.relative_to(root).as_posix(): p.read_bytes() if p.is_file() else b"dir"
-           for p in root.rglob("*")}
-    out[MARKER] = out[MARKER].split(b"snapshot:")[0]
-    return out
+    """Every file and directory of an output tree (the marker included: its id names the
+    content, so a warm and a cold compile write the same one)."""
+    return {p.relative_to(root).as_posix(): p.read_bytes() if p.is_file() else b"dir"
+            for p in root.rglob("*")}
 
 
 def _cold_tree(root: Path, out: Path) -> dict[str, bytes]:
@@ -222,9 +221,10 @@ def test_an_output_tree_written_by_another_compile_is_replaced_as_a_whole(
     root = write_tree(tmp_path / "repo", files())
     out, cache = tmp_path / "out", tmp_path / "cache"
     compile_to_dir(root, out, revision="test", cache_dir=cache)
-    compile_to_dir(root, out, revision="test")  # no cache: the marker has no snapshot id
+    compile_to_dir(root, out, revision="other")  # other content: the marker names it
     (root / WEB).write_text(_replicas((root / WEB).read_text(), 5))
     assert compile_to_dir(root, out, revision="test", cache_dir=cache).outcome is None
+    assert _tree(out) == _cold_tree(root, tmp_path / "cold")
 
 
 def test_placement_json_from_parts_is_the_same_bytes(tmp_path: Path) -> None:
