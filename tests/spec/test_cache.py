@@ -235,3 +235,21 @@ def test_placement_json_from_parts_is_the_same_bytes(tmp_path: Path) -> None:
     assert result.plan is not None and result.plan.decisions
     parts = {k: fragment(d) for k, d in result.plan.decisions.items()}
     assert placement_text(result.plan, parts) == to_json(result.plan.to_json())
+
+
+def test_a_long_running_compiler_recompiles_only_changed_apps(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "repo", files())
+    compiler = Compiler()
+    compiler.compile(read_tree(root)[0], revision="test")
+    assert not compiler.reused  # the first compile is a full one
+    (root / WEB).write_text((root / WEB).read_text().replace("web:1.4.2", "web:1.4.3"))
+    names, walked = read_tree(root)
+    result = compiler.compile(names, revision="test", loaded=walked)
+    assert compiler.reused and _bytes(result) == _cold(root)
+    assert result.plan is not None and len(result.plan.decisions) == len(
+        run(load_tree(root), revision="test").plan.decisions)
+    fleet = root / FLEET
+    fleet.write_text(re.sub(r'cpu: "\d+"', 'cpu: "1234"', fleet.read_text(), count=1))
+    names, walked = read_tree(root)
+    assert _bytes(compiler.compile(names, revision="test", loaded=walked)) == _cold(root)
+    assert not compiler.reused  # a platform change: everything again
