@@ -153,9 +153,10 @@ def kustomize_inputs(work: Path, out: Path, by_group: dict[tuple[str, str], list
         folder.mkdir(parents=True)
         names = []
         for p in paths:
-            shutil.copy(p, folder / p.name)
-            names.append(p.name)
-            per_cluster.setdefault(cluster, []).append(f"{app}/{p.name}")
+            name = "--".join(p.relative_to(out).parts[1:])  # <namespace>--<kind>-<name>.yaml
+            shutil.copy(p, folder / name)
+            names.append(name)
+            per_cluster.setdefault(cluster, []).append(f"{app}/{name}")
         (folder / "kustomization.yaml").write_text(
             "resources:\n" + "".join(f"- {n}\n" for n in names))
         per_app[(app, cluster)] = folder
