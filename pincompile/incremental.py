@@ -131,6 +131,8 @@ class Snapshot:
     update sums again only the buckets of changed units, then adds up all buckets."""
     sig: int = 0
     """:func:`tree_sig` of every output file (``placement.json`` included)."""
+    per_cluster: dict[str, int] = field(default_factory=dict)
+    """Cluster → how many objects it gets (kept, so a summary needs no count)."""
 
     def paths(self) -> set[str]:
         """Every output file this snapshot describes."""
@@ -288,6 +290,8 @@ def snapshot(context: tuple[str, ...], states: Iterable[FileState], result: Any,
     snap = Snapshot(context, files, platform, units, platform_outputs,
                     digest(rendered[PLACEMENT_FILE]) if rendered is not None else b"",
                     sorted(result.catalog.clusters))
+    snap.per_cluster = _per_cluster(
+        [*(p for u in units.values() for p in u.outputs), *platform_outputs], {}, 1)
     if rendered is not None:
         snap.sig = tree_sig([*((p, d) for u in units.values() for p, d in u.outputs.items()),
                              *platform_outputs.items(), (PLACEMENT_FILE, snap.placement)])
@@ -467,6 +471,9 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
     ordered = {n: summaries[n] for n, _ in files}
     snap = Snapshot(context, ordered, dict(prev.platform), units, new_platform, sig,
                     prev.clusters, dict(prev.buckets))
+    snap.per_cluster = _per_cluster(old_paths, dict(prev.per_cluster), -1)
+    snap.per_cluster = _per_cluster([*(p for u in fresh.values() for p in u.outputs),
+                                     *new_platform], snap.per_cluster, 1)
     if not keep:
         new_paths = [*((p, d) for u in fresh.values() for p, d in u.outputs.items()),
                      *new_platform.items(), (PLACEMENT_FILE, sig)]
@@ -492,13 +499,17 @@ def _unchanged(prev: Snapshot, walked: Any) -> Outcome:
     return Outcome(prev, {}, set(), *_counts(prev), units=0, warnings=_warnings(prev, walked))
 
 
+def _per_cluster(paths: Iterable[str], counts: dict[str, int], step: int) -> dict[str, int]:
+    """``counts`` (cluster → objects) with ``step`` added for every output path."""
+    for path in paths:
+        cluster = path.split("/", 1)[0]
+        counts[cluster] = counts.get(cluster, 0) + step
+    return {c: n for c, n in counts.items() if n}
+
+
 def _counts(snap: Snapshot) -> tuple[int, int, int]:
-    objects = len(snap.platform_outputs) + sum(len(u.outputs) for u in snap.units.values())
     specs = sum(f.entries for f in snap.files.values())
-    clusters = {p.split("/", 1)[0] for p in snap.platform_outputs}
-    for u in snap.units.values():
-        clusters.update(p.split("/", 1)[0] for p in u.outputs)
-    return specs, objects, len(clusters)
+    return specs, sum(snap.per_cluster.values()), len(snap.per_cluster)
 
 
 def _warnings(snap: Snapshot, walked: Any) -> list[Diagnostic]:

@@ -205,6 +205,9 @@ def test_incremental_compile_rewrites_only_the_changed_apps_files(tmp_path: Path
     (root / WEB).write_text((root / WEB).read_text().replace("web:1.4.2", "web:1.4.3"))
     done = compile_to_dir(root, out, revision="test", cache_dir=cache)
     assert done.outcome is not None and done.outcome.units >= 1
+    cold = run(load_tree(root), revision="test")
+    assert (done.outcome.specs, done.outcome.objects, done.outcome.clusters) == (
+        len(cold.catalog.entries), len(cold.manifests), len({m.cluster for m in cold.manifests}))
     rewritten = {p for p, t in before.items() if p.stat().st_mtime_ns != t}
     assert rewritten and all("web" in p.name for p in rewritten), rewritten
     assert len(rewritten) < len(before) / 2
