@@ -129,7 +129,7 @@ def load_text(file: str, raw: bytes | str) -> LoadResult:
     return result
 
 
-def iter_yaml_files(root: Path) -> Iterator[tuple[str, Path | None, Diagnostic | None]]:
+def iter_yaml_files(root: Path) -> Iterator[tuple[str, str | None, Diagnostic | None]]:
     """Yield (relative name, path, problem) for every YAML file under ``root``, sorted.
 
     Hidden files and folders are skipped. A symlink whose target leaves ``root`` yields a
@@ -140,7 +140,7 @@ def iter_yaml_files(root: Path) -> Iterator[tuple[str, Path | None, Diagnostic |
 
 
 def _walk(root: Path, folder: str, prefix: str
-          ) -> Iterator[tuple[str, Path | None, Diagnostic | None]]:
+          ) -> Iterator[tuple[str, str | None, Diagnostic | None]]:
     """One directory of :func:`iter_yaml_files` (``prefix``: its name relative to root).
     Symlinked directories are not descended; names are sorted as ``os.walk`` + ``sorted``
     would list them (files of a directory before its subdirectories)."""
@@ -173,7 +173,7 @@ def _walk(root: Path, folder: str, prefix: str
                     "symlink points outside the repository; not followed",
                     "copy the file into the repository instead")
                 continue
-        yield rel, Path(entry.path), None
+        yield rel, entry.path, None
     for entry in dirs:
         yield from _walk(root, entry.path, f"{prefix}{entry.name}/")
 
@@ -186,7 +186,7 @@ def load_tree(root: Path) -> LoadResult:
     """
     result = LoadResult()
     if root.is_dir():
-        files: Iterable[tuple[str, Path | None, Diagnostic | None]] = iter_yaml_files(root)
+        files: Iterable[tuple[str, str | Path | None, Diagnostic | None]] = iter_yaml_files(root)
     else:
         files = [(root.name, root, None)]
     for rel, path, problem in files:
@@ -200,7 +200,7 @@ def load_tree(root: Path) -> LoadResult:
     return result
 
 
-def read_regular_file(rel: str, path: Path, result: LoadResult) -> bytes | None:
+def read_regular_file(rel: str, path: str | Path, result: LoadResult) -> bytes | None:
     """The bytes of ``path`` if it is a regular file; else a warning (or error) in
     ``result`` and None."""
     try:

@@ -180,7 +180,7 @@ def read_tree(root: Path) -> tuple[list[tuple[str, bytes]], LoadResult]:
     found = LoadResult()
     files: list[tuple[str, bytes]] = []
     if root.is_dir():
-        walk: Iterable[tuple[str, Path | None, Diagnostic | None]] = iter_yaml_files(root)
+        walk: Iterable[tuple[str, str | Path | None, Diagnostic | None]] = iter_yaml_files(root)
     else:
         walk = [(root.name, root, None)]
     for rel, path, problem in walk:
