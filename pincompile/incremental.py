@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import pickle
+import re
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -81,8 +82,6 @@ class Unit:
     """Output path → digest of its content."""
     counted_blob: bytes | None = None
     """Placed workloads: ``placement.plan.counts``, pickled (see :attr:`counted`)."""
-    fragment: str | None = None
-    """Workloads: this unit's entry of ``placement.json``, as written there."""
     scaler_target: Key | None = None
     manifests: list[Manifest] | None = field(default=None, repr=False)
     """In memory only (a long-running process): the objects themselves."""
@@ -101,7 +100,7 @@ class Unit:
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Unit, (self.key, self.file, self.link, self.claims, self.outputs,
-                       self.counted_blob, self.fragment, self.scaler_target))
+                       self.counted_blob, self.scaler_target))
 
 
 @dataclass
@@ -226,6 +225,33 @@ def fragment(decision: Decision) -> str:
     return text.replace("\n", "\n    ")
 
 
+_ENTRY = re.compile(r',\n(?=    ")')
+_WORKLOADS = '\n  "workloads": '
+
+
+def fragments_of(text: str) -> dict[Key, str] | None:
+    """The workloads' entries of a ``placement.json`` :func:`placement_text` wrote (None
+    when it does not look like one)."""
+    at = text.rfind(_WORKLOADS)
+    if at < 0:
+        return None
+    body = text[at + len(_WORKLOADS):]
+    if body == "{}\n}\n":
+        return {}
+    if not body.startswith("{\n") or not body.endswith("\n  }\n}\n"):
+        return None
+    found: dict[Key, str] = {}
+    for part in _ENTRY.split(body[2:-len("\n  }\n}\n")]):
+        end = part.find('": ')
+        if not part.startswith('    "') or end < 0:
+            return None
+        key = tuple(json.loads(part[4:end + 1]).split("/"))
+        if len(key) != 3:
+            return None
+        found[key] = part[end + 3:]  # type: ignore[index]
+    return found
+
+
 def placement_text(plan: Plan, fragments: Mapping[Key, str]) -> str:
     """``placement.json``: :func:`pincompile.output.to_json` of ``plan.to_json()``, with
     every workload's entry taken from ``fragments`` (``workloads`` sorts last)."""
@@ -265,8 +291,6 @@ def snapshot(context: tuple[str, ...], states: Iterable[FileState], result: Any,
                 unit.counted = counts(plan.placed[r.key])
                 if keep:
                     unit.decision = plan.placed[r.key].decision
-                else:
-                    unit.fragment = fragment(plan.placed[r.key].decision)
             unit.scaler_target = plan.scaler_targets.get(r.key)
             if keep:
                 unit.manifests = []
@@ -306,14 +330,16 @@ def snapshot(context: tuple[str, ...], states: Iterable[FileState], result: Any,
 
 def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]],
            state_of: Callable[[str, str], FileState | None], walked: Any, *,
-           revision: str, fmt: str, keep: bool = False) -> Outcome | None:
+           revision: str, fmt: str, keep: bool = False,
+           read_placement: Callable[[], str | None] = lambda: None) -> Outcome | None:
     """Compile against ``prev``; None when a full compile is needed (module docstring).
     ``keep``: ``prev`` was made without output files (a long-running process); the
     outcome then carries every object and the plan, and nothing to write.
 
     ``files``: (name, content digest) of every file of the tree, in load order;
     ``state_of(name, digest)``: that file loaded and parsed (from memory, the cache or the
-    file itself), or None.
+    file itself), or None; ``read_placement()``: the ``placement.json`` written last (its
+    unchanged workloads' entries are kept as they are).
     """
     if prev.context != context or walked.diagnostics:
         return None
@@ -424,8 +450,6 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
                 unit.counted = counts(placed)
                 if keep:
                     unit.decision = placed.decision
-                else:
-                    unit.fragment = fragment(placed.decision)
             unit.scaler_target = plan.scaler_targets.get(r.key)
             if keep:
                 unit.manifests = []
@@ -456,7 +480,17 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
 
     sig = b""
     if not keep:
-        fragments = {k: u.fragment for k, u in units.items() if u.fragment is not None}
+        old = read_placement()
+        if old is None or digest(old) != prev.placement:
+            return None
+        fragments = fragments_of(old)
+        if fragments is None:
+            return None
+        for k in old_units:
+            fragments.pop(k, None)
+        for k in fresh:
+            if k in plan.placed:
+                fragments[k] = fragment(plan.placed[k].decision)
         placement = placement_text(plan, fragments)
         sig = digest(placement)
         if sig != prev.placement:

@@ -230,6 +230,13 @@ class DirCompile:
     """Output files written (the rest were left as they were)."""
 
 
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def _listing(out: Path) -> set[str]:
     """Every file under ``out`` (relative, the marker aside): names only, one scandir per
     directory, so a stray or deleted file sends a compile down the full path."""
@@ -263,7 +270,13 @@ def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | 
     """
     from pincompile import incremental
     from pincompile.cache import code_digest
-    from pincompile.output import marker_id, render_files, update_tree, write_tree
+    from pincompile.output import (
+        PLACEMENT_FILE,
+        marker_id,
+        render_files,
+        update_tree,
+        write_tree,
+    )
 
     files, walked = read_tree(root)
     revision = revision or git_revision(root)
@@ -278,7 +291,7 @@ def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | 
             and marker_id(out) == prev.id and _listing(out) == prev.paths()):
         outcome = incremental.update(
             prev, context, digests, lambda name, _: compiler._state(name, raw[name]), walked,
-            revision=revision, fmt=fmt)
+            revision=revision, fmt=fmt, read_placement=lambda: _read_text(out / PLACEMENT_FILE))
         if outcome is not None:
             update_tree(out, outcome.write, outcome.remove, outcome.snapshot.id)
             assert store is not None

@@ -231,13 +231,14 @@ def test_an_output_tree_written_by_another_compile_is_replaced_as_a_whole(
 
 
 def test_placement_json_from_parts_is_the_same_bytes(tmp_path: Path) -> None:
-    from pincompile.incremental import fragment, placement_text
+    from pincompile.incremental import fragment, fragments_of, placement_text
     from pincompile.output import to_json
 
     result = compile_path(write_tree(tmp_path / "repo", files()), revision="test")
     assert result.plan is not None and result.plan.decisions
     parts = {k: fragment(d) for k, d in result.plan.decisions.items()}
     assert placement_text(result.plan, parts) == to_json(result.plan.to_json())
+    assert fragments_of(to_json(result.plan.to_json())) == parts  # read back from the file
 
 
 def test_a_long_running_compiler_recompiles_only_changed_apps(tmp_path: Path) -> None:
