@@ -270,6 +270,33 @@ def placement_text(plan: Plan, fragments: Mapping[Key, str]) -> str:
 
 # --- building a snapshot from a full compile -----------------------------------------------
 
+def _unit(resource: Resource, file: str, plan: Plan, keep: bool) -> Unit:
+    """A unit as ``plan`` placed it (``keep``: with its decision and, to come, objects)."""
+    unit = Unit(resource.key, file, link_of(resource), claims_of(resource), {})
+    placed = plan.placed.get(resource.key)
+    if placed is not None:
+        unit.counted = counts(placed)
+        if keep:
+            unit.decision = placed.decision
+    unit.scaler_target = plan.scaler_targets.get(resource.key)
+    if keep:
+        unit.manifests = []
+    return unit
+
+
+def _owned(m: Manifest, path: str, sig: bytes, units: Mapping[Key, Unit]) -> bool:
+    """Record an output file with the unit that generates it; False for platform objects."""
+    if m.source is None or not is_unit(m.source.resource):
+        return False
+    owner = units.get(m.source.resource.key)
+    if owner is None:
+        return False
+    owner.outputs[path] = sig
+    if owner.manifests is not None:
+        owner.manifests.append(m)
+    return True
+
+
 def snapshot(context: tuple[str, ...], states: Iterable[FileState], result: Any,
              rendered: Mapping[str, str] | None, fmt: str) -> Snapshot:
     """The snapshot of a clean full compile (``result``: a ``pipeline.Result``; ``rendered``
@@ -285,17 +312,8 @@ def snapshot(context: tuple[str, ...], states: Iterable[FileState], result: Any,
         for entry, _ in state.parsed:
             if entry is None or not is_unit(entry.resource):
                 continue
-            r = entry.resource
-            unit = Unit(r.key, state.name, link_of(r), claims_of(r), {})
-            if r.key in plan.placed:
-                unit.counted = counts(plan.placed[r.key])
-                if keep:
-                    unit.decision = plan.placed[r.key].decision
-            unit.scaler_target = plan.scaler_targets.get(r.key)
-            if keep:
-                unit.manifests = []
-            units[r.key] = unit
-            keys.append(r.key)
+            units[entry.resource.key] = _unit(entry.resource, state.name, plan, keep)
+            keys.append(entry.resource.key)
         files[state.name] = FileSummary(state.digest, keys, sum(
             1 for e, _ in state.parsed if e is not None), list(state.loaded.warnings))
         if not app_file(state):
@@ -304,12 +322,7 @@ def snapshot(context: tuple[str, ...], states: Iterable[FileState], result: Any,
     for m in result.manifests:
         path = manifest_path(m, fmt)
         sig = digest(rendered[path]) if rendered is not None else b""
-        owner = units.get(m.source.resource.key) if m.source is not None else None
-        if owner is not None and m.source is not None and is_unit(m.source.resource):
-            owner.outputs[path] = sig
-            if owner.manifests is not None:
-                owner.manifests.append(m)
-        else:
+        if not _owned(m, path, sig, units):
             platform_outputs[path] = sig
     snap = Snapshot(context, files, platform, units, platform_outputs,
                     digest(rendered[PLACEMENT_FILE]) if rendered is not None else b"",
@@ -443,17 +456,7 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
         for e, _ in states[name].parsed:
             if e is None:
                 continue
-            r = e.resource
-            unit = Unit(r.key, name, link_of(r), claims_of(r), {})
-            placed = plan.placed.get(r.key)
-            if placed is not None:
-                unit.counted = counts(placed)
-                if keep:
-                    unit.decision = placed.decision
-            unit.scaler_target = plan.scaler_targets.get(r.key)
-            if keep:
-                unit.manifests = []
-            fresh[r.key] = units[r.key] = unit
+            fresh[e.resource.key] = units[e.resource.key] = _unit(e.resource, name, plan, keep)
     write: dict[str, str] = {}
     new_platform: dict[str, bytes] = {}
     platform_manifests: list[Manifest] = []
@@ -465,12 +468,7 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
             return None  # an object an unchanged unit generates: a full compile reports it
         text = serialize(m.obj, fmt) if not keep else ""
         sig = digest(text) if not keep else b""
-        owner = fresh.get(m.source.resource.key) if m.source is not None else None
-        if owner is not None and m.source is not None and is_unit(m.source.resource):
-            owner.outputs[path] = sig
-            if owner.manifests is not None:
-                owner.manifests.append(m)
-        else:
+        if not _owned(m, path, sig, fresh):
             new_platform[path] = sig
             platform_manifests.append(m)
         if not keep and old_paths.get(path) != sig:

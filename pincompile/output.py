@@ -55,15 +55,18 @@ def to_yaml(obj: Any) -> str:
     return "".join(out)
 
 
-def _block_map(value: dict[Any, Any], indent: int, out: list[str]) -> None:
-    """A non-empty plain dict as a block at ``indent`` (the line before it is ended): what
+def _block_map(value: dict[Any, Any], indent: int, out: list[str], lead: str | None = None
+               ) -> None:
+    """A non-empty plain dict as a block at ``indent`` (the line before it is ended; or, for
+    a list item, ``lead`` — the item's ``- `` — starts the first key's line): what
     :func:`_node` writes, with the common cases (str, dict, list values) inlined: a compile
     of a large repository spends most of its time here."""
     pad = " " * indent
     for key in sorted(value):
         child = value[key]
         kind = type(child)
-        head = f"{pad}{_key(key)}:"
+        head = f"{pad if lead is None else lead}{_key(key)}:"
+        lead = None
         if kind is str and "\n" not in child:
             out.append(f"{head} {_plain(child) or _quoted(child)}\n")
         elif kind is dict and child:
@@ -80,26 +83,9 @@ def _block_map(value: dict[Any, Any], indent: int, out: list[str]) -> None:
 def _block_list(value: list[Any], indent: int, out: list[str]) -> None:
     """A non-empty list as a block at ``indent`` (see :func:`_block_map`)."""
     pad = " " * indent
-    inner = pad + "  "
     for item in value:
         if type(item) is dict and item:
-            first = True
-            for key in sorted(item):
-                child = item[key]
-                kind = type(child)
-                head = f"{pad}- {_key(key)}:" if first else f"{inner}{_key(key)}:"
-                first = False
-                if kind is str and "\n" not in child:
-                    out.append(f"{head} {_plain(child) or _quoted(child)}\n")
-                elif kind is dict and child:
-                    out.append(head + "\n")
-                    _block_map(child, indent + 4, out)
-                elif kind is list and child:
-                    out.append(head + "\n")
-                    _block_list(child, indent + 2, out)
-                else:
-                    out.append(head)
-                    _node(child, indent + 2 if isinstance(child, list) else indent + 4, out)
+            _block_map(item, indent + 2, out, lead=f"{pad}- ")
         elif type(item) is str and "\n" not in item:
             out.append(f"{pad}- {_plain(item) or _quoted(item)}\n")
         else:
