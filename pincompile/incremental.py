@@ -5,7 +5,9 @@ A :class:`Snapshot` records what the last *clean* compile of a tree produced: pe
 content digest and the workloads and PinScalers it defines, and per such *unit* what
 placement counted for it (pods, requests, surge per cluster: the inputs of quota, capacity
 and sidecar daemons), the digests of its output files, its claims on fleet-wide names
-(``(kind, project, name)``, ingress host and path) and its ``placement.json`` entry.
+(``(kind, project, name)``, ingress host and path); and the sums quota, capacity and
+sidecar daemons need, in buckets of units. Unchanged workloads' ``placement.json`` entries
+are read back from the file written last (whose digest the snapshot holds).
 
 :func:`update` compiles a changed tree against a snapshot. It gives up (returns None, and the
 caller compiles everything) whenever an edit could reach beyond the changed apps:
@@ -19,10 +21,11 @@ caller compiles everything) whenever an edit could reach beyond the changed apps
 Otherwise the *affected* units are the changed files' units plus every unit linked to them
 by a PinScaler target (a scaler and its app are placed and expanded together), closed over
 their files. Check, placement and expansion run over the platform specs and the affected
-units only; quota, capacity and sidecar daemons run over every unit (the unchanged ones from
-the snapshot). Any diagnostic found on the way also makes it give up: a compile that reports
-errors is always a full one. Whatever it reuses, the result is the bytes a cold compile
-writes (``tests/spec/test_cache.py`` checks this over random edit sequences).
+units only; quota, capacity and sidecar daemons run over every unit (the unchanged ones as
+the snapshot's bucket sums). Any diagnostic found on the way also makes it give up: a
+compile that reports errors is always a full one. Whatever it reuses, the result is the
+bytes a cold compile writes (``tests/spec/test_cache.py`` checks this over random edit
+sequences).
 """
 
 from __future__ import annotations
