@@ -56,7 +56,8 @@ def compile_cmd(root: Path, output: str, clusters: tuple[str, ...], fmt: str,
 
     Files whose content did not change since an earlier run are not loaded and parsed
     again: their specs come from the cache (see --cache-dir). When only app files changed
-    since the last clean compile into OUT, only those apps (and the PinScalers linked to
+    since the last clean compile into OUT at the same revision (every object records it,
+    so a new commit compiles everything), only those apps (and the PinScalers linked to
     them) are checked, placed and expanded again, and only output files whose bytes change
     are rewritten; any change to clusters, projects, sidecars or the runtime profile
     compiles everything. The output is the same bytes either way.
