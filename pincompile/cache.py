@@ -89,6 +89,15 @@ class Store:
 
     def get(self, key: str) -> FileState | None:
         """The entry stored under ``key``, or None (missing, corrupt or foreign)."""
+        state = self.read(key)
+        return state if isinstance(state, FileState) and state.digest == key else None
+
+    def put(self, state: FileState) -> None:
+        """Store ``state`` (atomically; failures to write are ignored: it is a cache)."""
+        self.write(state.digest, state)
+
+    def read(self, key: str) -> Any:
+        """The object stored under ``key``, or None (missing, corrupt or foreign)."""
         if not self.usable():
             return None
         try:
@@ -102,21 +111,20 @@ class Store:
         if hashlib.sha256(payload).digest() != checksum:
             return None
         try:
-            state = pickle.loads(payload)
+            return pickle.loads(payload)
         except Exception:  # anything unreadable is a miss, never an error
             return None
-        return state if isinstance(state, FileState) and state.digest == key else None
 
-    def put(self, state: FileState) -> None:
-        """Store ``state`` (atomically; failures to write are ignored: it is a cache)."""
+    def write(self, key: str, value: Any) -> None:
+        """Store ``value`` under ``key`` (atomically; failures to write are ignored)."""
         if not self.usable():
             return
-        path = self._path(state.digest)
+        path = self._path(key)
         try:
-            payload = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+            payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
         except (pickle.PicklingError, TypeError, AttributeError, RecursionError):
             return
-        blob = MAGIC + state.digest.encode() + b"\n" + hashlib.sha256(payload).digest() + payload
+        blob = MAGIC + key.encode() + b"\n" + hashlib.sha256(payload).digest() + payload
         try:
             if not self.root.exists():
                 self.root.mkdir(parents=True, mode=0o700)

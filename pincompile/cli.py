@@ -7,10 +7,52 @@ import sys
 
 import click
 
-from pincompile.commands.validate import validate
+#: Command name → (module, attribute). Modules are imported only when their command runs
+#: (or when ``--help`` lists them): ``pincompile compile`` never imports the Kubernetes client.
+COMMANDS = {
+    "validate": ("pincompile.commands.validate", "validate"),
+    "schema": ("pincompile.commands.schema", "schema"),
+    "compile": ("pincompile.commands.compile", "compile_cmd"),
+    "explain": ("pincompile.commands.explain", "explain"),
+    "diff": ("pincompile.commands.diff", "diff"),
+    "crds": ("pincompile.commands.crds", "crds"),
+    "plan": ("reconciler.commands.plan", "plan"),
+    "apply": ("reconciler.commands.apply", "apply"),
+    "status": ("reconciler.commands.status", "status"),
+    "set": ("pincompile.commands.set", "set_group"),
+    "fleet": ("reconciler.fleet.cli", "fleet"),
+    "serve": ("reconciler.commands.serve", "serve"),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use; a command whose module is not
+    installed (the reconciler, say) is left out."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx),
+                       *(n for n in COMMANDS if self.get_command(ctx, n) is not None)})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        known = super().get_command(ctx, cmd_name)
+        if known is not None or cmd_name not in COMMANDS:
+            return known
+        import importlib
+
+        module, attr = COMMANDS[cmd_name]
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name and module.startswith(exc.name):
+                return None
+            raise
+        command: click.Command = getattr(mod, attr)
+        self.add_command(command, cmd_name)
+        return command
+
+
+@click.group(cls=LazyGroup,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="pincompile")
 def cli() -> None:
     """pincompile — compile short app specs into Kubernetes manifests for every member
@@ -27,38 +69,6 @@ def cli() -> None:
     Every error names file:line:column. Exit codes: 0 ok, 1 invalid or differences found,
     2 usage error, 3 cluster/API failure.
     """
-
-
-cli.add_command(validate)
-
-
-def _register_optional() -> None:
-    """Commands built in their own modules; each registers itself when present."""
-    import importlib
-
-    for module, attr in (
-        ("pincompile.commands.schema", "schema"),
-        ("pincompile.commands.compile", "compile_cmd"),
-        ("pincompile.commands.explain", "explain"),
-        ("pincompile.commands.diff", "diff"),
-        ("pincompile.commands.crds", "crds"),
-        ("reconciler.commands.plan", "plan"),
-        ("reconciler.commands.apply", "apply"),
-        ("reconciler.commands.status", "status"),
-        ("pincompile.commands.set", "set_group"),
-        ("reconciler.fleet.cli", "fleet"),
-        ("reconciler.commands.serve", "serve"),
-    ):
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name and module.startswith(exc.name):
-                continue
-            raise
-        cli.add_command(getattr(mod, attr))
-
-
-_register_optional()
 
 
 def main() -> None:

@@ -129,30 +129,53 @@ def load_text(file: str, raw: bytes | str) -> LoadResult:
     return result
 
 
-def iter_yaml_files(root: Path) -> Iterator[tuple[str, Path | None, Diagnostic | None]]:
+def iter_yaml_files(root: Path) -> Iterator[tuple[str, str | None, Diagnostic | None]]:
     """Yield (relative name, path, problem) for every YAML file under ``root``, sorted.
 
     Hidden files and folders are skipped. A symlink whose target leaves ``root`` yields a
     problem instead of a path.
     """
     root = root.resolve()
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in sorted(filenames):
-            if name.startswith(".") or not name.endswith(YAML_SUFFIXES):
+    yield from _walk(root, str(root), "")
+
+
+def _walk(root: Path, folder: str, prefix: str
+          ) -> Iterator[tuple[str, str | None, Diagnostic | None]]:
+    """One directory of :func:`iter_yaml_files` (``prefix``: its name relative to root).
+    Symlinked directories are not descended; names are sorted as ``os.walk`` + ``sorted``
+    would list them (files of a directory before its subdirectories)."""
+    try:
+        with os.scandir(folder) as found:
+            entries = sorted(found, key=lambda e: e.name)
+    except OSError:
+        return
+    dirs = []
+    for entry in entries:
+        name = entry.name
+        if name.startswith("."):
+            continue
+        try:
+            is_dir = entry.is_dir()
+        except OSError:
+            is_dir = False
+        if is_dir:
+            if not entry.is_symlink():
+                dirs.append(entry)
+            continue
+        if not name.endswith(YAML_SUFFIXES):
+            continue
+        rel = prefix + name
+        if entry.is_symlink():
+            target = Path(entry.path).resolve()
+            if not target.is_relative_to(root):
+                yield rel, None, Diagnostic(
+                    rel, 1, 1, "symlink-outside-root",
+                    "symlink points outside the repository; not followed",
+                    "copy the file into the repository instead")
                 continue
-            path = Path(dirpath) / name
-            rel = path.relative_to(root).as_posix()
-            if path.is_symlink():
-                target = path.resolve()
-                if not target.is_relative_to(root):
-                    yield rel, None, Diagnostic(
-                        rel, 1, 1, "symlink-outside-root",
-                        "symlink points outside the repository; not followed",
-                        "copy the file into the repository instead")
-                    continue
-            yield rel, path, None
-        # symlinked directories are not descended (followlinks=False)
+        yield rel, entry.path, None
+    for entry in dirs:
+        yield from _walk(root, entry.path, f"{prefix}{entry.name}/")
 
 
 def load_tree(root: Path) -> LoadResult:
@@ -163,7 +186,7 @@ def load_tree(root: Path) -> LoadResult:
     """
     result = LoadResult()
     if root.is_dir():
-        files: Iterable[tuple[str, Path | None, Diagnostic | None]] = iter_yaml_files(root)
+        files: Iterable[tuple[str, str | Path | None, Diagnostic | None]] = iter_yaml_files(root)
     else:
         files = [(root.name, root, None)]
     for rel, path, problem in files:
@@ -177,7 +200,7 @@ def load_tree(root: Path) -> LoadResult:
     return result
 
 
-def read_regular_file(rel: str, path: Path, result: LoadResult) -> bytes | None:
+def read_regular_file(rel: str, path: str | Path, result: LoadResult) -> bytes | None:
     """The bytes of ``path`` if it is a regular file; else a warning (or error) in
     ``result`` and None."""
     try:

@@ -48,8 +48,49 @@ class OutputError(Exception):
 def to_yaml(obj: Any) -> str:
     """Block-style YAML with sorted keys; ``yaml.safe_load`` gives ``obj`` back."""
     out: list[str] = []
-    _node(obj, 0, out, top=True)
+    if type(obj) is dict and obj:
+        _block_map(obj, 0, out)
+    else:
+        _node(obj, 0, out, top=True)
     return "".join(out)
+
+
+def _block_map(value: dict[Any, Any], indent: int, out: list[str], lead: str | None = None
+               ) -> None:
+    """A non-empty plain dict as a block at ``indent`` (the line before it is ended; or, for
+    a list item, ``lead`` — the item's ``- `` — starts the first key's line): what
+    :func:`_node` writes, with the common cases (str, dict, list values) inlined: a compile
+    of a large repository spends most of its time here."""
+    pad = " " * indent
+    for key in sorted(value):
+        child = value[key]
+        kind = type(child)
+        head = f"{pad if lead is None else lead}{_key(key)}:"
+        lead = None
+        if kind is str and "\n" not in child:
+            out.append(f"{head} {_plain(child) or _quoted(child)}\n")
+        elif kind is dict and child:
+            out.append(head + "\n")
+            _block_map(child, indent + 2, out)
+        elif kind is list and child:
+            out.append(head + "\n")
+            _block_list(child, indent, out)
+        else:
+            out.append(head)
+            _node(child, indent if isinstance(child, list) else indent + 2, out)
+
+
+def _block_list(value: list[Any], indent: int, out: list[str]) -> None:
+    """A non-empty list as a block at ``indent`` (see :func:`_block_map`)."""
+    pad = " " * indent
+    for item in value:
+        if type(item) is dict and item:
+            _block_map(item, indent + 2, out, lead=f"{pad}- ")
+        elif type(item) is str and "\n" not in item:
+            out.append(f"{pad}- {_plain(item) or _quoted(item)}\n")
+        else:
+            out.append(f"{pad}-")
+            _node(item, indent + 2, out)
 
 
 def _node(value: Any, indent: int, out: list[str], *, top: bool = False) -> None:
@@ -113,8 +154,14 @@ def _scalar(value: Any, indent: int | None) -> str:
 
 
 def _key(key: Any) -> str:
+    if type(key) is str:
+        return _KEYS.get(key) or _KEYS.setdefault(key, _plain(key) or _quoted(key))
     text = str(key)
     return _plain(text) or _quoted(text)
+
+
+_KEYS: dict[str, str] = {}
+"""Written form of every mapping key seen (keys repeat across objects: few distinct)."""
 
 
 @lru_cache(maxsize=65536)
@@ -203,10 +250,55 @@ def check_output_dir(out: Path) -> None:
             f"(no {MARKER} file); choose another directory or remove it")
 
 
-def write_tree(out: Path, files: Mapping[str, str]) -> None:
+MARKER_TEXT = "written by pincompile compile; replaced on every run\n"
+
+
+def marker_id(out: Path) -> str | None:
+    """The snapshot id the last complete write recorded in ``out``'s marker, if any."""
+    try:
+        text = (out / MARKER).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    for line in text.splitlines():
+        if line.startswith("snapshot: "):
+            return line.removeprefix("snapshot: ").strip() or None
+    return None
+
+
+def _write_marker(directory: Path, snapshot_id: str) -> None:
+    note = f"snapshot: {snapshot_id}\n" if snapshot_id else ""
+    (directory / MARKER).write_text(MARKER_TEXT + note, encoding="utf-8")
+
+
+def update_tree(out: Path, write: Mapping[str, str], remove: Iterable[str],
+                snapshot_id: str) -> None:
+    """Change ``out`` in place: write (each file atomically) and remove the given files,
+    leave every other file untouched. The marker loses its snapshot id first and gets
+    ``snapshot_id`` last, so an interrupted update is never taken for a complete one."""
+    check_output_dir(out)
+    _write_marker(out, "")
+    for rel in remove:
+        path = out / rel
+        path.unlink(missing_ok=True)
+        for parent in path.parents:  # directories left empty go too
+            if parent == out or any(parent.iterdir()):
+                break
+            parent.rmdir()
+    for rel, text in write.items():
+        path = out / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    _write_marker(out, snapshot_id)
+
+
+def write_tree(out: Path, files: Mapping[str, str], snapshot_id: str = "") -> None:
     """Replace ``out`` with exactly ``files``: written into a sibling temporary directory,
     then swapped in by renames, so ``out`` is never half-written and nothing stale
-    remains."""
+    remains. ``snapshot_id`` is recorded in the marker (see :func:`update_tree`)."""
     check_output_dir(out)
     parent = out.resolve().parent
     parent.mkdir(parents=True, exist_ok=True)
@@ -219,8 +311,7 @@ def write_tree(out: Path, files: Mapping[str, str]) -> None:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 made.add(path.parent)
             path.write_text(text, encoding="utf-8")
-        (tmp / MARKER).write_text("written by pincompile compile; replaced on every run\n",
-                                  encoding="utf-8")
+        _write_marker(tmp, snapshot_id)
         os.chmod(tmp, 0o755)  # mkdtemp makes it private
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=parent))

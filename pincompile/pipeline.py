@@ -6,6 +6,8 @@ reported an error. The pipeline is pure: files (or git blobs) in, objects out.
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,7 +87,11 @@ class Compiler:
     def __init__(self, store: Store | None = None) -> None:
         self.store = store
         self._files: dict[str, FileState] = {}
+        self._snapshot: Any = None
+        self._last: Result | None = None
         self.stats = {"memory": 0, "disk": 0, "parsed": 0}
+        self.reused = False
+        """Whether the last compile re-ran only the changed apps (an incremental compile)."""
 
     def compile(self, files: Iterable[tuple[str, bytes]], *, revision: str = "unknown",
                 expand: bool = True, loaded: LoadResult | None = None) -> Result:
@@ -104,8 +110,51 @@ class Compiler:
                 if entry is not None:
                     catalog.add(entry)
         self._files = seen  # files no longer in the tree are forgotten
-        return _run_parsed(loaded, catalog, [*loaded.diagnostics, *parsed], revision=revision,
-                           expand=expand)
+        self.reused = False
+        if expand:
+            done = self._incremental(seen, loaded, catalog, revision)
+            if done is not None:
+                return done
+        result = _run_parsed(loaded, catalog, [*loaded.diagnostics, *parsed],
+                             revision=revision, expand=expand)
+        if expand and result.ok:
+            from pincompile import incremental
+            from pincompile.cache import code_digest
+
+            self._snapshot = incremental.snapshot(
+                (code_digest(), revision, "yaml"), seen.values(), result, None, "yaml")
+            self._last = result
+        elif expand:
+            self._snapshot = self._last = None
+        return result
+
+    def _incremental(self, seen: dict[str, FileState], loaded: LoadResult, catalog: Catalog,
+                     revision: str) -> Result | None:
+        """Only the changed apps again, against the last clean compile (in memory)."""
+        if self._snapshot is None:
+            return None
+        from pincompile import incremental
+        from pincompile.cache import code_digest
+
+        context = (code_digest(), revision, "yaml")
+        last = self._last
+        if (last is not None and context == self._snapshot.context and not loaded.diagnostics
+                and {n: s.digest for n, s in seen.items()}
+                == {n: f.digest for n, f in self._snapshot.files.items()}):
+            self.reused = True  # nothing changed: the last result again
+            return Result(catalog=catalog, sources=loaded.sources, plan=last.plan,
+                          manifests=list(last.manifests), warnings=sorted(loaded.warnings))
+        outcome = incremental.update(
+            self._snapshot, context,
+            [(n, s.digest) for n, s in seen.items()], lambda n, _: seen[n], loaded,
+            revision=revision, fmt="yaml", keep=True)
+        if outcome is None:
+            return None
+        self._snapshot = outcome.snapshot
+        self.reused = True
+        self._last = Result(catalog=catalog, sources=loaded.sources, plan=outcome.plan,
+                            manifests=outcome.manifests or [], warnings=sorted(loaded.warnings))
+        return self._last
 
     def _state(self, name: str, raw: bytes) -> FileState:
         digest = file_digest(name, raw)
@@ -131,7 +180,7 @@ def read_tree(root: Path) -> tuple[list[tuple[str, bytes]], LoadResult]:
     found = LoadResult()
     files: list[tuple[str, bytes]] = []
     if root.is_dir():
-        walk: Iterable[tuple[str, Path | None, Diagnostic | None]] = iter_yaml_files(root)
+        walk: Iterable[tuple[str, str | Path | None, Diagnostic | None]] = iter_yaml_files(root)
     else:
         walk = [(root.name, root, None)]
     for rel, path, problem in walk:
@@ -168,3 +217,97 @@ def git_revision(root: Path) -> str:
         return f"{sha}-dirty" if dirty else sha
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+
+
+@dataclass
+class DirCompile:
+    """What :func:`compile_to_dir` did: a full compile (``result``) or an incremental one
+    (``outcome``)."""
+
+    result: Result | None = None
+    outcome: Any = None
+    written: int = 0
+    """Output files written (the rest were left as they were)."""
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _listing(out: Path) -> set[str]:
+    """Every file under ``out`` (relative, the marker aside): names only, one scandir per
+    directory, so a stray or deleted file sends a compile down the full path."""
+    from pincompile.output import MARKER
+
+    found: set[str] = set()
+    todo = [(str(out), "")]
+    while todo:
+        folder, prefix = todo.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    todo.append((entry.path, f"{prefix}{entry.name}/"))
+                else:
+                    found.add(prefix + entry.name)
+    found.discard(MARKER)
+    return found
+
+
+def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | None = None,
+                   cache_dir: Path | None = None) -> DirCompile:
+    """``pincompile compile ROOT -o OUT``: compile and write OUT.
+
+    With ``cache_dir``, a snapshot of the last clean compile of ROOT into OUT is kept there;
+    when only app files changed since (and OUT holds what that compile wrote: its marker
+    names the same content, and it has the same file names), only the changed apps are
+    compiled again and only changed output files are written (see
+    :mod:`pincompile.incremental`). A file edited by hand inside OUT is not noticed (OUT
+    is pincompile's: a full compile, or ``--no-cache``, rewrites it). Nothing is written
+    when the result has diagnostics.
+    """
+    from pincompile import incremental
+    from pincompile.cache import code_digest
+    from pincompile.output import (
+        PLACEMENT_FILE,
+        marker_id,
+        render_files,
+        update_tree,
+        write_tree,
+    )
+
+    files, walked = read_tree(root)
+    revision = revision or git_revision(root)
+    store = Store(cache_dir) if cache_dir is not None else None
+    compiler = Compiler(store)
+    context = (code_digest(), revision, fmt)
+    key = hashlib.sha256(f"snapshot\0{root.resolve()}\0{out.resolve()}".encode()).hexdigest()
+    raw = dict(files)
+    digests = [(name, file_digest(name, content)) for name, content in files]
+    prev = store.read(key) if store is not None else None
+    if (isinstance(prev, incremental.Snapshot) and out.is_dir()
+            and marker_id(out) == prev.id and _listing(out) == prev.paths()):
+        outcome = incremental.update(
+            prev, context, digests, lambda name, _: compiler._state(name, raw[name]), walked,
+            revision=revision, fmt=fmt, read_placement=lambda: _read_text(out / PLACEMENT_FILE))
+        if outcome is not None:
+            update_tree(out, outcome.write, outcome.remove, outcome.snapshot.id)
+            assert store is not None
+            store.write(key, outcome.snapshot)
+            return DirCompile(outcome=outcome, written=len(outcome.write))
+    result = compiler.compile(files, revision=revision, loaded=walked)
+    if result.diagnostics:
+        return DirCompile(result=result)
+    placement = result.plan.to_json() if result.plan is not None else None
+    rendered = render_files(result.manifests, fmt, placement)
+    if store is not None:
+        states = [compiler._files[name] for name, _ in files]
+        snap = incremental.snapshot(context, states, result, rendered, fmt)
+        write_tree(out, rendered, snap.id)
+        store.write(key, snap)
+    else:
+        write_tree(out, rendered, incremental.tree_id(incremental.tree_sig(
+            (path, incremental.digest(text)) for path, text in rendered.items())))
+    return DirCompile(result=result, written=len(rendered))

@@ -27,7 +27,7 @@ from pincompile.output import (
     render_stream,
     write_tree,
 )
-from pincompile.pipeline import compile_path
+from pincompile.pipeline import compile_path, compile_to_dir
 
 
 @click.command("compile")
@@ -55,12 +55,17 @@ def compile_cmd(root: Path, output: str, clusters: tuple[str, ...], fmt: str,
     cluster and zone, and why every other cluster was filtered out.
 
     Files whose content did not change since an earlier run are not loaded and parsed
-    again: their specs come from the cache (see --cache-dir); the output is the same bytes
-    either way.
+    again: their specs come from the cache (see --cache-dir). When only app files changed
+    since the last clean compile into OUT at the same revision (every object records it,
+    so a new commit compiles everything), only those apps (and the PinScalers linked to
+    them) are checked, placed and expanded again, and only output files whose bytes change
+    are rewritten; any change to clusters, projects, sidecars or the runtime profile
+    compiles everything. The output is the same bytes either way.
 
-    OUT is replaced atomically as a whole, so files of objects that no longer exist do not
-    linger; pincompile only replaces a directory it wrote (or an empty one). Nothing is
-    written when any error is found. The same input gives the same bytes.
+    OUT is replaced atomically as a whole (or, incrementally, file by file), so files of
+    objects that no longer exist do not linger; pincompile only replaces a directory it
+    wrote (or an empty one). Nothing is written when any error is found. The same input
+    gives the same bytes.
 
     \b
     Exit codes: 0 written, 1 invalid specs (errors on stderr), 2 usage error.
@@ -76,8 +81,23 @@ def compile_cmd(root: Path, output: str, clusters: tuple[str, ...], fmt: str,
         _check(out)
     if not quiet and sys.stderr.isatty():
         click.echo(f"compiling {root} ...", err=True)
-    result = compile_path(root, revision=revision,
-                          cache_dir=cache_dir(cache_dir_option, no_cache))
+    cache = cache_dir(cache_dir_option, no_cache)
+    if not to_stdout and not clusters:
+        try:
+            done = compile_to_dir(root, out, fmt=fmt, revision=revision, cache_dir=cache)
+        except (OutputError, OSError) as exc:
+            fail(str(exc), EXIT_USAGE)
+        if done.outcome is not None:  # incremental: only changed apps compiled again
+            o = done.outcome
+            report_warnings(o.warnings)
+            if not quiet:
+                _summary(o.specs, o.objects, o.clusters, str(out), started,
+                         f"; {o.units} changed, {done.written} files written")
+            sys.exit(EXIT_OK)
+        assert done.result is not None
+        result = done.result
+    else:
+        result = compile_path(root, revision=revision, cache_dir=cache)
     report_warnings(result.warnings)
     if result.diagnostics:
         report_diagnostics(result.diagnostics, result.sources, errors_fmt)
@@ -95,21 +115,25 @@ def compile_cmd(root: Path, output: str, clusters: tuple[str, ...], fmt: str,
     if to_stdout:
         sys.stdout.write(render_stream(manifests, fmt))
         sys.stdout.flush()
-    else:
+    elif clusters:
         placement = result.plan.to_json() if result.plan is not None else None
         try:
             write_tree(out, render_files(manifests, fmt, placement))
         except (OutputError, OSError) as exc:
             fail(str(exc), EXIT_USAGE)
     if not quiet:
-        n_specs = len(result.catalog.entries)
-        n_clusters = len({m.cluster for m in manifests})
-        where = "stdout" if to_stdout else str(out)
-        click.echo(f"compiled {n_specs} spec{'s' if n_specs != 1 else ''} into "
-                   f"{len(manifests)} object{'s' if len(manifests) != 1 else ''} for "
-                   f"{n_clusters} cluster{'s' if n_clusters != 1 else ''} → {where} "
-                   f"({time.monotonic() - started:.2f}s)", err=True)
+        _summary(len(result.catalog.entries), len(manifests),
+                 len({m.cluster for m in manifests}), "stdout" if to_stdout else str(out),
+                 started)
     sys.exit(EXIT_OK)
+
+
+def _summary(specs: int, objects: int, clusters: int, where: str, started: float,
+             note: str = "") -> None:
+    click.echo(f"compiled {specs} spec{'s' if specs != 1 else ''} into "
+               f"{objects} object{'s' if objects != 1 else ''} for "
+               f"{clusters} cluster{'s' if clusters != 1 else ''} → {where} "
+               f"({time.monotonic() - started:.2f}s{note})", err=True)
 
 
 def _check(out: Path) -> None:

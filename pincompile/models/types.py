@@ -51,11 +51,33 @@ def _check_quantity(value: str) -> str:
     return value
 
 
-def parse_quantity(value: str | int | float) -> Decimal:
-    """A quantity as a Decimal (cores for cpu, bytes for memory)."""
-    from kubernetes.utils.quantity import parse_quantity as k8s_parse
+_SUFFIX = re.compile(r"(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)$")
+_BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
+_DECIMAL = {"n": -9, "u": -6, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 
-    return Decimal(k8s_parse(value))
+
+@lru_cache(maxsize=4096)
+def _parse_text(text: str) -> Decimal:
+    suffix = _SUFFIX.search(text)
+    if suffix is None:  # a plain number, maybe with a decimal exponent (1e3)
+        return Decimal(text)
+    number = Decimal(text[:suffix.start()])
+    unit = suffix.group(1)
+    if unit in _BINARY:
+        return number * Decimal(1024) ** _BINARY[unit]
+    return number * Decimal(10) ** _DECIMAL[unit]
+
+
+def parse_quantity(value: str | int | float) -> Decimal:
+    """A quantity as a Decimal (cores for cpu, bytes for memory): the same value, to the
+    digit, as the Kubernetes client's ``parse_quantity`` (tests compare them), without
+    importing the client."""
+    if isinstance(value, int | float):
+        return Decimal(value)
+    try:
+        return _parse_text(value.strip())
+    except ArithmeticError as exc:
+        raise ValueError(f"invalid quantity '{value}'") from exc
 
 
 def _check_duration(value: str) -> str:

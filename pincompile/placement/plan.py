@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pincompile.catalog import Catalog, Entry, canonical
 from pincompile.diagnostics import Diagnostic, Location
@@ -74,24 +74,105 @@ _NO_CLUSTER_HINTS = {
 
 
 @dataclass
-class _Placed:
-    """A decision plus what it counts per cluster (pods) for quota and capacity."""
+class Placed:
+    """A decision plus what it counts per cluster (pods) for quota and capacity: all that
+    the fleet-wide steps (quota, capacity, sidecar daemons) need of one workload."""
 
     entry: Entry[Workload]
+    """The workload (an incremental compile passes a stand-in that only locates it)."""
     decision: Decision
     pods: dict[str, int]
     vector: dict[str, Decimal]
     surge: dict[str, int] = field(default_factory=dict)
     """Cluster → extra pods while the workload changes (rollout surge, overlapping run)."""
+    sidecars: tuple[str, ...] = ()
+    """Managed sidecars the pod template lists by name."""
 
 
-def plan(catalog: Catalog, lost: Mapping[str, str] | None = None
-         ) -> tuple[Plan, list[Diagnostic]]:
+_Placed = Placed
+
+
+def _add(into: dict[str, Decimal], values: Mapping[str, Decimal], times: int = 1) -> None:
+    for res, amount in values.items():
+        into[res] = into.get(res, Decimal(0)) + amount * times
+
+
+@dataclass
+class Sums:
+    """What the fleet-wide steps (quota sizes, capacity, sidecar daemons) sum over placed
+    workloads. Sums of sums are the same numbers, to the digit (exact Decimal additions), so
+    an incremental compile keeps them for groups of unchanged workloads."""
+
+    usage: dict[tuple[str, str], dict[str, dict[str, Decimal]]] = field(default_factory=dict)
+    """(project, tier) → cluster → resource → amount (surge included)."""
+    surge: dict[tuple[str, str], dict[str, Decimal]] = field(default_factory=dict)
+    where: dict[str, set[str]] = field(default_factory=dict)
+    """Project → clusters where it has pods or shards."""
+    totals: dict[str, dict[str, Decimal]] = field(default_factory=dict)
+    by_tier: dict[tuple[str, str], dict[str, Decimal]] = field(default_factory=dict)
+    sidecars: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    """(workload kind, sidecar name) → clusters of its shards."""
+
+    def add(self, p: Placed) -> None:
+        self.add_counts(counts(p))
+
+    def add_counts(self, c: tuple[Any, ...]) -> None:
+        """Add one workload's :func:`counts`."""
+        kind, project, tier, clusters, pods, vector, surge, sidecars = c
+        usage = self.usage.setdefault((project, tier), {})
+        where = self.where.setdefault(project, set())
+        for cluster, n_pods in pods.items():
+            n = n_pods + surge.get(cluster, 0)
+            _add(usage.setdefault(cluster, {}), vector, n)
+            _add(self.totals.setdefault(cluster, {}), vector, n)
+            _add(self.by_tier.setdefault((cluster, tier), {}), vector, n)
+            if surge.get(cluster, 0):
+                _add(self.surge.setdefault((project, tier), {}), vector, surge[cluster])
+            where.add(cluster)
+        where.update(clusters)
+        for name in sidecars:
+            self.sidecars.setdefault((kind, name), set()).update(clusters)
+
+    def merge(self, other: Sums) -> None:
+        for key, per_cluster in other.usage.items():
+            mine = self.usage.setdefault(key, {})
+            for cluster, values in per_cluster.items():
+                _add(mine.setdefault(cluster, {}), values)
+        for key2, values in other.surge.items():
+            _add(self.surge.setdefault(key2, {}), values)
+        for project, clusters in other.where.items():
+            self.where.setdefault(project, set()).update(clusters)
+        for cluster, values in other.totals.items():
+            _add(self.totals.setdefault(cluster, {}), values)
+        for key3, values in other.by_tier.items():
+            _add(self.by_tier.setdefault(key3, {}), values)
+        for key4, clusters in other.sidecars.items():
+            self.sidecars.setdefault(key4, set()).update(clusters)
+
+
+def counts(p: Placed) -> tuple[Any, ...]:
+    """All that :class:`Sums` needs of one placed workload, as plain data: (kind, project,
+    tier, shard clusters, pods, vector, surge, sidecars)."""
+    d = p.decision
+    return (d.kind, d.project, d.tier, tuple(s.cluster for s in d.shards), dict(p.pods),
+            dict(p.vector), dict(p.surge), tuple(p.sidecars))
+
+
+def plan(catalog: Catalog, base: Sums | None = None,
+         reuse_scalers: Mapping[Key, Key] | None = None, *,
+         lost: Mapping[str, str] | None = None) -> tuple[Plan, list[Diagnostic]]:
     """Place every valid workload; report what cannot be placed or exceeds a quota.
 
+    ``base``: the sums of workloads placed before and not in ``catalog`` (with
+    ``reuse_scalers``, the scaler targets resolved for them), as an incremental compile
+    keeps them; quota, capacity and sidecar daemons then count both. Diagnostics of those
+    steps name only workloads in ``catalog`` (an incremental compile never shows them: it
+    compiles everything instead). ``Plan.placed`` holds the new workloads' :class:`Placed`.
+
     ``lost``: member clusters the caller has found unavailable (cluster → why); nothing is
-    placed there, as if they were cordoned (the reconciler's failover passes them in)."""
-    return _Planner(catalog, lost).run()
+    placed there, as if they were cordoned (the reconciler's failover passes them in).
+    """
+    return _Planner(catalog, lost).run(base or Sums(), reuse_scalers or {})
 
 
 class _Planner:
@@ -108,7 +189,8 @@ class _Planner:
         self.scalers: dict[Key, Entry[PinScaler]] = {}
 
     # --- the whole fleet -------------------------------------------------------------------
-    def run(self) -> tuple[Plan, list[Diagnostic]]:
+    def run(self, base: Sums, reuse_scalers: Mapping[Key, Key]
+            ) -> tuple[Plan, list[Diagnostic]]:
         workloads = canonical(self.catalog.workloads)
         keys = set(workloads)
         for scaler_entry in canonical(self.catalog.scalers).values():
@@ -120,17 +202,24 @@ class _Planner:
                         self.scalers[target] = scaler_entry
                         self.result.scaler_targets[scaler.key] = target
                     break
-        placed: list[_Placed] = []
+        by_key: dict[Key, _Placed] = {}
         for key, entry in workloads.items():
             project = self.projects.get(entry.resource.project)
             if project is None:
                 continue  # unknown project: the reference checks report it
-            one = self._place(entry, project)
-            self.result.decisions[key] = one.decision
-            placed.append(one)
-        self._quotas(placed)
-        self._capacity(placed)
-        self._sidecar_daemons(placed)
+            by_key[key] = self._place(entry, project)
+        self.result.scaler_targets.update(reuse_scalers)
+        self.result.scaler_targets = dict(sorted(self.result.scaler_targets.items()))
+        placed = [by_key[k] for k in sorted(by_key)]
+        self.result.decisions = {p.decision.key: p.decision for p in placed}
+        self.result.placed = {p.decision.key: p for p in placed}
+        sums = Sums()
+        sums.merge(base)
+        for p in placed:
+            sums.add(p)
+        self._quotas(placed, sums)
+        self._capacity(placed, sums)
+        self._sidecar_daemons(sums)
         return self.result, sorted(set(self.diagnostics))
 
     def _names_unknown(self, entry: Entry[Workload], project: Entry[Project]) -> bool:
@@ -164,7 +253,8 @@ class _Planner:
             kind=w.kind, project=w.project, name=w.name, eligible=eligible, filtered=filtered,
             scores=scores, shards=[], order=by_total(scores), tier=w.spec.tier,
             pod_requests=dict(sorted(requests.items())))
-        placed = _Placed(entry, decision, {}, quota_mod.pod_vector(w, requests))
+        placed = _Placed(entry, decision, {}, quota_mod.pod_vector(w, requests),
+                         sidecars=tuple(w.pod_template.sidecars))
         if not eligible:
             if not self._names_unknown(entry, project):
                 self.diagnostics.append(self._no_cluster(entry, filtered))
@@ -328,17 +418,17 @@ class _Planner:
             f"clusters holds only {total} of its pods ({held})", hint)
 
     # --- after every workload --------------------------------------------------------------
-    def _quotas(self, placed: list[_Placed]) -> None:
+    def _quotas(self, placed: list[_Placed], sums: Sums) -> None:
         usage: dict[tuple[str, str], quota_mod.Usage] = {}
-        where: dict[str, set[str]] = {}
-        for p in placed:
-            project = p.decision.project
-            u = usage.setdefault((project, p.decision.tier), quota_mod.Usage())
+        for p in placed:  # per workload: for messages (top consumers, surge pods)
+            u = usage.setdefault((p.decision.project, p.decision.tier), quota_mod.Usage())
             for cluster, pods in sorted(p.pods.items()):
                 u.add(p.entry, cluster, p.vector, pods, p.surge.get(cluster, 0))
-                where.setdefault(project, set()).add(cluster)
-            for shard in p.decision.shards:
-                where.setdefault(project, set()).add(shard.cluster)
+        for key, per_cluster in sums.usage.items():  # the sums themselves
+            u = usage.setdefault(key, quota_mod.Usage())
+            u.per_cluster = per_cluster
+            u.surge = sums.surge.get(key, {})
+        where = sums.where
         for project in sorted(where):
             entry = self.projects[project]
             for tier in TIERS:
@@ -348,23 +438,17 @@ class _Planner:
                                                     where[project]).items():
                     self.result.quotas[(project, tier, cluster)] = hard
 
-    def _capacity(self, placed: list[_Placed]) -> None:
+    def _capacity(self, placed: list[_Placed], sums: Sums) -> None:
         """Sum what reserved and ondemand workloads place in each cluster (surge included)
         and check it against the cluster's pools. Preemptible workloads are summed for
         ``clusterRequests`` but never checked: they use what is spare and are preempted."""
-        totals: dict[str, dict[str, Decimal]] = {}
-        by_tier: dict[tuple[str, str], dict[str, Decimal]] = {}
+        totals, by_tier = sums.totals, sums.by_tier
         consumers: dict[str, list[tuple[_Placed, int]]] = {}
         for p in placed:
             for cluster, pods in p.pods.items():
-                n = pods + p.surge.get(cluster, 0)
-                here = totals.setdefault(cluster, {})
-                pool = by_tier.setdefault((cluster, p.decision.tier), {})
-                for res, amount in p.vector.items():
-                    here[res] = here.get(res, Decimal(0)) + amount * n
-                    pool[res] = pool.get(res, Decimal(0)) + amount * n
                 if p.decision.tier != "preemptible":
-                    consumers.setdefault(cluster, []).append((p, n))
+                    consumers.setdefault(cluster, []).append(
+                        (p, pods + p.surge.get(cluster, 0)))
         self.result.cluster_requests = {c: dict(sorted(v.items()))
                                         for c, v in sorted(totals.items())}
         for cluster in sorted(totals):
@@ -411,7 +495,7 @@ class _Planner:
             "add capacity, or narrow the placement of the largest workloads to other "
             "clusters"))
 
-    def _sidecar_daemons(self, placed: list[_Placed]) -> None:
+    def _sidecar_daemons(self, sums: Sums) -> None:
         schedulable = sorted(n for n, e in self.clusters.items()
                              if e.resource.spec.schedulable and n not in self.lost)
         for name, entry in self.catalog.sidecars.items():
@@ -422,8 +506,6 @@ class _Planner:
                 self.result.sidecar_daemons[name] = schedulable
                 continue
             wanted: set[str] = set()
-            for p in placed:
-                w = p.entry.resource
-                if w.kind in sc.spec.applies_to and name in w.pod_template.sidecars:
-                    wanted.update(s.cluster for s in p.decision.shards)
+            for kind in sc.spec.applies_to:
+                wanted.update(sums.sidecars.get((kind, name), ()))
             self.result.sidecar_daemons[name] = sorted(wanted)

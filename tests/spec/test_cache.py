@@ -17,7 +17,14 @@ from pincompile.cli import cli
 from pincompile.diagnostics import Diagnostic
 from pincompile.loader import load_tree
 from pincompile.output import render_files
-from pincompile.pipeline import Compiler, Result, compile_path, read_tree, run
+from pincompile.pipeline import (
+    Compiler,
+    Result,
+    compile_path,
+    compile_to_dir,
+    read_tree,
+    run,
+)
 
 from .conftest import files, write_tree
 
@@ -65,13 +72,22 @@ def _edit(root: Path, kind: str, n: int) -> None:
         path = root / FLEET
         path.write_text(re.sub(r'cpu: "\d+"', f'cpu: "{1000 + 7 * n}"', path.read_text(),
                                count=1))
+    elif kind == "ingress-clash" and (root / WEB).exists():
+        # another app routing the same ingress host: invalid, reported at the copy
+        text = (root / WEB).read_text().replace("name: web", f"name: clash{n}").replace(
+            "target: web", f"target: clash{n}")
+        (root / "apps" / "shop" / f"clash-{n}.yaml").write_text(text)
+    elif kind == "scale-up" and target is not None:
+        # a big replica count moves quota sizes, capacity sums and other apps' namespaces
+        target.write_text(_replicas(target.read_text(), 40 + n))
     elif kind == "capacity-too-small":
         path = root / FLEET
         path.write_text(path.read_text().replace('cpu: "1000"', 'cpu: "1"'))
 
 
 EDITS = st.lists(st.tuples(st.sampled_from(
-    ["replicas", "image", "add", "remove", "rename", "break", "platform", "capacity-too-small"]),
+    ["replicas", "image", "add", "remove", "rename", "break", "platform", "capacity-too-small",
+     "ingress-clash", "scale-up"]),
     st.integers(0, 50)), min_size=1, max_size=4)
 
 
@@ -88,12 +104,18 @@ def test_cached_compiles_are_byte_identical_to_cold_ones(tmp_path_factory: objec
         memory = Compiler()  # a long-running process: one Compiler, in memory only
         compile_path(root, revision="test", cache_dir=cache)  # warm the disk cache
         memory.compile(read_tree(root)[0], revision="test")
+        out = Path(work) / "out"
+        compile_to_dir(root, out, revision="test", cache_dir=cache)
         for kind, n in edits:
             _edit(root, kind, n)
             cold = _cold(root)
             assert _bytes(compile_path(root, revision="test", cache_dir=cache)) == cold, kind
             names, walked = read_tree(root)
             assert _bytes(memory.compile(names, revision="test", loaded=walked)) == cold, kind
+            # the CLI's path: a snapshot in the cache, only changed output files written
+            done = compile_to_dir(root, out, revision="test", cache_dir=cache)
+            if done.result is None or not done.result.diagnostics:
+                assert _tree(out) == _cold_tree(root, Path(work) / "cold"), kind
 
 
 def test_one_changed_file_is_the_only_one_parsed_again(tmp_path: Path) -> None:
@@ -162,5 +184,76 @@ def test_cli_cache_dir_and_no_cache(tmp_path: Path) -> None:
 
 
 def _tree(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*")
-            if p.is_file()}
+    """Every file and directory of an output tree (the marker included: its id names the
+    content, so a warm and a cold compile write the same one)."""
+    return {p.relative_to(root).as_posix(): p.read_bytes() if p.is_file() else b"dir"
+            for p in root.rglob("*")}
+
+
+def _cold_tree(root: Path, out: Path) -> dict[str, bytes]:
+    shutil.rmtree(out, ignore_errors=True)
+    done = compile_to_dir(root, out, revision="test")
+    assert done.result is not None and not done.result.diagnostics
+    return _tree(out)
+
+
+def test_incremental_compile_rewrites_only_the_changed_apps_files(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "repo", files())
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    assert compile_to_dir(root, out, revision="test", cache_dir=cache).outcome is None  # full
+    before = {p: p.stat().st_mtime_ns for p in out.rglob("*.yaml")}
+    (root / WEB).write_text((root / WEB).read_text().replace("web:1.4.2", "web:1.4.3"))
+    done = compile_to_dir(root, out, revision="test", cache_dir=cache)
+    assert done.outcome is not None and done.outcome.units >= 1
+    cold = run(load_tree(root), revision="test")
+    assert (done.outcome.specs, done.outcome.objects, done.outcome.clusters) == (
+        len(cold.catalog.entries), len(cold.manifests), len({m.cluster for m in cold.manifests}))
+    rewritten = {p for p, t in before.items() if p.stat().st_mtime_ns != t}
+    assert rewritten and all("web" in p.name for p in rewritten), rewritten
+    assert len(rewritten) < len(before) / 2
+    assert _tree(out) == _cold_tree(root, tmp_path / "cold")
+    # a platform change compiles everything again
+    fleet = root / FLEET
+    fleet.write_text(re.sub(r'cpu: "\d+"', 'cpu: "1234"', fleet.read_text(), count=1))
+    assert compile_to_dir(root, out, revision="test", cache_dir=cache).outcome is None
+    assert _tree(out) == _cold_tree(root, tmp_path / "cold")
+
+
+def test_an_output_tree_written_by_another_compile_is_replaced_as_a_whole(
+        tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "repo", files())
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    compile_to_dir(root, out, revision="test", cache_dir=cache)
+    compile_to_dir(root, out, revision="other")  # other content: the marker names it
+    (root / WEB).write_text(_replicas((root / WEB).read_text(), 5))
+    assert compile_to_dir(root, out, revision="test", cache_dir=cache).outcome is None
+    assert _tree(out) == _cold_tree(root, tmp_path / "cold")
+
+
+def test_placement_json_from_parts_is_the_same_bytes(tmp_path: Path) -> None:
+    from pincompile.incremental import fragment, fragments_of, placement_text
+    from pincompile.output import to_json
+
+    result = compile_path(write_tree(tmp_path / "repo", files()), revision="test")
+    assert result.plan is not None and result.plan.decisions
+    parts = {k: fragment(d) for k, d in result.plan.decisions.items()}
+    assert placement_text(result.plan, parts) == to_json(result.plan.to_json())
+    assert fragments_of(to_json(result.plan.to_json())) == parts  # read back from the file
+
+
+def test_a_long_running_compiler_recompiles_only_changed_apps(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "repo", files())
+    compiler = Compiler()
+    compiler.compile(read_tree(root)[0], revision="test")
+    assert not compiler.reused  # the first compile is a full one
+    (root / WEB).write_text((root / WEB).read_text().replace("web:1.4.2", "web:1.4.3"))
+    names, walked = read_tree(root)
+    result = compiler.compile(names, revision="test", loaded=walked)
+    assert compiler.reused and _bytes(result) == _cold(root)
+    assert result.plan is not None and len(result.plan.decisions) == len(
+        run(load_tree(root), revision="test").plan.decisions)
+    fleet = root / FLEET
+    fleet.write_text(re.sub(r'cpu: "\d+"', 'cpu: "1234"', fleet.read_text(), count=1))
+    names, walked = read_tree(root)
+    assert _bytes(compiler.compile(names, revision="test", loaded=walked)) == _cold(root)
+    assert not compiler.reused  # a platform change: everything again

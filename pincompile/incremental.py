@@ -1,0 +1,554 @@
+"""Incremental compiles: when only app files changed, re-run check, placement and expansion
+for the changed apps alone, and rewrite only the output files whose bytes changed.
+
+A :class:`Snapshot` records what the last *clean* compile of a tree produced: per file its
+content digest and the workloads and PinScalers it defines, and per such *unit* what
+placement counted for it (pods, requests, surge per cluster: the inputs of quota, capacity
+and sidecar daemons), the digests of its output files, its claims on fleet-wide names
+(``(kind, project, name)``, ingress host and path); and the sums quota, capacity and
+sidecar daemons need, in buckets of units. Unchanged workloads' ``placement.json`` entries
+are read back from the file written last (whose digest the snapshot holds).
+
+:func:`update` compiles a changed tree against a snapshot. It gives up (returns None, and the
+caller compiles everything) whenever an edit could reach beyond the changed apps:
+
+- a file that defines anything but workloads and PinScalers (clusters, projects, sidecars,
+  the runtime profile) changed, appeared or went away; or the revision, the output format or
+  pincompile itself differs;
+- a changed file does not load or parse cleanly, or the tree walk reported a problem;
+- a changed unit claims a name, an ingress route or an output file an unchanged unit holds.
+
+Otherwise the *affected* units are the changed files' units plus every unit linked to them
+by a PinScaler target (a scaler and its app are placed and expanded together), closed over
+their files. Check, placement and expansion run over the platform specs and the affected
+units only; quota, capacity and sidecar daemons run over every unit (the unchanged ones as
+the snapshot's bucket sums). Any diagnostic found on the way also makes it give up: a
+compile that reports errors is always a full one. Whatever it reuses, the result is the
+bytes a cold compile writes (``tests/spec/test_cache.py`` checks this over random edit
+sequences).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle
+import re
+import zlib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pincompile.cache import FileState
+from pincompile.catalog import Catalog, Entry
+from pincompile.diagnostics import Diagnostic
+from pincompile.manifest import Manifest
+from pincompile.models import PinApp, PinScaler, PinterestService, Resource, Workload
+from pincompile.output import PLACEMENT_FILE, manifest_path, serialize
+from pincompile.placement.model import Decision, Key, Plan
+from pincompile.placement.plan import counts
+
+SCALABLE = (PinApp.KIND, PinterestService.KIND)
+Claim = tuple[str, ...]
+
+
+def digest(text: str) -> bytes:
+    """The digest output files are compared by."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=16).digest()
+
+
+def tree_sig(files: Iterable[tuple[str, bytes]]) -> int:
+    """An order-free signature of (output path, content digest) pairs: the XOR of their
+    hashes, so an update adjusts it by the files it changes alone."""
+    sig = 0
+    for path, sha in files:
+        sig ^= int.from_bytes(hashlib.blake2b(path.encode("utf-8", "surrogateescape") + b"\0"
+                                              + sha, digest_size=16).digest(), "big")
+    return sig
+
+
+def tree_id(sig: int) -> str:
+    """What the output directory's marker records: the same output, the same id."""
+    return f"{sig:032x}"
+
+
+@dataclass
+class Unit:
+    """One workload or PinScaler as the last clean compile left it."""
+
+    key: Key
+    file: str
+    link: tuple[str, str]
+    """(project, name) of a workload; (project, target) of a PinScaler."""
+    claims: tuple[Claim, ...]
+    outputs: dict[str, bytes]
+    """Output path → digest of its content."""
+    counted_blob: bytes | None = None
+    """Placed workloads: ``placement.plan.counts``, pickled (see :attr:`counted`)."""
+    scaler_target: Key | None = None
+    manifests: list[Manifest] | None = field(default=None, repr=False)
+    """In memory only (a long-running process): the objects themselves."""
+    decision: Decision | None = field(default=None, repr=False)
+    """In memory only: the full decision."""
+
+    @property
+    def counted(self) -> tuple[Any, ...] | None:
+        """What quota, capacity and sidecar daemons count of this workload (kept pickled:
+        a snapshot is read on every compile, and only changed apps' counts are needed)."""
+        return pickle.loads(self.counted_blob) if self.counted_blob is not None else None
+
+    @counted.setter
+    def counted(self, value: tuple[Any, ...] | None) -> None:
+        self.counted_blob = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Unit, (self.key, self.file, self.link, self.claims, self.outputs,
+                       self.counted_blob, self.scaler_target))
+
+
+@dataclass
+class FileSummary:
+    digest: str
+    units: list[Key]
+    entries: int
+    warnings: list[Diagnostic]
+
+
+@dataclass
+class Snapshot:
+    """What the last clean compile of one tree produced (see the module docstring)."""
+
+    context: tuple[str, ...]
+    """(pincompile code digest, revision, output format): anything else → full compile."""
+    files: dict[str, FileSummary]
+    platform: dict[str, str]
+    """Files that define anything but workloads and scalers: name → digest."""
+    units: dict[Key, Unit]
+    platform_outputs: dict[str, bytes]
+    placement: bytes
+    """Digest of ``placement.json``."""
+    clusters: list[str]
+    buckets: dict[int, Any] = field(default_factory=dict)
+    """Bucket (see :func:`bucket`) → ``placement.plan.Sums`` of its placed workloads: an
+    update sums again only the buckets of changed units, then adds up all buckets."""
+    sig: int = 0
+    """:func:`tree_sig` of every output file (``placement.json`` included)."""
+    per_cluster: dict[str, int] = field(default_factory=dict)
+    """Cluster → how many objects it gets (kept, so a summary needs no count)."""
+
+    def paths(self) -> set[str]:
+        """Every output file this snapshot describes."""
+        found = {p for u in self.units.values() for p in u.outputs}
+        found.update(self.platform_outputs)
+        found.add(PLACEMENT_FILE)
+        return found
+
+    @property
+    def id(self) -> str:
+        """Written into the output directory's marker: the tree this snapshot describes."""
+        return tree_id(self.sig)
+
+
+@dataclass
+class Outcome:
+    """An incremental compile: the new snapshot and how the output tree changes."""
+
+    snapshot: Snapshot
+    write: dict[str, str]
+    """Output path → new content (new or changed files)."""
+    remove: set[str]
+    specs: int
+    objects: int
+    clusters: int
+    units: int
+    """How many units were checked, placed and expanded again."""
+    manifests: list[Manifest] | None = None
+    plan: Plan | None = None
+    warnings: list[Diagnostic] = field(default_factory=list)
+
+
+# --- what a unit is ------------------------------------------------------------------------
+
+def is_unit(resource: Resource) -> bool:
+    return isinstance(resource, Workload | PinScaler)
+
+
+def link_of(resource: Resource) -> tuple[str, str]:
+    if isinstance(resource, PinScaler):
+        return (resource.project, resource.spec.target)
+    return (resource.project, resource.name)  # type: ignore[attr-defined]
+
+
+def claims_of(resource: Resource) -> tuple[Claim, ...]:
+    """Fleet-wide names a unit holds (``checks.duplicate_names``, ``ingress_hosts``)."""
+    kind, project, name = resource.key
+    out: list[Claim] = [("name", "app" if kind in SCALABLE else kind, project, name)]
+    if isinstance(resource, PinApp | PinterestService) and resource.spec.service is not None:
+        ingress = resource.spec.service.ingress
+        if ingress is not None:
+            out.append(("ingress", ingress.host.lower(), ingress.path))
+    return tuple(out)
+
+
+def app_file(state: FileState) -> bool:
+    """Whether a file loaded and parsed cleanly into units only (foreign documents aside)."""
+    if state.loaded.diagnostics:
+        return False
+    for entry, problems in state.parsed:
+        if problems or (entry is not None and not is_unit(entry.resource)):
+            return False
+    return True
+
+
+BUCKETS = 64
+
+
+def bucket(key: Key) -> int:
+    """A unit's group for kept sums: stable across runs and processes."""
+    return zlib.crc32("/".join(key).encode()) % BUCKETS
+
+
+def _sums(units: Iterable[Unit]) -> Any:
+    from pincompile.placement.plan import Sums
+
+    sums = Sums()
+    for unit in units:
+        counted = unit.counted
+        if counted is not None:
+            sums.add_counts(counted)
+    return sums
+
+
+# --- placement.json from per-workload parts ------------------------------------------------
+
+def fragment(decision: Decision) -> str:
+    """One workload's entry of ``placement.json`` as it appears there (indented)."""
+    text = json.dumps(decision.to_json(), sort_keys=True, indent=2, ensure_ascii=False,
+                      default=str)
+    return text.replace("\n", "\n    ")
+
+
+_ENTRY = re.compile(r',\n(?=    ")')
+_WORKLOADS = '\n  "workloads": '
+
+
+def fragments_of(text: str) -> dict[Key, str] | None:
+    """The workloads' entries of a ``placement.json`` :func:`placement_text` wrote (None
+    when it does not look like one)."""
+    at = text.rfind(_WORKLOADS)
+    if at < 0:
+        return None
+    body = text[at + len(_WORKLOADS):]
+    if body == "{}\n}\n":
+        return {}
+    if not body.startswith("{\n") or not body.endswith("\n  }\n}\n"):
+        return None
+    found: dict[Key, str] = {}
+    for part in _ENTRY.split(body[2:-len("\n  }\n}\n")]):
+        end = part.find('": ')
+        if not part.startswith('    "') or end < 0:
+            return None
+        key = tuple(json.loads(part[4:end + 1]).split("/"))
+        if len(key) != 3:
+            return None
+        found[key] = part[end + 3:]  # type: ignore[index]
+    return found
+
+
+def placement_text(plan: Plan, fragments: Mapping[Key, str]) -> str:
+    """``placement.json``: :func:`pincompile.output.to_json` of ``plan.to_json()``, with
+    every workload's entry taken from ``fragments`` (``workloads`` sorts last)."""
+    whole = plan.to_json()
+    whole.pop("workloads")
+    head = json.dumps(whole, sort_keys=True, indent=2, ensure_ascii=False, default=str)
+    keys = sorted(fragments)
+    if not keys:
+        body = "{}"
+    else:
+        body = "{\n" + ",\n".join(
+            f"    {json.dumps('/'.join(k), ensure_ascii=False)}: {fragments[k]}"
+            for k in keys) + "\n  }"
+    return head[:-2] + f',\n  "workloads": {body}\n}}\n'
+
+
+# --- building a snapshot from a full compile -----------------------------------------------
+
+def _unit(resource: Resource, file: str, plan: Plan, keep: bool) -> Unit:
+    """A unit as ``plan`` placed it (``keep``: with its decision and, to come, objects)."""
+    unit = Unit(resource.key, file, link_of(resource), claims_of(resource), {})
+    placed = plan.placed.get(resource.key)
+    if placed is not None:
+        unit.counted = counts(placed)
+        if keep:
+            unit.decision = placed.decision
+    unit.scaler_target = plan.scaler_targets.get(resource.key)
+    if keep:
+        unit.manifests = []
+    return unit
+
+
+def _owned(m: Manifest, path: str, sig: bytes, units: Mapping[Key, Unit]) -> bool:
+    """Record an output file with the unit that generates it; False for platform objects."""
+    if m.source is None or not is_unit(m.source.resource):
+        return False
+    owner = units.get(m.source.resource.key)
+    if owner is None:
+        return False
+    owner.outputs[path] = sig
+    if owner.manifests is not None:
+        owner.manifests.append(m)
+    return True
+
+
+def snapshot(context: tuple[str, ...], states: Iterable[FileState], result: Any,
+             rendered: Mapping[str, str] | None, fmt: str) -> Snapshot:
+    """The snapshot of a clean full compile (``result``: a ``pipeline.Result``; ``rendered``
+    what was written for it). Without ``rendered`` (a long-running process that writes no
+    files) it keeps the objects and decisions instead of output digests."""
+    keep = rendered is None
+    plan: Plan = result.plan
+    files: dict[str, FileSummary] = {}
+    platform: dict[str, str] = {}
+    units: dict[Key, Unit] = {}
+    for state in states:
+        keys: list[Key] = []
+        for entry, _ in state.parsed:
+            if entry is None or not is_unit(entry.resource):
+                continue
+            units[entry.resource.key] = _unit(entry.resource, state.name, plan, keep)
+            keys.append(entry.resource.key)
+        files[state.name] = FileSummary(state.digest, keys, sum(
+            1 for e, _ in state.parsed if e is not None), list(state.loaded.warnings))
+        if not app_file(state):
+            platform[state.name] = state.digest
+    platform_outputs: dict[str, bytes] = {}
+    for m in result.manifests:
+        path = manifest_path(m, fmt)
+        sig = digest(rendered[path]) if rendered is not None else b""
+        if not _owned(m, path, sig, units):
+            platform_outputs[path] = sig
+    snap = Snapshot(context, files, platform, units, platform_outputs,
+                    digest(rendered[PLACEMENT_FILE]) if rendered is not None else b"",
+                    sorted(result.catalog.clusters))
+    snap.per_cluster = _per_cluster(
+        [*(p for u in units.values() for p in u.outputs), *platform_outputs], {}, 1)
+    if rendered is not None:
+        snap.sig = tree_sig([*((p, d) for u in units.values() for p, d in u.outputs.items()),
+                             *platform_outputs.items(), (PLACEMENT_FILE, snap.placement)])
+    by_bucket: dict[int, list[Unit]] = {}
+    for unit in units.values():
+        by_bucket.setdefault(bucket(unit.key), []).append(unit)
+    snap.buckets = {b: _sums(us) for b, us in by_bucket.items()}
+    return snap
+
+
+# --- an incremental compile ----------------------------------------------------------------
+
+def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]],
+           state_of: Callable[[str, str], FileState | None], walked: Any, *,
+           revision: str, fmt: str, keep: bool = False,
+           read_placement: Callable[[], str | None] = lambda: None) -> Outcome | None:
+    """Compile against ``prev``; None when a full compile is needed (module docstring).
+    ``keep``: ``prev`` was made without output files (a long-running process); the
+    outcome then carries every object and the plan, and nothing to write.
+
+    ``files``: (name, content digest) of every file of the tree, in load order;
+    ``state_of(name, digest)``: that file loaded and parsed (from memory, the cache or the
+    file itself), or None; ``read_placement()``: the ``placement.json`` written last (its
+    unchanged workloads' entries are kept as they are).
+    """
+    if prev.context != context or walked.diagnostics:
+        return None
+    now = dict(files)
+    changed = [n for n, d in files if n not in prev.files or prev.files[n].digest != d]
+    removed = [n for n in prev.files if n not in now]
+    if any(n in prev.platform for n in (*changed, *removed)):
+        return None
+    states: dict[str, FileState] = {}
+    for name in changed:
+        state = state_of(name, now[name])
+        if state is None or not app_file(state):
+            return None
+        states[name] = state
+    if not changed and not removed:
+        return None if keep else _unchanged(prev, walked)
+
+    # the affected files: changed ones, and those linked to them through scaler targets
+    old_units = {k for n in (*changed, *removed) if n in prev.files for k in prev.files[n].units}
+    links = {prev.units[k].link for k in old_units}
+    for state in states.values():
+        links.update(link_of(e.resource) for e, _ in state.parsed if e is not None)
+    by_link: dict[tuple[str, str], set[str]] = {}
+    for k, u in prev.units.items():
+        if k not in old_units:
+            by_link.setdefault(u.link, set()).add(u.file)
+    affected_files = set(states)
+    todo = list(links)
+    seen_links = set(links)
+    while todo:
+        for name in by_link.get(todo.pop(), ()):
+            if name in affected_files:
+                continue
+            state = state_of(name, now[name])
+            if state is None:
+                return None
+            states[name] = state
+            affected_files.add(name)
+            old_units.update(prev.files[name].units)
+            for e, _ in state.parsed:
+                if e is not None and link_of(e.resource) not in seen_links:
+                    seen_links.add(link_of(e.resource))
+                    todo.append(link_of(e.resource))
+
+    kept = {k: u for k, u in prev.units.items() if k not in old_units}
+    taken: dict[Claim, Key] = {c: k for k, u in kept.items() for c in u.claims}
+    held = {p for u in kept.values() for p in u.outputs}
+    new_entries: list[Entry[Any]] = []
+    for name, _ in files:
+        if name in affected_files:
+            new_entries.extend(e for e, _ in states[name].parsed if e is not None)
+    for e in new_entries:
+        if e.resource.key in kept or any(c in taken for c in claims_of(e.resource)):
+            return None  # a duplicate: a full compile reports it
+
+    catalog = Catalog()
+    for name, _ in files:
+        if name in prev.platform:
+            state = state_of(name, now[name])
+            if state is None:
+                return None
+            for entry, _ in state.parsed:
+                if entry is not None:
+                    catalog.add(entry)
+        elif name in affected_files:
+            for entry, _ in states[name].parsed:
+                if entry is not None:
+                    catalog.add(entry)
+
+    from pincompile.checks import check
+    from pincompile.expand import expand_all
+    from pincompile.placement import plan as place
+
+    if check(catalog):
+        return None
+    from pincompile.placement.plan import Sums
+
+    touched = {bucket(k) for k in old_units} | {bucket(e.resource.key) for e in new_entries}
+    in_touched: dict[int, list[Unit]] = {b: [] for b in touched}
+    for k, u in kept.items():
+        b = bucket(k)
+        if b in touched:
+            in_touched[b].append(u)
+    base = Sums()
+    for b, sums in prev.buckets.items():
+        if b not in touched:
+            base.merge(sums)
+    for b in sorted(touched):
+        base.merge(_sums(in_touched[b]))
+    scalers = {k: u.scaler_target for k, u in kept.items() if u.scaler_target is not None}
+    plan, problems = place(catalog, base, scalers)
+    if problems:
+        return None
+    manifests, problems = expand_all(catalog, plan, revision=revision)
+    if problems:
+        return None
+
+    units: dict[Key, Unit] = dict(kept)
+    fresh: dict[Key, Unit] = {}
+    for name in affected_files:
+        for e, _ in states[name].parsed:
+            if e is None:
+                continue
+            fresh[e.resource.key] = units[e.resource.key] = _unit(e.resource, name, plan, keep)
+    write: dict[str, str] = {}
+    new_platform: dict[str, bytes] = {}
+    platform_manifests: list[Manifest] = []
+    old_paths = {p: d for k in old_units for p, d in prev.units[k].outputs.items()}
+    old_paths.update(prev.platform_outputs)
+    for m in manifests:
+        path = manifest_path(m, fmt)
+        if path in held:
+            return None  # an object an unchanged unit generates: a full compile reports it
+        text = serialize(m.obj, fmt) if not keep else ""
+        sig = digest(text) if not keep else b""
+        if not _owned(m, path, sig, fresh):
+            new_platform[path] = sig
+            platform_manifests.append(m)
+        if not keep and old_paths.get(path) != sig:
+            write[path] = text
+    written = {p for u in fresh.values() for p in u.outputs} | set(new_platform)
+    remove = set(old_paths) - written
+
+    sig = b""
+    if not keep:
+        old = read_placement()
+        if old is None or digest(old) != prev.placement:
+            return None
+        fragments = fragments_of(old)
+        if fragments is None:
+            return None
+        for k in old_units:
+            fragments.pop(k, None)
+        for k in fresh:
+            if k in plan.placed:
+                fragments[k] = fragment(plan.placed[k].decision)
+        placement = placement_text(plan, fragments)
+        sig = digest(placement)
+        if sig != prev.placement:
+            write[PLACEMENT_FILE] = placement
+    summaries = {n: s for n, s in prev.files.items() if n in now and n not in affected_files}
+    for name in affected_files:
+        st = states[name]
+        summaries[name] = FileSummary(now[name], [e.resource.key for e, _ in st.parsed
+                                                  if e is not None],
+                                      sum(1 for e, _ in st.parsed if e is not None),
+                                      list(st.loaded.warnings))
+    ordered = {n: summaries[n] for n, _ in files}
+    snap = Snapshot(context, ordered, dict(prev.platform), units, new_platform, sig,
+                    prev.clusters, dict(prev.buckets))
+    snap.per_cluster = _per_cluster(old_paths, dict(prev.per_cluster), -1)
+    snap.per_cluster = _per_cluster([*(p for u in fresh.values() for p in u.outputs),
+                                     *new_platform], snap.per_cluster, 1)
+    if not keep:
+        new_paths = [*((p, d) for u in fresh.values() for p, d in u.outputs.items()),
+                     *new_platform.items(), (PLACEMENT_FILE, sig)]
+        snap.sig = (prev.sig ^ tree_sig([*old_paths.items(), (PLACEMENT_FILE, prev.placement)])
+                    ^ tree_sig(new_paths))
+    for b in touched:
+        snap.buckets[b] = _sums([*in_touched[b], *(u for k, u in fresh.items()
+                                                    if bucket(k) == b)])
+    outcome = Outcome(snap, write, remove, *_counts(snap), units=len(fresh),
+                      warnings=_warnings(snap, walked))
+    if keep:  # a long-running process: every decision, not only the new ones
+        plan.decisions = dict(sorted({k: u.decision for k, u in units.items()
+                                      if u.decision is not None}.items()))
+        outcome.manifests = sorted(
+            [*platform_manifests, *(m for u in units.values() for m in (u.manifests or []))],
+            key=lambda m: m.relpath)
+        outcome.plan = plan
+    return outcome
+
+
+def _unchanged(prev: Snapshot, walked: Any) -> Outcome:
+    """Nothing changed: nothing to write (a long-running process reuses its last result)."""
+    return Outcome(prev, {}, set(), *_counts(prev), units=0, warnings=_warnings(prev, walked))
+
+
+def _per_cluster(paths: Iterable[str], counts: dict[str, int], step: int) -> dict[str, int]:
+    """``counts`` (cluster → objects) with ``step`` added for every output path."""
+    for path in paths:
+        cluster = path.split("/", 1)[0]
+        counts[cluster] = counts.get(cluster, 0) + step
+    return {c: n for c, n in counts.items() if n}
+
+
+def _counts(snap: Snapshot) -> tuple[int, int, int]:
+    specs = sum(f.entries for f in snap.files.values())
+    return specs, sum(snap.per_cluster.values()), len(snap.per_cluster)
+
+
+def _warnings(snap: Snapshot, walked: Any) -> list[Diagnostic]:
+    return sorted([*walked.warnings, *(w for f in snap.files.values() for w in f.warnings)])
+
+
+__all__ = ["Outcome", "Snapshot", "Unit", "placement_text", "snapshot", "update"]
