@@ -41,6 +41,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from results import write_section
+
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "platform"
 CLUSTERS = 6
@@ -543,22 +545,9 @@ def table(r: dict[str, Any]) -> list[str]:
 
 def write_results(r: dict[str, Any]) -> None:
     """Replace (or add) this bench's section for this app count in bench/RESULTS.md."""
-    path = Path(__file__).with_name("RESULTS.md")
-    text = path.read_text() if path.exists() else (
-        "# Benchmark results\n\nWritten by the scripts in bench/ (`--results`); do not edit "
-        "by hand.\n")
-    begin = f"<!-- compile_bench apps={r['apps']} -->"
-    end = f"<!-- /compile_bench apps={r['apps']} -->"
-    command = (f"python bench/compile_bench.py --apps {r['apps']} --repeat {r['repeat']} "
-               "--results")
-    section = "\n".join([begin, f"## compile_bench.py, {r['apps']} apps", "",
-                         f"`{command}`", "", *table(r), end])
-    if begin in text and end in text:
-        text = text[:text.index(begin)] + section + text[text.index(end) + len(end):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
-
+    write_section(f"compile_bench apps={r['apps']}", f"compile_bench.py, {r['apps']} apps",
+                  f"python bench/compile_bench.py --apps {r['apps']} --repeat {r['repeat']} "
+                  "--results", table(r))
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -41,6 +41,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import compile_bench  # (the synthetic platform and apps)
+from results import write_section
 
 PEERS = {
     "helm": ("helm.sh/helm/v3/cmd/helm", "v3.16.3"),
@@ -264,17 +265,8 @@ def main() -> int:
 
 
 def write_results(apps: int, lines: list[str]) -> None:
-    path = Path(__file__).with_name("RESULTS.md")
-    text = path.read_text()
-    begin, end = f"<!-- peers apps={apps} -->", f"<!-- /peers apps={apps} -->"
-    section = "\n".join([begin, f"## peers.py, {apps} PinApps", "",
-                         f"`python bench/peers.py --apps {apps} --results`", "", *lines, end])
-    if begin in text and end in text:
-        text = text[:text.index(begin)] + section + text[text.index(end) + len(end):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
-
+    write_section(f"peers apps={apps}", f"peers.py, {apps} PinApps",
+                  f"python bench/peers.py --apps {apps} --results", lines)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -41,6 +41,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests" / "serve")]
 
 from repo_helpers import ImageWatch, ServeProcess, SpecRepo, http, serve_status, wait_for  # noqa: E402
+from results import write_section  # noqa: E402
 
 from pincompile.pipeline import compile_path  # noqa: E402
 from reconciler.clients import write  # noqa: E402
@@ -214,19 +215,9 @@ def table(r: dict[str, Any]) -> list[str]:
 
 def write_results(r: dict[str, Any]) -> None:
     """Replace (or add) this bench's section in bench/RESULTS.md."""
-    path = Path(__file__).with_name("RESULTS.md")
-    text = path.read_text()
-    begin, end = "<!-- serve_latency -->", "<!-- /serve_latency -->"
-    command = (f"python bench/serve_latency.py --rounds {r['rounds']} --coalesce {r['coalesce']}"
-               " --results")
-    section = "\n".join([begin, "## serve_latency.py, push-to-applied", "", f"`{command}`", "",
-                         *table(r), end])
-    if begin in text and end in text:
-        text = text[:text.index(begin)] + section + text[text.index(end) + len(end):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
-
+    write_section("serve_latency", "serve_latency.py, push-to-applied",
+                  f"python bench/serve_latency.py --rounds {r['rounds']} "
+                  f"--coalesce {r['coalesce']} --results", table(r))
 
 if __name__ == "__main__":
     sys.exit(main())
