@@ -204,6 +204,15 @@ def _hidden(rel: str) -> bool:
 
 def load_revision(root: SpecRoot, sha: str) -> LoadResult:
     """Load the specs under ``root`` as they are at commit ``sha``, like ``load_tree``."""
+    files, result = read_revision(root, sha)
+    for name, content in files:
+        result.extend(load_text(name, content))
+    return result
+
+
+def read_revision(root: SpecRoot, sha: str) -> tuple[list[tuple[str, bytes]], LoadResult]:
+    """The spec files under ``root`` at commit ``sha`` as (name, content) in load order, and
+    what reading them found (unfollowable symlinks, files over the size limit)."""
     entries = list_tree(root.toplevel, sha, root.prefix)
     single = len(entries) == 1 and entries[0].path == root.prefix and bool(root.prefix)
     base = "" if single or not root.prefix else root.prefix + "/"
@@ -237,14 +246,15 @@ def load_revision(root: SpecRoot, sha: str) -> LoadResult:
             wanted.append((rel, oid))
     names = [name for name, _ in wanted]
     blobs = read_blobs(root.toplevel, [o for _, o in wanted], limit=MAX_FILE_BYTES)
+    files: list[tuple[str, bytes]] = []
     for name, (_, content) in zip(names, blobs, strict=True):
         if isinstance(content, int):
             result.diagnostics.append(Diagnostic(
                 name, 1, 1, "file-too-large",
                 f"file is {content} bytes; the limit is {MAX_FILE_BYTES}"))
             continue
-        result.extend(load_text(name, content))
-    return result
+        files.append((name, content))
+    return files, result
 
 
 def _follow(rel: str, tree: dict[str, TreeEntry], targets: dict[str, bytes | int],

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pincompile import gitsource
 from pincompile.gitsource import GitError, SpecRoot
-from pincompile.pipeline import Result, run
+from pincompile.pipeline import Compiler, Result
 
 FETCH_TIMEOUT = 300
 
@@ -42,6 +42,9 @@ class Mirror:
         self.root = SpecRoot(directory, spec_path.strip("/"))
         self.ref = f"refs/pincompile/{branch}"
         self._compiled: tuple[str, Result] | None = None
+        self._compiler = Compiler()
+        """Keeps every file's parsed specs between pushes: a push re-reads only the files it
+        changed."""
 
     def fetch(self) -> str:
         """Fetch the branch and return the commit it points at now."""
@@ -75,12 +78,19 @@ class Mirror:
         author, email, subject = [*fields, "", "", ""][:3]
         return Commit(sha, author, email, subject)
 
+    @property
+    def parsed_files(self) -> int:
+        """How many file contents this mirror has parsed so far (unchanged files are not
+        parsed again)."""
+        return self._compiler.stats["parsed"]
+
     def compile(self, sha: str) -> Result:
         """Compile the specs at ``sha``; an unchanged head (a resync) reuses the last result."""
         if self._compiled is not None and self._compiled[0] == sha:
             return self._compiled[1]
         if not gitsource.path_exists(self.root, sha):
             raise GitError(f"{self.root.describe()} does not exist at {gitsource.short(sha)}")
-        result = run(gitsource.load_revision(self.root, sha), revision=sha)
+        files, walked = gitsource.read_revision(self.root, sha)
+        result = self._compiler.compile(files, revision=sha, loaded=walked)
         self._compiled = (sha, result)
         return result

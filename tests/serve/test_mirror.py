@@ -35,6 +35,19 @@ def test_a_revision_compiles_like_the_same_tree_on_disk(spec_repo: SpecRepo,
     assert mirror.compile(sha) is result, "a resync of the same head recompiles"
 
 
+def test_a_push_parses_only_the_files_it_changed(spec_repo: SpecRepo, tmp_path: Path) -> None:
+    mirror = Mirror(str(spec_repo.bare), "main", tmp_path / "mirror")
+    mirror.compile(mirror.fetch())
+    parsed = mirror.parsed_files
+    name = "apps/ads/ads-serving.yaml"
+    text = (spec_repo.work / name).read_text()
+    sha = spec_repo.commit("touch ads-serving", {name: "# reviewed\n" + text})
+    result = mirror.compile(mirror.fetch())
+    assert mirror.parsed_files - parsed == 1, "only the changed file is parsed again"
+    on_disk = compile_path(spec_repo.work, revision=sha)
+    assert [m.obj for m in result.manifests] == [m.obj for m in on_disk.manifests]
+
+
 def test_spec_folder_inside_the_repository(tmp_path: Path) -> None:
     repo = SpecRepo(tmp_path / "r", specs=EXAMPLES)
     git(repo.work, "mv", "apps", "deploy-apps")
