@@ -22,6 +22,9 @@ class Strict(BaseModel):
     model_config = ConfigDict(
         extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=False,
         use_attribute_docstrings=True,
+        # validators are built on a model's first use, not at import: a warm compile that
+        # parses one file builds only the models that file needs
+        defer_build=True,
     )
 
 
