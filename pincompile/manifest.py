@@ -20,6 +20,8 @@ LABEL_TIER = "pincompute.io/tier"
 LABEL_CLUSTER = "pincompute.io/cluster"
 ANNOTATION_SOURCE = "pincompute.io/source"
 ANNOTATION_REVISION = "pincompute.io/revision"
+#: On a PinPod's Pod: "true" when it is recreated in another cluster if its cluster is lost.
+ANNOTATION_FAILOVER = "pincompute.io/failover"
 
 
 @dataclass

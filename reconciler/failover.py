@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pincompile.manifest import ANNOTATION_FAILOVER
 from reconciler.clients.read import Key, key_of
 from reconciler.model import Obj
 from reconciler.status import AppKey, app_of
@@ -35,7 +36,6 @@ from reconciler.sync import autoscaled
 
 REACHABLE, UNREACHABLE, LOST, RETURNING = "Reachable", "Unreachable", "Lost", "Returning"
 CORDONED = "cordoned (schedulable: false)"
-FAILOVER_ANNOTATION = "pincompute.io/failover"
 #: Kinds whose replicas are divided across clusters, and so move back in steps.
 STEPPED_KINDS = ("PinApp", "PinterestService")
 DEFAULT_GRACE = 300.0
@@ -324,7 +324,7 @@ def _by_app(objs: Iterable[Obj]) -> dict[AppKey | None, list[Obj]]:
 def _stays_put(objs: list[Obj]) -> bool:
     """A PinPod that asked not to be recreated elsewhere."""
     return any(o["kind"] == "Pod" and ((o["metadata"].get("annotations") or {})
-                                       .get(FAILOVER_ANNOTATION) == "false") for o in objs)
+                                       .get(ANNOTATION_FAILOVER) == "false") for o in objs)
 
 
 def _replicas(per_cluster: Mapping[str, list[Obj]], scaled: set[Key]) -> dict[str, int] | None:

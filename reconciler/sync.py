@@ -26,7 +26,7 @@ from typing import Any
 
 from kubernetes.dynamic.exceptions import DynamicApiError
 
-from pincompile.manifest import MANAGED_BY, MANAGED_BY_VALUE
+from pincompile.manifest import ANNOTATION_FAILOVER, MANAGED_BY, MANAGED_BY_VALUE
 from reconciler import diff, kinds
 from reconciler.clients import read, write
 from reconciler.clients.connect import FIELD_MANAGER, Connection
@@ -34,7 +34,6 @@ from reconciler.clients.read import Key, key_of
 from reconciler.model import Obj, ObjectRef
 
 INITIAL_REPLICAS_MANAGER = "pincompile-initial-replicas"
-FAILOVER_ANNOTATION = "pincompute.io/failover"
 _IMMUTABLE = re.compile(r"field is immutable|may not change fields|updates to \S+ spec for "
                         r"fields other than|Forbidden: .*(?:immutable|cannot be changed)")
 
@@ -275,7 +274,7 @@ def _failed_pod_to_recreate(live: Obj) -> bool:
     annotations = (live.get("metadata") or {}).get("annotations") or {}
     phase = (live.get("status") or {}).get("phase")
     return (live.get("kind") == "Pod" and phase == "Failed"
-            and annotations.get(FAILOVER_ANNOTATION) == "true")
+            and annotations.get(ANNOTATION_FAILOVER) == "true")
 
 
 def _message(exc: DynamicApiError) -> str:

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from pincompile.expand.context import Obj, WorkloadTarget
 from pincompile.expand.pod import claims, config_map, config_name, pod_template
+from pincompile.manifest import ANNOTATION_FAILOVER
 from pincompile.models import PinPod
-
-ANNOTATION_FAILOVER = "pincompute.io/failover"
-"""Read by the reconciler: recreate the pod (elsewhere) when its cluster is lost."""
 
 
 def expand(t: WorkloadTarget[PinPod]) -> list[Obj]:
