@@ -327,7 +327,8 @@ def phase_compile(root: Path, out: Path) -> dict[str, Any]:
 
 def phase_serve(root: Path) -> dict[str, Any]:
     """A long-running process's recompile: one ``Compiler``, one app changed in between."""
-    from pincompile.pipeline import Compiler, read_tree
+    from pincompile.loader import read_tree
+    from pincompile.pipeline import Compiler
 
     compiler = Compiler()
     start = time.perf_counter()

@@ -26,7 +26,7 @@ from pincompile.positioned import Document, PathKey, YamlMap, YamlSeq, locate
 
 __all__ = ["ALLOWED_TAGS", "API_GROUP", "API_VERSION", "MAX_EXPANDED_NODES", "MAX_FILE_BYTES",
            "MAX_FLOW_DEPTH", "YAML_SUFFIXES", "Document", "LoadResult", "PathKey", "YamlMap",
-           "YamlSeq", "iter_yaml_files", "load_text", "load_tree", "locate"]
+           "YamlSeq", "iter_yaml_files", "load_text", "load_tree", "locate", "read_tree"]
 
 API_GROUP = "pincompute.io"
 API_VERSION = f"{API_GROUP}/v1"
@@ -178,25 +178,36 @@ def _walk(root: Path, folder: str, prefix: str
         yield from _walk(root, entry.path, f"{prefix}{entry.name}/")
 
 
-def load_tree(root: Path) -> LoadResult:
-    """Load every YAML file below ``root`` (or ``root`` itself when it is a file).
+def read_tree(root: Path) -> tuple[list[tuple[str, bytes]], LoadResult]:
+    """The YAML files under ``root`` (or ``root`` itself), in load order, as (name,
+    content); and a result holding what the walk found (refused symlinks, skipped FIFOs).
 
     Only regular files are read: a FIFO, device or socket named ``*.yaml`` would block or
     never end, so it gets a located warning and is skipped.
     """
-    result = LoadResult()
+    found = LoadResult()
+    files: list[tuple[str, bytes]] = []
     if root.is_dir():
-        files: Iterable[tuple[str, str | Path | None, Diagnostic | None]] = iter_yaml_files(root)
+        walk: Iterable[tuple[str, str | Path | None, Diagnostic | None]] = iter_yaml_files(root)
     else:
-        files = [(root.name, root, None)]
-    for rel, path, problem in files:
+        walk = [(root.name, root, None)]
+    for rel, path, problem in walk:
         if problem is not None:
-            result.diagnostics.append(problem)
+            found.diagnostics.append(problem)
             continue
         assert path is not None
-        raw = read_regular_file(rel, path, result)
+        raw = read_regular_file(rel, path, found)
         if raw is not None:
-            result.extend(load_text(rel, raw))
+            files.append((rel, raw))
+    return files, found
+
+
+def load_tree(root: Path) -> LoadResult:
+    """Load every YAML file below ``root`` (or ``root`` itself when it is a file), as
+    :func:`read_tree` finds them."""
+    files, result = read_tree(root)
+    for rel, raw in files:
+        result.extend(load_text(rel, raw))
     return result
 
 

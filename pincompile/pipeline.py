@@ -16,7 +16,7 @@ from typing import Any
 from pincompile.cache import FileState, Store, file_digest
 from pincompile.catalog import Catalog
 from pincompile.diagnostics import Diagnostic
-from pincompile.loader import LoadResult, iter_yaml_files, load_text, read_regular_file
+from pincompile.loader import LoadResult, load_text, read_tree
 from pincompile.manifest import Manifest
 from pincompile.parse import parse, parse_document
 
@@ -172,26 +172,6 @@ class Compiler:
         if self.store is not None:
             self.store.put(state)
         return state
-
-
-def read_tree(root: Path) -> tuple[list[tuple[str, bytes]], LoadResult]:
-    """The YAML files under ``root`` (or ``root`` itself), in load order, as (name,
-    content); and a result holding what the walk found (refused symlinks, skipped FIFOs)."""
-    found = LoadResult()
-    files: list[tuple[str, bytes]] = []
-    if root.is_dir():
-        walk: Iterable[tuple[str, str | Path | None, Diagnostic | None]] = iter_yaml_files(root)
-    else:
-        walk = [(root.name, root, None)]
-    for rel, path, problem in walk:
-        if problem is not None:
-            found.diagnostics.append(problem)
-            continue
-        assert path is not None
-        raw = read_regular_file(rel, path, found)
-        if raw is not None:
-            files.append((rel, raw))
-    return files, found
 
 
 def compile_path(root: Path, *, revision: str | None = None, expand: bool = True,

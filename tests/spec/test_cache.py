@@ -15,14 +15,13 @@ from hypothesis import strategies as st
 from pincompile.cache import ENTRY_DIR, Store
 from pincompile.cli import cli
 from pincompile.diagnostics import Diagnostic
-from pincompile.loader import load_tree
+from pincompile.loader import load_tree, read_tree
 from pincompile.output import render_files
 from pincompile.pipeline import (
     Compiler,
     Result,
     compile_path,
     compile_to_dir,
-    read_tree,
     run,
 )
 
