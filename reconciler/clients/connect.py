@@ -20,7 +20,6 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qs, urlparse
 
 import urllib3
 from kubernetes import client as k8s
@@ -28,12 +27,12 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 
-from reconciler.clients.record import recorder
+from reconciler.clients.record import access_request, recorder
 
 FIELD_MANAGER = "pincompile"
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 CONNECT_ERRORS = (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError)
-WRITE_VERBS = frozenset({"create", "update", "patch", "delete"})
+WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 
 
 class ClusterUnreachable(Exception):
@@ -75,30 +74,11 @@ def classify(method: str, url: str) -> tuple[str, str]:
     ``dry-run`` is a PATCH/POST with ``dryRun=All`` (it persists nothing); ``discovery``
     is a GET of ``/api`` or ``/apis`` paths that name no resource.
     """
-    parsed = urlparse(url)
-    query = parse_qs(parsed.query)
-    parts = [p for p in parsed.path.split("/") if p]
-    if parts[:1] == ["api"]:
-        rest = parts[2:]
-    elif parts[:1] == ["apis"]:
-        rest = parts[3:]
-    else:
-        return "other", parsed.path
-    if not rest:
-        return "discovery", parsed.path
-    if rest[0] == "namespaces" and len(rest) >= 3:
-        resource, name = rest[2], (rest[3] if len(rest) > 3 else None)
-    else:
-        resource, name = rest[0], (rest[1] if len(rest) > 1 else None)
-    method = method.upper()
-    if query.get("dryRun"):
-        return "dry-run", resource
-    if method == "GET":
-        if query.get("watch") in (["true"], ["1"]):
-            return "watch", resource
-        return ("get" if name else "list"), resource
-    return {"POST": "create", "PUT": "update", "PATCH": "patch",
-            "DELETE": "delete"}.get(method, method.lower()), resource
+    request = access_request("", method, url)
+    if not request.resource:
+        api = request.path.split("/")[1:2] in (["api"], ["apis"])
+        return ("discovery" if api else "other"), request.path
+    return ("dry-run" if request.dry_run else request.verb), request.resource
 
 
 class TokenBucket:
