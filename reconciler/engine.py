@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import defaultdict
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -359,12 +359,8 @@ class Reconciler:
         """Move PinScalers' HPA maxima toward clusters running at their maximum (see
         :mod:`reconciler.scaling.rebalance`); the moved bounds are kept on the host."""
         self.rebalanced = {}
-        hpas: dict[AppKey, dict[str, tuple[int, Obj]]] = defaultdict(dict)
-        for member in members.values():
-            for index, obj in enumerate(member.desired):
-                app = status.app_of(obj)
-                if obj["kind"] == "HorizontalPodAutoscaler" and app and app[0] == "PinScaler":
-                    hpas[app][member.name] = (index, obj)
+        hpas = _by_app(members.values(), lambda obj, app: (
+            obj["kind"] == "HorizontalPodAutoscaler" and app[0] == "PinScaler"))
         for app, placed in sorted(hpas.items()):
             if any(members[c].error is not None for c in placed) or len(placed) < 2:
                 continue
@@ -397,13 +393,8 @@ class Reconciler:
     def _hold_zones(self, result: Result, members: dict[str, MemberState],
                     stored: dict[AppKey, dict[str, Any]]) -> dict[AppKey, rollout.AppRollout]:
         """Decide each zone-by-zone app's rollout and keep later zones on the old template."""
-        by_app: dict[AppKey, dict[str, tuple[int, Obj]]] = defaultdict(dict)
-        for member in members.values():
-            if member.error is not None:
-                continue
-            for index, obj in enumerate(member.desired):
-                if rollout.is_zone_by_zone(obj) and (app := status.app_of(obj)):
-                    by_app[app][member.name] = (index, obj)
+        by_app = _by_app((m for m in members.values() if m.error is None),
+                         lambda obj, _app: rollout.is_zone_by_zone(obj))
         rollouts: dict[AppKey, rollout.AppRollout] = {}
         for app, placed in by_app.items():
             desired = {c: obj for c, (_, obj) in placed.items()}
@@ -556,6 +547,19 @@ class Reconciler:
                                       warning=move.phase != "FailingBack")
             except (ClusterUnreachable, DynamicApiError, OSError) as exc:
                 report.clusters[HOST].error = _explain(exc)
+
+
+def _by_app(members: Iterable[MemberState], wanted: Callable[[Obj, AppKey], bool]
+            ) -> dict[AppKey, dict[str, tuple[int, Obj]]]:
+    """The desired objects of apps that ``wanted`` picks: app -> cluster -> (index in that
+    member's ``desired``, object), so a step can replace them in place."""
+    out: dict[AppKey, dict[str, tuple[int, Obj]]] = defaultdict(dict)
+    for member in members:
+        for index, obj in enumerate(member.desired):
+            app = status.app_of(obj)
+            if app and wanted(obj, app):
+                out[app][member.name] = (index, obj)
+    return out
 
 
 def _floor_status(app: AppKey, members: dict[str, MemberState],
