@@ -44,7 +44,7 @@ from pincompile.catalog import Catalog, Entry
 from pincompile.diagnostics import Diagnostic
 from pincompile.manifest import Manifest
 from pincompile.models import PinApp, PinScaler, PinterestService, Resource, Workload
-from pincompile.output import PLACEMENT_FILE, manifest_path, serialize
+from pincompile.output import PLACEMENT_FILE, json_text, manifest_path, serialize
 from pincompile.placement.model import Decision, Key, Plan
 from pincompile.placement.plan import counts
 
@@ -223,8 +223,7 @@ def _sums(units: Iterable[Unit]) -> Any:
 
 def fragment(decision: Decision) -> str:
     """One workload's entry of ``placement.json`` as it appears there (indented)."""
-    text = json.dumps(decision.to_json(), sort_keys=True, indent=2, ensure_ascii=False,
-                      default=str)
+    text = json_text(decision.to_json())
     return text.replace("\n", "\n    ")
 
 
@@ -260,13 +259,13 @@ def placement_text(plan: Plan, fragments: Mapping[Key, str]) -> str:
     every workload's entry taken from ``fragments`` (``workloads`` sorts last)."""
     whole = plan.to_json()
     whole.pop("workloads")
-    head = json.dumps(whole, sort_keys=True, indent=2, ensure_ascii=False, default=str)
+    head = json_text(whole)
     keys = sorted(fragments)
     if not keys:
         body = "{}"
     else:
         body = "{\n" + ",\n".join(
-            f"    {json.dumps('/'.join(k), ensure_ascii=False)}: {fragments[k]}"
+            f"    {json_text('/'.join(k))}: {fragments[k]}"
             for k in keys) + "\n  }"
     return head[:-2] + f',\n  "workloads": {body}\n}}\n'
 
@@ -289,23 +288,36 @@ def _unit(resource: Resource, file: str, plan: Plan, keep: bool) -> Unit:
 
 def _owned(m: Manifest, path: str, sig: bytes, units: Mapping[Key, Unit]) -> bool:
     """Record an output file with the unit that generates it; False for platform objects."""
-    if m.source is None or not is_unit(m.source.resource):
+    if not _record(m.source, path, sig, units):
         return False
-    owner = units.get(m.source.resource.key)
-    if owner is None:
-        return False
-    owner.outputs[path] = sig
+    owner = units[m.source.resource.key]  # type: ignore[union-attr]
     if owner.manifests is not None:
         owner.manifests.append(m)
     return True
 
 
-def snapshot(context: tuple[str, ...], states: Iterable[FileState], result: Any,
-             rendered: Mapping[str, str] | None, fmt: str) -> Snapshot:
-    """The snapshot of a clean full compile (``result``: a ``pipeline.Result``; ``rendered``
-    what was written for it). Without ``rendered`` (a long-running process that writes no
-    files) it keeps the objects and decisions instead of output digests."""
-    keep = rendered is None
+def _record(source: Entry[Any] | None, path: str, sig: bytes, units: Mapping[Key, Unit]
+            ) -> bool:
+    if source is None or not is_unit(source.resource):
+        return False
+    owner = units.get(source.resource.key)
+    if owner is None:
+        return False
+    owner.outputs[path] = sig
+    return True
+
+
+Output = tuple[str, "Entry[Any] | None", bytes]
+"""A written output file: (path, the spec that generated it or None, content digest)."""
+
+
+def snapshot(context: tuple[str, ...], states: Iterable[FileState], result: Any, fmt: str,
+             written: Iterable[Output] | None = None, placement: bytes = b"") -> Snapshot:
+    """The snapshot of a clean full compile (``result``: a ``pipeline.Result``; ``written``
+    the files written for it and ``placement`` the digest of ``placement.json``). Without
+    ``written`` (a long-running process that writes no files) it keeps the objects of
+    ``result`` and the decisions instead of output digests."""
+    keep = written is None
     plan: Plan = result.plan
     files: dict[str, FileSummary] = {}
     platform: dict[str, str] = {}
@@ -322,17 +334,20 @@ def snapshot(context: tuple[str, ...], states: Iterable[FileState], result: Any,
         if not app_file(state):
             platform[state.name] = state.digest
     platform_outputs: dict[str, bytes] = {}
-    for m in result.manifests:
-        path = manifest_path(m, fmt)
-        sig = digest(rendered[path]) if rendered is not None else b""
-        if not _owned(m, path, sig, units):
-            platform_outputs[path] = sig
-    snap = Snapshot(context, files, platform, units, platform_outputs,
-                    digest(rendered[PLACEMENT_FILE]) if rendered is not None else b"",
+    if written is None:
+        for m in result.manifests:
+            path = manifest_path(m, fmt)
+            if not _owned(m, path, b"", units):
+                platform_outputs[path] = b""
+    else:
+        for path, source, sig in written:
+            if not _record(source, path, sig, units):
+                platform_outputs[path] = sig
+    snap = Snapshot(context, files, platform, units, platform_outputs, placement,
                     sorted(result.catalog.clusters))
     snap.per_cluster = _per_cluster(
         [*(p for u in units.values() for p in u.outputs), *platform_outputs], {}, 1)
-    if rendered is not None:
+    if not keep:
         snap.sig = tree_sig([*((p, d) for u in units.values() for p, d in u.outputs.items()),
                              *platform_outputs.items(), (PLACEMENT_FILE, snap.placement)])
     by_bucket: dict[int, list[Unit]] = {}

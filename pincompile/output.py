@@ -8,8 +8,8 @@ read back as the same string (by YAML 1.1 and 1.2 readers alike), else quoted.
 
 The emitter is our own because the output is plain data (dicts, lists, strings, ints,
 bools): it is several times faster than PyYAML's representer, even over libyaml, and a
-compile of a large repository is mostly serialization. JSON is sorted and indented by two.
-Same objects in, same bytes out.
+compile of a large repository is mostly serialization. JSON is sorted and indented by two
+(orjson, in C). Same objects in, same bytes out.
 """
 
 from __future__ import annotations
@@ -18,12 +18,14 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import orjson
 import yaml
 
 from pincompile.manifest import Manifest
@@ -209,8 +211,20 @@ def _literal(text: str, indent: int) -> str | None:
     return f"|{chomp}\n{content}" + "\n" * (trailing - 1 if trailing > 1 else 0)
 
 
+_JSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+
+
+def json_text(obj: Any) -> str:
+    """JSON with sorted keys, indented by two, UTF-8 (no final newline)."""
+    try:
+        return orjson.dumps(obj, option=_JSON_OPTIONS, default=str).decode()
+    except orjson.JSONEncodeError:  # what orjson refuses (an int beyond 64 bits, ...)
+        return json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False, default=str)
+
+
 def to_json(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False, default=str) + "\n"
+    """A JSON file: :func:`json_text` and a newline."""
+    return json_text(obj) + "\n"
 
 
 def serialize(obj: Any, fmt: str) -> str:
@@ -296,14 +310,10 @@ def update_tree(out: Path, write: Mapping[str, str], remove: Iterable[str],
 
 
 def write_tree(out: Path, files: Mapping[str, str], snapshot_id: str = "") -> None:
-    """Replace ``out`` with exactly ``files``: written into a sibling temporary directory,
-    then swapped in by renames, so ``out`` is never half-written and nothing stale
-    remains. ``snapshot_id`` is recorded in the marker (see :func:`update_tree`)."""
-    check_output_dir(out)
-    parent = out.resolve().parent
-    parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=parent))
-    try:
+    """Replace ``out`` with exactly ``files`` (see :func:`replace_tree`); ``snapshot_id``
+    is recorded in the marker (see :func:`update_tree`)."""
+
+    def fill(tmp: Path) -> str:
         made: set[Path] = {tmp}
         for rel, text in files.items():
             path = tmp / rel
@@ -311,15 +321,47 @@ def write_tree(out: Path, files: Mapping[str, str], snapshot_id: str = "") -> No
                 path.parent.mkdir(parents=True, exist_ok=True)
                 made.add(path.parent)
             path.write_text(text, encoding="utf-8")
+        return snapshot_id
+
+    replace_tree(out, fill)
+
+
+def replace_tree(out: Path, fill: Callable[[Path], str | None]) -> bool:
+    """Replace ``out`` with what ``fill(directory)`` writes into a sibling temporary
+    directory, swapped in by renames, so ``out`` is never half-written and nothing stale
+    remains. ``fill`` returns the snapshot id for the marker, or None to leave ``out`` as
+    it was (then False is returned)."""
+    check_output_dir(out)
+    parent = out.resolve().parent
+    parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=parent))
+    try:
+        snapshot_id = fill(tmp)
+        if snapshot_id is None:
+            shutil.rmtree(tmp, ignore_errors=True)
+            return False
         _write_marker(tmp, snapshot_id)
         os.chmod(tmp, 0o755)  # mkdtemp makes it private
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=parent))
             os.replace(out, old / "out")
             os.replace(tmp, out)
-            shutil.rmtree(old, ignore_errors=True)
+            remove_later(old)
         else:
             os.replace(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    return True
+
+
+def remove_later(tree: Path) -> None:
+    """Delete ``tree`` (a replaced output) in a process of its own, so the command does not
+    wait for it: deleting tens of thousands of files can take a filesystem longer than
+    writing them. In this process when no such process can be started."""
+    try:  # the shell returns at once; rm goes on alone (no zombie is left to this process)
+        subprocess.run(["sh", "-c", 'rm -rf -- "$1" &', "sh", str(tree)], check=True,
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, start_new_session=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        shutil.rmtree(tree, ignore_errors=True)

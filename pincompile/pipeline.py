@@ -82,10 +82,15 @@ class Compiler:
     long-running process such as ``serve`` keeps one ``Compiler``), and reads and writes
     them in an on-disk :class:`~pincompile.cache.Store` when given one. Whatever it reuses,
     :meth:`compile` returns what a cold :func:`run` over the same files returns.
+
+    ``remember``: keep a snapshot of each clean compile so that the next :meth:`compile`
+    re-runs only the changed apps (for a process that compiles again; a one-shot command
+    passes False and saves building it).
     """
 
-    def __init__(self, store: Store | None = None) -> None:
+    def __init__(self, store: Store | None = None, *, remember: bool = True) -> None:
         self.store = store
+        self.remember = remember
         self._files: dict[str, FileState] = {}
         self._snapshot: Any = None
         self._last: Result | None = None
@@ -117,12 +122,12 @@ class Compiler:
                 return done
         result = _run_parsed(loaded, catalog, [*loaded.diagnostics, *parsed],
                              revision=revision, expand=expand)
-        if expand and result.ok:
+        if expand and result.ok and self.remember:
             from pincompile import incremental
             from pincompile.cache import code_digest
 
             self._snapshot = incremental.snapshot(
-                (code_digest(), revision, "yaml"), seen.values(), result, None, "yaml")
+                (code_digest(), revision, "yaml"), seen.values(), result, "yaml")
             self._last = result
         elif expand:
             self._snapshot = self._last = None
@@ -179,7 +184,7 @@ def compile_path(root: Path, *, revision: str | None = None, expand: bool = True
     """Load and compile the spec tree at ``root``; with ``cache_dir``, reuse (and keep)
     every unchanged file's loaded and parsed documents there."""
     files, walked = read_tree(root)
-    compiler = Compiler(Store(cache_dir) if cache_dir is not None else None)
+    compiler = Compiler(Store(cache_dir) if cache_dir is not None else None, remember=False)
     return compiler.compile(files, revision=revision or git_revision(root), expand=expand,
                             loaded=walked)
 
@@ -208,6 +213,10 @@ class DirCompile:
     outcome: Any = None
     written: int = 0
     """Output files written (the rest were left as they were)."""
+    objects: int = 0
+    """Objects in OUT after a full compile."""
+    clusters: int = 0
+    """Clusters with objects in OUT after a full compile."""
 
 
 def _read_text(path: Path) -> str | None:
@@ -237,31 +246,28 @@ def _listing(out: Path) -> set[str]:
 
 
 def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | None = None,
-                   cache_dir: Path | None = None) -> DirCompile:
+                   cache_dir: Path | None = None, jobs: int | None = None) -> DirCompile:
     """``pincompile compile ROOT -o OUT``: compile and write OUT.
 
     With ``cache_dir``, a snapshot of the last clean compile of ROOT into OUT is kept there;
     when only app files changed since (and OUT holds what that compile wrote: its marker
     names the same content, and it has the same file names), only the changed apps are
     compiled again and only changed output files are written (see
-    :mod:`pincompile.incremental`). A file edited by hand inside OUT is not noticed (OUT
-    is pincompile's: a full compile, or ``--no-cache``, rewrites it). Nothing is written
-    when the result has diagnostics.
+    :mod:`pincompile.incremental`). Otherwise the objects are expanded and written by
+    ``jobs`` processes (default: one per CPU; see :mod:`pincompile.emit`); the result then
+    holds no objects. A file edited by hand inside OUT is not noticed (OUT is pincompile's:
+    a full compile, or ``--no-cache``, rewrites it). Nothing is written when the result
+    has diagnostics.
     """
     from pincompile import incremental
     from pincompile.cache import code_digest
-    from pincompile.output import (
-        PLACEMENT_FILE,
-        marker_id,
-        render_files,
-        update_tree,
-        write_tree,
-    )
+    from pincompile.emit import default_jobs, emit
+    from pincompile.output import PLACEMENT_FILE, marker_id, replace_tree, update_tree
 
     files, walked = read_tree(root)
     revision = revision or git_revision(root)
     store = Store(cache_dir) if cache_dir is not None else None
-    compiler = Compiler(store)
+    compiler = Compiler(store, remember=False)
     context = (code_digest(), revision, fmt)
     key = hashlib.sha256(f"snapshot\0{root.resolve()}\0{out.resolve()}".encode()).hexdigest()
     raw = dict(files)
@@ -277,17 +283,30 @@ def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | 
             assert store is not None
             store.write(key, outcome.snapshot)
             return DirCompile(outcome=outcome, written=len(outcome.write))
-    result = compiler.compile(files, revision=revision, loaded=walked)
+    result = compiler.compile(files, revision=revision, loaded=walked, expand=False)
     if result.diagnostics:
         return DirCompile(result=result)
-    placement = result.plan.to_json() if result.plan is not None else None
-    rendered = render_files(result.manifests, fmt, placement)
-    if store is not None:
+    done = DirCompile(result=result)
+
+    def fill(directory: Path) -> str | None:
+        emitted = emit(directory, result.catalog, result.plan, revision=revision, fmt=fmt,
+                       digest=incremental.digest, jobs=jobs or default_jobs())
+        _add_new(result.diagnostics, emitted.diagnostics)
+        if result.diagnostics:
+            result.diagnostics = sorted(set(result.diagnostics))
+            return None
+        done.written = len(emitted.rows) + 1
+        done.objects = len(emitted.rows)
+        done.clusters = len({r.cluster for r in emitted.rows})
+        written = emitted.sources(result.catalog)
+        if store is None:
+            return incremental.tree_id(incremental.tree_sig(
+                [*((path, sig) for path, _, sig in written),
+                 (PLACEMENT_FILE, emitted.placement)]))
         states = [compiler._files[name] for name, _ in files]
-        snap = incremental.snapshot(context, states, result, rendered, fmt)
-        write_tree(out, rendered, snap.id)
+        snap = incremental.snapshot(context, states, result, fmt, written, emitted.placement)
         store.write(key, snap)
-    else:
-        write_tree(out, rendered, incremental.tree_id(incremental.tree_sig(
-            (path, incremental.digest(text)) for path, text in rendered.items())))
-    return DirCompile(result=result, written=len(rendered))
+        return snap.id
+
+    replace_tree(out, fill)
+    return done

@@ -43,9 +43,11 @@ from pincompile.pipeline import compile_path, compile_to_dir
 @click.option("--errors", "errors_fmt", type=OUTPUT_FORMATS, default="human",
               show_default=True, help="How to print errors (json: on stdout).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Processes that expand and write OUT  [default: the CPUs available].")
 @cache_options
 def compile_cmd(root: Path, output: str, clusters: tuple[str, ...], fmt: str,
-                revision: str | None, errors_fmt: str, quiet: bool,
+                revision: str | None, errors_fmt: str, quiet: bool, jobs: int | None,
                 cache_dir_option: Path | None, no_cache: bool) -> None:
     """Compile the specs under ROOT (default: .) into native Kubernetes manifests.
 
@@ -84,7 +86,8 @@ def compile_cmd(root: Path, output: str, clusters: tuple[str, ...], fmt: str,
     cache = cache_dir(cache_dir_option, no_cache)
     if not to_stdout and not clusters:
         try:
-            done = compile_to_dir(root, out, fmt=fmt, revision=revision, cache_dir=cache)
+            done = compile_to_dir(root, out, fmt=fmt, revision=revision, cache_dir=cache,
+                                  jobs=jobs)
         except (OutputError, OSError) as exc:
             fail(str(exc), EXIT_USAGE)
         if done.outcome is not None:  # incremental: only changed apps compiled again
@@ -96,6 +99,12 @@ def compile_cmd(root: Path, output: str, clusters: tuple[str, ...], fmt: str,
             sys.exit(EXIT_OK)
         assert done.result is not None
         result = done.result
+        if not result.diagnostics:
+            report_warnings(result.warnings)
+            if not quiet:
+                _summary(len(result.catalog.entries), done.objects, done.clusters, str(out),
+                         started)
+            sys.exit(EXIT_OK)
     else:
         result = compile_path(root, revision=revision, cache_dir=cache)
     report_warnings(result.warnings)

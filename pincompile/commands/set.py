@@ -106,7 +106,7 @@ def _edit(root: Path, spec: str, find: Any, value: Any) -> None:
         fail(f"name the spec as KIND/PROJECT/NAME, got '{spec}'", EXIT_USAGE)
     key = (parts[0], parts[1], parts[2])
     files, walked = read_tree(root)
-    compiler = Compiler()
+    compiler = Compiler(remember=False)
     before = compiler.compile(files, revision="set", expand=False, loaded=walked)
     entry = next((e for e in before.catalog.entries if e.resource.key == key), None)
     if entry is None:

@@ -1,0 +1,171 @@
+"""Expand, serialize and write a compiled tree, split over worker processes.
+
+``pincompile compile ROOT -o OUT`` spends most of a large compile expanding specs into
+objects, serializing them and writing one file per object. Each of those is independent
+per workload, so :func:`emit` splits the placed workloads over ``jobs`` processes (forked
+after placement: the catalog and the plan are inherited, never copied through a pipe).
+Every process expands its share one workload at a time, writes each object's file into a
+fresh directory and keeps only a row per object (its path, source and content digest), so
+no process holds the whole output in memory. The parent checks the rows of all processes
+for two specs generating the same object, exactly as :func:`pincompile.expand.expand_all`
+does, and reports every diagnostic; the caller swaps the directory in only when there
+are none. The bytes written do not depend on ``jobs``.
+"""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import os
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pincompile.catalog import Catalog, Entry
+from pincompile.diagnostics import Diagnostic
+from pincompile.expand import expand_part, find_duplicates
+from pincompile.manifest import Manifest
+from pincompile.output import PLACEMENT_FILE, manifest_path, serialize, to_json
+
+SMALL = 200
+"""Workloads below which one process does it all (forking costs more than it saves)."""
+
+
+@dataclass
+class Row:
+    """One written object: its output path, source spec ((file, document index), or None
+    for a platform object), kind, name, cluster and content digest."""
+
+    path: str
+    source: tuple[str, int] | None
+    kind: str
+    name: str
+    cluster: str
+    digest: bytes
+
+
+@dataclass
+class Emitted:
+    """What :func:`emit` wrote into its directory."""
+
+    rows: list[Row] = field(default_factory=list)
+    """Every object's row, sorted by path."""
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    placement: bytes = b""
+    """Digest of ``placement.json``."""
+
+    def sources(self, catalog: Catalog) -> list[tuple[str, Entry[Any] | None, bytes]]:
+        """(path, source spec, digest) of every object, for a snapshot."""
+        entries = _entries(catalog)
+        return [(r.path, entries.get(r.source) if r.source else None, r.digest)
+                for r in self.rows]
+
+
+def default_jobs() -> int:
+    """The CPUs this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1)
+
+
+def emit(directory: Path, catalog: Catalog, plan: Any, *, revision: str, fmt: str,
+         digest: Any, jobs: int = 1) -> Emitted:
+    """Write every object of the placed catalog (and ``placement.json``) under
+    ``directory``; ``digest(text) -> bytes`` names each file's content."""
+    workloads = len(catalog.entries)
+    jobs = max(1, min(jobs, workloads // SMALL or 1))
+    if jobs > 1:
+        gc.freeze()  # the children share the parent's objects: no collection touches them
+    try:
+        children = [_fork(part, jobs, directory, catalog, plan, revision, fmt, digest)
+                    for part in range(1, jobs)]
+        parts = [_part(0, jobs, directory, catalog, plan, revision, fmt, digest)]
+        answers = [_answer(process, reader) for process, reader in children]
+    finally:
+        gc.unfreeze()
+    for answer in answers:
+        if isinstance(answer, OSError):
+            raise answer  # reported by the command as it reports its own
+    failed = [a for a in answers if isinstance(a, str)]
+    if failed:
+        raise RuntimeError("; ".join(failed))
+    parts.extend(answers)
+    rows = sorted((r for rows, _ in parts for r in rows), key=_row_order)
+    found = [d for _, diagnostics in parts for d in diagnostics]
+    found.extend(find_duplicates(
+        [(r.path, r.kind, r.name, r.cluster, r.source) for r in rows], _entries(catalog)))
+    placement = to_json(plan.to_json())
+    _write(directory, PLACEMENT_FILE, placement)
+    return Emitted(rows, sorted(set(found)), digest(placement))
+
+
+def _row_order(row: Row) -> tuple[str, str, int]:
+    return (row.path, *(row.source or ("", 0)))
+
+
+def _entries(catalog: Catalog) -> dict[tuple[str, int], Entry[Any]]:
+    return {(e.file, e.doc.index): e for e in catalog.entries}
+
+
+def _fork(part: int, jobs: int, directory: Path, catalog: Catalog, plan: Any,
+          revision: str, fmt: str, digest: Any) -> tuple[Any, Any]:
+    context = multiprocessing.get_context("fork")
+    reader, writer = context.Pipe(duplex=False)
+    process = context.Process(target=_child, args=(
+        writer, part, jobs, directory, catalog, plan, revision, fmt, digest), daemon=True)
+    process.start()
+    writer.close()
+    return process, reader
+
+
+def _answer(process: Any, reader: Any) -> Any:
+    try:
+        answer = reader.recv()
+    except EOFError:
+        answer = f"a worker process ended without an answer (exit code {process.exitcode})"
+    process.join()
+    return answer
+
+
+def _child(writer: Any, *args: Any) -> None:
+    try:
+        outcome: Any = _part(*args)
+    except OSError as exc:
+        outcome = exc
+    except BaseException:  # reported by the parent, never a silent partial tree
+        outcome = f"worker failed: {traceback.format_exc(limit=5)}"
+    writer.send(outcome)
+    writer.close()
+
+
+def _part(part: int, jobs: int, directory: Path, catalog: Catalog, plan: Any, revision: str,
+          fmt: str, digest: Any) -> tuple[list[Row], list[Diagnostic]]:
+    """Expand, serialize and write this process's share; its rows and diagnostics."""
+    made: set[str] = set()
+    manifests, diagnostics = expand_part(catalog, plan, revision=revision, part=part,
+                                         parts=jobs)
+    rows = [_write_manifest(directory, m, fmt, digest, made) for m in manifests]
+    return rows, diagnostics
+
+
+def _write_manifest(directory: Path, m: Manifest, fmt: str, digest: Any,
+                    made: set[str]) -> Row:
+    path = manifest_path(m, fmt)
+    text = serialize(m.obj, fmt)
+    folder = path.rpartition("/")[0]
+    if folder not in made:
+        os.makedirs(directory / folder, exist_ok=True)
+        made.add(folder)
+    _write(directory, path, text)
+    source = (m.source.file, m.source.doc.index) if m.source is not None else None
+    return Row(path, source, m.kind, m.name, m.cluster, digest(text))
+
+
+def _write(directory: Path, path: str, text: str) -> None:
+    data = memoryview(text.encode("utf-8", "surrogateescape"))
+    fd = os.open(directory / path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        while data:
+            data = data[os.write(fd, data):]
+    finally:
+        os.close(fd)

@@ -1,0 +1,69 @@
+"""``pincompile compile -o OUT`` split over processes writes the bytes one process writes, and
+reports what one process reports (two specs making one object, across processes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pincompile import emit
+from pincompile.loader import load_tree
+from pincompile.output import render_files
+from pincompile.pipeline import compile_to_dir, run
+
+from .conftest import files, write_tree
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _tree(out: Path) -> dict[str, bytes]:
+    return {p.relative_to(out).as_posix(): p.read_bytes()
+            for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("jobs", [2, 3])
+def test_processes_write_the_bytes_of_one_process(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int) -> None:
+    root = REPO / "examples"
+    one, many = tmp_path / "one", tmp_path / "many"
+    compile_to_dir(root, one, revision="test", jobs=1)
+    monkeypatch.setattr(emit, "SMALL", 1)  # split even this small tree
+    done = compile_to_dir(root, many, revision="test", jobs=jobs)
+    assert done.result is not None and not done.result.diagnostics
+    written = _tree(many)
+    assert written == _tree(one)
+    cold = run(load_tree(root), revision="test")
+    expected = render_files(cold.manifests, "yaml", cold.plan.to_json())
+    assert {p: t.encode() for p, t in expected.items()} == {
+        p: t for p, t in written.items() if p != ".pincompile-output"}
+    assert done.objects == len(cold.manifests) > 100
+    assert done.clusters == len({m.cluster for m in cold.manifests})
+
+
+POD = """\
+apiVersion: pincompute.io/v1
+kind: PinPod
+metadata: {name: %s, project: shop}
+spec:
+  placement: {zones: [us-east-1a]}
+  containers: [{name: main, image: registry.internal/x:1.0.0}]
+  volumes: [{name: %s, type: ebs, size: 1Gi, mountPath: /data}]
+"""
+
+
+def test_one_object_from_two_processes_is_an_error_and_nothing_is_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # PinPod a's volume b-data and PinPod a-b's volume data are both PVC a-b-data
+    root = write_tree(tmp_path / "repo", files({
+        "apps/shop/a.yaml": POD % ("a", "b-data"), "apps/shop/b.yaml": POD % ("a-b", "data")}))
+    expected = [(d.file, d.line, d.code, d.message) for d in run(load_tree(root)).diagnostics]
+    assert [e[:3] for e in expected] == [("apps/shop/b.yaml", 3, "duplicate-object")]
+    monkeypatch.setattr(emit, "SMALL", 1)
+    for jobs in (1, 2, 4):
+        out = tmp_path / f"out-{jobs}"
+        done = compile_to_dir(root, out, revision="test", jobs=jobs)
+        assert done.result is not None
+        assert [(d.file, d.line, d.code, d.message) for d in done.result.diagnostics] == expected
+        assert not out.exists()
+        assert not list(tmp_path.glob(f".out-{jobs}.tmp-*"))  # the half-written tree is gone
