@@ -18,6 +18,7 @@ import gc
 import multiprocessing
 import os
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,14 +29,15 @@ from pincompile.expand import expand_part, find_duplicates
 from pincompile.manifest import Manifest
 from pincompile.output import PLACEMENT_FILE, manifest_path, serialize, to_json
 
-SMALL = 200
+SMALL = 50
 """Workloads below which one process does it all (forking costs more than it saves)."""
 
 
 @dataclass
 class Row:
-    """One written object: its output path, source spec ((file, document index), or None
-    for a platform object), kind, name, cluster and content digest."""
+    """One generated object: its output path, source spec ((file, document index), or None
+    for a platform object), kind, name, cluster, content digest and (when :func:`emit`
+    writes no directory) its text."""
 
     path: str
     source: tuple[str, int] | None
@@ -43,17 +45,18 @@ class Row:
     name: str
     cluster: str
     digest: bytes
+    text: str = ""
 
 
 @dataclass
 class Emitted:
-    """What :func:`emit` wrote into its directory."""
+    """What :func:`emit` generated."""
 
     rows: list[Row] = field(default_factory=list)
-    """Every object's row, sorted by path."""
+    """Every object's row, sorted by path (one per path: the first, as in a compile)."""
     diagnostics: list[Diagnostic] = field(default_factory=list)
     placement: bytes = b""
-    """Digest of ``placement.json``."""
+    """Digest of the ``placement.json`` written (none without a directory)."""
 
     def sources(self, catalog: Catalog) -> list[tuple[str, Entry[Any] | None, bytes]]:
         """(path, source spec, digest) of every object, for a snapshot."""
@@ -62,24 +65,35 @@ class Emitted:
                 for r in self.rows]
 
 
+@dataclass
+class _Job:
+    directory: Path | None
+    catalog: Catalog
+    plan: Any
+    revision: str
+    fmt: str
+    digest: Callable[[str], bytes]
+    jobs: int
+
+
 def default_jobs() -> int:
     """The CPUs this process may run on."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
         os.cpu_count() or 1)
 
 
-def emit(directory: Path, catalog: Catalog, plan: Any, *, revision: str, fmt: str,
-         digest: Any, jobs: int = 1) -> Emitted:
-    """Write every object of the placed catalog (and ``placement.json``) under
-    ``directory``; ``digest(text) -> bytes`` names each file's content."""
-    workloads = len(catalog.entries)
-    jobs = max(1, min(jobs, workloads // SMALL or 1))
-    if jobs > 1:
+def emit(directory: Path | None, catalog: Catalog, plan: Any, *, revision: str, fmt: str,
+         digest: Callable[[str], bytes], jobs: int = 1) -> Emitted:
+    """Every object of the placed catalog, serialized as ``fmt``: written under
+    ``directory`` (with ``placement.json``), or kept as text on the rows when it is None;
+    ``digest(text)`` names each object's content."""
+    job = _Job(directory, catalog, plan, revision, fmt, digest,
+               max(1, min(jobs, len(catalog.entries) // SMALL or 1)))
+    if job.jobs > 1:
         gc.freeze()  # the children share the parent's objects: no collection touches them
     try:
-        children = [_fork(part, jobs, directory, catalog, plan, revision, fmt, digest)
-                    for part in range(1, jobs)]
-        parts = [_part(0, jobs, directory, catalog, plan, revision, fmt, digest)]
+        children = [_fork(job, part) for part in range(1, job.jobs)]
+        parts = [_part(job, 0)]
         answers = [_answer(process, reader) for process, reader in children]
     finally:
         gc.unfreeze()
@@ -94,9 +108,15 @@ def emit(directory: Path, catalog: Catalog, plan: Any, *, revision: str, fmt: st
     found = [d for _, diagnostics in parts for d in diagnostics]
     found.extend(find_duplicates(
         [(r.path, r.kind, r.name, r.cluster, r.source) for r in rows], _entries(catalog)))
-    placement = to_json(plan.to_json())
-    _write(directory, PLACEMENT_FILE, placement)
-    return Emitted(rows, sorted(set(found)), digest(placement))
+    first: dict[str, Row] = {}
+    for row in rows:
+        first.setdefault(row.path, row)
+    placement = b""
+    if directory is not None:
+        text = to_json(plan.to_json())
+        _write(directory, PLACEMENT_FILE, text)
+        placement = digest(text)
+    return Emitted(list(first.values()), sorted(set(found)), placement)
 
 
 def _row_order(row: Row) -> tuple[str, str, int]:
@@ -107,12 +127,10 @@ def _entries(catalog: Catalog) -> dict[tuple[str, int], Entry[Any]]:
     return {(e.file, e.doc.index): e for e in catalog.entries}
 
 
-def _fork(part: int, jobs: int, directory: Path, catalog: Catalog, plan: Any,
-          revision: str, fmt: str, digest: Any) -> tuple[Any, Any]:
+def _fork(job: _Job, part: int) -> tuple[Any, Any]:
     context = multiprocessing.get_context("fork")
     reader, writer = context.Pipe(duplex=False)
-    process = context.Process(target=_child, args=(
-        writer, part, jobs, directory, catalog, plan, revision, fmt, digest), daemon=True)
+    process = context.Process(target=_child, args=(writer, job, part), daemon=True)
     process.start()
     writer.close()
     return process, reader
@@ -127,9 +145,9 @@ def _answer(process: Any, reader: Any) -> Any:
     return answer
 
 
-def _child(writer: Any, *args: Any) -> None:
+def _child(writer: Any, job: _Job, part: int) -> None:
     try:
-        outcome: Any = _part(*args)
+        outcome: Any = _part(job, part)
     except OSError as exc:
         outcome = exc
     except BaseException:  # reported by the parent, never a silent partial tree
@@ -138,27 +156,28 @@ def _child(writer: Any, *args: Any) -> None:
     writer.close()
 
 
-def _part(part: int, jobs: int, directory: Path, catalog: Catalog, plan: Any, revision: str,
-          fmt: str, digest: Any) -> tuple[list[Row], list[Diagnostic]]:
+def _part(job: _Job, part: int) -> tuple[list[Row], list[Diagnostic]]:
     """Expand, serialize and write this process's share; its rows and diagnostics."""
     made: set[str] = set()
-    manifests, diagnostics = expand_part(catalog, plan, revision=revision, part=part,
-                                         parts=jobs)
-    rows = [_write_manifest(directory, m, fmt, digest, made) for m in manifests]
-    return rows, diagnostics
+    manifests, diagnostics = expand_part(job.catalog, job.plan, revision=job.revision,
+                                         part=part, parts=job.jobs)
+    return [_row(job, m, made) for m in manifests], diagnostics
 
 
-def _write_manifest(directory: Path, m: Manifest, fmt: str, digest: Any,
-                    made: set[str]) -> Row:
-    path = manifest_path(m, fmt)
-    text = serialize(m.obj, fmt)
+def _row(job: _Job, m: Manifest, made: set[str]) -> Row:
+    path = manifest_path(m, job.fmt)
+    text = serialize(m.obj, job.fmt)
+    source = (m.source.file, m.source.doc.index) if m.source is not None else None
+    row = Row(path, source, m.kind, m.name, m.cluster, job.digest(text))
+    if job.directory is None:
+        row.text = text
+        return row
     folder = path.rpartition("/")[0]
     if folder not in made:
-        os.makedirs(directory / folder, exist_ok=True)
+        os.makedirs(job.directory / folder, exist_ok=True)
         made.add(folder)
-    _write(directory, path, text)
-    source = (m.source.file, m.source.doc.index) if m.source is not None else None
-    return Row(path, source, m.kind, m.name, m.cluster, digest(text))
+    _write(job.directory, path, text)
+    return row
 
 
 def _write(directory: Path, path: str, text: str) -> None:

@@ -249,9 +249,15 @@ def render_stream(manifests: Iterable[Manifest], fmt: str) -> str:
     """One stream: YAML documents (each headed by a ``# <path>`` comment), or a JSON ``List``
     (every item carries its cluster in the ``pincompute.io/cluster`` label)."""
     ordered = sorted(manifests, key=lambda m: m.relpath)
+    return join_stream(((manifest_path(m, fmt), serialize(m.obj, fmt)) for m in ordered), fmt)
+
+
+def join_stream(files: Iterable[tuple[str, str]], fmt: str) -> str:
+    """:func:`render_stream` of objects already serialized: (output path, text), in order."""
     if fmt == "json":
-        return to_json({"apiVersion": "v1", "kind": "List", "items": [m.obj for m in ordered]})
-    return "".join(f"---\n# {m.relpath}\n{to_yaml(m.obj)}" for m in ordered)
+        return to_json({"apiVersion": "v1", "kind": "List",
+                        "items": [orjson.loads(text) for _, text in files]})
+    return "".join(f"---\n# {path}\n{text}" for path, text in files)
 
 
 def check_output_dir(out: Path) -> None:

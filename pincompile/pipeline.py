@@ -189,6 +189,29 @@ def compile_path(root: Path, *, revision: str | None = None, expand: bool = True
                             loaded=walked)
 
 
+def compile_rendered(root: Path, *, fmt: str = "yaml", revision: str | None = None,
+                     cache_dir: Path | None = None, jobs: int | None = None
+                     ) -> tuple[Result, list[Any]]:
+    """Compile ``root`` and serialize every object as ``fmt``, in ``jobs`` processes (see
+    :mod:`pincompile.emit`): the result (without objects) and one
+    :class:`~pincompile.emit.Row` per object, sorted by path, its text included (none when
+    the result has diagnostics)."""
+    from pincompile.emit import default_jobs, emit
+    from pincompile.incremental import digest
+
+    files, walked = read_tree(root)
+    revision = revision or git_revision(root)
+    compiler = Compiler(Store(cache_dir) if cache_dir is not None else None, remember=False)
+    result = compiler.compile(files, revision=revision, expand=False, loaded=walked)
+    if result.diagnostics:
+        return result, []
+    emitted = emit(None, result.catalog, result.plan, revision=revision, fmt=fmt,
+                   digest=digest, jobs=jobs or default_jobs())
+    _add_new(result.diagnostics, emitted.diagnostics)
+    result.diagnostics = sorted(set(result.diagnostics))
+    return result, [] if result.diagnostics else emitted.rows
+
+
 def git_revision(root: Path) -> str:
     """The git commit of ``root`` (``<sha>`` or ``<sha>-dirty``), or ``unknown``."""
     import subprocess

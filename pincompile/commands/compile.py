@@ -21,13 +21,14 @@ from pincompile.commands.common import (
 from pincompile.commands.common import report as report_diagnostics
 from pincompile.output import (
     FORMATS,
+    PLACEMENT_FILE,
     OutputError,
     check_output_dir,
-    render_files,
-    render_stream,
+    join_stream,
+    to_json,
     write_tree,
 )
-from pincompile.pipeline import compile_path, compile_to_dir
+from pincompile.pipeline import compile_rendered, compile_to_dir
 
 
 @click.command("compile")
@@ -106,7 +107,8 @@ def compile_cmd(root: Path, output: str, clusters: tuple[str, ...], fmt: str,
                          started)
             sys.exit(EXIT_OK)
     else:
-        result = compile_path(root, revision=revision, cache_dir=cache)
+        result, rows = compile_rendered(root, fmt=fmt, revision=revision, cache_dir=cache,
+                                        jobs=jobs)
     report_warnings(result.warnings)
     if result.diagnostics:
         report_diagnostics(result.diagnostics, result.sources, errors_fmt)
@@ -119,21 +121,21 @@ def compile_cmd(root: Path, output: str, clusters: tuple[str, ...], fmt: str,
     if unknown:
         fail(f"unknown cluster {', '.join(unknown)}; clusters: {', '.join(known) or 'none'}",
              EXIT_USAGE)
-    manifests = [m for m in result.manifests if not clusters or m.cluster in clusters]
+    rows = [r for r in rows if not clusters or r.cluster in clusters]
 
     if to_stdout:
-        sys.stdout.write(render_stream(manifests, fmt))
+        sys.stdout.write(join_stream(((r.path, r.text) for r in rows), fmt))
         sys.stdout.flush()
     elif clusters:
-        placement = result.plan.to_json() if result.plan is not None else None
+        files = {r.path: r.text for r in rows}
+        files[PLACEMENT_FILE] = to_json(result.plan.to_json())
         try:
-            write_tree(out, render_files(manifests, fmt, placement))
+            write_tree(out, dict(sorted(files.items())))
         except (OutputError, OSError) as exc:
             fail(str(exc), EXIT_USAGE)
     if not quiet:
-        _summary(len(result.catalog.entries), len(manifests),
-                 len({m.cluster for m in manifests}), "stdout" if to_stdout else str(out),
-                 started)
+        _summary(len(result.catalog.entries), len(rows), len({r.cluster for r in rows}),
+                 "stdout" if to_stdout else str(out), started)
     sys.exit(EXIT_OK)
 
 

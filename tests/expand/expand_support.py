@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import time
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from pathlib import Path
@@ -200,3 +201,14 @@ def _dupes(values: list[Any], where: str) -> Iterable[str]:
         if v is not None and v in seen:
             yield f"{where}: duplicate {v!r}"
         seen.add(v)
+
+
+def siblings_left(out: Path, wait: float = 30.0) -> list[str]:
+    """Names beside ``out`` that a compile left (a replaced output tree is deleted in the
+    background: give it ``wait`` seconds)."""
+    deadline = time.monotonic() + wait
+    while True:
+        left = sorted(p.name for p in out.parent.iterdir() if p.name.startswith(f".{out.name}."))
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.05)

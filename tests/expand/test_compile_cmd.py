@@ -7,6 +7,7 @@ from pathlib import Path
 
 import yaml
 from click.testing import CliRunner, Result
+from expand_support import siblings_left
 
 from pincompile.commands.compile import compile_cmd
 from pincompile.output import MARKER, PLACEMENT_FILE
@@ -118,7 +119,7 @@ def test_stale_files_are_removed(fleet_repo: Path, tmp_path: Path) -> None:
     names = tree(out)
     assert not any("indexer" in n for n in names)
     assert "east-133/search/stray.yaml" not in names
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")]
+    assert siblings_left(out) == []
 
 
 def test_refuses_to_replace_foreign_directory(fleet_repo: Path, tmp_path: Path) -> None:

@@ -6,10 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from pincompile import emit
+from pincompile.cli import cli
 from pincompile.loader import load_tree
-from pincompile.output import render_files
+from pincompile.output import render_files, render_stream
 from pincompile.pipeline import compile_to_dir, run
 
 from .conftest import files, write_tree
@@ -67,3 +69,20 @@ def test_one_object_from_two_processes_is_an_error_and_nothing_is_written(
         assert [(d.file, d.line, d.code, d.message) for d in done.result.diagnostics] == expected
         assert not out.exists()
         assert not list(tmp_path.glob(f".out-{jobs}.tmp-*"))  # the half-written tree is gone
+
+
+@pytest.mark.parametrize("fmt", ["yaml", "json"])
+def test_the_stream_is_the_same_from_processes(
+        monkeypatch: pytest.MonkeyPatch, fmt: str) -> None:
+    root = REPO / "examples"
+    cold = run(load_tree(root), revision="test")
+    monkeypatch.setattr(emit, "SMALL", 1)
+    args = ["compile", str(root), "-o", "-", "--revision", "test", "--no-cache", "-q",
+            "--format", fmt]
+    for jobs in ("1", "3"):
+        result = CliRunner().invoke(cli, [*args, "-j", jobs])
+        assert result.exit_code == 0, result.output
+        assert result.stdout == render_stream(cold.manifests, fmt)
+    one = CliRunner().invoke(cli, [*args, "-j", "3", "--cluster", "use1a-general-01"])
+    assert one.stdout == render_stream(
+        [m for m in cold.manifests if m.cluster == "use1a-general-01"], fmt)
