@@ -92,6 +92,10 @@ class Store:
         state = self.read(key)
         return state if isinstance(state, FileState) and state.digest == key else None
 
+    def has(self, key: str) -> bool:
+        """Whether an entry is stored under ``key`` (it may still turn out unreadable)."""
+        return self.usable() and self._path(key).is_file()
+
     def put(self, state: FileState) -> None:
         """Store ``state`` (atomically; failures to write are ignored: it is a cache)."""
         self.write(state.digest, state)

@@ -14,10 +14,7 @@ are none. The bytes written do not depend on ``jobs``.
 
 from __future__ import annotations
 
-import gc
-import multiprocessing
 import os
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +23,7 @@ from typing import Any
 from pincompile.catalog import Catalog, Entry
 from pincompile.diagnostics import Diagnostic
 from pincompile.expand import expand_part, find_duplicates
+from pincompile.forked import Forked
 from pincompile.manifest import Manifest
 from pincompile.output import PLACEMENT_FILE, manifest_path, serialize, to_json
 
@@ -76,12 +74,6 @@ class _Job:
     jobs: int
 
 
-def default_jobs() -> int:
-    """The CPUs this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
-        os.cpu_count() or 1)
-
-
 def emit(directory: Path | None, catalog: Catalog, plan: Any, *, revision: str, fmt: str,
          digest: Callable[[str], bytes], jobs: int = 1) -> Emitted:
     """Every object of the placed catalog, serialized as ``fmt``: written under
@@ -89,21 +81,9 @@ def emit(directory: Path | None, catalog: Catalog, plan: Any, *, revision: str, 
     ``digest(text)`` names each object's content."""
     job = _Job(directory, catalog, plan, revision, fmt, digest,
                max(1, min(jobs, len(catalog.entries) // SMALL or 1)))
-    if job.jobs > 1:
-        gc.freeze()  # the children share the parent's objects: no collection touches them
-    try:
-        children = [_fork(job, part) for part in range(1, job.jobs)]
-        parts = [_part(job, 0)]
-        answers = [_answer(process, reader) for process, reader in children]
-    finally:
-        gc.unfreeze()
-    for answer in answers:
-        if isinstance(answer, OSError):
-            raise answer  # reported by the command as it reports its own
-    failed = [a for a in answers if isinstance(a, str)]
-    if failed:
-        raise RuntimeError("; ".join(failed))
-    parts.extend(answers)
+    children = [Forked(_part, job, part) for part in range(1, job.jobs)]
+    parts = [_part(job, 0)]
+    parts.extend(child.result() for child in children)
     rows = sorted((r for rows, _ in parts for r in rows), key=_row_order)
     found = [d for _, diagnostics in parts for d in diagnostics]
     found.extend(find_duplicates(
@@ -125,35 +105,6 @@ def _row_order(row: Row) -> tuple[str, str, int]:
 
 def _entries(catalog: Catalog) -> dict[tuple[str, int], Entry[Any]]:
     return {(e.file, e.doc.index): e for e in catalog.entries}
-
-
-def _fork(job: _Job, part: int) -> tuple[Any, Any]:
-    context = multiprocessing.get_context("fork")
-    reader, writer = context.Pipe(duplex=False)
-    process = context.Process(target=_child, args=(writer, job, part), daemon=True)
-    process.start()
-    writer.close()
-    return process, reader
-
-
-def _answer(process: Any, reader: Any) -> Any:
-    try:
-        answer = reader.recv()
-    except EOFError:
-        answer = f"a worker process ended without an answer (exit code {process.exitcode})"
-    process.join()
-    return answer
-
-
-def _child(writer: Any, job: _Job, part: int) -> None:
-    try:
-        outcome: Any = _part(job, part)
-    except OSError as exc:
-        outcome = exc
-    except BaseException:  # reported by the parent, never a silent partial tree
-        outcome = f"worker failed: {traceback.format_exc(limit=5)}"
-    writer.send(outcome)
-    writer.close()
 
 
 def _part(job: _Job, part: int) -> tuple[list[Row], list[Diagnostic]]:

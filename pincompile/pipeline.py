@@ -49,16 +49,24 @@ def run(loaded: LoadResult, *, revision: str = "unknown", expand: bool = True) -
 
 
 def _run_parsed(loaded: LoadResult, catalog: Catalog, diagnostics: list[Diagnostic], *,
-                revision: str, expand: bool) -> Result:
-    """check → place → expand over a parsed catalog."""
+                revision: str, expand: bool, jobs: int = 1) -> Result:
+    """check → place → expand over a parsed catalog (with ``jobs`` > 1 and a large catalog,
+    the checks run in a forked process while placement runs here)."""
     from pincompile.checks import check
     from pincompile.expand import expand_all
     from pincompile.placement import plan as place
 
     result = Result(catalog=catalog, sources=loaded.sources, diagnostics=diagnostics,
                     warnings=sorted(loaded.warnings))
-    _add_new(result.diagnostics, check(catalog))
-    plan, problems = place(catalog)
+    if jobs > 1 and len(catalog.entries) >= LOAD_AHEAD_MIN:
+        from pincompile.forked import Forked
+
+        checking = Forked(check, catalog)
+        plan, problems = place(catalog)
+        _add_new(result.diagnostics, checking.result())
+    else:
+        _add_new(result.diagnostics, check(catalog))
+        plan, problems = place(catalog)
     result.plan = plan
     _add_new(result.diagnostics, problems)
     if expand:
@@ -85,12 +93,15 @@ class Compiler:
 
     ``remember``: keep a snapshot of each clean compile so that the next :meth:`compile`
     re-runs only the changed apps (for a process that compiles again; a one-shot command
-    passes False and saves building it).
+    passes False and saves building it). ``jobs``: processes that load files and check
+    specs (a command may fork; a process with threads keeps 1).
     """
 
-    def __init__(self, store: Store | None = None, *, remember: bool = True) -> None:
+    def __init__(self, store: Store | None = None, *, remember: bool = True,
+                 jobs: int = 1) -> None:
         self.store = store
         self.remember = remember
+        self.jobs = jobs
         self._files: dict[str, FileState] = {}
         self._snapshot: Any = None
         self._last: Result | None = None
@@ -106,8 +117,10 @@ class Compiler:
         catalog = Catalog()
         parsed: list[Diagnostic] = []
         seen: dict[str, FileState] = {}
+        files = list(files)
+        ahead = self._load_ahead(files)
         for name, raw in files:
-            state = self._state(name, raw)
+            state = self._state(name, raw, ahead)
             seen[name] = state
             loaded.extend(state.loaded)
             for entry, problems in state.parsed:
@@ -121,7 +134,7 @@ class Compiler:
             if done is not None:
                 return done
         result = _run_parsed(loaded, catalog, [*loaded.diagnostics, *parsed],
-                             revision=revision, expand=expand)
+                             revision=revision, expand=expand, jobs=self.jobs)
         if expand and result.ok and self.remember:
             from pincompile import incremental
             from pincompile.cache import code_digest
@@ -161,7 +174,29 @@ class Compiler:
                             manifests=outcome.manifests or [], warnings=sorted(loaded.warnings))
         return self._last
 
-    def _state(self, name: str, raw: bytes) -> FileState:
+    def _load_ahead(self, files: list[tuple[str, bytes]]) -> dict[str, Any]:
+        """With ``jobs`` > 1 and many files that no cache holds: the later half of them,
+        being loaded by a forked process while this one loads and parses the rest (by name:
+        a :class:`~pincompile.forked.Forked` per group of files)."""
+        if self.jobs < 2 or len(files) < LOAD_AHEAD_MIN:
+            return {}
+        cold = [(name, raw) for name, raw in files if not self._cached(name, raw)]
+        if len(cold) < LOAD_AHEAD_MIN:
+            return {}
+        from pincompile.forked import Forked
+
+        later = cold[len(cold) // 2:]
+        loading = Forked(_load_all, later)
+        return {name: loading for name, _ in later}
+
+    def _cached(self, name: str, raw: bytes) -> bool:
+        digest = file_digest(name, raw)
+        known = self._files.get(name)
+        return ((known is not None and known.digest == digest)
+                or (self.store is not None and self.store.has(digest)))
+
+    def _state(self, name: str, raw: bytes, ahead: dict[str, Any] | None = None
+               ) -> FileState:
         digest = file_digest(name, raw)
         known = self._files.get(name)
         if known is not None and known.digest == digest:
@@ -171,12 +206,21 @@ class Compiler:
         if stored is not None and stored.name == name:
             self.stats["disk"] += 1
             return stored
-        loaded = load_text(name, raw)
+        loading = ahead.get(name) if ahead else None
+        loaded = loading.result()[name] if loading is not None else load_text(name, raw)
         state = FileState(name, digest, loaded, [parse_document(d) for d in loaded.documents])
         self.stats["parsed"] += 1
         if self.store is not None:
             self.store.put(state)
         return state
+
+
+LOAD_AHEAD_MIN = 100
+"""Files (not cached) below which a compile loads them all in one process."""
+
+
+def _load_all(files: list[tuple[str, bytes]]) -> dict[str, LoadResult]:
+    return {name: load_text(name, raw) for name, raw in files}
 
 
 def compile_path(root: Path, *, revision: str | None = None, expand: bool = True,
@@ -196,17 +240,20 @@ def compile_rendered(root: Path, *, fmt: str = "yaml", revision: str | None = No
     :mod:`pincompile.emit`): the result (without objects) and one
     :class:`~pincompile.emit.Row` per object, sorted by path, its text included (none when
     the result has diagnostics)."""
-    from pincompile.emit import default_jobs, emit
+    from pincompile.emit import emit
+    from pincompile.forked import cpus
     from pincompile.incremental import digest
 
     files, walked = read_tree(root)
     revision = revision or git_revision(root)
-    compiler = Compiler(Store(cache_dir) if cache_dir is not None else None, remember=False)
+    jobs = jobs or cpus()
+    compiler = Compiler(Store(cache_dir) if cache_dir is not None else None, remember=False,
+                        jobs=jobs)
     result = compiler.compile(files, revision=revision, expand=False, loaded=walked)
     if result.diagnostics:
         return result, []
     emitted = emit(None, result.catalog, result.plan, revision=revision, fmt=fmt,
-                   digest=digest, jobs=jobs or default_jobs())
+                   digest=digest, jobs=jobs)
     _add_new(result.diagnostics, emitted.diagnostics)
     result.diagnostics = sorted(set(result.diagnostics))
     return result, [] if result.diagnostics else emitted.rows
@@ -284,7 +331,8 @@ def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | 
     """
     from pincompile import incremental
     from pincompile.cache import code_digest
-    from pincompile.emit import default_jobs, emit
+    from pincompile.emit import emit
+    from pincompile.forked import cpus
     from pincompile.output import PLACEMENT_FILE, marker_id, replace_tree, update_tree
 
     files, walked = read_tree(root)
@@ -306,6 +354,7 @@ def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | 
             assert store is not None
             store.write(key, outcome.snapshot)
             return DirCompile(outcome=outcome, written=len(outcome.write))
+    compiler.jobs = jobs = jobs or cpus()
     result = compiler.compile(files, revision=revision, loaded=walked, expand=False)
     if result.diagnostics:
         return DirCompile(result=result)
@@ -313,7 +362,7 @@ def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | 
 
     def fill(directory: Path) -> str | None:
         emitted = emit(directory, result.catalog, result.plan, revision=revision, fmt=fmt,
-                       digest=incremental.digest, jobs=jobs or default_jobs())
+                       digest=incremental.digest, jobs=jobs)
         _add_new(result.diagnostics, emitted.diagnostics)
         if result.diagnostics:
             result.diagnostics = sorted(set(result.diagnostics))

@@ -1,5 +1,6 @@
-"""``pincompile compile -o OUT`` split over processes writes the bytes one process writes, and
-reports what one process reports (two specs making one object, across processes)."""
+"""A compile split over processes (``-j``): it writes the bytes one process writes and
+reports what one process reports (files loaded elsewhere, two specs making one object
+across processes)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from pincompile import emit
+from pincompile import emit, pipeline
 from pincompile.cli import cli
-from pincompile.loader import load_tree
+from pincompile.loader import load_tree, read_tree
 from pincompile.output import render_files, render_stream
-from pincompile.pipeline import compile_to_dir, run
+from pincompile.pipeline import Compiler, compile_to_dir, run
 
 from .conftest import files, write_tree
 
@@ -86,3 +87,24 @@ def test_the_stream_is_the_same_from_processes(
     one = CliRunner().invoke(cli, [*args, "-j", "3", "--cluster", "use1a-general-01"])
     assert one.stdout == render_stream(
         [m for m in cold.manifests if m.cluster == "use1a-general-01"], fmt)
+
+
+def test_files_loaded_and_checked_in_other_processes_report_the_same(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # errors of every stage: YAML (a tab), schema, a check and placement
+    broken = files({
+        "apps/shop/tab.yaml": "kind: PinApp\n\tbad: 1\n",
+        "apps/shop/web.yaml": files()["apps/shop/web.yaml"].replace("replicas: 4",
+                                                                    "replicas: many"),
+        "apps/shop/jobs.yaml": files()["apps/shop/jobs.yaml"].replace(
+            "image: registry.internal/shop/indexer:2.0.0", "image: registry.internal/x"),
+    })
+    root = write_tree(tmp_path / "repo", broken)
+    one = Compiler(remember=False).compile(read_tree(root)[0], revision="test")
+    assert len(one.diagnostics) >= 3
+    monkeypatch.setattr(pipeline, "LOAD_AHEAD_MIN", 1)
+    for jobs in (2, 3):
+        many = Compiler(remember=False, jobs=jobs).compile(read_tree(root)[0], revision="test")
+        assert many.diagnostics == one.diagnostics
+        assert [e.resource.key for e in many.catalog.entries] == [
+            e.resource.key for e in one.catalog.entries]
