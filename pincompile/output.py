@@ -64,10 +64,11 @@ def _block_map(value: dict[Any, Any], indent: int, out: list[str], lead: str | N
     :func:`_node` writes, with the common cases (str, dict, list values) inlined: a compile
     of a large repository spends most of its time here."""
     pad = " " * indent
+    keys = _KEYS
     for key in sorted(value):
         child = value[key]
         kind = type(child)
-        head = f"{pad if lead is None else lead}{_key(key)}:"
+        head = f"{pad if lead is None else lead}{keys.get(key) or _key(key)}:"
         lead = None
         if kind is str and "\n" not in child:
             out.append(f"{head} {_plain(child) or _quoted(child)}\n")
