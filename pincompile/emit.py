@@ -69,16 +69,18 @@ class _Job:
     catalog: Catalog
     plan: Any
     revision: str
-    fmt: str
+    fmt: str | None
     digest: Callable[[str], bytes]
     jobs: int
 
 
-def emit(directory: Path | None, catalog: Catalog, plan: Any, *, revision: str, fmt: str,
+def emit(directory: Path | None, catalog: Catalog, plan: Any, *, revision: str,
+         fmt: str | None,
          digest: Callable[[str], bytes], jobs: int = 1) -> Emitted:
     """Every object of the placed catalog, serialized as ``fmt``: written under
     ``directory`` (with ``placement.json``), or kept as text on the rows when it is None;
-    ``digest(text)`` names each object's content."""
+    ``digest(text)`` names each object's content. With ``fmt`` None nothing is serialized
+    (``validate``: the rows and the problems alone)."""
     job = _Job(directory, catalog, plan, revision, fmt, digest,
                max(1, min(jobs, len(catalog.entries) // SMALL or 1)))
     children = [Forked(_part, job, part) for part in range(1, job.jobs)]
@@ -116,9 +118,11 @@ def _part(job: _Job, part: int) -> tuple[list[Row], list[Diagnostic]]:
 
 
 def _row(job: _Job, m: Manifest, made: set[str]) -> Row:
+    source = (m.source.file, m.source.doc.index) if m.source is not None else None
+    if job.fmt is None:
+        return Row(m.relpath, source, m.kind, m.name, m.cluster, b"")
     path = manifest_path(m, job.fmt)
     text = serialize(m.obj, job.fmt)
-    source = (m.source.file, m.source.doc.index) if m.source is not None else None
     row = Row(path, source, m.kind, m.name, m.cluster, job.digest(text))
     if job.directory is None:
         row.text = text

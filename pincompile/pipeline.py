@@ -233,16 +233,14 @@ def compile_path(root: Path, *, revision: str | None = None, expand: bool = True
                             loaded=walked)
 
 
-def compile_rendered(root: Path, *, fmt: str = "yaml", revision: str | None = None,
+def compile_rendered(root: Path, *, fmt: str | None = "yaml", revision: str | None = None,
                      cache_dir: Path | None = None, jobs: int | None = None
                      ) -> tuple[Result, list[Any]]:
     """Compile ``root`` and serialize every object as ``fmt``, in ``jobs`` processes (see
     :mod:`pincompile.emit`): the result (without objects) and one
     :class:`~pincompile.emit.Row` per object, sorted by path, its text included (none when
-    the result has diagnostics)."""
-    from pincompile.emit import emit
+    the result has diagnostics; ``fmt`` None: validate only, nothing serialized)."""
     from pincompile.forked import cpus
-    from pincompile.incremental import digest
 
     files, walked = read_tree(root)
     revision = revision or git_revision(root)
@@ -250,13 +248,26 @@ def compile_rendered(root: Path, *, fmt: str = "yaml", revision: str | None = No
     compiler = Compiler(Store(cache_dir) if cache_dir is not None else None, remember=False,
                         jobs=jobs)
     result = compiler.compile(files, revision=revision, expand=False, loaded=walked)
-    if result.diagnostics:
-        return result, []
-    emitted = emit(None, result.catalog, result.plan, revision=revision, fmt=fmt,
-                   digest=digest, jobs=jobs)
+    return result, _expand(result, None, fmt=fmt, revision=revision, jobs=jobs).rows
+
+
+def _expand(result: Result, directory: Path | None, *, fmt: str | None, revision: str,
+            jobs: int) -> Any:
+    """Expand (and serialize as ``fmt``, and write under ``directory``) a compile checked
+    and placed by ``result``; its problems join the result's diagnostics. With earlier
+    diagnostics the objects are only generated for their problems (every error is reported
+    at once) and no rows are returned."""
+    from pincompile.emit import Emitted, emit
+    from pincompile.incremental import digest
+
+    if result.plan is None:
+        return Emitted()
+    failed = bool(result.diagnostics)
+    emitted = emit(None if failed else directory, result.catalog, result.plan,
+                   revision=revision, fmt=None if failed else fmt, digest=digest, jobs=jobs)
     _add_new(result.diagnostics, emitted.diagnostics)
     result.diagnostics = sorted(set(result.diagnostics))
-    return result, [] if result.diagnostics else emitted.rows
+    return Emitted() if result.diagnostics else emitted
 
 
 def git_revision(root: Path) -> str:
@@ -331,7 +342,6 @@ def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | 
     """
     from pincompile import incremental
     from pincompile.cache import code_digest
-    from pincompile.emit import emit
     from pincompile.forked import cpus
     from pincompile.output import PLACEMENT_FILE, marker_id, replace_tree, update_tree
 
@@ -356,16 +366,14 @@ def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | 
             return DirCompile(outcome=outcome, written=len(outcome.write))
     compiler.jobs = jobs = jobs or cpus()
     result = compiler.compile(files, revision=revision, loaded=walked, expand=False)
-    if result.diagnostics:
-        return DirCompile(result=result)
     done = DirCompile(result=result)
+    if result.diagnostics:  # nothing is written; expansion still reports its problems
+        _expand(result, None, fmt=None, revision=revision, jobs=jobs)
+        return done
 
     def fill(directory: Path) -> str | None:
-        emitted = emit(directory, result.catalog, result.plan, revision=revision, fmt=fmt,
-                       digest=incremental.digest, jobs=jobs)
-        _add_new(result.diagnostics, emitted.diagnostics)
+        emitted = _expand(result, directory, fmt=fmt, revision=revision, jobs=jobs)
         if result.diagnostics:
-            result.diagnostics = sorted(set(result.diagnostics))
             return None
         done.written = len(emitted.rows) + 1
         done.objects = len(emitted.rows)

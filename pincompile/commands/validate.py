@@ -16,7 +16,7 @@ from pincompile.commands.common import (
     report,
     report_warnings,
 )
-from pincompile.pipeline import compile_path
+from pincompile.pipeline import compile_rendered
 
 
 @click.command()
@@ -25,9 +25,11 @@ from pincompile.pipeline import compile_path
               show_default=True, help="human: file:line:column with the offending line; "
               "json: a list of {file, line, column, code, message}.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing when the specs are valid.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Processes that load, check and expand  [default: the CPUs available].")
 @cache_options
-def validate(path: Path, fmt: str, quiet: bool, cache_dir_option: Path | None,
-             no_cache: bool) -> None:
+def validate(path: Path, fmt: str, quiet: bool, jobs: int | None,
+             cache_dir_option: Path | None, no_cache: bool) -> None:
     """Check every spec under PATH (default: the current directory).
 
     Runs everything `compile` runs — schema, references, policy, placement and quota — and
@@ -42,13 +44,13 @@ def validate(path: Path, fmt: str, quiet: bool, cache_dir_option: Path | None,
       pincompile validate --no-cache .          # load and parse every file again
     """
     started = time.monotonic()
-    result = compile_path(path, revision="validate",
-                          cache_dir=cache_dir(cache_dir_option, no_cache))
+    result, rows = compile_rendered(path, fmt=None, revision="validate",
+                                    cache_dir=cache_dir(cache_dir_option, no_cache), jobs=jobs)
     report_warnings(result.warnings)
     report(result.diagnostics, result.sources, fmt)
     if fmt == "human" and not result.diagnostics and not quiet:
         n = len(result.catalog.entries)
         click.echo(f"ok: {n} spec{'s' if n != 1 else ''} valid, "
-                   f"{len(result.manifests)} objects would be generated "
+                   f"{len(rows)} objects would be generated "
                    f"({time.monotonic() - started:.2f}s)")
     sys.exit(EXIT_INVALID if result.diagnostics else EXIT_OK)

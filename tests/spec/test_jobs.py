@@ -108,3 +108,23 @@ def test_files_loaded_and_checked_in_other_processes_report_the_same(
         assert many.diagnostics == one.diagnostics
         assert [e.resource.key for e in many.catalog.entries] == [
             e.resource.key for e in one.catalog.entries]
+
+
+def test_validate_reports_the_same_from_processes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = write_tree(tmp_path / "repo", files({
+        "apps/shop/a.yaml": POD % ("a", "b-data"), "apps/shop/b.yaml": POD % ("a-b", "data"),
+        "apps/shop/web.yaml": files()["apps/shop/web.yaml"].replace("replicas: 4",
+                                                                    "replicas: many")}))
+    args = ["validate", str(root), "--no-cache", "-o", "json"]
+    one = CliRunner().invoke(cli, [*args, "-j", "1"])
+    monkeypatch.setattr(emit, "SMALL", 1)
+    monkeypatch.setattr(pipeline, "LOAD_AHEAD_MIN", 1)
+    many = CliRunner().invoke(cli, [*args, "-j", "3"])
+    assert one.exit_code == many.exit_code == 1
+    assert "duplicate-object" in one.stdout and "replicas" in one.stdout
+    assert many.stdout == one.stdout
+    valid = CliRunner().invoke(cli, ["validate", str(REPO / "examples"), "--no-cache"])
+    cold = run(load_tree(REPO / "examples"), revision="validate")
+    assert valid.exit_code == 0
+    assert f"{len(cold.manifests)} objects would be generated" in valid.stdout
