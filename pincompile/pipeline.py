@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pincompile.cache import FileState, Store, file_digest
 from pincompile.catalog import Catalog
@@ -19,6 +19,9 @@ from pincompile.diagnostics import Diagnostic
 from pincompile.loader import LoadResult, load_text, read_tree
 from pincompile.manifest import Manifest
 from pincompile.parse import parse, parse_document
+
+if TYPE_CHECKING:
+    from pincompile.emit import Emitted, Row
 
 
 @dataclass
@@ -235,7 +238,7 @@ def compile_path(root: Path, *, revision: str | None = None, expand: bool = True
 
 def compile_rendered(root: Path, *, fmt: str | None = "yaml", revision: str | None = None,
                      cache_dir: Path | None = None, jobs: int | None = None
-                     ) -> tuple[Result, list[Any]]:
+                     ) -> tuple[Result, list[Row]]:
     """Compile ``root`` and serialize every object as ``fmt``, in ``jobs`` processes (see
     :mod:`pincompile.emit`): the result (without objects) and one
     :class:`~pincompile.emit.Row` per object, sorted by path, its text included (none when
@@ -252,7 +255,7 @@ def compile_rendered(root: Path, *, fmt: str | None = "yaml", revision: str | No
 
 
 def _expand(result: Result, directory: Path | None, *, fmt: str | None, revision: str,
-            jobs: int) -> Any:
+            jobs: int) -> Emitted:
     """Expand (and serialize as ``fmt``, and write under ``directory``) a compile checked
     and placed by ``result``; its problems join the result's diagnostics. With earlier
     diagnostics the objects are only generated for their problems (every error is reported
