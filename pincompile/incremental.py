@@ -230,6 +230,7 @@ def fragment(decision: Decision) -> str:
 
 _ENTRY = re.compile(r',\n(?=    ")')
 _WORKLOADS = '\n  "workloads": '
+_END = "\n  }\n}\n"
 
 
 def fragments_of(text: str) -> dict[Key, str] | None:
@@ -269,6 +270,40 @@ def placement_text(plan: Plan, fragments: Mapping[Key, str]) -> str:
             f"    {json.dumps('/'.join(k), ensure_ascii=False)}: {fragments[k]}"
             for k in keys) + "\n  }"
     return head[:-2] + f',\n  "workloads": {body}\n}}\n'
+
+
+def splice_placement(old: str, plan: Plan, drop: Iterable[Key],
+                     fragments: Mapping[Key, str]) -> str | None:
+    """``placement.json`` as :func:`placement_text` would write it, made from ``old`` (the
+    file written last) by replacing the entries of the workloads in ``fragments`` and the
+    part before ``workloads`` (``plan`` without its workloads) alone: no other entry is read.
+
+    ``drop``: workloads whose old entries go (those of changed files). None when an entry
+    would be added or removed (the caller rebuilds the whole file then)."""
+    at = old.rfind(_WORKLOADS)
+    if at < 0 or not old.endswith(_END):
+        return None
+    spans: list[tuple[int, int, str]] = []
+    for key in {*drop, *fragments}:
+        needle = f"\n    {json.dumps('/'.join(key), ensure_ascii=False)}: "
+        start = old.find(needle, at)
+        if (start < 0) != (key not in fragments):
+            return None  # an entry comes or goes
+        if start < 0:
+            continue
+        start += len(needle)
+        end = old.find(',\n    "', start)
+        spans.append((start, end if end >= 0 else len(old) - len(_END), fragments[key]))
+    whole = plan.to_json()
+    whole.pop("workloads")
+    head = json.dumps(whole, sort_keys=True, indent=2, ensure_ascii=False, default=str)
+    pieces = [head[:-2], ","]
+    done = at
+    for start, end, text in sorted(spans):
+        pieces += [old[done:start], text]
+        done = end
+    pieces.append(old[done:])
+    return "".join(pieces)
 
 
 # --- building a snapshot from a full compile -----------------------------------------------
@@ -484,15 +519,17 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
         old = read_placement()
         if old is None or digest(old) != prev.placement:
             return None
-        fragments = fragments_of(old)
-        if fragments is None:
-            return None
-        for k in old_units:
-            fragments.pop(k, None)
-        for k in fresh:
-            if k in plan.placed:
-                fragments[k] = fragment(plan.placed[k].decision)
-        placement = placement_text(plan, fragments)
+        changed_parts = {k: fragment(plan.placed[k].decision) for k in fresh
+                         if k in plan.placed}
+        placement = splice_placement(old, plan, old_units, changed_parts)
+        if placement is None:  # workloads come or go: every entry read back
+            fragments = fragments_of(old)
+            if fragments is None:
+                return None
+            for k in old_units:
+                fragments.pop(k, None)
+            fragments.update(changed_parts)
+            placement = placement_text(plan, fragments)
         sig = digest(placement)
         if sig != prev.placement:
             write[PLACEMENT_FILE] = placement

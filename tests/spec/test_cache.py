@@ -240,6 +240,25 @@ def test_placement_json_from_parts_is_the_same_bytes(tmp_path: Path) -> None:
     assert fragments_of(to_json(result.plan.to_json())) == parts  # read back from the file
 
 
+def test_placement_json_spliced_in_place_is_what_a_whole_rewrite_gives(tmp_path: Path) -> None:
+    from pincompile.incremental import fragment, placement_text, splice_placement
+    from pincompile.output import to_json
+
+    result = compile_path(write_tree(tmp_path / "repo", files()), revision="test")
+    assert result.plan is not None and len(result.plan.decisions) >= 3
+    parts = {k: fragment(d) for k, d in result.plan.decisions.items()}
+    old = to_json(result.plan.to_json())
+    keys = sorted(parts)
+    for chosen in ([keys[0]], [keys[-1]], keys[1:3], keys):  # first, last, middle, all
+        new = {k: parts[k].replace('"kind"', '"kind-x"') for k in chosen}
+        spliced = splice_placement(old, result.plan, chosen, new)
+        assert spliced == placement_text(result.plan, {**parts, **new}), chosen
+        assert spliced != old
+    # an entry that comes or goes: not spliced (the whole file is rebuilt instead)
+    assert splice_placement(old, result.plan, [keys[0]], {}) is None
+    assert splice_placement(old, result.plan, [], {("PinApp", "x", "new"): "{}"}) is None
+
+
 def test_a_long_running_compiler_recompiles_only_changed_apps(tmp_path: Path) -> None:
     root = write_tree(tmp_path / "repo", files())
     compiler = Compiler()
