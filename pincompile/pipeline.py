@@ -236,6 +236,20 @@ def _listing(out: Path) -> set[str]:
     return found
 
 
+def _state_of(compiler: Compiler, scan: Any, name: str, digest: str) -> FileState | None:
+    """File ``name`` loaded and parsed, as it was when ``scan`` named its ``digest``: from
+    the cache by that digest, else read again (None when it changed since: a full compile
+    then reads everything again)."""
+    if compiler.store is not None:
+        stored = compiler.store.get(digest)
+        if stored is not None and stored.name == name:
+            return stored
+    raw = scan.read(name)
+    if raw is None or file_digest(name, raw) != digest:
+        return None
+    return compiler._state(name, raw)
+
+
 def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | None = None,
                    cache_dir: Path | None = None) -> DirCompile:
     """``pincompile compile ROOT -o OUT``: compile and write OUT.
@@ -257,26 +271,28 @@ def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | 
         update_tree,
         write_tree,
     )
+    from pincompile.treescan import scan_tree
 
-    files, walked = read_tree(root)
     revision = revision or git_revision(root)
     store = Store(cache_dir) if cache_dir is not None else None
+    scan = scan_tree(root, store)  # unchanged files (by their stat) are not read
+    walked = scan.walked
     compiler = Compiler(store)
     context = (code_digest(), revision, fmt)
     key = hashlib.sha256(f"snapshot\0{root.resolve()}\0{out.resolve()}".encode()).hexdigest()
-    raw = dict(files)
-    digests = [(name, file_digest(name, content)) for name, content in files]
     prev = store.read(key) if store is not None else None
     if (isinstance(prev, incremental.Snapshot) and out.is_dir()
             and marker_id(out) == prev.id and _listing(out) == prev.paths()):
         outcome = incremental.update(
-            prev, context, digests, lambda name, _: compiler._state(name, raw[name]), walked,
+            prev, context, scan.digests,
+            lambda name, digest: _state_of(compiler, scan, name, digest), walked,
             revision=revision, fmt=fmt, read_placement=lambda: _read_text(out / PLACEMENT_FILE))
         if outcome is not None:
             update_tree(out, outcome.write, outcome.remove, outcome.snapshot.id)
             assert store is not None
             store.write(key, outcome.snapshot)
             return DirCompile(outcome=outcome, written=len(outcome.write))
+    files = scan.files()
     result = compiler.compile(files, revision=revision, loaded=walked)
     if result.diagnostics:
         return DirCompile(result=result)
