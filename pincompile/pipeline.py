@@ -281,7 +281,7 @@ def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | 
     context = (code_digest(), revision, fmt)
     key = hashlib.sha256(f"snapshot\0{root.resolve()}\0{out.resolve()}".encode()).hexdigest()
     prev = store.read(key) if store is not None else None
-    if (isinstance(prev, incremental.Snapshot) and out.is_dir()
+    if (isinstance(prev, incremental.Snapshot) and prev.context == context and out.is_dir()
             and marker_id(out) == prev.id and _listing(out) == prev.paths()):
         outcome = incremental.update(
             prev, context, scan.digests,
