@@ -250,6 +250,37 @@ def _state_of(compiler: Compiler, scan: Any, name: str, digest: str) -> FileStat
     return compiler._state(name, raw)
 
 
+DELTA_LIMIT = 2000
+"""Files and units an update may store as changes to the stored snapshot; beyond that, the
+whole snapshot is stored again."""
+
+
+def _delta_key(key: str) -> str:
+    return hashlib.sha256(f"delta\0{key}".encode()).hexdigest()
+
+
+def _read_snapshot(store: Store, key: str) -> Any:
+    """The snapshot stored under ``key``, with the changes stored since applied."""
+    from pincompile import incremental
+
+    base = store.read(key)
+    if not isinstance(base, incremental.Snapshot) or getattr(base, "token", None) is None:
+        return None
+    delta = store.read(_delta_key(key))
+    if isinstance(delta, incremental.Delta):
+        return incremental.apply_delta(base, delta) or base
+    return base
+
+
+def _write_snapshot(store: Store, key: str, snap: Any) -> None:
+    """Store an updated snapshot: as its changes since the stored one, or whole."""
+    if snap.delta is not None and snap.delta.size() <= DELTA_LIMIT:
+        store.write(_delta_key(key), snap.delta)
+        return
+    snap.delta, snap.token = None, os.urandom(16).hex()  # earlier changes no longer apply
+    store.write(key, snap)
+
+
 def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | None = None,
                    cache_dir: Path | None = None) -> DirCompile:
     """``pincompile compile ROOT -o OUT``: compile and write OUT.
@@ -280,7 +311,7 @@ def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | 
     compiler = Compiler(store)
     context = (code_digest(), revision, fmt)
     key = hashlib.sha256(f"snapshot\0{root.resolve()}\0{out.resolve()}".encode()).hexdigest()
-    prev = store.read(key) if store is not None else None
+    prev = _read_snapshot(store, key) if store is not None else None
     if (isinstance(prev, incremental.Snapshot) and prev.context == context and out.is_dir()
             and marker_id(out) == prev.id and _listing(out) == prev.paths()):
         outcome = incremental.update(
@@ -290,7 +321,8 @@ def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | 
         if outcome is not None:
             update_tree(out, outcome.write, outcome.remove, outcome.snapshot.id)
             assert store is not None
-            store.write(key, outcome.snapshot)
+            if outcome.snapshot is not prev:  # else nothing changed
+                _write_snapshot(store, key, outcome.snapshot)
             return DirCompile(outcome=outcome, written=len(outcome.write))
     files = scan.files()
     result = compiler.compile(files, revision=revision, loaded=walked)

@@ -8,6 +8,7 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -275,3 +276,39 @@ def test_a_long_running_compiler_recompiles_only_changed_apps(tmp_path: Path) ->
     names, walked = read_tree(root)
     assert _bytes(compiler.compile(names, revision="test", loaded=walked)) == _cold(root)
     assert not compiler.reused  # a platform change: everything again
+
+
+def _entries(cache: Path) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in (cache / ENTRY_DIR).rglob("*.pickle")}
+
+
+def test_an_incremental_compile_stores_only_its_changes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pincompile import pipeline
+
+    root = write_tree(tmp_path / "repo", files())
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    compile_to_dir(root, out, revision="test", cache_dir=cache)
+    before = _entries(cache)
+    for n in (3, 4, 5):  # changes pile up on the stored snapshot
+        (root / WEB).write_text(_replicas((root / WEB).read_text(), n))
+        assert compile_to_dir(root, out, revision="test", cache_dir=cache).outcome is not None
+        assert _tree(out) == _cold_tree(root, tmp_path / "cold")
+    after = _entries(cache)
+    changed = {p for p in after if before.get(p) != after[p]}
+    # the changed file's parsed entry, the stat index and the changes; the snapshot is kept
+    assert all(before[p] == after[p] for p in before if p not in changed)
+    assert len(changed) <= 2 + 3
+    assert max(len(after[p]) for p in changed) < max(len(b) for b in before.values())
+    # a corrupt delta: the stored snapshot alone no longer names OUT, so all is compiled
+    for p in changed - before.keys():
+        p.write_bytes(p.read_bytes()[:-5])
+    (root / WEB).write_text(_replicas((root / WEB).read_text(), 6))
+    assert compile_to_dir(root, out, revision="test", cache_dir=cache).outcome is None
+    assert _tree(out) == _cold_tree(root, tmp_path / "cold")
+    # past the limit, the whole snapshot is stored again (and earlier changes dropped)
+    monkeypatch.setattr(pipeline, "DELTA_LIMIT", 0)
+    for n in (2, 3):
+        (root / WEB).write_text(_replicas((root / WEB).read_text(), n))
+        assert compile_to_dir(root, out, revision="test", cache_dir=cache).outcome
+        assert _tree(out) == _cold_tree(root, tmp_path / "cold")
