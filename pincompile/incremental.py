@@ -38,6 +38,7 @@ import re
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pincompile.cache import FileState
@@ -165,16 +166,34 @@ class Snapshot:
     """:func:`tree_sig` of every output file (``placement.json`` included)."""
     per_cluster: dict[str, int] = field(default_factory=dict)
     """Cluster → how many objects it gets (kept, so a summary needs no count)."""
-    all_paths: set[str] = field(default_factory=set)
-    """Every output file (see :meth:`paths`)."""
+    tree: dict[str, set[str]] = field(default_factory=dict)
+    """Every output file as :func:`dir_tree` lists it (see :meth:`listed_in`)."""
     token: str = field(default_factory=lambda: os.urandom(16).hex())
     """Names this snapshot as the base of later :class:`Delta` s."""
     delta: Delta | None = None
     """What changed since the base named ``token`` was stored (updates store only this)."""
 
-    def paths(self) -> set[str]:
-        """Every output file this snapshot describes (``placement.json`` included)."""
-        return self.all_paths
+    def has(self, path: str) -> bool:
+        """Whether ``path`` is an output file of this snapshot."""
+        folder, _, name = path.rpartition("/")
+        return name in self.tree.get(folder, ()) and path not in self.tree
+
+    def listed_in(self, out: Path) -> bool:
+        """Whether directory ``out`` holds exactly this snapshot's files (its marker aside):
+        one ``listdir`` per directory, so a stray or deleted file (or directory) sends a
+        compile down the full path."""
+        from pincompile.output import MARKER
+
+        for folder, names in self.tree.items():
+            try:
+                found = os.listdir(out / folder if folder else out)
+            except OSError:
+                return False
+            if not folder:
+                names = names | {MARKER}
+            if len(found) != len(names) or set(found) != names:
+                return False
+        return bool(self.tree)
 
     @property
     def id(self) -> str:
@@ -223,7 +242,7 @@ def apply_delta(base: Snapshot, delta: Delta) -> Snapshot | None:
             base.units.pop(key, None)
         else:
             base.units[key] = unit
-    base.all_paths = (base.all_paths - delta.gone_paths) | delta.new_paths
+    base.tree = tree_update(base.tree, delta.gone_paths, delta.new_paths)
     base.buckets.update(delta.buckets)
     base.context, base.platform, base.platform_outputs = (last.context, last.platform,
                                                           last.platform_outputs)
@@ -249,6 +268,38 @@ class Outcome:
     manifests: list[Manifest] | None = None
     plan: Plan | None = None
     warnings: list[Diagnostic] = field(default_factory=list)
+
+
+# --- the output files as directories ------------------------------------------------------
+
+def tree_update(tree: Mapping[str, set[str]], gone: Iterable[str], new: Iterable[str]
+                ) -> dict[str, set[str]]:
+    """``tree`` (directory, ``""`` for OUT → the names in it: files and subdirectories)
+    without the files ``gone`` and with the files ``new`` (a new dict; ``tree`` is kept).
+    A directory is listed while it holds a file, as the output tree keeps it."""
+    out = {folder: set(names) for folder, names in tree.items()}
+    for path in gone:
+        while True:
+            folder, _, name = path.rpartition("/")
+            names = out.get(folder)
+            if names is None or name not in names:
+                break
+            names.discard(name)
+            if names or not folder:
+                break
+            del out[folder]
+            path = folder
+    for path in new:
+        while True:
+            folder, _, name = path.rpartition("/")
+            names = out.setdefault(folder, set())
+            if name in names:
+                break
+            names.add(name)
+            if not folder:
+                break
+            path = folder
+    return out
 
 
 # --- what a unit is ------------------------------------------------------------------------
@@ -449,10 +500,9 @@ def snapshot(context: tuple[str, ...], states: Iterable[FileState], result: Any,
     snap = Snapshot(context, files, platform, units, platform_outputs,
                     digest(rendered[PLACEMENT_FILE]) if rendered is not None else b"",
                     sorted(result.catalog.clusters))
-    snap.all_paths = {p for u in units.values() for p in u.outputs}
-    snap.all_paths.update(platform_outputs)
-    snap.all_paths.add(PLACEMENT_FILE)
-    snap.per_cluster = _per_cluster(snap.all_paths - {PLACEMENT_FILE}, {}, 1)
+    every = [*(p for u in units.values() for p in u.outputs), *platform_outputs]
+    snap.tree = tree_update({}, (), [*every, PLACEMENT_FILE])
+    snap.per_cluster = _per_cluster(set(every), {}, 1)
     if rendered is not None:
         snap.sig = tree_sig([*((p, d) for u in units.values() for p, d in u.outputs.items()),
                              *platform_outputs.items(), (PLACEMENT_FILE, snap.placement)])
@@ -587,7 +637,7 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
     old_paths.update(prev.platform_outputs)
     for m in manifests:
         path = manifest_path(m, fmt)
-        if path in prev.all_paths and path not in old_paths:
+        if path not in old_paths and prev.has(path):
             return None  # an object an unchanged unit generates: a full compile reports it
         text = serialize(m.obj, fmt) if not keep else ""
         sig = digest(text) if not keep else b""
@@ -628,7 +678,7 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
     ordered = {n: summaries[n] for n, _ in files}
     snap = Snapshot(context, ordered, dict(prev.platform), units, new_platform, sig,
                     prev.clusters, dict(prev.buckets))
-    snap.all_paths = (prev.all_paths - old_paths.keys()) | written
+    snap.tree = tree_update(prev.tree, set(old_paths) - written, written)
     snap.per_cluster = _per_cluster(old_paths, dict(prev.per_cluster), -1)
     snap.per_cluster = _per_cluster([*(p for u in fresh.values() for p in u.outputs),
                                      *new_platform], snap.per_cluster, 1)
@@ -642,7 +692,7 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
                                                     if bucket(k) == b)])
     if not keep:  # what a stored base needs to become ``snap``
         last = Snapshot(snap.context, {}, snap.platform, {}, snap.platform_outputs,
-                        snap.placement, snap.clusters, {}, snap.sig, snap.per_cluster, set(),
+                        snap.placement, snap.clusters, {}, snap.sig, snap.per_cluster, {},
                         token="")
         change = Delta(prev.token, {**{n: None for n in removed},
                                     **{n: summaries[n] for n in affected_files}},

@@ -217,25 +217,6 @@ def _read_text(path: Path) -> str | None:
         return None
 
 
-def _listing(out: Path) -> set[str]:
-    """Every file under ``out`` (relative, the marker aside): names only, one scandir per
-    directory, so a stray or deleted file sends a compile down the full path."""
-    from pincompile.output import MARKER
-
-    found: set[str] = set()
-    todo = [(str(out), "")]
-    while todo:
-        folder, prefix = todo.pop()
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                if entry.is_dir(follow_symlinks=False):
-                    todo.append((entry.path, f"{prefix}{entry.name}/"))
-                else:
-                    found.add(prefix + entry.name)
-    found.discard(MARKER)
-    return found
-
-
 def _state_of(compiler: Compiler, scan: Any, name: str, digest: str) -> FileState | None:
     """File ``name`` loaded and parsed, as it was when ``scan`` named its ``digest``: from
     the cache by that digest, else read again (None when it changed since: a full compile
@@ -313,7 +294,7 @@ def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | 
     key = hashlib.sha256(f"snapshot\0{root.resolve()}\0{out.resolve()}".encode()).hexdigest()
     prev = _read_snapshot(store, key) if store is not None else None
     if (isinstance(prev, incremental.Snapshot) and prev.context == context and out.is_dir()
-            and marker_id(out) == prev.id and _listing(out) == prev.paths()):
+            and marker_id(out) == prev.id and prev.listed_in(out)):
         outcome = incremental.update(
             prev, context, scan.digests,
             lambda name, digest: _state_of(compiler, scan, name, digest), walked,

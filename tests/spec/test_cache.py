@@ -312,3 +312,37 @@ def test_an_incremental_compile_stores_only_its_changes(
         (root / WEB).write_text(_replicas((root / WEB).read_text(), n))
         assert compile_to_dir(root, out, revision="test", cache_dir=cache).outcome
         assert _tree(out) == _cold_tree(root, tmp_path / "cold")
+
+
+def test_a_stray_or_missing_output_file_compiles_everything(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "repo", files())
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    compile_to_dir(root, out, revision="test", cache_dir=cache)
+    some = sorted(p for p in out.rglob("*.yaml"))[0]
+    stray = [some.with_name("stray.yaml"), out / "stray.yaml", some.parent / "sub" / "x.yaml",
+             out / "newdir"]
+    for n, path in enumerate([*stray, some]):
+        if path == some:
+            path.unlink()  # a missing file
+        elif path.name == "newdir":
+            path.mkdir()  # an empty directory nobody wrote
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("stray: true\n")
+        (root / WEB).write_text(_replicas((root / WEB).read_text(), 2 + n))
+        assert compile_to_dir(root, out, revision="test", cache_dir=cache).outcome is None, path
+        assert _tree(out) == _cold_tree(root, tmp_path / "cold")
+        (root / WEB).write_text(_replicas((root / WEB).read_text(), 3 + n))
+        assert compile_to_dir(root, out, revision="test", cache_dir=cache).outcome is not None
+
+
+def test_the_output_tree_of_a_snapshot_follows_added_and_removed_files() -> None:
+    from pincompile.incremental import tree_update
+
+    tree = tree_update({}, (), ["placement.json", "a/ns/x.yaml", "a/ns/y.yaml", "b/_c/z.yaml"])
+    assert tree == {"": {"placement.json", "a", "b"}, "a": {"ns"}, "a/ns": {"x.yaml", "y.yaml"},
+                    "b": {"_c"}, "b/_c": {"z.yaml"}}
+    after = tree_update(tree, ["b/_c/z.yaml", "a/ns/x.yaml", "missing/q.yaml"], ["a/n2/w.yaml"])
+    assert after == {"": {"placement.json", "a"}, "a": {"ns", "n2"}, "a/ns": {"y.yaml"},
+                     "a/n2": {"w.yaml"}}
+    assert tree["b/_c"] == {"z.yaml"}  # the original is kept
