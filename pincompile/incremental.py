@@ -227,6 +227,14 @@ class Delta:
                      {**self.buckets, **later.buckets}, later.last)
 
 
+def complete(snap: Snapshot) -> bool:
+    """Whether ``snap`` has every field of this version's :class:`Snapshot` (an older
+    pincompile's pickle has not)."""
+    import dataclasses
+
+    return all(hasattr(snap, f.name) for f in dataclasses.fields(Snapshot))
+
+
 def apply_delta(base: Snapshot, delta: Delta) -> Snapshot | None:
     """``base`` as ``delta`` changed it (in place); None when ``delta`` is not of it."""
     if delta.base != base.token:

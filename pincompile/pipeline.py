@@ -245,8 +245,8 @@ def _read_snapshot(store: Store, key: str) -> Any:
     from pincompile import incremental
 
     base = store.read(key)
-    if not isinstance(base, incremental.Snapshot) or getattr(base, "token", None) is None:
-        return None
+    if not isinstance(base, incremental.Snapshot) or not incremental.complete(base):
+        return None  # another version's snapshot
     delta = store.read(_delta_key(key))
     if isinstance(delta, incremental.Delta):
         return incremental.apply_delta(base, delta) or base
