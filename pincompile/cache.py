@@ -12,6 +12,7 @@ another version or another file) is ignored, and the file is loaded again.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import pickle
@@ -110,10 +111,15 @@ class Store:
         checksum, payload = blob[len(head):len(head) + 32], blob[len(head) + 32:]
         if hashlib.sha256(payload).digest() != checksum:
             return None
+        collecting = gc.isenabled()
+        gc.disable()  # a snapshot is 10^5-10^6 objects, none of them garbage yet
         try:
             return pickle.loads(payload)
         except Exception:  # anything unreadable is a miss, never an error
             return None
+        finally:
+            if collecting:
+                gc.enable()
 
     def write(self, key: str, value: Any) -> None:
         """Store ``value`` under ``key`` (atomically; failures to write are ignored)."""

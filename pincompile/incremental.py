@@ -35,6 +35,7 @@ import json
 import os
 import pickle
 import re
+import time
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -172,6 +173,10 @@ class Snapshot:
     """Names this snapshot as the base of later :class:`Delta` s."""
     delta: Delta | None = None
     """What changed since the base named ``token`` was stored (updates store only this)."""
+    dirs_seen: tuple[int, dict[str, tuple[int, int, int]]] = (0, {})
+    """When (ns) and as what (mtime, ctime, inode) the output directories were last seen
+    holding :attr:`tree`: an unchanged directory (not changed within the racy margin of
+    that time) need not be listed again."""
 
     def has(self, path: str) -> bool:
         """Whether ``path`` is an output file of this snapshot."""
@@ -183,10 +188,21 @@ class Snapshot:
         one ``listdir`` per directory, so a stray or deleted file (or directory) sends a
         compile down the full path."""
         from pincompile.output import MARKER
+        from pincompile.treescan import RACY_MARGIN_NS
 
+        taken, seen = self.dirs_seen
         for folder, names in self.tree.items():
+            path = out / folder if folder else out
+            known = seen.get(folder)
+            if known is not None and max(known[0], known[1]) < taken - RACY_MARGIN_NS:
+                try:
+                    info = os.stat(path)
+                except OSError:
+                    return False
+                if (info.st_mtime_ns, info.st_ctime_ns, info.st_ino) == known:
+                    continue  # no name added or removed since it was seen
             try:
-                found = os.listdir(out / folder if folder else out)
+                found = os.listdir(path)
             except OSError:
                 return False
             if not folder:
@@ -194,6 +210,21 @@ class Snapshot:
             if len(found) != len(names) or set(found) != names:
                 return False
         return bool(self.tree)
+
+    def seen_in(self, out: Path) -> None:
+        """Record the output directories as they are now (``out`` was just written to
+        hold :attr:`tree`); kept with the stored changes too."""
+        taken = time.time_ns()
+        seen: dict[str, tuple[int, int, int]] = {}
+        for folder in self.tree:
+            try:
+                info = os.stat(out / folder if folder else out)
+            except OSError:
+                continue
+            seen[folder] = (info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+        self.dirs_seen = (taken, seen)
+        if self.delta is not None:
+            self.delta.last.dirs_seen = self.dirs_seen
 
     @property
     def id(self) -> str:
@@ -254,8 +285,8 @@ def apply_delta(base: Snapshot, delta: Delta) -> Snapshot | None:
     base.buckets.update(delta.buckets)
     base.context, base.platform, base.platform_outputs = (last.context, last.platform,
                                                           last.platform_outputs)
-    base.placement, base.clusters, base.sig, base.per_cluster = (
-        last.placement, last.clusters, last.sig, last.per_cluster)
+    base.placement, base.clusters, base.sig, base.per_cluster, base.dirs_seen = (
+        last.placement, last.clusters, last.sig, last.per_cluster, last.dirs_seen)
     base.delta = delta
     return base
 

@@ -303,6 +303,7 @@ def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | 
             update_tree(out, outcome.write, outcome.remove, outcome.snapshot.id)
             assert store is not None
             if outcome.snapshot is not prev:  # else nothing changed
+                outcome.snapshot.seen_in(out)
                 _write_snapshot(store, key, outcome.snapshot)
             return DirCompile(outcome=outcome, written=len(outcome.write))
     files = scan.files()

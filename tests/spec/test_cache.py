@@ -346,3 +346,33 @@ def test_the_output_tree_of_a_snapshot_follows_added_and_removed_files() -> None
     assert after == {"": {"placement.json", "a"}, "a": {"ns", "n2"}, "a/ns": {"y.yaml"},
                      "a/n2": {"w.yaml"}}
     assert tree["b/_c"] == {"z.yaml"}  # the original is kept
+
+
+def test_unchanged_output_directories_are_not_listed_but_strays_still_seen(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from pincompile import incremental
+
+    root = write_tree(tmp_path / "repo", files())
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    compile_to_dir(root, out, revision="test", cache_dir=cache)
+    real = time.time_ns
+    # directories recorded "10 s later": none is within the racy margin, all are trusted
+    monkeypatch.setattr(incremental.time, "time_ns", lambda: real() + 10 * 10**9)
+    (root / WEB).write_text(_replicas((root / WEB).read_text(), 3))
+    assert compile_to_dir(root, out, revision="test", cache_dir=cache).outcome is not None
+    listed: list[str] = []
+    real_listdir = os.listdir
+    monkeypatch.setattr(incremental.os, "listdir",
+                        lambda p: listed.append(str(p)) or real_listdir(p))
+    (root / WEB).write_text(_replicas((root / WEB).read_text(), 5))
+    assert compile_to_dir(root, out, revision="test", cache_dir=cache).outcome is not None
+    assert [p for p in listed if Path(p) != out] == []  # (OUT itself: the output check)
+    time.sleep(0.05)  # past the filesystem's timestamp tick
+    stray = sorted(p for p in out.rglob("*.yaml"))[-1].with_name("stray.yaml")
+    stray.write_text("stray: true\n")
+    (root / WEB).write_text(_replicas((root / WEB).read_text(), 2))
+    assert compile_to_dir(root, out, revision="test", cache_dir=cache).outcome is None
+    assert str(stray.parent) in listed  # the changed directory was listed: the stray found
+    assert _tree(out) == _cold_tree(root, tmp_path / "cold")
