@@ -28,13 +28,11 @@ from pincompile.loader import LoadResult, iter_yaml_files, read_regular_file
 RACY_MARGIN_NS = 2_000_000_000
 """How much older than the walk a file's timestamps must be for its entry to be trusted
 (covers filesystems with one- or two-second timestamps and coarse kernel clocks)."""
+REWRITE_AFTER = 32
+"""The index is stored again once a walk had to read more files than this (or had none):
+reading a few files again costs less than storing 10,000 entries."""
 
 Sig = tuple[int, int, int, int, int, int]
-
-
-def _sig(info: os.stat_result) -> Sig:
-    return (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev,
-            info.st_mode)
 
 
 @dataclass
@@ -104,7 +102,9 @@ def scan_tree(root: Path, store: Store | None) -> Scan:
             info = os.stat(path)
         except OSError:
             info = None
-        sig = _sig(info) if info is not None and stat.S_ISREG(info.st_mode) else None
+        sig = (None if info is None or not stat.S_ISREG(info.st_mode) else
+               (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev,
+                info.st_mode))
         entry = entries.get(rel)
         if sig is not None and entry is not None and entry[0] == sig:
             digest = entry[1]
@@ -117,8 +117,8 @@ def scan_tree(root: Path, store: Store | None) -> Scan:
             scan.reread += 1
         scan.paths[rel] = path
         scan.digests.append((rel, digest))
-        if sig is not None and max(sig[1], sig[2]) < trusted_before:
+        if sig is not None and sig[1] < trusted_before and sig[2] < trusted_before:
             keep[rel] = (sig, digest)
-    if store is not None and keep != entries:
+    if store is not None and (scan.reread > REWRITE_AFTER or not entries) and keep != entries:
         store.write(key, StatIndex(keep))
     return scan
