@@ -376,3 +376,11 @@ def test_unchanged_output_directories_are_not_listed_but_strays_still_seen(
     assert compile_to_dir(root, out, revision="test", cache_dir=cache).outcome is None
     assert str(stray.parent) in listed  # the changed directory was listed: the stray found
     assert _tree(out) == _cold_tree(root, tmp_path / "cold")
+
+
+def test_the_version_in_every_key_is_the_installed_one() -> None:
+    from importlib import metadata
+
+    from pincompile.cache import _installed_version
+
+    assert _installed_version() == metadata.version("pincompile")
