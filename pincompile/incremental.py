@@ -7,7 +7,10 @@ placement counted for it (pods, requests, surge per cluster: the inputs of quota
 and sidecar daemons), the digests of its output files, its claims on fleet-wide names
 (``(kind, project, name)``, ingress host and path); and the sums quota, capacity and
 sidecar daemons need, in buckets of units. Unchanged workloads' ``placement.json`` entries
-are read back from the file written last (whose digest the snapshot holds).
+are kept as they are in the file written last (whose digest the snapshot holds): the changed
+ones are spliced in. The output directory's file names are kept as a directory tree, checked
+with one ``listdir`` per directory that changed since it was last seen. An update stores only
+its :class:`Delta` against the stored snapshot (see ``pipeline.compile_to_dir``).
 
 :func:`update` compiles a changed tree against a snapshot. It gives up (returns None, and the
 caller compiles everything) whenever an edit could reach beyond the changed apps:
