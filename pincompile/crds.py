@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pincompile.models import API_VERSION, KINDS, PLATFORM_KINDS
+from pincompile.models.docs import describe_fields
 
 GROUP = "pincompute.io"
 VERSION = "v1"
@@ -552,6 +553,7 @@ def _metadata_schema() -> dict[str, Any]:
 
 def openapi_schema(kind: str) -> dict[str, Any]:
     """The ``openAPIV3Schema`` of one kind's custom resource."""
+    describe_fields()
     model = KINDS[kind]
     info = kind_info(kind)
     source = model.model_json_schema(by_alias=True, mode="validation")

@@ -310,23 +310,49 @@ def _read_text(path: Path) -> str | None:
         return None
 
 
-def _listing(out: Path) -> set[str]:
-    """Every file under ``out`` (relative, the marker aside): names only, one scandir per
-    directory, so a stray or deleted file sends a compile down the full path."""
-    from pincompile.output import MARKER
+def _state_of(compiler: Compiler, scan: Any, name: str, digest: str) -> FileState | None:
+    """File ``name`` loaded and parsed, as it was when ``scan`` named its ``digest``: from
+    the cache by that digest, else read again (None when it changed since: a full compile
+    then reads everything again)."""
+    if compiler.store is not None:
+        stored = compiler.store.get(digest)
+        if stored is not None and stored.name == name:
+            return stored
+    raw = scan.read(name)
+    if raw is None or file_digest(name, raw) != digest:
+        return None
+    return compiler._state(name, raw)
 
-    found: set[str] = set()
-    todo = [(str(out), "")]
-    while todo:
-        folder, prefix = todo.pop()
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                if entry.is_dir(follow_symlinks=False):
-                    todo.append((entry.path, f"{prefix}{entry.name}/"))
-                else:
-                    found.add(prefix + entry.name)
-    found.discard(MARKER)
-    return found
+
+DELTA_LIMIT = 2000
+"""Files and units an update may store as changes to the stored snapshot; beyond that, the
+whole snapshot is stored again."""
+
+
+def _delta_key(key: str) -> str:
+    return hashlib.sha256(f"delta\0{key}".encode()).hexdigest()
+
+
+def _read_snapshot(store: Store, key: str) -> Any:
+    """The snapshot stored under ``key``, with the changes stored since applied."""
+    from pincompile import incremental
+
+    base = store.read(key)
+    if not isinstance(base, incremental.Snapshot) or not incremental.complete(base):
+        return None  # another version's snapshot
+    delta = store.read(_delta_key(key))
+    if isinstance(delta, incremental.Delta):
+        return incremental.apply_delta(base, delta) or base
+    return base
+
+
+def _write_snapshot(store: Store, key: str, snap: Any) -> None:
+    """Store an updated snapshot: as its changes since the stored one, or whole."""
+    if snap.delta is not None and snap.delta.size() <= DELTA_LIMIT:
+        store.write(_delta_key(key), snap.delta)
+        return
+    snap.delta, snap.token = None, os.urandom(16).hex()  # earlier changes no longer apply
+    store.write(key, snap)
 
 
 def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | None = None,
@@ -347,26 +373,30 @@ def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | 
     from pincompile.cache import code_digest
     from pincompile.forked import cpus
     from pincompile.output import PLACEMENT_FILE, marker_id, replace_tree, update_tree
+    from pincompile.treescan import scan_tree
 
-    files, walked = read_tree(root)
     revision = revision or git_revision(root)
     store = Store(cache_dir) if cache_dir is not None else None
+    scan = scan_tree(root, store)  # unchanged files (by their stat) are not read
+    walked = scan.walked
     compiler = Compiler(store, remember=False)
     context = (code_digest(), revision, fmt)
     key = hashlib.sha256(f"snapshot\0{root.resolve()}\0{out.resolve()}".encode()).hexdigest()
-    raw = dict(files)
-    digests = [(name, file_digest(name, content)) for name, content in files]
-    prev = store.read(key) if store is not None else None
-    if (isinstance(prev, incremental.Snapshot) and out.is_dir()
-            and marker_id(out) == prev.id and _listing(out) == prev.paths()):
+    prev = _read_snapshot(store, key) if store is not None else None
+    if (isinstance(prev, incremental.Snapshot) and prev.context == context and out.is_dir()
+            and marker_id(out) == prev.id and prev.listed_in(out)):
         outcome = incremental.update(
-            prev, context, digests, lambda name, _: compiler._state(name, raw[name]), walked,
+            prev, context, scan.digests,
+            lambda name, digest: _state_of(compiler, scan, name, digest), walked,
             revision=revision, fmt=fmt, read_placement=lambda: _read_text(out / PLACEMENT_FILE))
         if outcome is not None:
             update_tree(out, outcome.write, outcome.remove, outcome.snapshot.id)
             assert store is not None
-            store.write(key, outcome.snapshot)
+            if outcome.snapshot is not prev:  # else nothing changed
+                outcome.snapshot.seen_in(out)
+                _write_snapshot(store, key, outcome.snapshot)
             return DirCompile(outcome=outcome, written=len(outcome.write))
+    files = scan.files()
     compiler.jobs = jobs = jobs or cpus()
     result = compiler.compile(files, revision=revision, loaded=walked, expand=False)
     done = DirCompile(result=result)
@@ -387,9 +417,12 @@ def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | 
                 [*((path, sig) for path, _, sig in written),
                  (PLACEMENT_FILE, emitted.placement)]))
         states = [compiler._files[name] for name, _ in files]
-        snap = incremental.snapshot(context, states, result, fmt, written, emitted.placement)
-        store.write(key, snap)
-        return snap.id
+        snaps.append(incremental.snapshot(context, states, result, fmt, written,
+                                          emitted.placement))
+        return snaps[0].id
 
-    replace_tree(out, fill)
+    snaps: list[incremental.Snapshot] = []
+    if replace_tree(out, fill) and snaps and store is not None:
+        snaps[0].seen_in(out)
+        store.write(key, snaps[0])
     return done

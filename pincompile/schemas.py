@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pincompile.models import API_VERSION, KINDS
+from pincompile.models.docs import describe_fields
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 SCHEMA_BASE = "https://pincompute.io/schemas/v1/"
@@ -15,6 +16,7 @@ ALL_SCHEMA = "pincompute.json"
 
 def kind_schema(kind: str) -> dict[str, Any]:
     """The JSON Schema of one kind, with descriptions from the model docstrings."""
+    describe_fields()
     model = KINDS[kind]
     schema = model.model_json_schema(by_alias=True, mode="validation")
     return {

@@ -62,3 +62,21 @@ def test_every_example_document_satisfies_the_combined_schema() -> None:
 def test_editors_see_the_same_mistakes_the_validator_reports(doc: dict, expected: str) -> None:
     messages = [e.message for e in _validator().iter_errors(doc)]
     assert expected in messages
+
+
+def test_schemas_are_the_same_when_the_models_validated_documents_first() -> None:
+    """Descriptions are attached on first render (not at import); models already built for
+    validation are rebuilt with them, nested models included."""
+    import subprocess
+    import sys
+
+    code = ("import json; from pincompile.models import KINDS; from pincompile.parse import "
+            "parse_document; from pincompile.loader import load_text; from pathlib import Path\n"
+            "for p in sorted(Path('examples').rglob('*.yaml')):\n"
+            "    for d in load_text(p.name, p.read_bytes()).documents: parse_document(d)\n"
+            "from pincompile.schemas import render_all; print(json.dumps(render_all()))")
+    root = SCHEMAS.parent
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
+                          text=True, check=True)
+    assert json.loads(done.stdout) == render_all()
+    assert '"description"' in render_all()["PinApp.json"]

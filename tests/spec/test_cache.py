@@ -8,6 +8,7 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -240,6 +241,25 @@ def test_placement_json_from_parts_is_the_same_bytes(tmp_path: Path) -> None:
     assert fragments_of(to_json(result.plan.to_json())) == parts  # read back from the file
 
 
+def test_placement_json_spliced_in_place_is_what_a_whole_rewrite_gives(tmp_path: Path) -> None:
+    from pincompile.incremental import fragment, placement_text, splice_placement
+    from pincompile.output import to_json
+
+    result = compile_path(write_tree(tmp_path / "repo", files()), revision="test")
+    assert result.plan is not None and len(result.plan.decisions) >= 3
+    parts = {k: fragment(d) for k, d in result.plan.decisions.items()}
+    old = to_json(result.plan.to_json())
+    keys = sorted(parts)
+    for chosen in ([keys[0]], [keys[-1]], keys[1:3], keys):  # first, last, middle, all
+        new = {k: parts[k].replace('"kind"', '"kind-x"') for k in chosen}
+        spliced = splice_placement(old, result.plan, chosen, new)
+        assert spliced == placement_text(result.plan, {**parts, **new}), chosen
+        assert spliced != old
+    # an entry that comes or goes: not spliced (the whole file is rebuilt instead)
+    assert splice_placement(old, result.plan, [keys[0]], {}) is None
+    assert splice_placement(old, result.plan, [], {("PinApp", "x", "new"): "{}"}) is None
+
+
 def test_a_long_running_compiler_recompiles_only_changed_apps(tmp_path: Path) -> None:
     root = write_tree(tmp_path / "repo", files())
     compiler = Compiler()
@@ -256,3 +276,111 @@ def test_a_long_running_compiler_recompiles_only_changed_apps(tmp_path: Path) ->
     names, walked = read_tree(root)
     assert _bytes(compiler.compile(names, revision="test", loaded=walked)) == _cold(root)
     assert not compiler.reused  # a platform change: everything again
+
+
+def _entries(cache: Path) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in (cache / ENTRY_DIR).rglob("*.pickle")}
+
+
+def test_an_incremental_compile_stores_only_its_changes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pincompile import pipeline
+
+    root = write_tree(tmp_path / "repo", files())
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    compile_to_dir(root, out, revision="test", cache_dir=cache)
+    before = _entries(cache)
+    for n in (3, 4, 5):  # changes pile up on the stored snapshot
+        (root / WEB).write_text(_replicas((root / WEB).read_text(), n))
+        assert compile_to_dir(root, out, revision="test", cache_dir=cache).outcome is not None
+        assert _tree(out) == _cold_tree(root, tmp_path / "cold")
+    after = _entries(cache)
+    changed = {p for p in after if before.get(p) != after[p]}
+    # the changed file's parsed entry, the stat index and the changes; the snapshot is kept
+    assert all(before[p] == after[p] for p in before if p not in changed)
+    assert len(changed) <= 2 + 3
+    assert max(len(after[p]) for p in changed) < max(len(b) for b in before.values())
+    # a corrupt delta: the stored snapshot alone no longer names OUT, so all is compiled
+    for p in changed - before.keys():
+        p.write_bytes(p.read_bytes()[:-5])
+    (root / WEB).write_text(_replicas((root / WEB).read_text(), 6))
+    assert compile_to_dir(root, out, revision="test", cache_dir=cache).outcome is None
+    assert _tree(out) == _cold_tree(root, tmp_path / "cold")
+    # past the limit, the whole snapshot is stored again (and earlier changes dropped)
+    monkeypatch.setattr(pipeline, "DELTA_LIMIT", 0)
+    for n in (2, 3):
+        (root / WEB).write_text(_replicas((root / WEB).read_text(), n))
+        assert compile_to_dir(root, out, revision="test", cache_dir=cache).outcome
+        assert _tree(out) == _cold_tree(root, tmp_path / "cold")
+
+
+def test_a_stray_or_missing_output_file_compiles_everything(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "repo", files())
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    compile_to_dir(root, out, revision="test", cache_dir=cache)
+    some = sorted(p for p in out.rglob("*.yaml"))[0]
+    stray = [some.with_name("stray.yaml"), out / "stray.yaml", some.parent / "sub" / "x.yaml",
+             out / "newdir"]
+    for n, path in enumerate([*stray, some]):
+        if path == some:
+            path.unlink()  # a missing file
+        elif path.name == "newdir":
+            path.mkdir()  # an empty directory nobody wrote
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("stray: true\n")
+        (root / WEB).write_text(_replicas((root / WEB).read_text(), 2 + n))
+        assert compile_to_dir(root, out, revision="test", cache_dir=cache).outcome is None, path
+        assert _tree(out) == _cold_tree(root, tmp_path / "cold")
+        (root / WEB).write_text(_replicas((root / WEB).read_text(), 3 + n))
+        assert compile_to_dir(root, out, revision="test", cache_dir=cache).outcome is not None
+
+
+def test_the_output_tree_of_a_snapshot_follows_added_and_removed_files() -> None:
+    from pincompile.incremental import tree_update
+
+    tree = tree_update({}, (), ["placement.json", "a/ns/x.yaml", "a/ns/y.yaml", "b/_c/z.yaml"])
+    assert tree == {"": {"placement.json", "a", "b"}, "a": {"ns"}, "a/ns": {"x.yaml", "y.yaml"},
+                    "b": {"_c"}, "b/_c": {"z.yaml"}}
+    after = tree_update(tree, ["b/_c/z.yaml", "a/ns/x.yaml", "missing/q.yaml"], ["a/n2/w.yaml"])
+    assert after == {"": {"placement.json", "a"}, "a": {"ns", "n2"}, "a/ns": {"y.yaml"},
+                     "a/n2": {"w.yaml"}}
+    assert tree["b/_c"] == {"z.yaml"}  # the original is kept
+
+
+def test_unchanged_output_directories_are_not_listed_but_strays_still_seen(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from pincompile import incremental
+
+    root = write_tree(tmp_path / "repo", files())
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    compile_to_dir(root, out, revision="test", cache_dir=cache)
+    real = time.time_ns
+    # directories recorded "10 s later": none is within the racy margin, all are trusted
+    monkeypatch.setattr(incremental.time, "time_ns", lambda: real() + 10 * 10**9)
+    (root / WEB).write_text(_replicas((root / WEB).read_text(), 3))
+    assert compile_to_dir(root, out, revision="test", cache_dir=cache).outcome is not None
+    listed: list[str] = []
+    real_listdir = os.listdir
+    monkeypatch.setattr(incremental.os, "listdir",
+                        lambda p: listed.append(str(p)) or real_listdir(p))
+    (root / WEB).write_text(_replicas((root / WEB).read_text(), 5))
+    assert compile_to_dir(root, out, revision="test", cache_dir=cache).outcome is not None
+    assert [p for p in listed if Path(p) != out] == []  # (OUT itself: the output check)
+    time.sleep(0.05)  # past the filesystem's timestamp tick
+    stray = sorted(p for p in out.rglob("*.yaml"))[-1].with_name("stray.yaml")
+    stray.write_text("stray: true\n")
+    (root / WEB).write_text(_replicas((root / WEB).read_text(), 2))
+    assert compile_to_dir(root, out, revision="test", cache_dir=cache).outcome is None
+    assert str(stray.parent) in listed  # the changed directory was listed: the stray found
+    assert _tree(out) == _cold_tree(root, tmp_path / "cold")
+
+
+def test_the_version_in_every_key_is_the_installed_one() -> None:
+    from importlib import metadata
+
+    from pincompile.cache import _installed_version
+
+    assert _installed_version() == metadata.version("pincompile")

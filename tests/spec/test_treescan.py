@@ -1,0 +1,111 @@
+"""The stat index: unchanged files are not read again, and a changed file is always seen,
+even when its size and mtime stay the same (the "racily clean" case)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from pincompile import treescan
+from pincompile.cache import Store, file_digest
+from pincompile.loader import read_tree
+from pincompile.treescan import scan_tree
+
+from .conftest import files, write_tree
+
+WEB = "apps/shop/web.yaml"
+
+
+def _later(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
+    """The walks run ``seconds`` from now: files written before are no longer racy."""
+    real = time.time_ns
+    monkeypatch.setattr(treescan.time, "time_ns", lambda: real() + int(seconds * 1e9))
+
+
+def _same_size_edit(path: Path) -> None:
+    """Change one byte, keeping the size and the mtime (as an edit within one timestamp
+    tick would)."""
+    info = path.stat()
+    text = path.read_bytes()
+    at = text.index(b"replicas: ") + len(b"replicas: ")
+    digit = b"7" if text[at:at + 1] != b"7" else b"8"
+    path.write_bytes(text[:at] + digit + text[at + 1:])
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+    assert path.stat().st_size == info.st_size
+
+
+def test_a_scan_names_what_read_tree_reads(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "repo", files())
+    os.mkfifo(root / "apps" / "pipe.yaml")  # a located warning, never read
+    (root / "apps" / "out.yaml").symlink_to(tmp_path / "elsewhere.yaml")
+    (tmp_path / "elsewhere.yaml").write_text("kind: PinApp\n")
+    read, walked = read_tree(root)
+    for store in (None, Store(tmp_path / "cache"), Store(tmp_path / "cache")):
+        scan = scan_tree(root, store)
+        assert scan.digests == [(n, file_digest(n, raw)) for n, raw in read]
+        assert scan.files() == read
+        assert (scan.walked.diagnostics, scan.walked.warnings) == (walked.diagnostics,
+                                                                    walked.warnings)
+
+
+def test_unchanged_files_are_not_read_again(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    root = write_tree(tmp_path / "repo", files())
+    store = Store(tmp_path / "cache")
+    total = len(read_tree(root)[0])
+    assert scan_tree(root, store).reread == total
+    _later(monkeypatch, 10)
+    assert scan_tree(root, store).reread == total  # the first index trusted nothing: racy
+    assert scan_tree(root, store).reread == 0
+    (root / WEB).write_text((root / WEB).read_text() + "# one more line\n")
+    scan = scan_tree(root, store)
+    assert scan.reread == 1 and dict(scan.digests)[WEB] == file_digest(
+        WEB, (root / WEB).read_bytes())
+    # a few files read again cost less than storing the index again: it is kept as it was
+    assert scan_tree(root, store).reread == 1
+    monkeypatch.setattr(treescan, "REWRITE_AFTER", 0)
+    assert scan_tree(root, store).reread == 1  # stored again now
+    assert scan_tree(root, store).reread == 0
+
+
+def test_a_same_size_same_mtime_edit_is_seen(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    root = write_tree(tmp_path / "repo", files())
+    store = Store(tmp_path / "cache")
+    scan_tree(root, store)
+    _same_size_edit(root / WEB)  # right after the walk: racy, so it was not trusted
+    assert dict(scan_tree(root, store).digests)[WEB] == file_digest(
+        WEB, (root / WEB).read_bytes())
+    # trusted entries: the ctime (which no tool can set back) still gives the edit away
+    _later(monkeypatch, 10)
+    scan_tree(root, store)
+    assert scan_tree(root, store).reread == 0
+    _same_size_edit(root / WEB)
+    scan = scan_tree(root, store)
+    assert scan.reread == 1 and dict(scan.digests)[WEB] == file_digest(
+        WEB, (root / WEB).read_bytes())
+
+
+def test_a_racy_entry_is_not_trusted(tmp_path: Path) -> None:
+    """An index taken within the racy margin of a file's timestamps keeps nothing of it."""
+    root = write_tree(tmp_path / "repo", files())
+    store = Store(tmp_path / "cache")
+    scan_tree(root, store)
+    index = store.read(treescan.index_key(root))
+    assert index is None or WEB not in index.entries
+
+
+def test_a_corrupt_index_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = write_tree(tmp_path / "repo", files())
+    store = Store(tmp_path / "cache")
+    _later(monkeypatch, 10)
+    scan_tree(root, store)
+    path = store._path(treescan.index_key(root))
+    path.write_bytes(path.read_bytes()[:-3] + b"xyz")
+    (root / WEB).write_text((root / WEB).read_text() + "# changed\n")
+    scan = scan_tree(root, store)
+    assert scan.reread == len(scan.digests)
+    assert scan.digests == [(n, file_digest(n, raw)) for n, raw in read_tree(root)[0]]
