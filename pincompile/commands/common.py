@@ -31,6 +31,13 @@ def cache_options(command: Callable[..., Any]) -> Callable[..., Any]:
         "foreign cache is ignored.")(command)
 
 
+jobs_option = click.option(
+    "-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
+    help="Processes a large tree is compiled in: files loaded, specs checked and objects "
+    "expanded side by side; the output does not depend on it  [default: the CPUs available].")
+"""``-j N``, passed on as ``jobs`` (None: one process per CPU)."""
+
+
 def cache_dir(option: Path | None, disabled: bool) -> Path | None:
     """The cache directory to use, from ``--cache-dir`` and ``--no-cache``."""
     from pincompile.cache import default_dir

@@ -16,6 +16,7 @@ from pincompile.commands.common import (
     cache_dir,
     cache_options,
     fail,
+    jobs_option,
     report_warnings,
 )
 from pincompile.commands.common import report as report_diagnostics
@@ -44,8 +45,7 @@ from pincompile.pipeline import compile_rendered, compile_to_dir
 @click.option("--errors", "errors_fmt", type=OUTPUT_FORMATS, default="human",
               show_default=True, help="How to print errors (json: on stdout).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Processes that expand and write OUT  [default: the CPUs available].")
+@jobs_option
 @cache_options
 def compile_cmd(root: Path, output: str, clusters: tuple[str, ...], fmt: str,
                 revision: str | None, errors_fmt: str, quiet: bool, jobs: int | None,

@@ -13,6 +13,7 @@ from pincompile.commands.common import (
     EXIT_OK,
     cache_dir,
     cache_options,
+    jobs_option,
     report,
     report_warnings,
 )
@@ -25,8 +26,7 @@ from pincompile.pipeline import compile_rendered
               show_default=True, help="human: file:line:column with the offending line; "
               "json: a list of {file, line, column, code, message}.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing when the specs are valid.")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Processes that load, check and expand  [default: the CPUs available].")
+@jobs_option
 @cache_options
 def validate(path: Path, fmt: str, quiet: bool, jobs: int | None,
              cache_dir_option: Path | None, no_cache: bool) -> None:
