@@ -6,7 +6,8 @@ per workload, so :func:`emit` splits the placed workloads over ``jobs`` processe
 after placement: the catalog and the plan are inherited, never copied through a pipe).
 Every process expands its share one workload at a time, writes each object's file into a
 fresh directory and keeps only a row per object (its path, source and content digest), so
-no process holds the whole output in memory. The parent checks the rows of all processes
+no process holds the whole output in memory (for ``-o -`` the rows carry the text, to be
+printed as one stream; ``validate`` serializes nothing). The parent checks the rows of all processes
 for two specs generating the same object, exactly as :func:`pincompile.expand.expand_all`
 does, and reports every diagnostic; the caller swaps the directory in only when there
 are none. The bytes written do not depend on ``jobs``.
@@ -28,7 +29,8 @@ from pincompile.manifest import Manifest
 from pincompile.output import PLACEMENT_FILE, manifest_path, serialize, to_json
 
 SMALL = 50
-"""Workloads below which one process does it all (forking costs more than it saves)."""
+"""Specs per process below which fewer processes are used (a fork costs more than it
+saves on a small tree)."""
 
 
 @dataclass
