@@ -121,9 +121,10 @@ class Compiler:
         parsed: list[Diagnostic] = []
         seen: dict[str, FileState] = {}
         files = list(files)
-        ahead = self._load_ahead(files)
-        for name, raw in files:
-            state = self._state(name, raw, ahead)
+        digests = [file_digest(name, raw) for name, raw in files]
+        ahead = self._load_ahead(files, digests)
+        for (name, raw), digest in zip(files, digests, strict=True):
+            state = self._state(name, raw, digest, ahead)
             seen[name] = state
             loaded.extend(state.loaded)
             for entry, problems in state.parsed:
@@ -177,13 +178,16 @@ class Compiler:
                             manifests=outcome.manifests or [], warnings=sorted(loaded.warnings))
         return self._last
 
-    def _load_ahead(self, files: list[tuple[str, bytes]]) -> dict[str, Any]:
+    def _load_ahead(self, files: list[tuple[str, bytes]], digests: list[str]
+                    ) -> dict[str, Any]:
         """With ``jobs`` > 1 and many files that no cache holds: the later half of them,
         being loaded by a forked process while this one loads and parses the rest (by name:
         a :class:`~pincompile.forked.Forked` per group of files)."""
         if self.jobs < 2 or len(files) < LOAD_AHEAD_MIN:
             return {}
-        cold = [(name, raw) for name, raw in files if not self._cached(name, raw)]
+        cold = [(name, raw) for (name, raw), digest in zip(files, digests, strict=True)
+                if self._remembered(name, digest) is None
+                and not (self.store is not None and self.store.has(digest))]
         if len(cold) < LOAD_AHEAD_MIN:
             return {}
         from pincompile.forked import Forked
@@ -192,17 +196,17 @@ class Compiler:
         loading = Forked(_load_all, later)
         return {name: loading for name, _ in later}
 
-    def _cached(self, name: str, raw: bytes) -> bool:
-        digest = file_digest(name, raw)
+    def _remembered(self, name: str, digest: str) -> FileState | None:
+        """File ``name`` as the last compile held it, when its content is unchanged."""
         known = self._files.get(name)
-        return ((known is not None and known.digest == digest)
-                or (self.store is not None and self.store.has(digest)))
+        return known if known is not None and known.digest == digest else None
 
-    def _state(self, name: str, raw: bytes, ahead: dict[str, Any] | None = None
-               ) -> FileState:
-        digest = file_digest(name, raw)
-        known = self._files.get(name)
-        if known is not None and known.digest == digest:
+    def _state(self, name: str, raw: bytes, digest: str,
+               ahead: dict[str, Any] | None = None) -> FileState:
+        """File ``name`` (content ``raw``, :func:`file_digest` ``digest``) loaded and parsed:
+        from memory, the cache, a process loading ahead, or ``raw`` itself."""
+        known = self._remembered(name, digest)
+        if known is not None:
             self.stats["memory"] += 1
             return known
         stored = self.store.get(digest) if self.store is not None else None
@@ -321,7 +325,7 @@ def _state_of(compiler: Compiler, scan: Any, name: str, digest: str) -> FileStat
     raw = scan.read(name)
     if raw is None or file_digest(name, raw) != digest:
         return None
-    return compiler._state(name, raw)
+    return compiler._state(name, raw, digest)
 
 
 DELTA_LIMIT = 2000
