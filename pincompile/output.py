@@ -291,7 +291,7 @@ def _write_marker(directory: Path, snapshot_id: str) -> None:
     (directory / MARKER).write_text(MARKER_TEXT + note, encoding="utf-8")
 
 
-def update_tree(out: Path, write: Mapping[str, str], remove: Iterable[str],
+def update_tree(out: Path, write: Mapping[str, str | bytes], remove: Iterable[str],
                 snapshot_id: str) -> None:
     """Change ``out`` in place: write (each file atomically) and remove the given files,
     leave every other file untouched. The marker loses its snapshot id first and gets
@@ -309,8 +309,9 @@ def update_tree(out: Path, write: Mapping[str, str], remove: Iterable[str],
         path = out / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text.encode("utf-8", "surrogateescape") if isinstance(text, str)
+                         else text)
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     _write_marker(out, snapshot_id)

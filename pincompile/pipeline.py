@@ -307,10 +307,10 @@ class DirCompile:
     """Clusters with objects in OUT after a full compile."""
 
 
-def _read_text(path: Path) -> str | None:
+def _read_bytes(path: Path) -> bytes | None:
     try:
-        return path.read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError):
+        return path.read_bytes()
+    except OSError:
         return None
 
 
@@ -360,7 +360,8 @@ def _write_snapshot(store: Store, key: str, snap: Any) -> None:
 
 
 def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | None = None,
-                   cache_dir: Path | None = None, jobs: int | None = None) -> DirCompile:
+                   cache_dir: Path | None = None, jobs: int | None = None,
+                   scanning: Any = None) -> DirCompile:
     """``pincompile compile ROOT -o OUT``: compile and write OUT.
 
     With ``cache_dir``, a snapshot of the last clean compile of ROOT into OUT is kept there;
@@ -371,7 +372,8 @@ def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | 
     ``jobs`` processes (default: one per CPU; see :mod:`pincompile.emit`); the result then
     holds no objects. A file edited by hand inside OUT is not noticed (OUT is pincompile's:
     a full compile, or ``--no-cache``, rewrites it). Nothing is written when the result
-    has diagnostics.
+    has diagnostics. ``scanning``: ROOT's walk already started by
+    :func:`~pincompile.treescan.scan_ahead` (with the same ``cache_dir``).
     """
     from pincompile import incremental
     from pincompile.cache import code_digest
@@ -381,7 +383,8 @@ def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | 
 
     revision = revision or git_revision(root)
     store = Store(cache_dir) if cache_dir is not None else None
-    scan = scan_tree(root, store)  # unchanged files (by their stat) are not read
+    # unchanged files (by their stat) are not read
+    scan = scanning.result() if scanning is not None else scan_tree(root, store)
     walked = scan.walked
     compiler = Compiler(store, remember=False)
     context = (code_digest(), revision, fmt)
@@ -392,7 +395,8 @@ def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | 
         outcome = incremental.update(
             prev, context, scan.digests,
             lambda name, digest: _state_of(compiler, scan, name, digest), walked,
-            revision=revision, fmt=fmt, read_placement=lambda: _read_text(out / PLACEMENT_FILE))
+            revision=revision, fmt=fmt, read_placement=lambda: _read_bytes(out / PLACEMENT_FILE),
+            placement_unchanged=prev.placement_unchanged(out))
         if outcome is not None:
             update_tree(out, outcome.write, outcome.remove, outcome.snapshot.id)
             assert store is not None

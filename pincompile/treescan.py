@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pincompile.cache import Store, code_digest, file_digest
 from pincompile.diagnostics import Diagnostic
@@ -122,3 +123,16 @@ def scan_tree(root: Path, store: Store | None) -> Scan:
     if store is not None and (scan.reread > REWRITE_AFTER or not entries) and keep != entries:
         store.write(key, StatIndex(keep))
     return scan
+
+
+def scan_ahead(root: Path, cache_dir: Path | None) -> Any:
+    """:func:`scan_tree` of ``root`` (with the store at ``cache_dir``) started in a forked
+    process, so that this one goes on (importing the compiler: a one-app compile of
+    10,000 files then waits for neither alone); its ``result()`` is the :class:`Scan`."""
+    from pincompile.forked import Forked
+
+    return Forked(_scan, root, cache_dir)
+
+
+def _scan(root: Path, cache_dir: Path | None) -> Scan:
+    return scan_tree(root, Store(cache_dir) if cache_dir is not None else None)

@@ -20,6 +20,7 @@ from pincompile.commands.common import (
     report_warnings,
 )
 from pincompile.commands.common import report as report_diagnostics
+from pincompile.forked import cpus
 from pincompile.output import (
     FORMATS,
     PLACEMENT_FILE,
@@ -29,7 +30,6 @@ from pincompile.output import (
     to_json,
     write_tree,
 )
-from pincompile.pipeline import compile_rendered, compile_to_dir
 
 
 @click.command("compile")
@@ -85,10 +85,17 @@ def compile_cmd(root: Path, output: str, clusters: tuple[str, ...], fmt: str,
     if not quiet and sys.stderr.isatty():
         click.echo(f"compiling {root} ...", err=True)
     cache = cache_dir(cache_dir_option, no_cache)
+    scanning = None
+    if not to_stdout and not clusters and (jobs or cpus()) > 1:
+        from pincompile.treescan import scan_ahead
+
+        scanning = scan_ahead(root, cache)  # walks ROOT while the compiler is imported
+    from pincompile.pipeline import compile_rendered, compile_to_dir
+
     if not to_stdout and not clusters:
         try:
             done = compile_to_dir(root, out, fmt=fmt, revision=revision, cache_dir=cache,
-                                  jobs=jobs)
+                                  jobs=jobs, scanning=scanning)
         except (OutputError, OSError) as exc:
             fail(str(exc), EXIT_USAGE)
         if done.outcome is not None:  # incremental: only changed apps compiled again

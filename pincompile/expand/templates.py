@@ -8,54 +8,16 @@ diagnostic located at the string's file and line (for block scalars, the line in
 
 from __future__ import annotations
 
-import operator
 import re
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 from types import TracebackType
 from typing import Any
 
-from jinja2 import StrictUndefined, Template, TemplateError, TemplateSyntaxError
-from jinja2.sandbox import SandboxedEnvironment
-from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
-
 from pincompile.catalog import Entry
 from pincompile.diagnostics import Diagnostic, Location
 
-#: Longest string a template may produce (or build with ``*``).
-MAX_OUTPUT = 256 * 1024
 _MARKERS = ("{{", "{%", "{#")
-
-
-class TemplateLimitError(TemplateError):
-    """A template tried to build something too large."""
-
-
-class _Sandbox(SandboxedEnvironment):
-    """The sandbox, with ``*`` and ``**`` bounded so a template cannot exhaust memory."""
-
-    intercepted_binops = frozenset({"*", "**"})
-
-    def call_binop(self, context: Any, op: str, left: Any, right: Any) -> Any:
-        if op == "**":
-            if isinstance(right, int | float) and abs(right) > 64:
-                raise TemplateLimitError("exponent too large")
-            return operator.pow(left, right)
-        if op == "*":
-            for seq, times in ((left, right), (right, left)):
-                if (isinstance(seq, str | list | tuple) and isinstance(times, int)
-                        and len(seq) * max(times, 0) > MAX_OUTPUT):
-                    raise TemplateLimitError("repetition result too large")
-            return operator.mul(left, right)
-        return super().call_binop(context, op, left, right)
-
-
-_ENV = _Sandbox(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
-
-
-@lru_cache(maxsize=4096)
-def _compile(source: str) -> Template:
-    return _ENV.from_string(source)
 
 
 def is_template(text: str) -> bool:
@@ -117,11 +79,12 @@ class Renderer:
         fast = _substitute(parts, values) if parts is not None else None
         if fast is not None:
             return fast
+        from jinja2 import TemplateError, TemplateSyntaxError  # only templates that need it
+
+        from pincompile.expand.sandbox import render_jinja
+
         try:
-            out = _compile(text).render(values)
-            if len(out) > MAX_OUTPUT:
-                raise TemplateLimitError(f"output longer than {MAX_OUTPUT} characters")
-            return out
+            return render_jinja(text, values)
         except TemplateSyntaxError as exc:
             self._report(entry, path, exc.lineno, f"template syntax error: {exc.message}")
         except Exception as exc:  # any failure on user input is a diagnostic, never a crash
@@ -164,6 +127,8 @@ def _locate(entry: Entry[Any], path: tuple[str | int, ...], line: int | None) ->
             node = node[part]
         except (KeyError, IndexError, TypeError):
             return where
+    from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
+
     if line and isinstance(node, LiteralScalarString | FoldedScalarString):
         # a mapping value is indented under its key; a list item under its indicator
         column = entry.at(*path, key=True).column + 2 if isinstance(path[-1], str) else where.column

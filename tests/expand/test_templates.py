@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pincompile.expand.templates import _compile, _simple, _substitute
+from pincompile.expand.sandbox import _compile
+from pincompile.expand.templates import _simple, _substitute
 
 VALUES = {"app": {"name": "web", "project": "search", "replicas": 3, "on": True,
                   "labels": {"team": "a"}},

@@ -248,12 +248,12 @@ def test_placement_json_spliced_in_place_is_what_a_whole_rewrite_gives(tmp_path:
     result = compile_path(write_tree(tmp_path / "repo", files()), revision="test")
     assert result.plan is not None and len(result.plan.decisions) >= 3
     parts = {k: fragment(d) for k, d in result.plan.decisions.items()}
-    old = to_json(result.plan.to_json())
+    old = to_json(result.plan.to_json()).encode()
     keys = sorted(parts)
     for chosen in ([keys[0]], [keys[-1]], keys[1:3], keys):  # first, last, middle, all
         new = {k: parts[k].replace('"kind"', '"kind-x"') for k in chosen}
         spliced = splice_placement(old, result.plan, chosen, new)
-        assert spliced == placement_text(result.plan, {**parts, **new}), chosen
+        assert spliced == placement_text(result.plan, {**parts, **new}).encode(), chosen
         assert spliced != old
     # an entry that comes or goes: not spliced (the whole file is rebuilt instead)
     assert splice_placement(old, result.plan, [keys[0]], {}) is None
@@ -334,6 +334,25 @@ def test_a_stray_or_missing_output_file_compiles_everything(tmp_path: Path) -> N
         assert _tree(out) == _cold_tree(root, tmp_path / "cold")
         (root / WEB).write_text(_replicas((root / WEB).read_text(), 3 + n))
         assert compile_to_dir(root, out, revision="test", cache_dir=cache).outcome is not None
+
+
+def test_an_edited_placement_json_is_not_spliced_into(tmp_path: Path) -> None:
+    """An update splices placement.json without hashing it while its stat is the one
+    written; an edit (even one of the same size) changes that, and is then caught by its
+    digest: the compile is a full one, and its output that of a cold compile."""
+    root = write_tree(tmp_path / "repo", files())
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    compile_to_dir(root, out, revision="test", cache_dir=cache)
+    for n in range(2):  # kept by its stat: the placement file goes on being spliced
+        (root / WEB).write_text(_replicas((root / WEB).read_text(), 2 + n))
+        assert compile_to_dir(root, out, revision="test", cache_dir=cache).outcome is not None
+    placement = out / "placement.json"
+    text = placement.read_text()
+    placement.write_text(text.replace('"replicas": 1,', '"replicas": 7,', 1))
+    assert placement.read_text() != text and len(placement.read_text()) == len(text)
+    (root / WEB).write_text(_replicas((root / WEB).read_text(), 4))
+    assert compile_to_dir(root, out, revision="test", cache_dir=cache).outcome is None
+    assert _tree(out) == _cold_tree(root, tmp_path / "cold")
 
 
 def test_the_output_tree_of_a_snapshot_follows_added_and_removed_files() -> None:

@@ -12,7 +12,7 @@ import pytest
 from pincompile import treescan
 from pincompile.cache import Store, file_digest
 from pincompile.loader import read_tree
-from pincompile.treescan import scan_tree
+from pincompile.treescan import scan_ahead, scan_tree
 
 from .conftest import files, write_tree
 
@@ -43,8 +43,12 @@ def test_a_scan_names_what_read_tree_reads(tmp_path: Path) -> None:
     (root / "apps" / "out.yaml").symlink_to(tmp_path / "elsewhere.yaml")
     (tmp_path / "elsewhere.yaml").write_text("kind: PinApp\n")
     read, walked = read_tree(root)
-    for store in (None, Store(tmp_path / "cache"), Store(tmp_path / "cache")):
-        scan = scan_tree(root, store)
+    cache = tmp_path / "cache"
+    scans = [lambda: scan_tree(root, None), lambda: scan_tree(root, Store(cache)),
+             lambda: scan_tree(root, Store(cache)),  # with the index the first one stored
+             lambda: scan_ahead(root, cache).result()]  # in a forked process
+    for walk in scans:
+        scan = walk()
         assert scan.digests == [(n, file_digest(n, raw)) for n, raw in read]
         assert scan.files() == read
         assert (scan.walked.diagnostics, scan.walked.warnings) == (walked.diagnostics,
