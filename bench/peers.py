@@ -198,6 +198,7 @@ def main() -> int:
 
     helm, helm_build = peer_binary("helm")
     kustomize, kustomize_build = peer_binary("kustomize")
+    compile_bench.byte_compile()
     work = Path(tempfile.mkdtemp(prefix="peers-bench-"))
     try:
         root, out = work / "repo", work / "out"

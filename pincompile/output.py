@@ -20,7 +20,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -255,10 +255,18 @@ def render_stream(manifests: Iterable[Manifest], fmt: str) -> str:
 
 def join_stream(files: Iterable[tuple[str, str]], fmt: str) -> str:
     """:func:`render_stream` of objects already serialized: (output path, text), in order."""
+    return "".join(stream_parts(files, fmt))
+
+
+def stream_parts(files: Iterable[tuple[str, str]], fmt: str) -> Iterator[str]:
+    """:func:`join_stream` in parts, to be written one after another (a YAML stream one
+    object at a time, so it is never held twice; a JSON ``List`` as one text)."""
     if fmt == "json":
-        return to_json({"apiVersion": "v1", "kind": "List",
-                        "items": [orjson.loads(text) for _, text in files]})
-    return "".join(f"---\n# {path}\n{text}" for path, text in files)
+        yield to_json({"apiVersion": "v1", "kind": "List",
+                       "items": [orjson.loads(text) for _, text in files]})
+        return
+    for path, text in files:
+        yield f"---\n# {path}\n{text}"
 
 
 def check_output_dir(out: Path) -> None:

@@ -13,12 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pincompile import readahead
 from pincompile.cache import FileState, Store, file_digest
 from pincompile.catalog import Catalog
 from pincompile.diagnostics import Diagnostic
-from pincompile.loader import LoadResult, load_text, read_tree
+from pincompile.loader import LoadResult, load_text
 from pincompile.manifest import Manifest
 from pincompile.parse import parse, parse_document
+from pincompile.readahead import ReadTree, load_ahead, read_ahead
 
 if TYPE_CHECKING:
     from pincompile.emit import Emitted, Row
@@ -61,7 +63,7 @@ def _run_parsed(loaded: LoadResult, catalog: Catalog, diagnostics: list[Diagnost
 
     result = Result(catalog=catalog, sources=loaded.sources, diagnostics=diagnostics,
                     warnings=sorted(loaded.warnings))
-    if jobs > 1 and len(catalog.entries) >= LOAD_AHEAD_MIN:
+    if jobs > 1 and len(catalog.entries) >= readahead.LOAD_AHEAD_MIN:
         from pincompile.forked import Forked
 
         checking = Forked(check, catalog)
@@ -112,17 +114,24 @@ class Compiler:
         self.reused = False
         """Whether the last compile re-ran only the changed apps (an incremental compile)."""
 
-    def compile(self, files: Iterable[tuple[str, bytes]], *, revision: str = "unknown",
-                expand: bool = True, loaded: LoadResult | None = None) -> Result:
+    def compile(self, files: Iterable[tuple[str, bytes]] = (), *, revision: str = "unknown",
+                expand: bool = True, loaded: LoadResult | None = None,
+                read: ReadTree | None = None) -> Result:
         """Compile ``files`` — (name used in locations, content) in load order — plus
-        whatever ``loaded`` already holds (diagnostics and warnings of the tree walk)."""
+        whatever ``loaded`` already holds (diagnostics and warnings of the tree walk); or
+        the tree ``read`` (its files, already being loaded ahead, and its walk)."""
+        if read is not None:
+            files, loaded = read.files, read.walked
         loaded = loaded if loaded is not None else LoadResult()
         catalog = Catalog()
         parsed: list[Diagnostic] = []
         seen: dict[str, FileState] = {}
         files = list(files)
-        digests = [file_digest(name, raw) for name, raw in files]
-        ahead = self._load_ahead(files, digests)
+        if read is not None:
+            digests, ahead = read.digests, read.ahead
+        else:
+            digests = [file_digest(name, raw) for name, raw in files]
+            ahead = load_ahead(files, digests, self.jobs, self._cached)
         for (name, raw), digest in zip(files, digests, strict=True):
             state = self._state(name, raw, digest, ahead)
             seen[name] = state
@@ -178,23 +187,10 @@ class Compiler:
                             manifests=outcome.manifests or [], warnings=sorted(loaded.warnings))
         return self._last
 
-    def _load_ahead(self, files: list[tuple[str, bytes]], digests: list[str]
-                    ) -> dict[str, Any]:
-        """With ``jobs`` > 1 and many files that no cache holds: the later half of them,
-        being loaded by a forked process while this one loads and parses the rest (by name:
-        a :class:`~pincompile.forked.Forked` per group of files)."""
-        if self.jobs < 2 or len(files) < LOAD_AHEAD_MIN:
-            return {}
-        cold = [(name, raw) for (name, raw), digest in zip(files, digests, strict=True)
-                if self._remembered(name, digest) is None
-                and not (self.store is not None and self.store.has(digest))]
-        if len(cold) < LOAD_AHEAD_MIN:
-            return {}
-        from pincompile.forked import Forked
-
-        later = cold[len(cold) // 2:]
-        loading = Forked(_load_all, later)
-        return {name: loading for name, _ in later}
+    def _cached(self, name: str, digest: str) -> bool:
+        """Whether file ``name`` needs no loading: in memory or in the cache."""
+        return self._remembered(name, digest) is not None or (
+            self.store is not None and self.store.has(digest))
 
     def _remembered(self, name: str, digest: str) -> FileState | None:
         """File ``name`` as the last compile held it, when its content is unchanged."""
@@ -222,39 +218,32 @@ class Compiler:
         return state
 
 
-LOAD_AHEAD_MIN = 100
-"""Files (not cached) below which a compile loads them all in one process."""
-
-
-def _load_all(files: list[tuple[str, bytes]]) -> dict[str, LoadResult]:
-    return {name: load_text(name, raw) for name, raw in files}
-
-
 def compile_path(root: Path, *, revision: str | None = None, expand: bool = True,
                  cache_dir: Path | None = None) -> Result:
     """Load and compile the spec tree at ``root``; with ``cache_dir``, reuse (and keep)
     every unchanged file's loaded and parsed documents there."""
-    files, walked = read_tree(root)
     compiler = Compiler(Store(cache_dir) if cache_dir is not None else None, remember=False)
-    return compiler.compile(files, revision=revision or git_revision(root), expand=expand,
-                            loaded=walked)
+    return compiler.compile(read=read_ahead(root, cache_dir, 1), expand=expand,
+                            revision=revision or git_revision(root))
 
 
 def compile_rendered(root: Path, *, fmt: str | None = "yaml", revision: str | None = None,
-                     cache_dir: Path | None = None, jobs: int | None = None
-                     ) -> tuple[Result, list[Row]]:
+                     cache_dir: Path | None = None, jobs: int | None = None,
+                     read: ReadTree | None = None) -> tuple[Result, list[Row]]:
     """Compile ``root`` and serialize every object as ``fmt``, in ``jobs`` processes (see
     :mod:`pincompile.emit`): the result (without objects) and one
     :class:`~pincompile.emit.Row` per object, sorted by path, its text included (none when
-    the result has diagnostics; ``fmt`` None: validate only, nothing serialized)."""
+    the result has diagnostics; ``fmt`` None: validate only, nothing serialized).
+    ``read``: ``root`` as :func:`~pincompile.readahead.read_ahead` read it (with the same
+    ``cache_dir`` and ``jobs``)."""
     from pincompile.forked import cpus
 
-    files, walked = read_tree(root)
-    revision = revision or git_revision(root)
     jobs = jobs or cpus()
+    read = read or read_ahead(root, cache_dir, jobs)
+    revision = revision or git_revision(root)
     compiler = Compiler(Store(cache_dir) if cache_dir is not None else None, remember=False,
                         jobs=jobs)
-    result = compiler.compile(files, revision=revision, expand=False, loaded=walked)
+    result = compiler.compile(read=read, revision=revision, expand=False)
     return result, _expand(result, None, fmt=fmt, revision=revision, jobs=jobs).rows
 
 

@@ -26,7 +26,7 @@ from pincompile.output import (
     PLACEMENT_FILE,
     OutputError,
     check_output_dir,
-    join_stream,
+    stream_parts,
     to_json,
     write_tree,
 )
@@ -85,11 +85,18 @@ def compile_cmd(root: Path, output: str, clusters: tuple[str, ...], fmt: str,
     if not quiet and sys.stderr.isatty():
         click.echo(f"compiling {root} ...", err=True)
     cache = cache_dir(cache_dir_option, no_cache)
-    scanning = None
-    if not to_stdout and not clusters and (jobs or cpus()) > 1:
+    jobs = jobs or cpus()
+    # ROOT is walked (and, when large, loaded) in a forked process while this one imports
+    # the compiler
+    scanning = read = None
+    if not to_stdout and not clusters and jobs > 1:
         from pincompile.treescan import scan_ahead
 
-        scanning = scan_ahead(root, cache)  # walks ROOT while the compiler is imported
+        scanning = scan_ahead(root, cache)
+    elif to_stdout or clusters:
+        from pincompile.readahead import read_ahead
+
+        read = read_ahead(root, cache, jobs)
     from pincompile.pipeline import compile_rendered, compile_to_dir
 
     if not to_stdout and not clusters:
@@ -115,7 +122,7 @@ def compile_cmd(root: Path, output: str, clusters: tuple[str, ...], fmt: str,
             sys.exit(EXIT_OK)
     else:
         result, rows = compile_rendered(root, fmt=fmt, revision=revision, cache_dir=cache,
-                                        jobs=jobs)
+                                        jobs=jobs, read=read)
     report_warnings(result.warnings)
     if result.diagnostics:
         report_diagnostics(result.diagnostics, result.sources, errors_fmt)
@@ -131,7 +138,8 @@ def compile_cmd(root: Path, output: str, clusters: tuple[str, ...], fmt: str,
     rows = [r for r in rows if not clusters or r.cluster in clusters]
 
     if to_stdout:
-        sys.stdout.write(join_stream(((r.path, r.text) for r in rows), fmt))
+        for part in stream_parts(((r.path, r.text) for r in rows), fmt):
+            sys.stdout.write(part)
         sys.stdout.flush()
     elif clusters:
         files = {r.path: r.text for r in rows}

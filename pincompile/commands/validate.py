@@ -17,7 +17,6 @@ from pincompile.commands.common import (
     report,
     report_warnings,
 )
-from pincompile.pipeline import compile_rendered
 
 
 @click.command()
@@ -44,8 +43,15 @@ def validate(path: Path, fmt: str, quiet: bool, jobs: int | None,
       pincompile validate --no-cache .          # load and parse every file again
     """
     started = time.monotonic()
-    result, rows = compile_rendered(path, fmt=None, revision="validate",
-                                    cache_dir=cache_dir(cache_dir_option, no_cache), jobs=jobs)
+    from pincompile.forked import cpus
+    from pincompile.readahead import read_ahead
+
+    cache, jobs = cache_dir(cache_dir_option, no_cache), jobs or cpus()
+    read = read_ahead(path, cache, jobs)  # large trees: loaded ahead while the compiler is imported
+    from pincompile.pipeline import compile_rendered
+
+    result, rows = compile_rendered(path, fmt=None, revision="validate", cache_dir=cache,
+                                    jobs=jobs, read=read)
     report_warnings(result.warnings)
     report(result.diagnostics, result.sources, fmt)
     if fmt == "human" and not result.diagnostics and not quiet:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from pincompile import emit, pipeline
+from pincompile import emit, readahead
 from pincompile.cli import cli
 from pincompile.loader import load_tree, read_tree
 from pincompile.output import render_files, render_stream
@@ -102,7 +102,7 @@ def test_files_loaded_and_checked_in_other_processes_report_the_same(
     root = write_tree(tmp_path / "repo", broken)
     one = Compiler(remember=False).compile(read_tree(root)[0], revision="test")
     assert len(one.diagnostics) >= 3
-    monkeypatch.setattr(pipeline, "LOAD_AHEAD_MIN", 1)
+    monkeypatch.setattr(readahead, "LOAD_AHEAD_MIN", 1)
     for jobs in (2, 3):
         many = Compiler(remember=False, jobs=jobs).compile(read_tree(root)[0], revision="test")
         assert many.diagnostics == one.diagnostics
@@ -119,7 +119,7 @@ def test_validate_reports_the_same_from_processes(
     args = ["validate", str(root), "--no-cache", "-o", "json"]
     one = CliRunner().invoke(cli, [*args, "-j", "1"])
     monkeypatch.setattr(emit, "SMALL", 1)
-    monkeypatch.setattr(pipeline, "LOAD_AHEAD_MIN", 1)
+    monkeypatch.setattr(readahead, "LOAD_AHEAD_MIN", 1)
     many = CliRunner().invoke(cli, [*args, "-j", "3"])
     assert one.exit_code == many.exit_code == 1
     assert "duplicate-object" in one.stdout and "replicas" in one.stdout

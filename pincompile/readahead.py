@@ -1,0 +1,70 @@
+"""Read a spec tree and start loading its files in a forked process, before the compiler is
+imported.
+
+Importing the compiler (pydantic models, expansion) takes a one-shot command about 0.35 s.
+A command that walks the tree first and forks a process loading the later half of the files
+no cache holds gets that loading done meanwhile: the child loads while this process imports
+and then loads the first half (see :class:`pincompile.pipeline.Compiler`). This module
+imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pincompile.cache import Store, file_digest
+from pincompile.loader import LoadResult, load_text, read_tree
+
+LOAD_AHEAD_MIN = 100
+"""Files (not cached) below which a compile loads them all in one process."""
+LOADED_WHILE_IMPORTING = 250
+"""About how many files a process loads in the time the compiler takes to import: the
+forked process takes at least these (the later half of the files, or more), so that a
+command started before the import finds them all loaded."""
+
+
+@dataclass
+class ReadTree:
+    """A tree as read: its files in load order, their digests, what the walk reported,
+    and the files being loaded ahead (name → the process loading it)."""
+
+    files: list[tuple[str, bytes]]
+    digests: list[str]
+    walked: LoadResult
+    ahead: dict[str, Any]
+
+
+def read_ahead(root: Path, cache_dir: Path | None, jobs: int) -> ReadTree:
+    """Read ``root`` and, with ``jobs`` > 1, start loading ahead the files the cache at
+    ``cache_dir`` does not hold."""
+    files, walked = read_tree(root)
+    digests = [file_digest(name, raw) for name, raw in files]
+    store = Store(cache_dir) if cache_dir is not None else None
+    cached = (lambda _name, digest: store.has(digest)) if store is not None else None
+    return ReadTree(files, digests, walked, load_ahead(files, digests, jobs, cached))
+
+
+def load_ahead(files: list[tuple[str, bytes]], digests: list[str], jobs: int,
+               cached: Callable[[str, str], bool] | None = None) -> dict[str, Any]:
+    """With ``jobs`` > 1 and many files that ``cached(name, digest)`` says need loading:
+    the later half of them (at least :data:`LOADED_WHILE_IMPORTING`), being loaded by a
+    forked process (by name: a :class:`~pincompile.forked.Forked` whose result maps names
+    to :class:`LoadResult`)."""
+    if jobs < 2 or len(files) < LOAD_AHEAD_MIN:
+        return {}
+    cold = [(name, raw) for (name, raw), digest in zip(files, digests, strict=True)
+            if cached is None or not cached(name, digest)]
+    if len(cold) < LOAD_AHEAD_MIN:
+        return {}
+    from pincompile.forked import Forked
+
+    later = cold[max(0, min(len(cold) // 2, len(cold) - LOADED_WHILE_IMPORTING)):]
+    loading = Forked(_load_all, later)
+    return {name: loading for name, _ in later}
+
+
+def _load_all(files: list[tuple[str, bytes]]) -> dict[str, LoadResult]:
+    return {name: load_text(name, raw) for name, raw in files}
