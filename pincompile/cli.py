@@ -72,6 +72,12 @@ def cli() -> None:
     """
 
 
+#: Commands that only read files and write their output (no threads, no clusters): when
+#: one ends, the process exits at once instead of freeing its heap object by object (0.1 s
+#: after a one-app compile of 10,000 files, seconds after a full one).
+EXIT_AT_ONCE = frozenset({"compile", "validate", "diff", "explain", "schema", "crds"})
+
+
 def main() -> None:
     """Entry point: never shows a traceback unless PINCOMPILE_DEBUG is set."""
     # A compile allocates millions of small objects that live to the end; the default
@@ -80,7 +86,12 @@ def main() -> None:
     gc.set_threshold(100_000, 50, 1000)
     try:
         cli.main(standalone_mode=True)
-    except SystemExit:
+    except SystemExit as done:
+        command = next((a for a in sys.argv[1:] if not a.startswith("-")), None)
+        if command in EXIT_AT_ONCE and isinstance(done.code, int | None):
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(done.code or 0)
         raise
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)

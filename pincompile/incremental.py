@@ -478,7 +478,8 @@ def splice_placement(old: bytes, plan: Plan, drop: Iterable[Key],
 
     ``drop``: workloads whose old entries go (those of changed files). None when an entry
     would be added or removed (the caller rebuilds the whole file then)."""
-    at = old.rfind(_WORKLOADS.encode())
+    # the top-level key (no JSON string holds a line break): near the start, found at once
+    at = old.find(_WORKLOADS.encode())
     if at < 0 or not old.endswith(_END.encode()):
         return None
     spans: list[tuple[int, int, bytes]] = []
