@@ -2,9 +2,9 @@
 imported.
 
 Importing the compiler (pydantic models, expansion) takes a one-shot command about 0.35 s.
-A command that walks the tree first and forks a process loading the later half of the files
-no cache holds gets that loading done meanwhile: the child loads while this process imports
-and then loads the first half (see :class:`pincompile.pipeline.Compiler`). This module
+A command that walks the tree first and forks a process loading the later files no cache
+holds gets that loading done meanwhile: the child loads while this process imports and then
+loads and parses the first files (see :class:`pincompile.pipeline.Compiler`). This module
 imports nothing heavy.
 """
 
@@ -20,10 +20,14 @@ from pincompile.loader import LoadResult, load_text, read_tree
 
 LOAD_AHEAD_MIN = 100
 """Files (not cached) below which a compile loads them all in one process."""
+AHEAD_SHARE = 0.42
+"""The share of the files the forked process loads. This process parses every file and
+unpickles what the other one loaded, so it gets the larger share: at 10,000 files, 0.42
+loaded and parsed them in 7.5 s against 8.4 s for a half (0.58: 10.0 s)."""
 LOADED_WHILE_IMPORTING = 250
 """About how many files a process loads in the time the compiler takes to import: the
-forked process takes at least these (the later half of the files, or more), so that a
-command started before the import finds them all loaded."""
+forked process takes at least these, so that a command that started it before the
+import finds them all loaded."""
 
 
 @dataclass
@@ -50,9 +54,9 @@ def read_ahead(root: Path, cache_dir: Path | None, jobs: int) -> ReadTree:
 def load_ahead(files: list[tuple[str, bytes]], digests: list[str], jobs: int,
                cached: Callable[[str, str], bool] | None = None) -> dict[str, Any]:
     """With ``jobs`` > 1 and many files that ``cached(name, digest)`` says need loading:
-    the later half of them (at least :data:`LOADED_WHILE_IMPORTING`), being loaded by a
-    forked process (by name: a :class:`~pincompile.forked.Forked` whose result maps names
-    to :class:`LoadResult`)."""
+    the later :data:`AHEAD_SHARE` of them (at least :data:`LOADED_WHILE_IMPORTING`), being
+    loaded by a forked process (by name: a :class:`~pincompile.forked.Forked` whose result
+    maps names to :class:`LoadResult`)."""
     if jobs < 2 or len(files) < LOAD_AHEAD_MIN:
         return {}
     cold = [(name, raw) for (name, raw), digest in zip(files, digests, strict=True)
@@ -61,7 +65,8 @@ def load_ahead(files: list[tuple[str, bytes]], digests: list[str], jobs: int,
         return {}
     from pincompile.forked import Forked
 
-    later = cold[max(0, min(len(cold) // 2, len(cold) - LOADED_WHILE_IMPORTING)):]
+    first = round(len(cold) * (1 - AHEAD_SHARE))
+    later = cold[max(0, min(first, len(cold) - LOADED_WHILE_IMPORTING)):]
     loading = Forked(_load_all, later)
     return {name: loading for name, _ in later}
 
