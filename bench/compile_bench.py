@@ -369,6 +369,7 @@ def _machine() -> str:
 
 
 def in_subprocess(phase: str, root: Path, out: Path) -> dict[str, Any]:
+    settle(out)
     proc = subprocess.run(
         [sys.executable, __file__, "--phase", phase, "--repo", str(root), "--out", str(out)],
         capture_output=True, text=True, check=False)
@@ -382,6 +383,16 @@ def _pincompile() -> list[str]:
     exe = Path(sys.executable).with_name("pincompile")
     found = str(exe) if exe.exists() else shutil.which("pincompile")
     return [found] if found else [sys.executable, "-m", "pincompile.cli"]
+
+
+def settle(out: Path, wait: float = 300.0) -> None:
+    """Wait until the output trees earlier runs replaced beside ``out`` are deleted (a
+    compile deletes the tree it replaces in the background; deleting 76,000 files can take
+    this filesystem a minute, and would slow the next run down)."""
+    deadline = time.monotonic() + wait
+    while (out.parent.is_dir() and time.monotonic() < deadline
+           and any(p.name.startswith(f".{out.name}.old-") for p in out.parent.iterdir())):
+        time.sleep(0.2)
 
 
 def byte_compile() -> None:
@@ -400,6 +411,7 @@ def cli_compile(root: Path, out: Path | None, cache: Path | None = None,
     ``-j`` above 1 several processes run at once). ``cache``: the cache directory, else
     ``--no-cache``; ``out`` None: ``-o -`` (the stream goes to /dev/null)."""
     args = ["--cache-dir", str(cache)] if cache is not None else ["--no-cache"]
+    settle(out if out is not None else root)
     if command == "compile":
         args += ["-o", str(out) if out is not None else "-", "-q", "--revision", REVISION]
         args += ["-j", str(jobs)] if jobs is not None else []
