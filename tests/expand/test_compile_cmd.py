@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import yaml
@@ -73,6 +76,22 @@ def test_stdout_stream(fleet_repo: Path) -> None:
     as_json = json.loads(run(str(fleet_repo), "-o", "-", "--cluster", "east-133",
                              "--format", "json").stdout)
     assert as_json["kind"] == "List" and as_json["items"] == docs
+
+
+def test_the_installed_command_prints_the_whole_stream_and_exits_at_once(
+        fleet_repo: Path) -> None:
+    """``main`` ends compile with ``os._exit`` (no heap teardown): stdout must still be
+    flushed whole, and the exit code kept."""
+    args = [sys.executable, "-m", "pincompile.cli", "compile", str(fleet_repo), "-o", "-",
+            "--revision", "r1", "-q"]
+    buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=120, env=buffered)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == run(str(fleet_repo), "-o", "-", "-q").stdout
+    assert proc.stdout.count("\n---\n") > 10
+    bad = subprocess.run([*args[:4], str(fleet_repo / "no-such-dir"), *args[5:]],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "does not exist" in bad.stderr
 
 
 def test_json_format_files(fleet_repo: Path, tmp_path: Path) -> None:
