@@ -21,20 +21,25 @@ _MARKERS = ("{{", "{%", "{#")
 
 
 def is_template(text: str) -> bool:
-    return any(m in text for m in _MARKERS)
+    return "{{" in text or "{%" in text or "{#" in text
 
 
 _LOOKUP = re.compile(r"\{\{\s*([A-Za-z_]\w*)\.([A-Za-z_]\w*)\s*\}\}")
 Parts = tuple[str | tuple[str, str], ...]
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=8192)
 def _simple(source: str) -> Parts | None:
-    """A template of only text and ``{{ a.b }}`` lookups, split into its parts (most platform
-    templates are like this); None for anything else."""
+    """A template of only text and ``{{ a.b }}`` lookups of keys (no name a dict has as an
+    attribute, such as ``items``), split into its parts (most platform templates are like
+    this); ``()`` for text that is no template; None for anything else."""
+    if not is_template(source):
+        return ()
     parts: list[str | tuple[str, str]] = []
     pos = 0
     for match in _LOOKUP.finditer(source):
+        if hasattr(dict, match.group(2)):
+            return None
         parts += [source[pos:match.start()], (match.group(1), match.group(2))]
         pos = match.end()
     parts.append(source[pos:])
@@ -47,19 +52,22 @@ def _simple(source: str) -> Parts | None:
 def _substitute(parts: Parts, values: Mapping[str, Any]) -> str | None:
     """What jinja would render for a simple template, without its per-render cost; None
     whenever jinja might differ (a missing key, a value that is not text or a number)."""
-    out = []
+    out: list[str] = []
     for part in parts:
         if isinstance(part, str):
             out.append(part)
             continue
         scope, name = part
         obj = values.get(scope)
-        if not isinstance(obj, dict) or name not in obj or hasattr(dict, name):
+        if not isinstance(obj, dict):
             return None
-        value = obj[name]
-        if not isinstance(value, str | int) or isinstance(value, bool):
-            return None
-        out.append(str(value))
+        value = obj.get(name)
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, int) and not isinstance(value, bool):
+            out.append(str(value))
+        else:
+            return None  # missing (or None), or not text or a number
     return "".join(out)
 
 
@@ -73,9 +81,9 @@ class Renderer:
                path: tuple[str | int, ...]) -> str:
         """``text`` rendered with ``values``; on error the text itself, plus a diagnostic at
         ``entry``'s field ``path``."""
-        if not is_template(text):
-            return text
         parts = _simple(text)
+        if parts == ():
+            return text  # no template
         fast = _substitute(parts, values) if parts is not None else None
         if fast is not None:
             return fast
