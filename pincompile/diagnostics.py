@@ -74,3 +74,10 @@ def render_human(
 
 def render_json(diagnostics: Iterable[Diagnostic]) -> str:
     return json.dumps([d.to_dict() for d in diagnostics], indent=2)
+
+
+def add_new(found: list[Diagnostic], more: Iterable[Diagnostic]) -> None:
+    """Add a stage's diagnostics to ``found``, except at places an earlier stage already
+    reported (there, the earlier stage's message is kept)."""
+    taken = {(d.file, d.line, d.column) for d in found}
+    found.extend(d for d in more if (d.file, d.line, d.column) not in taken)

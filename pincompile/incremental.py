@@ -18,17 +18,19 @@ caller compiles everything) whenever an edit could reach beyond the changed apps
 - a file that defines anything but workloads and PinScalers (clusters, projects, sidecars,
   the runtime profile) changed, appeared or went away; or the revision, the output format or
   pincompile itself differs;
-- a changed file does not load or parse cleanly, or the tree walk reported a problem;
+- the tree walk reported a problem;
 - a changed unit claims a name, an ingress route or an output file an unchanged unit holds.
 
 Otherwise the *affected* units are the changed files' units plus every unit linked to them
 by a PinScaler target (a scaler and its app are placed and expanded together), closed over
 their files. Check, placement and expansion run over the platform specs and the affected
 units only; quota, capacity and sidecar daemons run over every unit (the unchanged ones as
-the snapshot's bucket sums). Any diagnostic found on the way also makes it give up: a
-compile that reports errors is always a full one. Whatever it reuses, the result is the
-bytes a cold compile writes (``tests/spec/test_cache.py`` checks this over random edit
-sequences).
+the snapshot's bucket sums). When the changed files do not load, parse, check or expand
+cleanly, the update reports what a full compile would report (:class:`Invalid`), located in
+the affected files, and writes nothing; a placement problem, or a diagnostic located
+anywhere else, makes it give up instead. Whatever it reuses, the result is the bytes (or
+the diagnostics) of a cold compile (``tests/spec/test_cache.py`` checks this over random
+edit sequences).
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from typing import Any
 
 from pincompile.cache import FileState
 from pincompile.catalog import Catalog, Entry
-from pincompile.diagnostics import Diagnostic
+from pincompile.diagnostics import Diagnostic, add_new
 from pincompile.manifest import Manifest
 from pincompile.models import PinApp, PinScaler, PinterestService, Resource, Workload
 from pincompile.output import PLACEMENT_FILE, json_text, manifest_path, serialize
@@ -334,6 +336,17 @@ class Outcome:
     warnings: list[Diagnostic] = field(default_factory=list)
 
 
+@dataclass
+class Invalid:
+    """An update whose changed apps have errors: what a full compile reports (nothing is
+    written, the snapshot stays that of the last clean compile)."""
+
+    diagnostics: list[Diagnostic]
+    warnings: list[Diagnostic]
+    sources: dict[str, str]
+    """The affected files' text (for the lines diagnostics show)."""
+
+
 # --- the output files as directories ------------------------------------------------------
 
 def tree_update(tree: Mapping[str, set[str]], gone: Iterable[str], new: Iterable[str]
@@ -389,12 +402,15 @@ def claims_of(resource: Resource) -> tuple[Claim, ...]:
     return tuple(out)
 
 
-def app_file(state: FileState) -> bool:
-    """Whether a file loaded and parsed cleanly into units only (foreign documents aside)."""
-    if state.loaded.diagnostics:
+def app_file(state: FileState, *, problems_allowed: bool = False) -> bool:
+    """Whether a file loaded and parsed cleanly into units only (foreign documents aside);
+    ``problems_allowed``: whether every spec that parsed is a unit, whatever did not load
+    or parse."""
+    if state.loaded.diagnostics and not problems_allowed:
         return False
     for entry, problems in state.parsed:
-        if problems or (entry is not None and not is_unit(entry.resource)):
+        if (problems and not problems_allowed) or (
+                entry is not None and not is_unit(entry.resource)):
             return False
     return True
 
@@ -600,8 +616,9 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
            state_of: Callable[[str, str], FileState | None], walked: Any, *,
            revision: str, fmt: str, keep: bool = False,
            read_placement: Callable[[], bytes | None] = lambda: None,
-           placement_unchanged: bool = False) -> Outcome | None:
-    """Compile against ``prev``; None when a full compile is needed (module docstring).
+           placement_unchanged: bool = False) -> Outcome | Invalid | None:
+    """Compile against ``prev``; :class:`Invalid` when the changed apps have errors; None
+    when a full compile is needed (module docstring).
     ``keep``: ``prev`` was made without output files (a long-running process); the
     outcome then carries every object and the plan, and nothing to write.
 
@@ -621,7 +638,7 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
     states: dict[str, FileState] = {}
     for name in changed:
         state = state_of(name, now[name])
-        if state is None or not app_file(state):
+        if state is None or not app_file(state, problems_allowed=True):
             return None
         states[name] = state
     if not changed and not removed:
@@ -679,8 +696,9 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
     from pincompile.expand import expand_all
     from pincompile.placement import plan as place
 
-    if check(catalog):
-        return None
+    diagnostics = [d for name in affected_files for d in states[name].loaded.diagnostics]
+    diagnostics += [d for name in affected_files for _, ds in states[name].parsed for d in ds]
+    add_new(diagnostics, check(catalog))
     from pincompile.placement.plan import Sums
 
     touched = {bucket(k) for k in old_units} | {bucket(e.resource.key) for e in new_entries}
@@ -700,8 +718,9 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
     if problems:
         return None
     manifests, problems = expand_all(catalog, plan, revision=revision)
-    if problems:
-        return None
+    add_new(diagnostics, problems)
+    if diagnostics:
+        return _invalid(prev, diagnostics, states, affected_files, manifests, now, walked, fmt)
 
     units: dict[Key, Unit] = dict(kept)
     fresh: dict[Key, Unit] = {}
@@ -790,6 +809,28 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
             key=lambda m: m.relpath)
         outcome.plan = plan
     return outcome
+
+
+def _invalid(prev: Snapshot, diagnostics: list[Diagnostic], states: Mapping[str, FileState],
+             affected: set[str], manifests: list[Manifest], now: Mapping[str, str],
+             walked: Any, fmt: str) -> Invalid | None:
+    """The errors of an update, as a full compile reports them; None when one is located
+    outside the affected files or a changed unit generates an unchanged unit's object
+    (a full compile then tells)."""
+    old_paths = {p for k in prev.units if prev.units[k].file in affected
+                 for p in prev.units[k].outputs} | set(prev.platform_outputs)
+    if (any(d.file not in affected for d in diagnostics)
+            or any(manifest_path(m, fmt) not in old_paths and prev.has(manifest_path(m, fmt))
+                   for m in manifests)):
+        return None
+    sources: dict[str, str] = {}
+    for name in affected:
+        sources.update(states[name].loaded.sources)
+    warnings = [*walked.warnings,
+                *(w for n, f in prev.files.items() if n in now and n not in affected
+                  for w in f.warnings),
+                *(w for n in affected for w in states[n].loaded.warnings)]
+    return Invalid(sorted(set(diagnostics)), sorted(warnings), sources)
 
 
 def _unchanged(prev: Snapshot, walked: Any) -> Outcome:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pincompile import readahead
 from pincompile.cache import FileState, Store, file_digest
 from pincompile.catalog import Catalog
-from pincompile.diagnostics import Diagnostic
+from pincompile.diagnostics import Diagnostic, add_new
 from pincompile.loader import LoadResult, load_text
 from pincompile.manifest import Manifest
 from pincompile.parse import parse, parse_document
@@ -68,24 +68,18 @@ def _run_parsed(loaded: LoadResult, catalog: Catalog, diagnostics: list[Diagnost
 
         checking = Forked(check, catalog)
         plan, problems = place(catalog)
-        _add_new(result.diagnostics, checking.result())
+        add_new(result.diagnostics, checking.result())
     else:
-        _add_new(result.diagnostics, check(catalog))
+        add_new(result.diagnostics, check(catalog))
         plan, problems = place(catalog)
     result.plan = plan
-    _add_new(result.diagnostics, problems)
+    add_new(result.diagnostics, problems)
     if expand:
         manifests, problems = expand_all(catalog, plan, revision=revision)
         result.manifests = manifests
-        _add_new(result.diagnostics, problems)
+        add_new(result.diagnostics, problems)
     result.diagnostics = sorted(set(result.diagnostics))
     return result
-
-
-def _add_new(found: list[Diagnostic], more: list[Diagnostic]) -> None:
-    """Add a stage's diagnostics, except at places an earlier stage already reported."""
-    taken = {(d.file, d.line, d.column) for d in found}
-    found.extend(d for d in more if (d.file, d.line, d.column) not in taken)
 
 
 class Compiler:
@@ -179,8 +173,8 @@ class Compiler:
             self._snapshot, context,
             [(n, s.digest) for n, s in seen.items()], lambda n, _: seen[n], loaded,
             revision=revision, fmt="yaml", keep=True)
-        if outcome is None:
-            return None
+        if not isinstance(outcome, incremental.Outcome):
+            return None  # a compile with errors (or that needs one) is a full one here
         self._snapshot = outcome.snapshot
         self.reused = True
         self._last = Result(catalog=catalog, sources=loaded.sources, plan=outcome.plan,
@@ -261,7 +255,7 @@ def _expand(result: Result, directory: Path | None, *, fmt: str | None, revision
     failed = bool(result.diagnostics)
     emitted = emit(None if failed else directory, result.catalog, result.plan,
                    revision=revision, fmt=None if failed else fmt, digest=digest, jobs=jobs)
-    _add_new(result.diagnostics, emitted.diagnostics)
+    add_new(result.diagnostics, emitted.diagnostics)
     result.diagnostics = sorted(set(result.diagnostics))
     return Emitted() if result.diagnostics else emitted
 
@@ -284,7 +278,8 @@ def git_revision(root: Path) -> str:
 @dataclass
 class DirCompile:
     """What :func:`compile_to_dir` did: a full compile (``result``) or an incremental one
-    (``outcome``)."""
+    (``outcome``); an incremental compile that found errors gives a ``result`` holding
+    them alone (what a full compile reports)."""
 
     result: Result | None = None
     outcome: Any = None
@@ -386,6 +381,10 @@ def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | 
             lambda name, digest: _state_of(compiler, scan, name, digest), walked,
             revision=revision, fmt=fmt, read_placement=lambda: _read_bytes(out / PLACEMENT_FILE),
             placement_unchanged=prev.placement_unchanged(out))
+        if isinstance(outcome, incremental.Invalid):  # the changed apps' errors; no write
+            return DirCompile(result=Result(
+                catalog=Catalog(), sources=outcome.sources, diagnostics=outcome.diagnostics,
+                warnings=outcome.warnings))
         if outcome is not None:
             update_tree(out, outcome.write, outcome.remove, outcome.snapshot.id)
             assert store is not None

@@ -29,6 +29,7 @@ from pincompile.pipeline import (
 from .conftest import files, write_tree
 
 WEB = "apps/shop/web.yaml"
+JOBS = "apps/shop/jobs.yaml"
 FLEET = "platform/clusters/fleet.yaml"
 
 
@@ -80,6 +81,14 @@ def _edit(root: Path, kind: str, n: int) -> None:
     elif kind == "scale-up" and target is not None:
         # a big replica count moves quota sizes, capacity sums and other apps' namespaces
         target.write_text(_replicas(target.read_text(), 40 + n))
+    elif kind == "latest" and target is not None:  # a schema error in an app
+        target.write_text(re.sub(r"(image: \S+?):[\w.]+\n", r"\1:latest\n", target.read_text(),
+                                 count=1))
+    elif kind == "bad-template" and (root / JOBS).exists():  # an expansion error in an app
+        (root / JOBS).write_text((root / JOBS).read_text().replace(
+            "{{ job.completions }}", "{{ job.nope }}"))
+    elif kind == "bad-yaml" and target is not None:  # a file that does not load
+        target.write_text(target.read_text() + "\n  bad: [\n")
     elif kind == "capacity-too-small":
         path = root / FLEET
         path.write_text(path.read_text().replace('cpu: "1000"', 'cpu: "1"'))
@@ -87,7 +96,7 @@ def _edit(root: Path, kind: str, n: int) -> None:
 
 EDITS = st.lists(st.tuples(st.sampled_from(
     ["replicas", "image", "add", "remove", "rename", "break", "platform", "capacity-too-small",
-     "ingress-clash", "scale-up"]),
+     "ingress-clash", "scale-up", "latest", "bad-template", "bad-yaml"]),
     st.integers(0, 50)), min_size=1, max_size=4)
 
 
@@ -116,6 +125,8 @@ def test_cached_compiles_are_byte_identical_to_cold_ones(tmp_path_factory: objec
             done = compile_to_dir(root, out, revision="test", cache_dir=cache)
             if done.result is None or not done.result.diagnostics:
                 assert _tree(out) == _cold_tree(root, Path(work) / "cold"), kind
+            else:  # errors (found incrementally or not): a cold compile's, nothing written
+                assert (done.result.diagnostics, done.result.warnings) == cold[1:], kind
 
 
 def test_one_changed_file_is_the_only_one_parsed_again(tmp_path: Path) -> None:
@@ -334,6 +345,27 @@ def test_a_stray_or_missing_output_file_compiles_everything(tmp_path: Path) -> N
         assert _tree(out) == _cold_tree(root, tmp_path / "cold")
         (root / WEB).write_text(_replicas((root / WEB).read_text(), 3 + n))
         assert compile_to_dir(root, out, revision="test", cache_dir=cache).outcome is not None
+
+
+@pytest.mark.parametrize("kind", ["latest", "bad-template", "bad-yaml", "break"])
+def test_errors_in_changed_apps_are_reported_without_a_full_compile(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+    """A schema, expansion or YAML error in a changed app file: the update reports exactly
+    what a cold compile reports, writes nothing, and compiles nothing else again."""
+    root = write_tree(tmp_path / "repo", files())
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    compile_to_dir(root, out, revision="test", cache_dir=cache)
+    before = _tree(out)
+    _edit(root, kind, 1 if kind != "bad-yaml" else 2)
+    cold = _cold(root)
+    assert cold[1], "the edit must make the specs invalid"
+    with monkeypatch.context() as patched:
+        patched.setattr(Compiler, "compile", lambda *a, **k: pytest.fail("a full compile"))
+        done = compile_to_dir(root, out, revision="test", cache_dir=cache)
+    assert done.result is not None and (done.result.diagnostics, done.result.warnings) == (
+        cold[1], cold[2])
+    assert _tree(out) == before
+    assert set(done.result.sources) >= {d.file for d in done.result.diagnostics}
 
 
 def test_an_edited_placement_json_is_not_spliced_into(tmp_path: Path) -> None:
