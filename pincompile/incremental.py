@@ -614,13 +614,14 @@ def snapshot(context: tuple[str, ...], states: Iterable[FileState], result: Any,
 
 def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]],
            state_of: Callable[[str, str], FileState | None], walked: Any, *,
-           revision: str, fmt: str, keep: bool = False,
+           revision: str, fmt: str | None, keep: bool = False,
            read_placement: Callable[[], bytes | None] = lambda: None,
            placement_unchanged: bool = False) -> Outcome | Invalid | None:
     """Compile against ``prev``; :class:`Invalid` when the changed apps have errors; None
     when a full compile is needed (module docstring).
     ``keep``: ``prev`` was made without output files (a long-running process); the
-    outcome then carries every object and the plan, and nothing to write.
+    outcome then carries every object and the plan, and nothing to write. ``fmt`` None:
+    check only (``validate``): nothing is serialized or written, no ``placement.json``.
 
     ``files``: (name, content digest) of every file of the tree, in load order;
     ``state_of(name, digest)``: that file loaded and parsed (from memory, the cache or the
@@ -720,7 +721,8 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
     manifests, problems = expand_all(catalog, plan, revision=revision)
     add_new(diagnostics, problems)
     if diagnostics:
-        return _invalid(prev, diagnostics, states, affected_files, manifests, now, walked, fmt)
+        return _invalid(prev, diagnostics, states, affected_files, manifests, now, walked,
+                        fmt)
 
     units: dict[Key, Unit] = dict(kept)
     fresh: dict[Key, Unit] = {}
@@ -734,22 +736,23 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
     platform_manifests: list[Manifest] = []
     old_paths = {p: d for k in old_units for p, d in prev.units[k].outputs.items()}
     old_paths.update(prev.platform_outputs)
+    serialized = fmt is not None and not keep
     for m in manifests:
-        path = manifest_path(m, fmt)
+        path = _path(m, fmt)
         if path not in old_paths and prev.has(path):
             return None  # an object an unchanged unit generates: a full compile reports it
-        text = serialize(m.obj, fmt) if not keep else ""
-        sig = digest(text) if not keep else b""
+        text = serialize(m.obj, fmt) if serialized and fmt is not None else ""
+        sig = digest(text) if serialized else b""
         if not _owned(m, path, sig, fresh):
             new_platform[path] = sig
             platform_manifests.append(m)
-        if not keep and old_paths.get(path) != sig:
+        if serialized and old_paths.get(path) != sig:
             write[path] = text
     written = {p for u in fresh.values() for p in u.outputs} | set(new_platform)
     remove = set(old_paths) - written
 
     sig = b""
-    if not keep:
+    if serialized:
         old = read_placement()
         if old is None or (not placement_unchanged and digest(old) != prev.placement):
             return None
@@ -811,16 +814,21 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
     return outcome
 
 
+def _path(m: Manifest, fmt: str | None) -> str:
+    """``m``'s output path (``fmt`` None, a check only: the YAML one, as validate lists it)."""
+    return manifest_path(m, fmt or "yaml")
+
+
 def _invalid(prev: Snapshot, diagnostics: list[Diagnostic], states: Mapping[str, FileState],
              affected: set[str], manifests: list[Manifest], now: Mapping[str, str],
-             walked: Any, fmt: str) -> Invalid | None:
+             walked: Any, fmt: str | None) -> Invalid | None:
     """The errors of an update, as a full compile reports them; None when one is located
     outside the affected files or a changed unit generates an unchanged unit's object
     (a full compile then tells)."""
     old_paths = {p for k in prev.units if prev.units[k].file in affected
                  for p in prev.units[k].outputs} | set(prev.platform_outputs)
     if (any(d.file not in affected for d in diagnostics)
-            or any(manifest_path(m, fmt) not in old_paths and prev.has(manifest_path(m, fmt))
+            or any(_path(m, fmt) not in old_paths and prev.has(_path(m, fmt))
                    for m in manifests)):
         return None
     sources: dict[str, str] = {}

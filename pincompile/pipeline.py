@@ -221,13 +221,13 @@ def compile_path(root: Path, *, revision: str | None = None, expand: bool = True
                             revision=revision or git_revision(root))
 
 
-def compile_rendered(root: Path, *, fmt: str | None = "yaml", revision: str | None = None,
+def compile_rendered(root: Path, *, fmt: str = "yaml", revision: str | None = None,
                      cache_dir: Path | None = None, jobs: int | None = None,
                      read: ReadTree | None = None) -> tuple[Result, list[Row]]:
     """Compile ``root`` and serialize every object as ``fmt``, in ``jobs`` processes (see
     :mod:`pincompile.emit`): the result (without objects) and one
     :class:`~pincompile.emit.Row` per object, sorted by path, its text included (none when
-    the result has diagnostics; ``fmt`` None: validate only, nothing serialized).
+    the result has diagnostics).
     ``read``: ``root`` as :func:`~pincompile.readahead.read_ahead` read it (with the same
     ``cache_dir`` and ``jobs``)."""
     from pincompile.forked import cpus
@@ -422,3 +422,67 @@ def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | 
         snaps[0].seen_in(out)
         store.write(key, snaps[0])
     return done
+
+
+VALIDATE_REVISION = "validate"
+"""The revision a validation compiles at (objects record it; nothing is written)."""
+
+
+@dataclass
+class Validation:
+    """What :func:`validate_tree` found."""
+
+    result: Result
+    """Diagnostics, warnings and the sources they point into (after an incremental check
+    its catalog is empty: :attr:`specs` counts them)."""
+    specs: int
+    objects: int
+    """Objects a compile would generate."""
+
+
+def validate_tree(root: Path, *, cache_dir: Path | None = None, jobs: int | None = None,
+                  scanning: Any = None) -> Validation:
+    """``pincompile validate ROOT``: every check a compile runs, nothing written.
+
+    With ``cache_dir``, a snapshot of the last valid check of ROOT is kept there, as
+    :func:`compile_to_dir` keeps one (without output files): when only app files changed
+    since, only those apps are checked, placed and expanded again, and their errors are
+    the ones a full check reports (see :mod:`pincompile.incremental`). ``scanning``:
+    ROOT's walk already started by :func:`~pincompile.treescan.scan_ahead`."""
+    from pincompile import incremental
+    from pincompile.cache import code_digest
+    from pincompile.forked import cpus
+    from pincompile.treescan import scan_tree
+
+    store = Store(cache_dir) if cache_dir is not None else None
+    scan = scanning.result() if scanning is not None else scan_tree(root, store)
+    compiler = Compiler(store, remember=False, jobs=jobs or cpus())
+    context = (code_digest(), VALIDATE_REVISION, "")
+    key = hashlib.sha256(f"validate\0{root.resolve()}".encode()).hexdigest()
+    prev = _read_snapshot(store, key) if store is not None else None
+    if store is not None and isinstance(prev, incremental.Snapshot) and prev.context == context:
+        outcome = incremental.update(
+            prev, context, scan.digests,
+            lambda name, digest: _state_of(compiler, scan, name, digest), scan.walked,
+            revision=VALIDATE_REVISION, fmt=None)
+        if isinstance(outcome, incremental.Invalid):
+            return Validation(Result(Catalog(), outcome.sources, outcome.diagnostics,
+                                     warnings=outcome.warnings), 0, 0)
+        if outcome is not None:
+            if outcome.snapshot is not prev:
+                _write_snapshot(store, key, outcome.snapshot)
+            return Validation(Result(Catalog(), {}, warnings=outcome.warnings), outcome.specs,
+                              outcome.objects)
+    readable = [(name, raw, digest) for name, digest in scan.digests
+                if (raw := scan.read(name)) is not None]
+    files = [(name, raw) for name, raw, _ in readable]
+    digests = [digest for _, _, digest in readable]
+    read = ReadTree(files, digests, scan.walked,
+                    load_ahead(files, digests, compiler.jobs, compiler._cached))
+    result = compiler.compile(read=read, revision=VALIDATE_REVISION, expand=False)
+    emitted = _expand(result, None, fmt=None, revision=VALIDATE_REVISION, jobs=compiler.jobs)
+    if store is not None and not result.diagnostics:
+        states = [compiler._files[name] for name, _ in files]
+        store.write(key, incremental.snapshot(context, states, result, "yaml",
+                                              emitted.sources(result.catalog)))
+    return Validation(result, len(result.catalog.entries), len(emitted.rows))

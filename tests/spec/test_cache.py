@@ -19,11 +19,13 @@ from pincompile.diagnostics import Diagnostic
 from pincompile.loader import load_tree, read_tree
 from pincompile.output import render_files
 from pincompile.pipeline import (
+    VALIDATE_REVISION,
     Compiler,
     Result,
     compile_path,
     compile_to_dir,
     run,
+    validate_tree,
 )
 
 from .conftest import files, write_tree
@@ -115,9 +117,18 @@ def test_cached_compiles_are_byte_identical_to_cold_ones(tmp_path_factory: objec
         memory.compile(read_tree(root)[0], revision="test")
         out = Path(work) / "out"
         compile_to_dir(root, out, revision="test", cache_dir=cache)
+        validate_tree(root, cache_dir=cache, jobs=1)
         for kind, n in edits:
             _edit(root, kind, n)
             cold = _cold(root)
+            # validate: a snapshot without output files, updated check by check
+            checked = validate_tree(root, cache_dir=cache, jobs=1)
+            full = run(load_tree(root), revision=VALIDATE_REVISION)
+            assert (checked.result.diagnostics, checked.result.warnings) == (
+                full.diagnostics, full.warnings), kind
+            if full.ok:
+                assert (checked.specs, checked.objects) == (len(full.catalog.entries),
+                                                            len(full.manifests)), kind
             assert _bytes(compile_path(root, revision="test", cache_dir=cache)) == cold, kind
             names, walked = read_tree(root)
             assert _bytes(memory.compile(names, revision="test", loaded=walked)) == cold, kind
@@ -366,6 +377,32 @@ def test_errors_in_changed_apps_are_reported_without_a_full_compile(
         cold[1], cold[2])
     assert _tree(out) == before
     assert set(done.result.sources) >= {d.file for d in done.result.diagnostics}
+
+
+def test_validate_checks_only_the_changed_apps_again(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    root = write_tree(tmp_path / "repo", files())
+    cache = tmp_path / "cache"
+    first = validate_tree(root, cache_dir=cache, jobs=1)
+    assert first.result.ok and first.objects > 10
+    for kind, n in (("replicas", 3), ("latest", 1), ("replicas", 5)):
+        _edit(root, kind, n)
+        full = run(load_tree(root), revision=VALIDATE_REVISION)
+        with monkeypatch.context() as patched:
+            patched.setattr(Compiler, "compile", lambda *a, **k: pytest.fail("a full check"))
+            checked = validate_tree(root, cache_dir=cache, jobs=1)
+        assert checked.result.diagnostics == full.diagnostics, kind
+        assert checked.objects == (len(full.manifests) if full.ok else 0), kind
+    # a platform change checks everything again
+    (root / FLEET).write_text(re.sub(r'cpu: "\d+"', 'cpu: "1234"', (root / FLEET).read_text(),
+                                     count=1))
+    calls: list[int] = []
+    real = Compiler.compile
+    monkeypatch.setattr(Compiler, "compile",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))  # type: ignore[func-returns-value]
+    assert validate_tree(root, cache_dir=cache, jobs=1).result.diagnostics == run(
+        load_tree(root), revision=VALIDATE_REVISION).diagnostics
+    assert calls == [1]
 
 
 def test_an_edited_placement_json_is_not_spliced_into(tmp_path: Path) -> None:
