@@ -396,6 +396,25 @@ def settle(out: Path, wait: float = 300.0) -> None:
         time.sleep(0.2)
 
 
+PROBE_FILES = 2000
+
+
+def file_creation_us(directory: Path) -> float:
+    """Microseconds to create and write one small file in ``directory`` (a probe of
+    :data:`PROBE_FILES` files, left there: deleting them would slow the next run down).
+
+    On ext4 without a journal the allocator skips every inode deleted in the last minute
+    (six minutes while its inode table block is not yet written back), so creating files
+    soon after deleting many costs up to 25x more; the probe shows whether a run met
+    such a filesystem."""
+    directory.mkdir(parents=True)
+    start = time.perf_counter()
+    for i in range(PROBE_FILES):
+        (directory / f"{i % 20}").mkdir(exist_ok=True)
+        (directory / f"{i % 20}" / f"{i}.yaml").write_bytes(b"x" * 1500)
+    return (time.perf_counter() - start) / PROBE_FILES * 1e6
+
+
 def byte_compile() -> None:
     """Byte-compile pincompile's modules, as ``pip install`` does for an installed package
     (an editable install where PYTHONDONTWRITEBYTECODE is set would compile them from
@@ -488,6 +507,13 @@ def main() -> int:
     byte_compile()
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="compile-bench-"))
     root, out = work / "repo", work / "out"
+    runs = iter(range(1, 1 << 30))
+
+    def fresh() -> Path:
+        """An output directory of its own for each run (see :func:`file_creation_us`):
+        nothing is replaced or deleted until the end."""
+        return work / f"out-{next(runs)}"
+
     def log(message: str) -> None:  # progress on stderr (stdout: the table or JSON)
         print(message, file=sys.stderr, flush=True)
 
@@ -500,20 +526,22 @@ def main() -> int:
         size = sum(p.stat().st_size for p in root.rglob("*.yaml"))
         log(f"generated {args.apps} apps ({files} files, {size / 2**20:.1f} MiB) in "
             f"{time.perf_counter() - start:.1f}s: {root}")
+        probe = file_creation_us(work / "probe")
+        log(f"file creation: {probe:.0f} us per file")
         floors, compiles, clis, singles, streams = [], [], [], [], []
         for n in range(args.repeat):
             log(f"run {n + 1}/{args.repeat}: floor ...")
             floors.append(in_subprocess("floor", root, out))
             log(f"  floor: {floors[-1]['floor']:.2f}s")
             log(f"run {n + 1}/{args.repeat}: compile ...")
-            compiles.append(in_subprocess("compile", root, out))
+            compiles.append(in_subprocess("compile", root, fresh()))
             log(f"  compile: {compiles[-1]['compile']:.2f}s")
             if not args.no_cli:
                 log(f"run {n + 1}/{args.repeat}: pincompile compile --no-cache (CLI) ...")
-                clis.append(cli_compile(root, out))
+                clis.append(cli_compile(root, fresh()))
                 log(f"  CLI: {clis[-1]['wall']:.2f}s, {clis[-1]['rss_total_mib']:.0f} MiB")
                 log(f"run {n + 1}/{args.repeat}: pincompile compile --no-cache -j 1 ...")
-                singles.append(cli_compile(root, out, jobs=1))
+                singles.append(cli_compile(root, fresh(), jobs=1))
                 log(f"  CLI -j 1: {singles[-1]['wall']:.2f}s")
                 log(f"run {n + 1}/{args.repeat}: pincompile compile --no-cache -o - ...")
                 streams.append(cli_compile(root, None))
@@ -522,6 +550,7 @@ def main() -> int:
         cache = work / "cache"
         shutil.rmtree(cache, ignore_errors=True)
         log("pincompile compile, filling the cache ...")
+        out = fresh()
         filling = cli_compile(root, out, cache)
         warm = cli_compile(root, out, cache)
         changed = change_one_app(root)
@@ -547,7 +576,8 @@ def main() -> int:
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "apps": args.apps,
         "clusters": CLUSTERS, "input_files": files, "input_mib": round(size / 2**20, 2),
         "kinds": counts, "cpus": os.cpu_count(), "loadavg": os.getloadavg(),
-        "repeat": args.repeat, "python": sys.version.split()[0], "machine": _machine(),
+        "repeat": args.repeat, "file_creation_us": probe,
+        "python": sys.version.split()[0], "machine": _machine(),
         "floor": floor, "compile": comp,
         "ratio_compile_over_floor": comp["compile"] / floor["floor"],
         "ratio_target": 2.0,
@@ -580,7 +610,8 @@ def table(r: dict[str, Any]) -> list[str]:
     lines = [
         f"{r['apps']} apps ({r['input_files']} files, {r['input_mib']} MiB) -> {c['objects']} "
         f"objects for {r['clusters']} clusters ({c['bytes'] / 2**20:.0f} MiB); {r['machine']}; "
-        f"load average {' '.join(f'{x:.1f}' for x in r['loadavg'])}; best of {r['repeat']}; "
+        f"load average {' '.join(f'{x:.1f}' for x in r['loadavg'])}; creating a file "
+        f"{r['file_creation_us']:.0f} us (probe); best of {r['repeat']}; "
         f"Python {r['python']}; {r['date']}.",
         "",
         f"Kinds: {', '.join(f'{k} {v}' for k, v in sorted(r['kinds'].items()))}.",

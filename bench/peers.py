@@ -201,14 +201,16 @@ def main() -> int:
     compile_bench.byte_compile()
     work = Path(tempfile.mkdtemp(prefix="peers-bench-"))
     try:
-        root, out = work / "repo", work / "out"
+        root = work / "repo"
         generate(root, args.apps, args.seed)
         log(f"generated {args.apps} PinApps: {root}")
         pincompile = [*compile_bench._pincompile(), "compile", str(root), "-q", "--no-cache",
                       "--revision", compile_bench.REVISION]
+        probe = compile_bench.file_creation_us(work / "probe")
+        log(f"file creation: {probe:.0f} us per file")
         files_took = []
-        for _ in range(3):
-            shutil.rmtree(out, ignore_errors=True)
+        for run in range(3):  # each into a directory of its own (file_creation_us)
+            out = work / f"out-{run}"
             files_took.append(timed([[*pincompile, "-o", str(out)]])[0])
         stream, stream_kinds = min(timed([[*pincompile, "-o", "-"]]) for _ in range(3))
         files = min(files_took)
@@ -248,8 +250,8 @@ def main() -> int:
     lines = [
         f"{args.apps} PinApps -> {sum(expected.values())} objects for 6 clusters "
         f"({len(by_group)} app-and-cluster groups); {compile_bench._machine()}; load average "
-        f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}; "
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
+        f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}; creating a file {probe:.0f} us "
+        f"(probe); {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
         "",
         "Kinds: " + ", ".join(f"{k} {n}" for k, n in sorted(expected.items())) + ".",
         "",

@@ -88,18 +88,14 @@ def emit(directory: Path | None, catalog: Catalog, plan: Any, *, revision: str,
     children = [Forked(_part, job, part) for part in range(1, job.jobs)]
     parts = [_part(job, 0)]
     parts.extend(child.result() for child in children)
-    rows = sorted((r for rows, _ in parts for r in rows), key=_row_order)
-    found = [d for _, diagnostics in parts for d in diagnostics]
+    rows = sorted((r for rows, _, _ in parts for r in rows), key=_row_order)
+    found = [d for _, diagnostics, _ in parts for d in diagnostics]
     found.extend(find_duplicates(
         [(r.path, r.kind, r.name, r.cluster, r.source) for r in rows], _entries(catalog)))
     first: dict[str, Row] = {}
     for row in rows:
         first.setdefault(row.path, row)
-    placement = b""
-    if directory is not None:
-        text = to_json(plan.to_json())
-        _write(directory, PLACEMENT_FILE, text)
-        placement = digest(text)
+    placement = b"".join(written for _, _, written in parts)
     return Emitted(list(first.values()), sorted(set(found)), placement)
 
 
@@ -111,12 +107,20 @@ def _entries(catalog: Catalog) -> dict[tuple[str, int], Entry[Any]]:
     return {(e.file, e.doc.index): e for e in catalog.entries}
 
 
-def _part(job: _Job, part: int) -> tuple[list[Row], list[Diagnostic]]:
-    """Expand, serialize and write this process's share; its rows and diagnostics."""
+def _part(job: _Job, part: int) -> tuple[list[Row], list[Diagnostic], bytes]:
+    """Expand, serialize and write this process's share; its rows and diagnostics. The
+    last process (part 0 does the platform's objects) also writes ``placement.json``: the
+    digest of what it wrote is the third item (else empty)."""
     made: set[str] = set()
     manifests, diagnostics = expand_part(job.catalog, job.plan, revision=job.revision,
                                          part=part, parts=job.jobs)
-    return [_row(job, m, made) for m in manifests], diagnostics
+    rows = [_row(job, m, made) for m in manifests]
+    placement = b""
+    if job.directory is not None and part == job.jobs - 1:
+        text = to_json(job.plan.to_json())
+        _write(job.directory, PLACEMENT_FILE, text)
+        placement = job.digest(text)
+    return rows, diagnostics, placement
 
 
 def _row(job: _Job, m: Manifest, made: set[str]) -> Row:
