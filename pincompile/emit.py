@@ -109,18 +109,22 @@ def _entries(catalog: Catalog) -> dict[tuple[str, int], Entry[Any]]:
 
 def _part(job: _Job, part: int) -> tuple[list[Row], list[Diagnostic], bytes]:
     """Expand, serialize and write this process's share; its rows and diagnostics. The
-    last process (part 0 does the platform's objects) also writes ``placement.json``: the
-    digest of what it wrote is the third item (else empty)."""
+    process that finishes its share first also writes ``placement.json`` (it creates the
+    file, the others find it there): the digest of what it wrote is the third item (else
+    empty)."""
     made: set[str] = set()
     manifests, diagnostics = expand_part(job.catalog, job.plan, revision=job.revision,
                                          part=part, parts=job.jobs)
     rows = [_row(job, m, made) for m in manifests]
-    placement = b""
-    if job.directory is not None and part == job.jobs - 1:
-        text = to_json(job.plan.to_json())
-        _write(job.directory, PLACEMENT_FILE, text)
-        placement = job.digest(text)
-    return rows, diagnostics, placement
+    if job.directory is None:
+        return rows, diagnostics, b""
+    try:
+        fd = os.open(job.directory / PLACEMENT_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return rows, diagnostics, b""
+    text = to_json(job.plan.to_json())
+    _write_to(fd, text)
+    return rows, diagnostics, job.digest(text)
 
 
 def _row(job: _Job, m: Manifest, made: set[str]) -> Row:
@@ -142,8 +146,12 @@ def _row(job: _Job, m: Manifest, made: set[str]) -> Row:
 
 
 def _write(directory: Path, path: str, text: str) -> None:
+    _write_to(os.open(directory / path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), text)
+
+
+def _write_to(fd: int, text: str) -> None:
+    """Write ``text`` to the open file ``fd`` and close it."""
     data = memoryview(text.encode("utf-8", "surrogateescape"))
-    fd = os.open(directory / path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         while data:
             data = data[os.write(fd, data):]
