@@ -95,7 +95,7 @@ def emit(directory: Path | None, catalog: Catalog, plan: Any, *, revision: str,
     first: dict[str, Row] = {}
     for row in rows:
         first.setdefault(row.path, row)
-    placement = b"".join(written for _, _, written in parts)
+    placement = next((written for _, _, written in parts if written), b"")
     return Emitted(list(first.values()), sorted(set(found)), placement)
 
 
