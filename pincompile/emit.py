@@ -2,29 +2,33 @@
 
 ``pincompile compile ROOT -o OUT`` spends most of a large compile expanding specs into
 objects, serializing them and writing one file per object. Each of those is independent
-per workload, so :func:`emit` splits the placed workloads over ``jobs`` processes (forked
-after placement: the catalog and the plan are inherited, never copied through a pipe).
-Every process expands its share one workload at a time, writes each object's file into a
-fresh directory and keeps only a row per object (its path, source and content digest), so
-no process holds the whole output in memory (for ``-o -`` the rows carry the text, to be
-printed as one stream; ``validate`` serializes nothing). The parent checks the rows of all processes
-for two specs generating the same object, exactly as :func:`pincompile.expand.expand_all`
-does, and reports every diagnostic; the caller swaps the directory in only when there
-are none. The bytes written do not depend on ``jobs``.
+per workload, so :func:`emit` runs ``jobs`` processes (forked after placement: the catalog
+and the plan are inherited, never copied through a pipe) that draw chunks of workloads
+from one shared counter until none are left, so that they finish together. Every process
+expands its chunks one workload at a time, writes each object's file into a fresh
+directory and keeps only a row per object (its path, source and content digest), so no
+process holds the whole output in memory (for ``-o -`` the rows carry the text, to be
+printed as one stream; ``validate`` serializes nothing). The parent checks the rows of all
+processes for two specs generating the same object, exactly as
+:func:`pincompile.expand.expand_all` does, and reports every diagnostic; the caller swaps
+the directory in only when there are none. The bytes written do not depend on ``jobs``.
 """
 
 from __future__ import annotations
 
+import itertools
+import multiprocessing
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pincompile.catalog import Catalog, Entry
 from pincompile.diagnostics import Diagnostic
 from pincompile.expand import expand_part, find_duplicates
 from pincompile.forked import Forked
+from pincompile.incremental import tree_sig
 from pincompile.manifest import Manifest
 from pincompile.output import PLACEMENT_FILE, manifest_path, serialize, to_json
 
@@ -33,19 +37,23 @@ SMALL = 50
 saves on a small tree)."""
 
 
-@dataclass
-class Row:
-    """One generated object: its output path, source spec ((file, document index), or None
-    for a platform object), kind, name, cluster, content digest and (when :func:`emit`
-    writes no directory) its text."""
+class Row(NamedTuple):
+    """One generated object: its output path, source spec as (file, document index)
+    (``("", 0)`` for a platform object), kind, name, cluster, content digest and (when
+    :func:`emit` writes no directory) its text. Rows sort by path, then by source."""
 
     path: str
-    source: tuple[str, int] | None
+    order: tuple[str, int]
     kind: str
     name: str
     cluster: str
     digest: bytes
     text: str = ""
+
+    @property
+    def source(self) -> tuple[str, int] | None:
+        """The source spec, or None for a platform object."""
+        return self.order if self.order[0] else None
 
 
 @dataclass
@@ -57,11 +65,14 @@ class Emitted:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     placement: bytes = b""
     """Digest of the ``placement.json`` written (none without a directory)."""
+    signature: int = 0
+    """:func:`~pincompile.incremental.tree_sig` of every file written, ``placement.json``
+    included (0 without a directory)."""
 
     def sources(self, catalog: Catalog) -> list[tuple[str, Entry[Any] | None, bytes]]:
         """(path, source spec, digest) of every object, for a snapshot."""
         entries = _entries(catalog)
-        return [(r.path, entries.get(r.source) if r.source else None, r.digest)
+        return [(r.path, entries.get(r.order) if r.order[0] else None, r.digest)
                 for r in self.rows]
 
 
@@ -73,7 +84,24 @@ class _Job:
     revision: str
     fmt: str | None
     digest: Callable[[str], bytes]
-    jobs: int
+    tickets: Callable[[], int]
+    """The next chunk to do (shared by every process; see :func:`expand_part`), or
+    :data:`PLACEMENT_TICKET` for ``placement.json``."""
+
+
+@dataclass
+class _Share:
+    """What one process generated."""
+
+    rows: list[Row]
+    diagnostics: list[Diagnostic]
+    placement: bytes = b""
+    signature: int = 0
+
+
+PLACEMENT_TICKET = 0
+"""The ticket that stands for writing ``placement.json`` (a directory only); chunk ``c``
+of :func:`~pincompile.expand.expand_part` is ticket ``c + 1``."""
 
 
 def emit(directory: Path | None, catalog: Catalog, plan: Any, *, revision: str,
@@ -83,74 +111,92 @@ def emit(directory: Path | None, catalog: Catalog, plan: Any, *, revision: str,
     ``directory`` (with ``placement.json``), or kept as text on the rows when it is None;
     ``digest(text)`` names each object's content. With ``fmt`` None nothing is serialized
     (``validate``: the rows and the problems alone)."""
-    job = _Job(directory, catalog, plan, revision, fmt, digest,
-               max(1, min(jobs, len(catalog.entries) // SMALL or 1)))
-    children = [Forked(_part, job, part) for part in range(1, job.jobs)]
-    parts = [_part(job, 0)]
-    parts.extend(child.result() for child in children)
-    rows = sorted((r for rows, _, _ in parts for r in rows), key=_row_order)
-    found = [d for _, diagnostics, _ in parts for d in diagnostics]
-    found.extend(find_duplicates(
-        [(r.path, r.kind, r.name, r.cluster, r.source) for r in rows], _entries(catalog)))
-    first: dict[str, Row] = {}
-    for row in rows:
-        first.setdefault(row.path, row)
-    placement = next((written for _, _, written in parts if written), b"")
-    return Emitted(list(first.values()), sorted(set(found)), placement)
+    jobs = max(1, min(jobs, len(catalog.entries) // SMALL or 1))
+    job = _Job(directory, catalog, plan, revision, fmt, digest, _tickets(jobs))
+    children = [Forked(_part, job) for _ in range(1, jobs)]
+    shares = [_part(job)]
+    shares.extend(child.result() for child in children)
+    rows = sorted(r for share in shares for r in share.rows)
+    found = [d for share in shares for d in share.diagnostics]
+    if len({r.path for r in rows}) < len(rows):  # two specs generate the same object
+        found.extend(find_duplicates(
+            [(r.path, r.kind, r.name, r.cluster, r.source) for r in rows], _entries(catalog)))
+        first: dict[str, Row] = {}
+        for row in rows:
+            first.setdefault(row.path, row)
+        rows = list(first.values())
+    signature = 0
+    for share in shares:
+        signature ^= share.signature
+    placement = next((share.placement for share in shares if share.placement), b"")
+    return Emitted(rows, sorted(set(found)), placement, signature)
 
 
-def _row_order(row: Row) -> tuple[str, str, int]:
-    return (row.path, *(row.source or ("", 0)))
+def _tickets(jobs: int) -> Callable[[], int]:
+    """A counter that hands out 0, 1, 2, ... once each, shared by ``jobs`` processes
+    (forked after this call)."""
+    if jobs == 1:
+        return itertools.count().__next__
+    shared = multiprocessing.get_context("fork").Value("q", 0)
+
+    def take() -> int:
+        with shared.get_lock():
+            ticket = int(shared.value)
+            shared.value = ticket + 1
+        return ticket
+
+    return take
 
 
 def _entries(catalog: Catalog) -> dict[tuple[str, int], Entry[Any]]:
     return {(e.file, e.doc.index): e for e in catalog.entries}
 
 
-def _part(job: _Job, part: int) -> tuple[list[Row], list[Diagnostic], bytes]:
-    """Expand, serialize and write this process's share; its rows and diagnostics. The
-    process that finishes its share first also writes ``placement.json`` (it creates the
-    file, the others find it there): the digest of what it wrote is the third item (else
-    empty)."""
+def _part(job: _Job) -> _Share:
+    """Expand, serialize and write the chunks this process draws; its rows and
+    diagnostics (and the digest of ``placement.json`` when it drew that ticket)."""
+    share = _Share([], [])
     made: set[str] = set()
-    manifests, diagnostics = expand_part(job.catalog, job.plan, revision=job.revision,
-                                         part=part, parts=job.jobs)
-    rows = [_row(job, m, made) for m in manifests]
-    if job.directory is None:
-        return rows, diagnostics, b""
-    try:
-        fd = os.open(job.directory / PLACEMENT_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    except FileExistsError:
-        return rows, diagnostics, b""
-    text = to_json(job.plan.to_json())
-    _write_to(fd, text)
-    return rows, diagnostics, job.digest(text)
+    manifests, share.diagnostics = expand_part(job.catalog, job.plan, revision=job.revision,
+                                               chunks=_chunks(job, share))
+    share.rows = [_row(job, m, made) for m in manifests]
+    if job.directory is not None:
+        share.signature ^= tree_sig([(r.path, r.digest) for r in share.rows])
+    return share
+
+
+def _chunks(job: _Job, share: _Share) -> Iterator[int]:
+    """The chunks this process draws; writes ``placement.json`` when it draws that."""
+    while True:
+        ticket = job.tickets()
+        if ticket != PLACEMENT_TICKET:
+            yield ticket - 1
+        elif job.directory is not None:
+            text = to_json(job.plan.to_json())
+            _write(job.directory, PLACEMENT_FILE, text)
+            share.placement = job.digest(text)
+            share.signature ^= tree_sig([(PLACEMENT_FILE, share.placement)])
 
 
 def _row(job: _Job, m: Manifest, made: set[str]) -> Row:
-    source = (m.source.file, m.source.doc.index) if m.source is not None else None
+    order = (m.source.file, m.source.doc.index) if m.source is not None else ("", 0)
     if job.fmt is None:
-        return Row(m.relpath, source, m.kind, m.name, m.cluster, b"")
+        return Row(m.relpath, order, m.kind, m.name, m.cluster, b"")
     path = manifest_path(m, job.fmt)
     text = serialize(m.obj, job.fmt)
-    row = Row(path, source, m.kind, m.name, m.cluster, job.digest(text))
     if job.directory is None:
-        row.text = text
-        return row
+        return Row(path, order, m.kind, m.name, m.cluster, job.digest(text), text)
     folder = path.rpartition("/")[0]
     if folder not in made:
         os.makedirs(job.directory / folder, exist_ok=True)
         made.add(folder)
     _write(job.directory, path, text)
-    return row
+    return Row(path, order, m.kind, m.name, m.cluster, job.digest(text))
 
 
 def _write(directory: Path, path: str, text: str) -> None:
-    _write_to(os.open(directory / path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), text)
-
-
-def _write_to(fd: int, text: str) -> None:
-    """Write ``text`` to the open file ``fd`` and close it."""
+    """Write ``text`` to the new file ``directory/path``."""
+    fd = os.open(directory / path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     data = memoryview(text.encode("utf-8", "surrogateescape"))
     try:
         while data:

@@ -2,7 +2,8 @@
 
 A compile's stages hold large, read-only inputs (the loaded files, the catalog, the plan).
 A forked child inherits them for free (nothing is copied through a pipe on the way in);
-only its result is pickled back. Used where a compile of a large tree splits independent
+only its result is pickled back (or, with :class:`ForkedBatches`, each batch of it as soon
+as it is made). Used where a compile of a large tree splits independent
 work over the CPUs: loading files (:mod:`pincompile.pipeline`), checks while placement
 runs, and expansion and writing (:mod:`pincompile.emit`).
 """
@@ -12,8 +13,9 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import pickle
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 
@@ -57,6 +59,84 @@ class Forked:
         if isinstance(value, OSError):
             raise value
         raise RuntimeError(f"a worker process failed: {value}")
+
+
+class ForkedBatches:
+    """``function(*args)``, which yields batches, running in a child process that hands
+    over each batch as soon as it is made; :meth:`next` takes them in order.
+
+    The child appends each pickled batch to an anonymous in-memory file and sends only
+    its place through the pipe, so it never waits for this process to read; this process
+    reads and unpickles each batch when it takes it."""
+
+    def __init__(self, function: Callable[..., Iterable[Any]], *args: Any) -> None:
+        self._done = False
+        self._file = _anonymous_file()
+        gc.freeze()
+        context = multiprocessing.get_context("fork")
+        self._reader, writer = context.Pipe(duplex=False)
+        self._process = context.Process(target=_child_batches,
+                                        args=(writer, self._file, function, args),
+                                        daemon=True)
+        try:
+            self._process.start()
+        finally:
+            gc.unfreeze()
+            writer.close()
+
+    def next(self) -> Any:
+        """The next batch, or None after the last; raises as :meth:`Forked.result` does
+        when the child failed."""
+        if self._done:
+            return None
+        try:
+            kind, value = self._reader.recv()
+        except EOFError:
+            kind, value = "failed", f"ended without an answer (exit code {self._process.exitcode})"
+        if kind == "batch":
+            offset, size = value
+            return pickle.loads(os.pread(self._file, size, offset))
+        self._done = True
+        self._process.join()
+        self._reader.close()
+        os.close(self._file)
+        if kind == "ok":
+            return None
+        if isinstance(value, OSError):
+            raise value
+        raise RuntimeError(f"a worker process failed: {value}")
+
+
+def _anonymous_file() -> int:
+    """A file descriptor of a file with no name (in memory where the system allows)."""
+    if hasattr(os, "memfd_create"):
+        try:
+            return os.memfd_create("pincompile-batches", os.MFD_CLOEXEC)
+        except OSError:
+            pass
+    import tempfile
+
+    return os.dup(tempfile.TemporaryFile().fileno())
+
+
+def _child_batches(writer: Any, file: int, function: Callable[..., Iterable[Any]],
+                   args: tuple[Any, ...]) -> None:
+    answer: tuple[str, Any] = ("ok", None)
+    offset = 0
+    try:
+        for batch in function(*args):
+            data = memoryview(pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL))
+            start, size = offset, len(data)
+            while data:
+                written = os.pwrite(file, data, offset)
+                data, offset = data[written:], offset + written
+            writer.send(("batch", (start, size)))
+    except OSError as exc:
+        answer = ("oserror", exc)
+    except BaseException:
+        answer = ("failed", traceback.format_exc(limit=8))
+    writer.send(answer)
+    writer.close()
 
 
 def _child(writer: Any, function: Callable[..., Any], args: tuple[Any, ...]) -> None:

@@ -20,7 +20,7 @@ from pincompile.diagnostics import Diagnostic, add_new
 from pincompile.loader import LoadResult, load_text
 from pincompile.manifest import Manifest
 from pincompile.parse import parse, parse_document
-from pincompile.readahead import ReadTree, load_ahead, read_ahead
+from pincompile.readahead import Loading, ReadTree, load_ahead, read_ahead
 
 if TYPE_CHECKING:
     from pincompile.emit import Emitted, Row
@@ -192,7 +192,7 @@ class Compiler:
         return known if known is not None and known.digest == digest else None
 
     def _state(self, name: str, raw: bytes, digest: str,
-               ahead: dict[str, Any] | None = None) -> FileState:
+               ahead: dict[str, Loading] | None = None) -> FileState:
         """File ``name`` (content ``raw``, :func:`file_digest` ``digest``) loaded and parsed:
         from memory, the cache, a process loading ahead, or ``raw`` itself."""
         known = self._remembered(name, digest)
@@ -204,7 +204,7 @@ class Compiler:
             self.stats["disk"] += 1
             return stored
         loading = ahead.get(name) if ahead else None
-        loaded = loading.result()[name] if loading is not None else load_text(name, raw)
+        loaded = loading.load(name) if loading is not None else load_text(name, raw)
         state = FileState(name, digest, loaded, [parse_document(d) for d in loaded.documents])
         self.stats["parsed"] += 1
         if self.store is not None:
@@ -407,14 +407,11 @@ def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | 
         done.written = len(emitted.rows) + 1
         done.objects = len(emitted.rows)
         done.clusters = len({r.cluster for r in emitted.rows})
-        written = emitted.sources(result.catalog)
         if store is None:
-            return incremental.tree_id(incremental.tree_sig(
-                [*((path, sig) for path, _, sig in written),
-                 (PLACEMENT_FILE, emitted.placement)]))
+            return incremental.tree_id(emitted.signature)
         states = [compiler._files[name] for name, _ in files]
-        snaps.append(incremental.snapshot(context, states, result, fmt, written,
-                                          emitted.placement))
+        snaps.append(incremental.snapshot(context, states, result, fmt,
+                                          emitted.sources(result.catalog), emitted.placement))
         return snaps[0].id
 
     snaps: list[incremental.Snapshot] = []

@@ -9,6 +9,7 @@ problems found here are diagnostics located in the specs, never exceptions.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -17,8 +18,9 @@ from pincompile.diagnostics import Diagnostic
 from pincompile.expand import app, cronjob, daemon, jobset, pinpod, platform, scaler, training
 from pincompile.expand.context import Obj, Run, WorkloadTarget
 from pincompile.manifest import Manifest
-from pincompile.models import Resource
+from pincompile.models import PinScaler, Resource, Workload
 from pincompile.placement import Plan
+from pincompile.placement.model import Key
 
 Expander = Callable[[WorkloadTarget[Any]], list[Obj]]
 
@@ -50,54 +52,71 @@ def expand_all(catalog: Catalog, plan: Plan | None, *, revision: str
     return list(manifests.values()), diagnostics
 
 
-def expand_part(catalog: Catalog, plan: Plan, *, revision: str, part: int = 0, parts: int = 1
+CHUNK = 50
+"""Workloads in one chunk of :func:`expand_part` (a chunk's objects take ~25 ms)."""
+
+
+def expand_part(catalog: Catalog, plan: Plan, *, revision: str,
+                chunks: Iterable[int] | None = None
                 ) -> tuple[Iterator[Manifest], list[Diagnostic]]:
-    """The objects of every ``parts``-th placed workload (with its scaler) from the
-    ``part``-th on, in every cluster of its placement, and the platform's objects with part
-    0: generated one workload at a time, unsorted, not checked for duplicates (see
-    :func:`find_duplicates`). The list of problems fills as the objects are generated."""
+    """The objects of the placed workloads (each with its scalers), in every cluster of
+    their placement, and the platform's objects: generated one workload at a time,
+    unsorted, not checked for duplicates (see :func:`find_duplicates`). The list of
+    problems fills as the objects are generated.
+
+    ``chunks``: only these; chunk 0 is the platform's objects, chunk ``c`` > 0 the
+    :data:`CHUNK` workloads from the ``(c - 1) * CHUNK``-th on (in canonical order). The
+    generator takes the next chunk only when it has generated the last one's objects and
+    stops at the first chunk past the end, so processes drawing chunks from one shared
+    counter split the work evenly however long each takes. None: every chunk."""
     run = Run(catalog, plan, revision)
-    return _generate(run, part, parts), run.diagnostics
+    return _generate(run, itertools.count() if chunks is None else chunks), run.diagnostics
 
 
-def _generate(run: Run, part: int, parts: int) -> Iterator[Manifest]:
-    for target in _targets(run, part, parts):
-        try:
-            objs = EXPANDERS[target.kind](target)
-        except Exception as exc:  # a bug must not take the whole compile down silently
-            run.report(target.entry.doc.start.error(
-                "internal", f"cannot expand {target.kind} '{target.name}' for cluster "
-                f"{target.cluster_name}: {type(exc).__name__}: {exc}",
-                "this is a pincompile bug; please report it"))
-            continue
-        for o in objs:
-            yield Manifest(target.cluster_name, o, target.entry)
-    if part == 0:
-        for c, o, e in platform.expand(run):
-            yield Manifest(c, o, e)
-
-
-def _targets(run: Run, part: int, parts: int) -> Iterable[WorkloadTarget[Any]]:
-    """Each placed workload and scaler of this part, in each of its clusters (a scaler goes
-    where its target runs, and with its target's part)."""
-    units: list[tuple[Entry[Any], Any, str]] = []
-    mine = {key for index, key in enumerate(run.workloads) if index % parts == part}
-    for key, entry in run.workloads.items():
-        decision = run.plan.decision(key)
-        if decision is not None and key in mine:
-            units.append((entry, decision, entry.resource.spec.tier))
+def _generate(run: Run, chunks: Iterable[int]) -> Iterator[Manifest]:
+    workloads = list(run.workloads.items())
+    scalers: dict[Key, list[Entry[PinScaler]]] = {}
     for scaler_entry in run.scalers.values():
         scaled = run.scaled(scaler_entry.resource)
-        decision = run.plan.decision(scaled.resource.key) if scaled else None
-        if scaled is not None and decision is not None and scaled.resource.key in mine:
-            units.append((scaler_entry, decision, scaled.resource.spec.tier))
-    for entry, decision, tier in units:
-        project = entry.resource.project
-        for shard in decision.shards:
-            cluster = run.clusters.get(shard.cluster)
-            if cluster is not None:
-                yield WorkloadTarget(run, entry, cluster, project, run.namespace_of(project),
-                                     tier, shard, decision)
+        if scaled is not None:
+            scalers.setdefault(scaled.resource.key, []).append(scaler_entry)
+    for chunk in chunks:
+        if chunk == 0:
+            for c, o, e in platform.expand(run):
+                yield Manifest(c, o, e)
+            continue
+        start = (chunk - 1) * CHUNK
+        if start >= len(workloads):
+            return
+        for target in _targets(run, workloads[start:start + CHUNK], scalers):
+            try:
+                objs = EXPANDERS[target.kind](target)
+            except Exception as exc:  # a bug must not take the whole compile down silently
+                run.report(target.entry.doc.start.error(
+                    "internal", f"cannot expand {target.kind} '{target.name}' for cluster "
+                    f"{target.cluster_name}: {type(exc).__name__}: {exc}",
+                    "this is a pincompile bug; please report it"))
+                continue
+            for o in objs:
+                yield Manifest(target.cluster_name, o, target.entry)
+
+
+def _targets(run: Run, workloads: list[tuple[Key, Entry[Workload]]],
+             scalers: dict[Key, list[Entry[PinScaler]]]) -> Iterator[WorkloadTarget[Any]]:
+    """Each placed workload of ``workloads`` and its scalers, in each of its clusters (a
+    scaler goes where its target runs)."""
+    for key, entry in workloads:
+        decision = run.plan.decision(key)
+        if decision is None:
+            continue
+        tier = entry.resource.spec.tier
+        for unit in (entry, *scalers.get(key, ())):
+            project = unit.resource.project
+            for shard in decision.shards:
+                cluster = run.clusters.get(shard.cluster)
+                if cluster is not None:
+                    yield WorkloadTarget(run, unit, cluster, project, run.namespace_of(project),
+                                         tier, shard, decision)
 
 
 DuplicateRow = tuple[str, str, str, str, "tuple[str, int] | None"]
@@ -140,4 +159,4 @@ def _describe(entry: Entry[Resource] | None) -> str:
     return f"{r.kind} '{r.name}'"
 
 
-__all__ = ["EXPANDERS", "expand_all", "expand_part", "find_duplicates"]
+__all__ = ["CHUNK", "EXPANDERS", "expand_all", "expand_part", "find_duplicates"]
