@@ -72,7 +72,7 @@ class Emitted:
     def sources(self, catalog: Catalog) -> list[tuple[str, Entry[Any] | None, bytes]]:
         """(path, source spec, digest) of every object, for a snapshot."""
         entries = _entries(catalog)
-        return [(r.path, entries.get(r.order) if r.order[0] else None, r.digest)
+        return [(r.path, entries.get(r.source) if r.source else None, r.digest)
                 for r in self.rows]
 
 

@@ -345,7 +345,7 @@ def _write_snapshot(store: Store, key: str, snap: Any) -> None:
 
 def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | None = None,
                    cache_dir: Path | None = None, jobs: int | None = None,
-                   scanning: Any = None) -> DirCompile:
+                   scanning: Any = None, read: ReadTree | None = None) -> DirCompile:
     """``pincompile compile ROOT -o OUT``: compile and write OUT.
 
     With ``cache_dir``, a snapshot of the last clean compile of ROOT into OUT is kept there;
@@ -357,20 +357,26 @@ def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | 
     holds no objects. A file edited by hand inside OUT is not noticed (OUT is pincompile's:
     a full compile, or ``--no-cache``, rewrites it). Nothing is written when the result
     has diagnostics. ``scanning``: ROOT's walk already started by
-    :func:`~pincompile.treescan.scan_ahead` (with the same ``cache_dir``).
+    :func:`~pincompile.treescan.scan_ahead` (with the same ``cache_dir``); or, without a
+    cache (nothing to reuse, so no walk by ``stat``), ``read``: ROOT as
+    :func:`~pincompile.readahead.read_ahead` read it (its files already being loaded).
     """
     from pincompile import incremental
     from pincompile.cache import code_digest
     from pincompile.forked import cpus
-    from pincompile.output import PLACEMENT_FILE, marker_id, replace_tree, update_tree
+    from pincompile.output import PLACEMENT_FILE, marker_id, update_tree
     from pincompile.treescan import scan_tree
 
     revision = revision or git_revision(root)
     store = Store(cache_dir) if cache_dir is not None else None
+    compiler = Compiler(store, remember=False)
+    if read is not None and store is None:
+        compiler.jobs = jobs = jobs or cpus()
+        return _full_compile(compiler, out, read.files, revision=revision, fmt=fmt,
+                             context=None, key="", read=read)
     # unchanged files (by their stat) are not read
     scan = scanning.result() if scanning is not None else scan_tree(root, store)
     walked = scan.walked
-    compiler = Compiler(store, remember=False)
     context = (code_digest(), revision, fmt)
     key = hashlib.sha256(f"snapshot\0{root.resolve()}\0{out.resolve()}".encode()).hexdigest()
     prev = _read_snapshot(store, key) if store is not None else None
@@ -393,8 +399,22 @@ def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | 
                 _write_snapshot(store, key, outcome.snapshot)
             return DirCompile(outcome=outcome, written=len(outcome.write))
     files = scan.files()
-    compiler.jobs = jobs = jobs or cpus()
-    result = compiler.compile(files, revision=revision, loaded=walked, expand=False)
+    compiler.jobs = jobs or cpus()
+    return _full_compile(compiler, out, files, revision=revision, fmt=fmt, context=context,
+                         key=key, loaded=walked)
+
+
+def _full_compile(compiler: Compiler, out: Path, files: list[tuple[str, bytes]], *,
+                  revision: str, fmt: str, context: Any, key: str,
+                  loaded: LoadResult | None = None, read: ReadTree | None = None
+                  ) -> DirCompile:
+    """Compile ``files`` (or ``read``) and replace OUT with every object; with a cache, keep
+    the snapshot of this compile under ``key``."""
+    from pincompile import incremental
+    from pincompile.output import replace_tree
+
+    store, jobs = compiler.store, compiler.jobs
+    result = compiler.compile(files, revision=revision, loaded=loaded, read=read, expand=False)
     done = DirCompile(result=result)
     if result.diagnostics:  # nothing is written; expansion still reports its problems
         _expand(result, None, fmt=None, revision=revision, jobs=jobs)

@@ -21,9 +21,9 @@ LOAD_AHEAD_MIN = 100
 """Files (not cached) below which a compile loads them all in one process."""
 AHEAD_SHARE = 0.6
 """The share of the files the forked process loads. This process parses every file and
-unpickles what the other one loaded, so the other gets the larger share: at 10,000
-files (2 CPUs), loading and parsing took 2.3 s with 0.42, 2.0-2.2 s with 0.55, 1.8 s with
-0.62 and 1.9-2.0 s with 0.7."""
+unpickles what the other one loaded, so the other gets the larger share: at 10,000 files
+(2 CPUs, loading started after the import), loading and parsing took 2.3 s with 0.42,
+2.0-2.2 s with 0.55, 1.8 s with 0.62 and 1.9-2.0 s with 0.7."""
 LOADED_WHILE_IMPORTING = 250
 """About how many files a process loads in the time the compiler takes to import: the
 forked process takes at least these, so that a command that started it before the

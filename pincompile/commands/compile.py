@@ -87,13 +87,14 @@ def compile_cmd(root: Path, output: str, clusters: tuple[str, ...], fmt: str,
     cache = cache_dir(cache_dir_option, no_cache)
     jobs = jobs or cpus()
     # ROOT is walked (and, when large, loaded) in a forked process while this one imports
-    # the compiler
+    # the compiler; with a cache, -o OUT walks it by stat first (unchanged files are not
+    # even read) and loads what changed after the import
     scanning = read = None
-    if not to_stdout and not clusters and jobs > 1:
+    if not to_stdout and not clusters and jobs > 1 and cache is not None:
         from pincompile.treescan import scan_ahead
 
         scanning = scan_ahead(root, cache)
-    elif to_stdout or clusters:
+    elif to_stdout or clusters or cache is None:
         from pincompile.readahead import read_ahead
 
         read = read_ahead(root, cache, jobs)
@@ -102,7 +103,7 @@ def compile_cmd(root: Path, output: str, clusters: tuple[str, ...], fmt: str,
     if not to_stdout and not clusters:
         try:
             done = compile_to_dir(root, out, fmt=fmt, revision=revision, cache_dir=cache,
-                                  jobs=jobs, scanning=scanning)
+                                  jobs=jobs, scanning=scanning, read=read)
         except (OutputError, OSError) as exc:
             fail(str(exc), EXIT_USAGE)
         if done.outcome is not None:  # incremental: only changed apps compiled again

@@ -4,6 +4,7 @@ across processes)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from click.testing import CliRunner
 
 from pincompile import emit, readahead
 from pincompile.cli import cli
+from pincompile.forked import ForkedBatches
 from pincompile.loader import load_tree, read_tree
 from pincompile.output import render_files, render_stream
 from pincompile.pipeline import Compiler, compile_to_dir, run
@@ -129,3 +131,35 @@ def test_validate_reports_the_same_from_processes(
     cold = run(load_tree(REPO / "examples"), revision="validate")
     assert valid.exit_code == 0
     assert f"{len(cold.manifests)} objects would be generated" in valid.stdout
+
+
+def test_the_tree_written_without_a_cache_is_the_same_from_processes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # files loaded ahead in small batches by another process, chunks drawn by three
+    monkeypatch.setattr(emit, "SMALL", 1)
+    monkeypatch.setattr(readahead, "LOAD_AHEAD_MIN", 1)
+    monkeypatch.setattr(readahead, "LOADED_WHILE_IMPORTING", 0)
+    monkeypatch.setattr(readahead, "BATCH", 3)
+    trees = {}
+    for jobs in ("1", "3"):
+        out = tmp_path / f"out-{jobs}"
+        result = CliRunner().invoke(cli, ["compile", str(REPO / "examples"), "-o", str(out),
+                                          "--revision", "test", "--no-cache", "-q", "-j", jobs])
+        assert result.exit_code == 0, result.output
+        trees[jobs] = _tree(out)
+    assert trees["1"] == trees["3"]
+    assert len(trees["1"]) > 100
+
+
+def _batches_then_failure(n: int) -> Iterator[list[int]]:
+    for i in range(n):
+        yield [i] * 1000
+    raise ValueError("no more")
+
+
+def test_batches_come_in_order_and_a_failure_after_them() -> None:
+    batches = ForkedBatches(_batches_then_failure, 5)
+    assert [batches.next() for _ in range(5)] == [[i] * 1000 for i in range(5)]
+    with pytest.raises(RuntimeError, match="ValueError: no more"):
+        batches.next()
+    assert batches.next() is None
