@@ -83,7 +83,7 @@ class _Job:
     plan: Any
     revision: str
     fmt: str | None
-    digest: Callable[[str], bytes]
+    digest: Callable[[str | bytes], bytes]
     tickets: Callable[[], int]
     """The next chunk to do (shared by every process; see :func:`expand_part`), or
     :data:`PLACEMENT_TICKET` for ``placement.json``."""
@@ -106,11 +106,11 @@ of :func:`~pincompile.expand.expand_part` is ticket ``c + 1``."""
 
 def emit(directory: Path | None, catalog: Catalog, plan: Any, *, revision: str,
          fmt: str | None,
-         digest: Callable[[str], bytes], jobs: int = 1) -> Emitted:
+         digest: Callable[[str | bytes], bytes], jobs: int = 1) -> Emitted:
     """Every object of the placed catalog, serialized as ``fmt``: written under
     ``directory`` (with ``placement.json``), or kept as text on the rows when it is None;
-    ``digest(text)`` names each object's content. With ``fmt`` None nothing is serialized
-    (``validate``: the rows and the problems alone)."""
+    ``digest(text)`` names each object's content (the same for its UTF-8 bytes). With
+    ``fmt`` None nothing is serialized (``validate``: the rows and the problems alone)."""
     jobs = max(1, min(jobs, len(catalog.entries) // SMALL or 1))
     job = _Job(directory, catalog, plan, revision, fmt, digest, _tickets(jobs))
     children = [Forked(_part, job) for _ in range(1, jobs)]
@@ -173,8 +173,9 @@ def _chunks(job: _Job, share: _Share) -> Iterator[int]:
             yield ticket - 1
         elif job.directory is not None:
             text = to_json(job.plan.to_json())
-            _write(job.directory, PLACEMENT_FILE, text)
-            share.placement = job.digest(text)
+            data = text.encode("utf-8", "surrogateescape")
+            _write(f"{job.directory}/{PLACEMENT_FILE}", data)
+            share.placement = job.digest(data)
             share.signature ^= tree_sig([(PLACEMENT_FILE, share.placement)])
 
 
@@ -190,16 +191,17 @@ def _row(job: _Job, m: Manifest, made: set[str]) -> Row:
     if folder not in made:
         os.makedirs(job.directory / folder, exist_ok=True)
         made.add(folder)
-    _write(job.directory, path, text)
-    return Row(path, order, m.kind, m.name, m.cluster, job.digest(text))
+    data = text.encode("utf-8", "surrogateescape")
+    _write(f"{job.directory}/{path}", data)
+    return Row(path, order, m.kind, m.name, m.cluster, job.digest(data))
 
 
-def _write(directory: Path, path: str, text: str) -> None:
-    """Write ``text`` to the new file ``directory/path``."""
-    fd = os.open(directory / path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    data = memoryview(text.encode("utf-8", "surrogateescape"))
+def _write(path: str, data: bytes) -> None:
+    """Write ``data`` to the new file ``path``."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    view = memoryview(data)
     try:
-        while data:
-            data = data[os.write(fd, data):]
+        while view:
+            view = view[os.write(fd, view):]
     finally:
         os.close(fd)
