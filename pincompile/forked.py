@@ -25,21 +25,37 @@ def cpus() -> int:
         os.cpu_count() or 1)
 
 
+def _start(target: Callable[..., None], *args: Any) -> tuple[Any, Any]:
+    """A forked process running ``target(writer, *args)``: the reading end of the pipe it
+    writes to, and the process."""
+    gc.freeze()  # the child shares this process's objects: no collection there touches them
+    context = multiprocessing.get_context("fork")
+    reader, writer = context.Pipe(duplex=False)
+    process = context.Process(target=target, args=(writer, *args), daemon=True)
+    try:
+        process.start()
+    finally:
+        gc.unfreeze()
+        writer.close()
+    return reader, process
+
+
+def _outcome(kind: str, value: Any) -> Any:
+    """What a child answered: its value, or its failure raised here (an OSError as it was
+    raised there, anything else as a RuntimeError with the child's traceback)."""
+    if kind == "ok":
+        return value
+    if isinstance(value, OSError):
+        raise value
+    raise RuntimeError(f"a worker process failed: {value}")
+
+
 class Forked:
     """``function(*args)`` running in a child process; :meth:`result` waits for it."""
 
     def __init__(self, function: Callable[..., Any], *args: Any) -> None:
         self._answer: tuple[str, Any] | None = None
-        gc.freeze()  # the child shares this process's objects: no collection there touches them
-        context = multiprocessing.get_context("fork")
-        self._reader, writer = context.Pipe(duplex=False)
-        self._process = context.Process(target=_child, args=(writer, function, args),
-                                        daemon=True)
-        try:
-            self._process.start()
-        finally:
-            gc.unfreeze()
-            writer.close()
+        self._reader, self._process = _start(_child, function, args)
 
     def result(self) -> Any:
         """The function's return value (waited for once, then kept); its OSError is raised
@@ -53,12 +69,7 @@ class Forked:
                                 f"(exit code {self._process.exitcode})")
             self._process.join()
             self._reader.close()
-        kind, value = self._answer
-        if kind == "ok":
-            return value
-        if isinstance(value, OSError):
-            raise value
-        raise RuntimeError(f"a worker process failed: {value}")
+        return _outcome(*self._answer)
 
 
 class ForkedBatches:
@@ -72,17 +83,7 @@ class ForkedBatches:
     def __init__(self, function: Callable[..., Iterable[Any]], *args: Any) -> None:
         self._done = False
         self._file = _anonymous_file()
-        gc.freeze()
-        context = multiprocessing.get_context("fork")
-        self._reader, writer = context.Pipe(duplex=False)
-        self._process = context.Process(target=_child_batches,
-                                        args=(writer, self._file, function, args),
-                                        daemon=True)
-        try:
-            self._process.start()
-        finally:
-            gc.unfreeze()
-            writer.close()
+        self._reader, self._process = _start(_child_batches, self._file, function, args)
 
     def next(self) -> Any:
         """The next batch, or None after the last; raises as :meth:`Forked.result` does
@@ -100,11 +101,7 @@ class ForkedBatches:
         self._process.join()
         self._reader.close()
         os.close(self._file)
-        if kind == "ok":
-            return None
-        if isinstance(value, OSError):
-            raise value
-        raise RuntimeError(f"a worker process failed: {value}")
+        return _outcome(kind, value)
 
 
 def _anonymous_file() -> int:
