@@ -1,9 +1,10 @@
 """The compile cache: what one spec file loads and parses into, kept outside the spec tree.
 
-Each entry is one file's :class:`FileState` (its documents with positions, its loader
-diagnostics, and each document parsed into a typed spec or diagnostics), stored under a key
-made of the file's name and content and of pincompile's own code (its version and a digest
-of its sources, so an edited or upgraded pincompile never reads an older entry).
+Each entry is one file's :class:`FileState` (its documents, which find their positions in
+the file's text when asked, its loader diagnostics, and each document parsed into a typed
+spec or diagnostics), stored under a key made of the file's name and content and of
+pincompile's own code (its version and a digest of its sources, so an edited or upgraded
+pincompile never reads an older entry).
 
 The cache is never trusted: a directory not owned by the user, or writable by others, is
 not read; an entry whose header, key or checksum does not match (truncated, corrupt, from

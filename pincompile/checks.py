@@ -112,6 +112,17 @@ def where(entry: Entry[Any]) -> str:
     return f"{loc.file}:{loc.line}"
 
 
+class _Later:
+    """A location found only when a problem is reported there (finding one may load its
+    file again with positions: see :class:`~pincompile.positioned.Positions`)."""
+
+    def __init__(self, entry: Entry[Any], path: tuple[str | int, ...]) -> None:
+        self.entry, self.path = entry, path
+
+    def error(self, code: str, message: str, hint: str | None = None) -> Diagnostic:
+        return self.entry.at(*self.path).error(code, message, hint)
+
+
 def _in_project(resource: Resource) -> str:
     project = getattr(resource.metadata, "project", "")
     return f" in project '{project}'" if project else ""
@@ -192,8 +203,8 @@ def project_namespaces(specs: Specs) -> Iterator[Diagnostic]:
     for entry in _by_position(specs.of_kind(Project.KIND)):
         project: Project = entry.resource  # type: ignore[assignment]
         ns = project.namespace
-        loc = entry.at("spec", "namespace") if project.spec.namespace else (
-            entry.at("metadata", "name"))
+        loc = _Later(entry, ("spec", "namespace") if project.spec.namespace else (
+            "metadata", "name"))
         if ns in RESERVED_NAMESPACES or ns.startswith("kube-"):
             yield loc.error("reserved-namespace",
                             f"namespace '{ns}' is reserved for Kubernetes; a project needs its "
@@ -292,7 +303,7 @@ def scaler_targets(specs: Specs) -> Iterator[Diagnostic]:
         if scaler.project not in specs.projects:
             continue  # reported by workload_projects
         target = scaler.spec.target
-        loc = entry.at("spec", "target")
+        loc = _Later(entry, ("spec", "target"))
         found = by_key.get((scaler.project, target))
         if found is None:
             elsewhere = sorted(p for (p, n), e in by_key.items()
@@ -337,7 +348,7 @@ def sidecar_references(specs: Specs) -> Iterator[Diagnostic]:
     for pod in pods(specs):
         seen: set[str] = set()
         for i, name in enumerate(pod.template.sidecars):
-            loc = pod.at("sidecars", i)
+            loc = _Later(pod.entry, (*pod.path, "sidecars", i))
             if name in seen:
                 yield loc.error("duplicate-sidecar", f"sidecar '{name}' is listed twice")
                 continue
@@ -416,21 +427,23 @@ def container_names(specs: Specs) -> Iterator[Diagnostic]:
     containers and the managed sidecars injected into it."""
     runtime = specs.runtime
     for pod in pods(specs):
-        taken: dict[str, str] = {}
+        taken: dict[str, tuple[str, Entry[Any] | None]] = {}  # name → (user, its spec)
         if runtime is not None:
             for init in runtime.resource.spec.init_containers:
-                taken[init.name] = f"the RuntimeProfile's init container at {where(runtime)}"
+                taken[init.name] = ("the RuntimeProfile's init container", runtime)
         for sc in specs.injected(pod):
             name = sc.resource.spec.container.name or sc.resource.name
-            taken.setdefault(name, f"managed sidecar '{sc.resource.name}' at {where(sc)}")
+            taken.setdefault(name, (f"managed sidecar '{sc.resource.name}'", sc))
         for i, c in enumerate(pod.template.containers):
             if c.name in taken:
+                user, spec = taken[c.name]
+                at = f" at {where(spec)}" if spec is not None else ""
                 yield pod.at("containers", i, "name").error(
                     "duplicate-container",
-                    f"container name '{c.name}' is already used by {taken[c.name]}",
+                    f"container name '{c.name}' is already used by {user}{at}",
                     "container names must be unique within a pod")
             else:
-                taken[c.name] = dotted((*pod.path, "containers", i))
+                taken[c.name] = (dotted((*pod.path, "containers", i)), None)
 
 
 def port_names(specs: Specs) -> Iterator[Diagnostic]:
@@ -469,16 +482,16 @@ def volumes(specs: Specs) -> Iterator[Diagnostic]:
     volumes and mounts, injected sidecars' volumes and the config files' mount."""
     runtime = specs.runtime
     for pod in pods(specs):
-        names: dict[str, str] = {}
+        names: dict[str, tuple[str, Entry[Any] | None]] = {}  # name → (user, its spec)
         mounts: dict[str, str] = {}
         if runtime is not None:
             for v in runtime.resource.spec.volumes:
-                names[v.name] = f"the RuntimeProfile at {where(runtime)}"
+                names[v.name] = ("the RuntimeProfile", runtime)
             for m in runtime.resource.spec.volume_mounts:
                 mounts[m.mount_path] = f"the RuntimeProfile's mount '{m.name}'"
         for sc in specs.injected(pod):
             for v in sc.resource.spec.volumes:
-                names.setdefault(v.name, f"managed sidecar '{sc.resource.name}'")
+                names.setdefault(v.name, (f"managed sidecar '{sc.resource.name}'", None))
         w = pod.entry.resource
         if pod.template.config or (isinstance(w, PinterestJobSet) and w.spec.config_templates):
             mounts[CONFIG_MOUNT_PATH] = "the config files"
@@ -490,11 +503,13 @@ def volumes(specs: Specs) -> Iterator[Diagnostic]:
                       for i, v in enumerate(w.spec.volume_claim_templates)]
         for full, name, mount in items:
             if name in names:
+                user, spec = names[name]
+                at = f" at {where(spec)}" if spec is not None else ""
                 yield pod.entry.at(*full, "name").error(
-                    "duplicate-volume", f"volume name '{name}' is already used by {names[name]}",
+                    "duplicate-volume", f"volume name '{name}' is already used by {user}{at}",
                     "volume names must be unique within a pod")
             else:
-                names[name] = dotted(full)
+                names[name] = (dotted(full), None)
             mount = mount.rstrip("/") or "/"
             if mount in mounts:
                 yield pod.entry.at(*full, "mountPath").error(
@@ -512,15 +527,15 @@ def env_names(specs: Specs) -> Iterator[Diagnostic]:
         for i, c in enumerate(pod.template.containers):
             seen: set[str] = set()
             for j, env in enumerate(c.env):
-                loc = pod.at("containers", i, "env", j, "name")
                 if env.name.startswith(RESERVED_ENV_PREFIX):
-                    yield loc.error("reserved-env",
+                    yield pod.at("containers", i, "env", j, "name").error(
+                        "reserved-env",
                                     f"env '{env.name}' is set by the platform "
                                     f"({RESERVED_ENV_PREFIX}* variables identify the workload)",
                                     "choose another name")
                 elif env.name in seen:
-                    yield loc.error("duplicate-env",
-                                    f"env '{env.name}' is already set in container '{c.name}'")
+                    yield pod.at("containers", i, "env", j, "name").error(
+                        "duplicate-env", f"env '{env.name}' is already set in container '{c.name}'")
                 seen.add(env.name)
 
 
@@ -622,17 +637,17 @@ def config_keys(specs: Specs) -> Iterator[Diagnostic]:
         seen: set[str] = set()
         for path, table in tables:
             for key in table:
-                loc = pod.entry.at(*path, key, key=True)
                 if (not _CONFIG_KEY.match(key) or len(key) > 253 or key in (".", "..")
                         or key.startswith("..")):
-                    yield loc.error("invalid-config-key",
-                                    f"config key '{key}' is not a valid file name: letters, "
-                                    "digits, '-', '_' and '.', at most 253 characters",
-                                    "files are mounted flat in /etc/pincompute/config")
+                    yield pod.entry.at(*path, key, key=True).error(
+                        "invalid-config-key",
+                        f"config key '{key}' is not a valid file name: letters, digits, '-', "
+                        "'_' and '.', at most 253 characters",
+                        "files are mounted flat in /etc/pincompute/config")
                 elif key in seen:
-                    yield loc.error("duplicate-config-key",
-                                    f"config key '{key}' is also in config; both would be the "
-                                    "same file")
+                    yield pod.entry.at(*path, key, key=True).error(
+                        "duplicate-config-key",
+                        f"config key '{key}' is also in config; both would be the same file")
                 seen.add(key)
 
 

@@ -117,7 +117,8 @@ def load_text(file: str, raw: bytes | str) -> LoadResult:
             f"YAML nesting is too deep: more than {MAX_FLOW_DEPTH} levels of [ ] and {{ }}"))
         return result
     try:
-        result.documents.extend(loader_c.load_documents(file, text, MAX_EXPANDED_NODES))
+        result.documents.extend(
+            loader_c.load_documents(file, text, MAX_EXPANDED_NODES, positions=False))
         return result
     except loader_c.Unusual:
         pass

@@ -113,23 +113,39 @@ def _scalars() -> _Scalars:
 
 
 class _Builder:
-    """One document's nodes → positioned data, counting nodes with aliases expanded."""
+    """One document's nodes → data (positioned, or plain ``dict`` and ``list``), counting
+    nodes with aliases expanded."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, positions: bool) -> None:
         self.scalars = _scalars()
         self.limit = limit
         self.memo: dict[int, tuple[Any, int]] = {}
         self.size = 0
+        self.build = self.positioned if positions else self.plain
 
-    def build(self, node: Any) -> tuple[Any, int]:
-        """(value, expanded node count) of ``node``."""
-        if type(node) is yaml.ScalarNode:
-            return self.scalar(node), 1
+    def _seen(self, node: Any) -> tuple[Any, int] | None:
+        """What ``node`` built when it was met before (an alias), counted again."""
         done = self.memo.get(id(node))
         if done is not None:
             self.size += done[1]
             if self.size > self.limit:
                 raise Unusual("alias bomb")
+        return done
+
+    def _key(self, node: Any, mapping: dict[Any, Any]) -> Any:
+        if type(node) is not yaml.ScalarNode:
+            raise Unusual("complex key")
+        key = self.scalar(node)
+        if key in mapping:
+            raise Unusual("duplicate key")
+        return key
+
+    def positioned(self, node: Any) -> tuple[Any, int]:
+        """(value, expanded node count) of ``node``, as positioned containers."""
+        if type(node) is yaml.ScalarNode:
+            return self.scalar(node), 1
+        done = self._seen(node)
+        if done is not None:
             return done
         mark = node.start_mark
         total = 1
@@ -139,12 +155,8 @@ class _Builder:
             self.memo[id(node)] = (mapping, 1)  # a recursive alias
             pos = mapping.pos
             for knode, vnode in node.value:
-                if type(knode) is not yaml.ScalarNode:
-                    raise Unusual("complex key")
-                key = self.scalar(knode)
-                if key in mapping:
-                    raise Unusual("duplicate key")
-                value, size = self.build(vnode)
+                key = self._key(knode, mapping)
+                value, size = self.positioned(vnode)
                 mapping[key] = value
                 kmark, vmark = knode.start_mark, vnode.start_mark
                 pos[key] = (kmark.line + 1, kmark.column + 1, vmark.line + 1, vmark.column + 1)
@@ -154,10 +166,41 @@ class _Builder:
             seq = YamlSeq(mark.line + 1, mark.column + 1)
             self.memo[id(node)] = (seq, 1)
             for item in node.value:
-                value, size = self.build(item)
+                value, size = self.positioned(item)
                 seq.append(value)
                 imark = item.start_mark
                 seq.pos.append((imark.line + 1, imark.column + 1))
+                total += size
+            built = seq
+        else:
+            raise Unusual(f"tag {node.tag}")
+        self.memo[id(node)] = (built, total)
+        return built, total
+
+    def plain(self, node: Any) -> tuple[Any, int]:
+        """:meth:`positioned` without positions: the same values in ``dict`` and ``list``."""
+        if type(node) is yaml.ScalarNode:
+            return self.scalar(node), 1
+        done = self._seen(node)
+        if done is not None:
+            return done
+        total = 1
+        self.size += 1
+        if node.tag == _MAP:
+            mapping: dict[Any, Any] = {}
+            self.memo[id(node)] = (mapping, 1)
+            for knode, vnode in node.value:
+                key = self._key(knode, mapping)
+                value, size = self.plain(vnode)
+                mapping[key] = value
+                total += 1 + size
+            built: Any = mapping
+        elif node.tag == _SEQ:
+            seq: list[Any] = []
+            self.memo[id(node)] = (seq, 1)
+            for item in node.value:
+                value, size = self.plain(item)
+                seq.append(value)
                 total += size
             built = seq
         else:
@@ -187,11 +230,16 @@ def unusual_text(text: str) -> bool:
     return _UNUSUAL_TEXT.search(text) is not None
 
 
-def load_documents(file: str, text: str, max_nodes: int) -> list[Document]:
-    """Every non-empty document of ``text``; raises :class:`Unusual` for the reference loader."""
+def load_documents(file: str, text: str, max_nodes: int, *, positions: bool = True
+                   ) -> list[Document]:
+    """Every non-empty document of ``text``; raises :class:`Unusual` for the reference loader.
+
+    Without ``positions`` the data is plain ``dict`` and ``list``, and each document finds
+    its positions in ``text`` when a location is asked for (see :class:`Reload`)."""
     if unusual_text(text):
         raise Unusual("text")
     documents: list[Document] = []
+    reload = None if positions else Reload(file, text, max_nodes)
     composer = _Composer(text)
     try:
         index = 0
@@ -201,15 +249,36 @@ def load_documents(file: str, text: str, max_nodes: int) -> list[Document]:
                 continue
             try:
                 empty = type(node) is yaml.ScalarNode and node.tag == _PLAIN and not node.value
-                data = None if empty else _Builder(max_nodes).build(node)[0]
+                data = None if empty else _Builder(max_nodes, positions).build(node)[0]
             except RecursionError as exc:
                 raise Unusual("deep") from exc
             if data is not None:
                 mark = node.start_mark
-                documents.append(Document(file, index, data, mark.line + 1, mark.column + 1))
+                documents.append(Document(file, index, data, mark.line + 1, mark.column + 1,
+                                          positions=reload))
             index += 1
     except yaml.YAMLError as exc:
         raise Unusual("syntax") from exc
     finally:
         composer.dispose()
     return documents
+
+
+class Reload:
+    """The positions of a file loaded without them: the file is loaded again, with
+    positions, when one of its documents is first asked for a location."""
+
+    __slots__ = ("_documents", "file", "max_nodes", "text")
+
+    def __init__(self, file: str, text: str, max_nodes: int) -> None:
+        self.file, self.text, self.max_nodes = file, text, max_nodes
+        self._documents: dict[int, Any] | None = None
+
+    def positioned(self, index: int) -> Any:
+        if self._documents is None:
+            self._documents = {d.index: d.data for d in
+                               load_documents(self.file, self.text, self.max_nodes)}
+        return self._documents[index]
+
+    def __reduce__(self) -> tuple[Any, ...]:  # what was loaded again is not kept
+        return Reload, (self.file, self.text, self.max_nodes)

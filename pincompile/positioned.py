@@ -5,13 +5,18 @@ and the fallback for anything unusual, in :mod:`pincompile.loader_ruamel`) build
 containers: :class:`YamlMap` (a ``dict``) and :class:`YamlSeq` (a ``list``), each carrying
 the 1-based positions :func:`locate` reports. They pickle, so the compile cache can keep
 them.
+
+A compile asks for positions only to report a problem, so the fast loader usually builds
+plain ``dict`` and ``list`` data (cheaper to build, to pickle between processes and to
+cache) and gives its :class:`Document` a :class:`Positions` source that builds the
+positioned data of that document when a location is first asked for.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pincompile.diagnostics import Diagnostic, Location
 
@@ -44,6 +49,13 @@ class YamlSeq(list[Any]):
         self.pos: list[tuple[int, int]] = []
 
 
+class Positions(Protocol):
+    """Where a document without positions gets them: its data as positioned containers."""
+
+    def positioned(self, index: int) -> Any:
+        """Document ``index`` of the file, loaded with positions."""
+
+
 @dataclass
 class Document:
     """One YAML document of a file, with its position in the file."""
@@ -56,6 +68,8 @@ class Document:
     problems: list[Diagnostic] = field(default_factory=list)
     """Loader findings reported only if the document turns out to be a spec (e.g. YAML tags,
     which foreign files such as CloudFormation templates use freely)."""
+    positions: Positions | None = field(default=None, compare=False, repr=False)
+    """Where the positions of ``data`` are found when it has none (plain containers)."""
 
     @property
     def kind(self) -> str | None:
@@ -71,7 +85,8 @@ class Document:
 
         Walks as deep as the path exists; a missing tail points at its nearest parent.
         """
-        return locate(self.file, self.data, tuple(path), key=key, default=self.start)
+        data = self.data if self.positions is None else self.positions.positioned(self.index)
+        return locate(self.file, data, tuple(path), key=key, default=self.start)
 
 
 def locate(
