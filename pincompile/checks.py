@@ -116,11 +116,12 @@ class _Later:
     """A location found only when a problem is reported there (finding one may load its
     file again with positions: see :class:`~pincompile.positioned.Positions`)."""
 
-    def __init__(self, entry: Entry[Any], path: tuple[str | int, ...]) -> None:
-        self.entry, self.path = entry, path
+    def __init__(self, entry: Entry[Any], path: tuple[str | int, ...], *, key: bool = False
+                 ) -> None:
+        self.entry, self.path, self.key = entry, path, key
 
     def error(self, code: str, message: str, hint: str | None = None) -> Diagnostic:
-        return self.entry.at(*self.path).error(code, message, hint)
+        return self.entry.at(*self.path, key=self.key).error(code, message, hint)
 
 
 def _in_project(resource: Resource) -> str:
@@ -527,15 +528,15 @@ def env_names(specs: Specs) -> Iterator[Diagnostic]:
         for i, c in enumerate(pod.template.containers):
             seen: set[str] = set()
             for j, env in enumerate(c.env):
+                loc = _Later(pod.entry, (*pod.path, "containers", i, "env", j, "name"))
                 if env.name.startswith(RESERVED_ENV_PREFIX):
-                    yield pod.at("containers", i, "env", j, "name").error(
-                        "reserved-env",
+                    yield loc.error("reserved-env",
                                     f"env '{env.name}' is set by the platform "
                                     f"({RESERVED_ENV_PREFIX}* variables identify the workload)",
                                     "choose another name")
                 elif env.name in seen:
-                    yield pod.at("containers", i, "env", j, "name").error(
-                        "duplicate-env", f"env '{env.name}' is already set in container '{c.name}'")
+                    yield loc.error("duplicate-env",
+                                    f"env '{env.name}' is already set in container '{c.name}'")
                 seen.add(env.name)
 
 
@@ -637,17 +638,17 @@ def config_keys(specs: Specs) -> Iterator[Diagnostic]:
         seen: set[str] = set()
         for path, table in tables:
             for key in table:
+                loc = _Later(pod.entry, (*path, key), key=True)
                 if (not _CONFIG_KEY.match(key) or len(key) > 253 or key in (".", "..")
                         or key.startswith("..")):
-                    yield pod.entry.at(*path, key, key=True).error(
-                        "invalid-config-key",
-                        f"config key '{key}' is not a valid file name: letters, digits, '-', "
-                        "'_' and '.', at most 253 characters",
-                        "files are mounted flat in /etc/pincompute/config")
+                    yield loc.error("invalid-config-key",
+                                    f"config key '{key}' is not a valid file name: letters, "
+                                    "digits, '-', '_' and '.', at most 253 characters",
+                                    "files are mounted flat in /etc/pincompute/config")
                 elif key in seen:
-                    yield pod.entry.at(*path, key, key=True).error(
-                        "duplicate-config-key",
-                        f"config key '{key}' is also in config; both would be the same file")
+                    yield loc.error("duplicate-config-key",
+                                    f"config key '{key}' is also in config; both would be the "
+                                    "same file")
                 seen.add(key)
 
 

@@ -253,6 +253,19 @@ def test_documents_without_positions_locate_as_positioned_ones(documents: list[T
                     assert fast.locate(path, key=key) == ref.locate(path, key=key), path
 
 
+def test_a_clean_compile_reads_every_file_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Positions are found only for a problem: a compile without one never parses a file a
+    second time (a check that computed a location it did not report would)."""
+    from pincompile.pipeline import run
+
+    def again(self: loader_c.Reload, index: int) -> Any:
+        raise AssertionError(f"{self.file} was parsed again for a location")
+
+    monkeypatch.setattr(loader_c.Reload, "positioned", again)
+    result = run(load_tree(Path(__file__).parents[2] / "examples"), revision="r")
+    assert result.ok and result.manifests
+
+
 # --- only regular files are read ---------------------------------------------------------
 
 def test_fifo_is_skipped_with_a_located_warning(tmp_path: Path) -> None:
