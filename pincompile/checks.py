@@ -112,6 +112,13 @@ def where(entry: Entry[Any]) -> str:
     return f"{loc.file}:{loc.line}"
 
 
+def _used_by(user: tuple[str, Entry[Any] | None]) -> str:
+    """Who already uses a name: (who, the spec to point at or None), as a message says it
+    (the spec's ``file:line`` is found only here, when the name clashes)."""
+    who, spec = user
+    return f"{who} at {where(spec)}" if spec is not None else who
+
+
 class _Later:
     """A location found only when a problem is reported there (finding one may load its
     file again with positions: see :class:`~pincompile.positioned.Positions`)."""
@@ -437,11 +444,9 @@ def container_names(specs: Specs) -> Iterator[Diagnostic]:
             taken.setdefault(name, (f"managed sidecar '{sc.resource.name}'", sc))
         for i, c in enumerate(pod.template.containers):
             if c.name in taken:
-                user, spec = taken[c.name]
-                at = f" at {where(spec)}" if spec is not None else ""
                 yield pod.at("containers", i, "name").error(
                     "duplicate-container",
-                    f"container name '{c.name}' is already used by {user}{at}",
+                    f"container name '{c.name}' is already used by {_used_by(taken[c.name])}",
                     "container names must be unique within a pod")
             else:
                 taken[c.name] = (dotted((*pod.path, "containers", i)), None)
@@ -504,10 +509,9 @@ def volumes(specs: Specs) -> Iterator[Diagnostic]:
                       for i, v in enumerate(w.spec.volume_claim_templates)]
         for full, name, mount in items:
             if name in names:
-                user, spec = names[name]
-                at = f" at {where(spec)}" if spec is not None else ""
                 yield pod.entry.at(*full, "name").error(
-                    "duplicate-volume", f"volume name '{name}' is already used by {user}{at}",
+                    "duplicate-volume",
+                    f"volume name '{name}' is already used by {_used_by(names[name])}",
                     "volume names must be unique within a pod")
             else:
                 names[name] = (dotted(full), None)

@@ -113,94 +113,64 @@ def _scalars() -> _Scalars:
 
 
 class _Builder:
-    """One document's nodes → data (positioned, or plain ``dict`` and ``list``), counting
-    nodes with aliases expanded."""
+    """One document's nodes → data (positioned, or plain ``dict`` and ``list`` without
+    ``positions``), counting nodes with aliases expanded."""
 
     def __init__(self, limit: int, positions: bool) -> None:
         self.scalars = _scalars()
         self.limit = limit
+        self.positions = positions
         self.memo: dict[int, tuple[Any, int]] = {}
         self.size = 0
-        self.build = self.positioned if positions else self.plain
 
-    def _seen(self, node: Any) -> tuple[Any, int] | None:
-        """What ``node`` built when it was met before (an alias), counted again."""
+    def build(self, node: Any) -> tuple[Any, int]:
+        """(value, expanded node count) of ``node``."""
+        if type(node) is yaml.ScalarNode:
+            return self.scalar(node), 1
         done = self.memo.get(id(node))
         if done is not None:
             self.size += done[1]
             if self.size > self.limit:
                 raise Unusual("alias bomb")
-        return done
-
-    def _key(self, node: Any, mapping: dict[Any, Any]) -> Any:
-        if type(node) is not yaml.ScalarNode:
-            raise Unusual("complex key")
-        key = self.scalar(node)
-        if key in mapping:
-            raise Unusual("duplicate key")
-        return key
-
-    def positioned(self, node: Any) -> tuple[Any, int]:
-        """(value, expanded node count) of ``node``, as positioned containers."""
-        if type(node) is yaml.ScalarNode:
-            return self.scalar(node), 1
-        done = self._seen(node)
-        if done is not None:
-            return done
-        mark = node.start_mark
-        total = 1
-        self.size += 1
-        if node.tag == _MAP:
-            mapping = YamlMap(mark.line + 1, mark.column + 1)
-            self.memo[id(node)] = (mapping, 1)  # a recursive alias
-            pos = mapping.pos
-            for knode, vnode in node.value:
-                key = self._key(knode, mapping)
-                value, size = self.positioned(vnode)
-                mapping[key] = value
-                kmark, vmark = knode.start_mark, vnode.start_mark
-                pos[key] = (kmark.line + 1, kmark.column + 1, vmark.line + 1, vmark.column + 1)
-                total += 1 + size
-            built: Any = mapping
-        elif node.tag == _SEQ:
-            seq = YamlSeq(mark.line + 1, mark.column + 1)
-            self.memo[id(node)] = (seq, 1)
-            for item in node.value:
-                value, size = self.positioned(item)
-                seq.append(value)
-                imark = item.start_mark
-                seq.pos.append((imark.line + 1, imark.column + 1))
-                total += size
-            built = seq
-        else:
-            raise Unusual(f"tag {node.tag}")
-        self.memo[id(node)] = (built, total)
-        return built, total
-
-    def plain(self, node: Any) -> tuple[Any, int]:
-        """:meth:`positioned` without positions: the same values in ``dict`` and ``list``."""
-        if type(node) is yaml.ScalarNode:
-            return self.scalar(node), 1
-        done = self._seen(node)
-        if done is not None:
             return done
         total = 1
         self.size += 1
         if node.tag == _MAP:
             mapping: dict[Any, Any] = {}
-            self.memo[id(node)] = (mapping, 1)
+            pos = None
+            if self.positions:
+                mark = node.start_mark
+                mapping = YamlMap(mark.line + 1, mark.column + 1)
+                pos = mapping.pos
+            self.memo[id(node)] = (mapping, 1)  # a recursive alias
             for knode, vnode in node.value:
-                key = self._key(knode, mapping)
-                value, size = self.plain(vnode)
+                if type(knode) is not yaml.ScalarNode:
+                    raise Unusual("complex key")
+                key = self.scalar(knode)
+                if key in mapping:
+                    raise Unusual("duplicate key")
+                value, size = self.build(vnode)
                 mapping[key] = value
+                if pos is not None:
+                    kmark, vmark = knode.start_mark, vnode.start_mark
+                    pos[key] = (kmark.line + 1, kmark.column + 1, vmark.line + 1,
+                                vmark.column + 1)
                 total += 1 + size
             built: Any = mapping
         elif node.tag == _SEQ:
             seq: list[Any] = []
+            at = None
+            if self.positions:
+                mark = node.start_mark
+                seq = YamlSeq(mark.line + 1, mark.column + 1)
+                at = seq.pos
             self.memo[id(node)] = (seq, 1)
             for item in node.value:
-                value, size = self.plain(item)
+                value, size = self.build(item)
                 seq.append(value)
+                if at is not None:
+                    imark = item.start_mark
+                    at.append((imark.line + 1, imark.column + 1))
                 total += size
             built = seq
         else:
