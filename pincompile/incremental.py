@@ -17,7 +17,8 @@ caller compiles everything) whenever an edit could reach beyond the changed apps
 
 - a file that defines anything but workloads and PinScalers (clusters, projects, sidecars,
   the runtime profile) changed, appeared or went away; or the revision, the output format or
-  pincompile itself differs;
+  pincompile itself differs (a long-running process, which keeps the objects in memory, gives
+  the unchanged ones the new revision instead: the only place it appears in them);
 - the tree walk reported a problem;
 - a changed unit claims a name, an ingress route or an output file an unchanged unit holds.
 
@@ -133,6 +134,16 @@ class Unit:
     @counted.setter
     def counted(self, value: tuple[Any, ...] | None) -> None:
         self.counted_blob = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def at_revision(self, revision: str) -> Unit:
+        """This unit as a compile of ``revision`` leaves it (in memory: its objects with that
+        revision; nothing else depends on it)."""
+        unit = Unit(self.key, self.file, self.link, self.claims, self._outputs,
+                    self.counted_blob, self.scaler_target, self.outputs_blob)
+        unit.decision = self.decision
+        if self.manifests is not None:
+            unit.manifests = [m.at_revision(revision) for m in self.manifests]
+        return unit
 
     def __reduce__(self) -> tuple[Any, ...]:
         blob = (self.outputs_blob if self._outputs is None
@@ -620,7 +631,8 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
     """Compile against ``prev``; :class:`Invalid` when the changed apps have errors; None
     when a full compile is needed (module docstring).
     ``keep``: ``prev`` was made without output files (a long-running process); the
-    outcome then carries every object and the plan, and nothing to write. ``fmt`` None:
+    outcome then carries every object and the plan, and nothing to write, and ``prev`` may
+    be of another revision. ``fmt`` None:
     check only (``validate``): nothing is serialized or written, no ``placement.json``.
 
     ``files``: (name, content digest) of every file of the tree, in load order;
@@ -629,7 +641,10 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
     unchanged workloads' entries are kept as they are), ``placement_unchanged``: it is
     known by its stat (else its digest is checked).
     """
-    if prev.context != context or walked.diagnostics:
+    # in memory, a new revision only restamps the unchanged units' objects
+    restamp = (keep and prev.context != context
+               and _but_revision(prev.context) == _but_revision(context))
+    if (prev.context != context and not restamp) or walked.diagnostics:
         return None
     now = dict(files)
     changed = [n for n, d in files if n not in prev.files or prev.files[n].digest != d]
@@ -642,7 +657,7 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
         if state is None or not app_file(state, problems_allowed=True):
             return None
         states[name] = state
-    if not changed and not removed:
+    if not changed and not removed and not restamp:
         return None if keep else _unchanged(prev, walked)
 
     # the affected files: changed ones, and those linked to them through scaler targets
@@ -724,7 +739,8 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
         return _invalid(prev, diagnostics, states, affected_files, manifests, now, walked,
                         fmt)
 
-    units: dict[Key, Unit] = dict(kept)
+    units: dict[Key, Unit] = ({k: u.at_revision(revision) for k, u in kept.items()}
+                              if restamp else dict(kept))
     fresh: dict[Key, Unit] = {}
     for name in affected_files:
         for e, _ in states[name].parsed:
@@ -812,6 +828,11 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
             key=lambda m: m.relpath)
         outcome.plan = plan
     return outcome
+
+
+def _but_revision(context: tuple[str, ...]) -> tuple[str, ...]:
+    """A snapshot's context (code digest, revision, format) without its revision."""
+    return context[:1] + context[2:]
 
 
 def _path(m: Manifest, fmt: str | None) -> str:

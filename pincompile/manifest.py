@@ -49,6 +49,16 @@ class Manifest:
         ns = self.obj["metadata"].get("namespace")
         return str(ns) if ns else None
 
+    def at_revision(self, revision: str) -> Manifest:
+        """This object as a compile of ``revision`` makes it (where only the revision
+        changed): a copy with its revision annotation set, sharing everything else."""
+        meta = self.obj["metadata"]
+        annotations = meta.get("annotations")
+        if not annotations or ANNOTATION_REVISION not in annotations:
+            return self
+        meta = {**meta, "annotations": {**annotations, ANNOTATION_REVISION: revision}}
+        return Manifest(self.cluster, {**self.obj, "metadata": meta}, self.source)
+
     @property
     def relpath(self) -> str:
         """``<cluster>/<namespace or _cluster>/<kind>-<name>.yaml``."""

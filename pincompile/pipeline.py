@@ -113,7 +113,8 @@ class Compiler:
                 read: ReadTree | None = None) -> Result:
         """Compile ``files`` — (name used in locations, content) in load order — plus
         whatever ``loaded`` already holds (diagnostics and warnings of the tree walk); or
-        the tree ``read`` (its files, already being loaded ahead, and its walk)."""
+        the tree ``read`` (its files, already being loaded ahead, and its walk). A result
+        with diagnostics holds no objects to use (found incrementally, it holds none)."""
         if read is not None:
             files, loaded = read.files, read.walked
         loaded = loaded if loaded is not None else LoadResult()
@@ -173,8 +174,14 @@ class Compiler:
             self._snapshot, context,
             [(n, s.digest) for n, s in seen.items()], lambda n, _: seen[n], loaded,
             revision=revision, fmt="yaml", keep=True)
-        if not isinstance(outcome, incremental.Outcome):
-            return None  # a compile with errors (or that needs one) is a full one here
+        if isinstance(outcome, incremental.Invalid):
+            # the changed apps' errors, as a full compile reports them; the snapshot stays
+            # the last clean compile's, so the push that fixes them is incremental too
+            self.reused = True
+            return Result(catalog=catalog, sources=loaded.sources,
+                          diagnostics=outcome.diagnostics, warnings=outcome.warnings)
+        if outcome is None:
+            return None  # an edit that reaches beyond the changed apps: a full compile
         self._snapshot = outcome.snapshot
         self.reused = True
         self._last = Result(catalog=catalog, sources=loaded.sources, plan=outcome.plan,

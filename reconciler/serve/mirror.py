@@ -84,6 +84,12 @@ class Mirror:
         parsed again)."""
         return self._compiler.stats["parsed"]
 
+    @property
+    def incremental(self) -> bool:
+        """Whether the last compile re-ran only the apps the push changed (the other objects
+        kept, with the new revision)."""
+        return self._compiler.reused
+
     def compile(self, sha: str) -> Result:
         """Compile the specs at ``sha``; an unchanged head (a resync) reuses the last result."""
         if self._compiled is not None and self._compiled[0] == sha:

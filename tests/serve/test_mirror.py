@@ -44,6 +44,7 @@ def test_a_push_parses_only_the_files_it_changed(spec_repo: SpecRepo, tmp_path: 
     sha = spec_repo.commit("touch ads-serving", {name: "# reviewed\n" + text})
     result = mirror.compile(mirror.fetch())
     assert mirror.parsed_files - parsed == 1, "only the changed file is parsed again"
+    assert mirror.incremental, "only the changed app is checked, placed and expanded again"
     on_disk = compile_path(spec_repo.work, revision=sha)
     assert [m.obj for m in result.manifests] == [m.obj for m in on_disk.manifests]
 

@@ -42,8 +42,9 @@ def _bytes(result: Result) -> tuple[dict[str, str], list[Diagnostic], list[Diagn
             result.warnings)
 
 
-def _cold(root: Path) -> tuple[dict[str, str], list[Diagnostic], list[Diagnostic]]:
-    return _bytes(run(load_tree(root), revision="test"))
+def _cold(root: Path, revision: str = "test"
+          ) -> tuple[dict[str, str], list[Diagnostic], list[Diagnostic]]:
+    return _bytes(run(load_tree(root), revision=revision))
 
 
 # --- random edit sequences ---------------------------------------------------------------
@@ -130,8 +131,14 @@ def test_cached_compiles_are_byte_identical_to_cold_ones(tmp_path_factory: objec
                 assert (checked.specs, checked.objects) == (len(full.catalog.entries),
                                                             len(full.manifests)), kind
             assert _bytes(compile_path(root, revision="test", cache_dir=cache)) == cold, kind
+            # serve: each push a commit, some of them the same as the last
             names, walked = read_tree(root)
-            assert _bytes(memory.compile(names, revision="test", loaded=walked)) == cold, kind
+            commit = f"commit-{n % 3}"
+            kept = _bytes(memory.compile(names, revision=commit, loaded=walked))
+            at_commit = _cold(root, commit)
+            # errors: a cold compile's (their objects are never used; found incrementally,
+            # there are none)
+            assert kept == at_commit if not cold[1] else kept[1:] == cold[1:], kind
             # the CLI's path: a snapshot in the cache, only changed output files written
             done = compile_to_dir(root, out, revision="test", cache_dir=cache)
             if done.result is None or not done.result.diagnostics:
@@ -298,6 +305,40 @@ def test_a_long_running_compiler_recompiles_only_changed_apps(tmp_path: Path) ->
     names, walked = read_tree(root)
     assert _bytes(compiler.compile(names, revision="test", loaded=walked)) == _cold(root)
     assert not compiler.reused  # a platform change: everything again
+
+
+def test_a_long_running_compiler_reports_a_broken_app_and_its_fix_incrementally(
+        tmp_path: Path) -> None:
+    # serve compiles every push: neither the push that breaks one app nor the one that
+    # fixes it may cost a full compile of the tree
+    root = write_tree(tmp_path / "repo", files())
+    compiler = Compiler()
+    compiler.compile(read_tree(root)[0], revision="test")
+    good = (root / WEB).read_text()
+    for image, valid in (("web:latest", False), ("web:2.0.0", True), ("web:latest", False),
+                         ("web:1.4.2", True)):
+        (root / WEB).write_text(good.replace("web:1.4.2", image))
+        names, walked = read_tree(root)
+        result = compiler.compile(names, revision="test", loaded=walked)
+        assert compiler.reused, image
+        assert result.ok == valid, image
+        cold = _cold(root)
+        assert _bytes(result) == cold if valid else _bytes(result)[1:] == cold[1:], image
+
+
+def test_a_long_running_compiler_reuses_unchanged_apps_at_a_new_commit(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "repo", files())
+    compiler = Compiler()
+    compiler.compile(read_tree(root)[0], revision="a" * 40)
+    for n, change in enumerate((False, True), 1):  # a commit elsewhere; one app changed
+        if change:
+            (root / WEB).write_text(_replicas((root / WEB).read_text(), 5))
+        commit = str(n) * 40
+        names, walked = read_tree(root)
+        result = compiler.compile(names, revision=commit, loaded=walked)
+        assert compiler.reused and _bytes(result) == _cold(root, commit), change
+        assert {m.obj["metadata"]["annotations"]["pincompute.io/revision"]
+                for m in result.manifests} == {commit}
 
 
 def _entries(cache: Path) -> dict[Path, bytes]:
