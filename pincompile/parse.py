@@ -224,7 +224,8 @@ def _message(err: ErrorDetails) -> str:
     if etype == "literal_error":
         return f"{shown} is not one of: {', '.join(_literal_options(err))}"
     if etype in ("string_type",):
-        extra = " (quote it)" if isinstance(value, int | float | datetime.date) else ""
+        extra = (" (quote it)" if isinstance(value, int | float | datetime.date)
+                 or _tagged_text(value) is not None else "")
         return f"expected a string, got {shown}{extra}"
     if etype in ("int_type", "int_parsing", "int_from_float"):
         return f"expected a whole number, got {shown}"
@@ -260,7 +261,15 @@ def _shown(value: Any) -> str:
         return str(value).lower()
     if value is None:
         return "null"
-    return repr(value)
+    text = _tagged_text(value)
+    return repr(value if text is None else text)
+
+
+def _tagged_text(value: Any) -> str | None:
+    """The text of a scalar YAML reads as a tagged value (a bare ``=``: YAML 1.1's value
+    key), else None."""
+    text = getattr(value, "value", None)
+    return text if getattr(value, "tag", None) is not None and isinstance(text, str) else None
 
 
 def _code(etype: str) -> str:

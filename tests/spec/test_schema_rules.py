@@ -348,6 +348,21 @@ SCHEMA_CASES = [
         ('9:31', 'invalid-type',
          'spec.containers[0].env[0].value: expected a string, got 8080 (quote it)')],
         hint=None),
+    Case('env-value-key', """
+        apiVersion: pincompute.io/v1
+        kind: PinPod
+        metadata: {name: bad, project: shop}
+        spec:
+          containers:
+            - name: main
+              image: registry.internal/app:1.0
+              env:
+                - name: SEP
+                  value: =
+        """, [
+        ('10:18', 'invalid-type',
+         "spec.containers[0].env[0].value: expected a string, got '=' (quote it)")],
+        hint=None),
     Case('probe-path', """
         apiVersion: pincompute.io/v1
         kind: PinPod
