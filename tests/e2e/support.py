@@ -10,13 +10,15 @@ import pytest
 
 
 def wait_for(what: str, check: Callable[[], Any], timeout: float = 90.0,
-             interval: float = 0.5) -> Any:
-    """Poll ``check`` until it returns something truthy; fail with ``what`` on timeout."""
+             interval: float = 0.5, describe: Callable[[], str] | None = None) -> Any:
+    """Poll ``check`` until it returns something truthy; fail with ``what`` (and what
+    ``describe`` then says of the state) on timeout."""
     deadline = time.monotonic() + timeout
     while True:
         result = check()
         if result:
             return result
         if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
+            state = f": {describe()}" if describe is not None else ""
+            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}{state}")
         time.sleep(interval)
