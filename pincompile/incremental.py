@@ -830,8 +830,15 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
     return outcome
 
 
+def context_of(revision: str, fmt: str) -> tuple[str, ...]:
+    """What a snapshot is valid for: (pincompile code digest, revision, output format)."""
+    from pincompile.cache import code_digest
+
+    return (code_digest(), revision, fmt)
+
+
 def _but_revision(context: tuple[str, ...]) -> tuple[str, ...]:
-    """A snapshot's context (code digest, revision, format) without its revision."""
+    """:func:`context_of` without its revision."""
     return context[:1] + context[2:]
 
 
@@ -884,5 +891,5 @@ def _warnings(snap: Snapshot, walked: Any) -> list[Diagnostic]:
     return sorted([*walked.warnings, *(w for f in snap.files.values() for w in f.warnings)])
 
 
-__all__ = ["Delta", "Outcome", "Snapshot", "Unit", "apply_delta", "placement_text", "snapshot",
-           "update"]
+__all__ = ["Delta", "Outcome", "Snapshot", "Unit", "apply_delta", "context_of", "placement_text",
+           "snapshot", "update"]

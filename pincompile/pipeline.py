@@ -145,10 +145,9 @@ class Compiler:
                              revision=revision, expand=expand, jobs=self.jobs)
         if expand and result.ok and self.remember:
             from pincompile import incremental
-            from pincompile.cache import code_digest
 
             self._snapshot = incremental.snapshot(
-                (code_digest(), revision, "yaml"), seen.values(), result, "yaml")
+                incremental.context_of(revision, "yaml"), seen.values(), result, "yaml")
             self._last = result
         elif expand:
             self._snapshot = self._last = None
@@ -160,9 +159,8 @@ class Compiler:
         if self._snapshot is None:
             return None
         from pincompile import incremental
-        from pincompile.cache import code_digest
 
-        context = (code_digest(), revision, "yaml")
+        context = incremental.context_of(revision, "yaml")
         last = self._last
         if (last is not None and context == self._snapshot.context and not loaded.diagnostics
                 and {n: s.digest for n, s in seen.items()}
@@ -369,7 +367,6 @@ def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | 
     :func:`~pincompile.readahead.read_ahead` read it (its files already being loaded).
     """
     from pincompile import incremental
-    from pincompile.cache import code_digest
     from pincompile.forked import cpus
     from pincompile.output import PLACEMENT_FILE, marker_id, update_tree
     from pincompile.treescan import scan_tree
@@ -384,7 +381,7 @@ def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | 
     # unchanged files (by their stat) are not read
     scan = scanning.result() if scanning is not None else scan_tree(root, store)
     walked = scan.walked
-    context = (code_digest(), revision, fmt)
+    context = incremental.context_of(revision, fmt)
     key = hashlib.sha256(f"snapshot\0{root.resolve()}\0{out.resolve()}".encode()).hexdigest()
     prev = _read_snapshot(store, key) if store is not None else None
     if (isinstance(prev, incremental.Snapshot) and prev.context == context and out.is_dir()
@@ -474,14 +471,13 @@ def validate_tree(root: Path, *, cache_dir: Path | None = None, jobs: int | None
     the ones a full check reports (see :mod:`pincompile.incremental`). ``scanning``:
     ROOT's walk already started by :func:`~pincompile.treescan.scan_ahead`."""
     from pincompile import incremental
-    from pincompile.cache import code_digest
     from pincompile.forked import cpus
     from pincompile.treescan import scan_tree
 
     store = Store(cache_dir) if cache_dir is not None else None
     scan = scanning.result() if scanning is not None else scan_tree(root, store)
     compiler = Compiler(store, remember=False, jobs=jobs or cpus())
-    context = (code_digest(), VALIDATE_REVISION, "")
+    context = incremental.context_of(VALIDATE_REVISION, "")
     key = hashlib.sha256(f"validate\0{root.resolve()}".encode()).hexdigest()
     prev = _read_snapshot(store, key) if store is not None else None
     if store is not None and isinstance(prev, incremental.Snapshot) and prev.context == context:

@@ -71,14 +71,19 @@ def create_workloads(kube: Kube, context: str, ns: str, job: bool = True) -> Non
                      "template": template}})
 
 
-def workloads_ready(kube: Kube, context: str, ns: str) -> bool:
-    """Deployment available, every DaemonSet pod Ready, both Job pods Running and Ready."""
+def _workloads(kube: Kube, context: str, ns: str) -> tuple[Any, Any, Any]:
+    """The Deployment's and the DaemonSet's status, and the namespace's pods."""
     from kubernetes import client
 
     api = kube(context)
-    dep = client.AppsV1Api(api).read_namespaced_deployment_status("web", ns)
-    ds = client.AppsV1Api(api).read_namespaced_daemon_set_status("agent", ns)
-    pods: Any = client.CoreV1Api(api).list_namespaced_pod(ns).items
+    return (client.AppsV1Api(api).read_namespaced_deployment_status("web", ns),
+            client.AppsV1Api(api).read_namespaced_daemon_set_status("agent", ns),
+            client.CoreV1Api(api).list_namespaced_pod(ns).items)
+
+
+def workloads_ready(kube: Kube, context: str, ns: str) -> bool:
+    """Deployment available, every DaemonSet pod Ready, both Job pods Running and Ready."""
+    dep, ds, pods = _workloads(kube, context, ns)
     batch = [p for p in pods if p.metadata.labels.get("app") == "batch"]
     jobs_ok = not batch or (len(batch) == 2 and all(is_ready(p) for p in batch))
     return bool(dep.status.ready_replicas == 3 and ds.status.desired_number_scheduled
@@ -87,12 +92,7 @@ def workloads_ready(kube: Kube, context: str, ns: str) -> bool:
 
 def readiness_of(kube: Kube, context: str, ns: str) -> str:
     """Which of the namespace's workloads and pods are Ready (for a timeout's message)."""
-    from kubernetes import client
-
-    api = kube(context)
-    dep = client.AppsV1Api(api).read_namespaced_deployment_status("web", ns)
-    ds = client.AppsV1Api(api).read_namespaced_daemon_set_status("agent", ns)
-    pods: Any = client.CoreV1Api(api).list_namespaced_pod(ns).items
+    dep, ds, pods = _workloads(kube, context, ns)
     shown = ", ".join(f"{p.metadata.name} {p.status.phase} ready={is_ready(p)}" for p in pods)
     return (f"deployment ready {dep.status.ready_replicas}/3, daemonset ready "
             f"{ds.status.number_ready}/{ds.status.desired_number_scheduled}; pods: {shown}")
