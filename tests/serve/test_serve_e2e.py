@@ -306,6 +306,8 @@ def test_every_request_serve_made_is_allowed_by_the_shipped_rbac(
         serve: ServeProcess, workdir: Path, api: Callable[[str], Any]) -> None:
     from kubernetes import client
 
+    wait_for(lambda: (serve_status(serve.base)["lastPass"] or {}).get("ok"), timeout=300,
+             what="serve's first pass succeeds")  # (when this test runs alone)
     requests = _check_requests(workdir / "requests.jsonl")
     assert {r.cluster for r in requests} == {"host", "rt-a", "rt-b", "rt-c"}
     # API groups this fleet does not serve (kubeflow.org: no training operator here)
@@ -364,13 +366,13 @@ def test_serve_reconciles_with_nothing_but_the_shipped_rbac(
     from kubernetes import client
 
     serve.stop()  # the admin-credentialed replica; the restricted one takes the Lease
+    wait_for(lambda: serve_status(restricted_serve.base)["leading"] == [0], timeout=60,
+             what="the restricted replica leads")
+    wait_for(lambda: (serve_status(restricted_serve.base)["lastPass"] or {}).get("ok"),
+             timeout=300, what="the restricted replica's first pass succeeds")
     image = "registry.internal/shop/api:2.0.3"
     watch = ImageWatch(api, image, API_CLUSTERS)
     try:
-        wait_for(lambda: serve_status(restricted_serve.base)["leading"] == [0], timeout=60,
-                 what="the restricted replica leads")
-        wait_for(lambda: (serve_status(restricted_serve.base)["lastPass"] or {}).get("ok"),
-                 timeout=300, what="the restricted replica's first pass succeeds")
         repo.remove("apps/shop/notebook.yaml")
         sha = repo.commit("api: 2.0.3, cart-web added, notebook removed",
                           files={**api_spec(repo, image), **CART})
