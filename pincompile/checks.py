@@ -40,6 +40,8 @@ from pincompile.models.platform import POD_ENI_ADDON
 from pincompile.models.types import parse_quantity
 from pincompile.models.workloads import AppSpec
 from pincompile.parse import dotted
+from pincompile.repoconfig import DEFAULT as DEFAULT_CONFIG
+from pincompile.repoconfig import RepoConfig
 
 Path = tuple[str | int, ...]
 
@@ -58,9 +60,10 @@ SINGLE_ROLES = {"pytorch": ("master",), "tensorflow": ("chief", "evaluator")}
 _CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
 
 
-def check(catalog: Catalog) -> list[Diagnostic]:
-    """Every cross-document rule; returns all problems found, sorted by file and line."""
-    specs = Specs(catalog)
+def check(catalog: Catalog, config: RepoConfig = DEFAULT_CONFIG) -> list[Diagnostic]:
+    """Every cross-document rule; returns all problems found, sorted by file and line.
+    ``config``: the tree's ``pincompile.yaml`` (its folders bind owners)."""
+    specs = Specs(catalog, config)
     found: set[Diagnostic] = set()
     for rule in RULES:
         found.update(rule(specs))
@@ -71,8 +74,9 @@ class Specs:
     """The catalog's indexes, computed once per check (``Catalog`` computes them on every
     access, and rules look them up once per workload: 10,000 apps must stay linear)."""
 
-    def __init__(self, catalog: Catalog):
+    def __init__(self, catalog: Catalog, config: RepoConfig = DEFAULT_CONFIG):
         self.catalog = catalog
+        self.config = config
         self.entries = catalog.entries
         self.projects = catalog.projects
         self.clusters = catalog.clusters
@@ -285,6 +289,57 @@ def cluster_pools(specs: Specs) -> Iterator[Diagnostic]:
                     f"the buffer holds {buffer.replicas} x {each} {res}, more than the "
                     "cluster's capacity outside the reserved pool",
                     "lower buffer.replicas or its size")
+
+
+# --- folders ------------------------------------------------------------------------------
+
+def _under(file: str, folder: str) -> list[str] | None:
+    """The path of ``file`` below ``folder`` as its parts, or None when it is not below."""
+    return file[len(folder) + 1:].split("/") if file.startswith(folder + "/") else None
+
+
+def folder_owners(specs: Specs) -> Iterator[Diagnostic]:
+    """Folders bind owners: ``<apps>/<project>/**`` holds only the workloads and PinScalers of
+    that project; platform kinds live only under ``<platform>/``. A tree without
+    ``pincompile.yaml`` and without a spec under either folder (a single file, a flat demo)
+    has no folders to bind."""
+    config = specs.config
+    platform, apps = config.platform_folder, config.apps_folder
+    if not config.present and not any(
+            _under(e.file, platform) is not None or _under(e.file, apps) is not None
+            for e in specs.entries):
+        return
+    for entry in specs.entries:
+        res, file = entry.resource, entry.file
+        if _under(file, platform) is not None:
+            continue  # the platform's own folder may hold anything
+        tenant = isinstance(res, Workload | PinScaler)
+        below = _under(file, apps)
+        if not tenant:
+            where_ = (f"in {apps}/{below[0]}/ (the folder of project '{below[0]}')"
+                      if below is not None and len(below) > 1 else f"in {file}")
+            yield entry.at("kind").error(
+                "wrong-folder",
+                f"{res.kind} is a platform kind: it is declared under {platform}/, not "
+                f"{where_}", f"move it to {platform}/ (the platform team's folder, reviewed "
+                "by its owners)")
+            continue
+        project = getattr(res.metadata, "project", "")
+        if project not in specs.projects:
+            continue  # reported by workload_projects
+        if below is None or len(below) < 2:
+            yield entry.at("metadata", "project").error(
+                "wrong-folder",
+                f"{res.kind} '{res.name}' of project '{project}' lies outside its project's "
+                f"folder {apps}/{project}/", f"move the file to {apps}/{project}/, where the "
+                "project's owners review it")
+        elif below[0] != project:
+            yield entry.at("metadata", "project").error(
+                "wrong-folder",
+                f"{apps}/{below[0]}/ holds the specs of project '{below[0]}'; this "
+                f"{res.kind} is in project '{project}'",
+                f"set metadata.project: {below[0]}, or move the file to {apps}/{project}/ "
+                "(its owners review it there)")
 
 
 # --- references -----------------------------------------------------------------------------
@@ -824,7 +879,7 @@ def training_roles(specs: Specs) -> Iterator[Diagnostic]:
 
 
 RULES: tuple[Rule, ...] = (
-    duplicate_names, one_runtime_profile, project_namespaces, cluster_contexts,
+    folder_owners, duplicate_names, one_runtime_profile, project_namespaces, cluster_contexts,
     reserved_labels, cluster_pools, workload_projects, scaler_targets, sidecar_references,
     cluster_references, region_zone_references, gpu_types, container_names, port_names,
     volumes, env_names, resource_limits, missing_resources, probe_ports, config_keys, service_ports,

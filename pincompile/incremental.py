@@ -56,6 +56,7 @@ from pincompile.models import PinApp, PinScaler, PinterestService, Resource, Wor
 from pincompile.output import PLACEMENT_FILE, json_text, manifest_path, serialize
 from pincompile.placement.model import Decision, Key, Plan
 from pincompile.placement.plan import counts
+from pincompile.repoconfig import CONFIG_FILE, repo_config
 
 SCALABLE = (PinApp.KIND, PinterestService.KIND)
 Claim = tuple[str, ...]
@@ -416,8 +417,8 @@ def claims_of(resource: Resource) -> tuple[Claim, ...]:
 def app_file(state: FileState, *, problems_allowed: bool = False) -> bool:
     """Whether a file loaded and parsed cleanly into units only (foreign documents aside);
     ``problems_allowed``: whether every spec that parsed is a unit, whatever did not load
-    or parse."""
-    if state.loaded.diagnostics and not problems_allowed:
+    or parse. The repository's ``pincompile.yaml`` is not an app file: it binds them all."""
+    if state.name == CONFIG_FILE or (state.loaded.diagnostics and not problems_allowed):
         return False
     for entry, problems in state.parsed:
         if (problems and not problems_allowed) or (
@@ -714,7 +715,9 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
 
     diagnostics = [d for name in affected_files for d in states[name].loaded.diagnostics]
     diagnostics += [d for name in affected_files for _, ds in states[name].parsed for d in ds]
-    add_new(diagnostics, check(catalog))
+    config_state = state_of(CONFIG_FILE, now[CONFIG_FILE]) if CONFIG_FILE in now else None
+    config, _ = repo_config(config_state.loaded.sources if config_state is not None else {})
+    add_new(diagnostics, check(catalog, config))
     from pincompile.placement.plan import Sums
 
     touched = {bucket(k) for k in old_units} | {bucket(e.resource.key) for e in new_entries}

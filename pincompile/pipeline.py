@@ -21,6 +21,7 @@ from pincompile.loader import LoadResult, load_text
 from pincompile.manifest import Manifest
 from pincompile.parse import parse, parse_document
 from pincompile.readahead import Loading, ReadTree, load_ahead, read_ahead
+from pincompile.repoconfig import repo_config
 
 if TYPE_CHECKING:
     from pincompile.emit import Emitted, Row
@@ -63,14 +64,16 @@ def _run_parsed(loaded: LoadResult, catalog: Catalog, diagnostics: list[Diagnost
 
     result = Result(catalog=catalog, sources=loaded.sources, diagnostics=diagnostics,
                     warnings=sorted(loaded.warnings))
+    config, problems = repo_config(loaded.sources)
+    add_new(result.diagnostics, problems)
     if jobs > 1 and len(catalog.entries) >= readahead.LOAD_AHEAD_MIN:
         from pincompile.forked import Forked
 
-        checking = Forked(check, catalog)
+        checking = Forked(check, catalog, config)
         plan, problems = place(catalog)
         add_new(result.diagnostics, checking.result())
     else:
-        add_new(result.diagnostics, check(catalog))
+        add_new(result.diagnostics, check(catalog, config))
         plan, problems = place(catalog)
     result.plan = plan
     add_new(result.diagnostics, problems)

@@ -16,14 +16,14 @@ from pincompile.pipeline import compile_path
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
     (tmp_path / "platform").mkdir()
-    (tmp_path / "apps").mkdir()
+    (tmp_path / "apps" / "team").mkdir(parents=True)
     (tmp_path / "platform" / "fleet.yaml").write_text("\n---\n".join([
         project(),
         cluster("east-a", region="east", zone="east-a"),
         cluster("east-b", region="east", zone="east-b"),
         cluster("west-a", region="west", zone="west-a"),
     ]))
-    (tmp_path / "apps" / "web.yaml").write_text("\n---\n".join([
+    (tmp_path / "apps" / "team" / "web.yaml").write_text("\n---\n".join([
         app("web", replicas=4, placement={"regions": ["east"], "spread": "zone"}),
         scaler("web", "web", 2, 10),
     ]))
@@ -38,7 +38,7 @@ def run(*args: str) -> tuple[int, str, str]:
 def test_explain_prints_the_decision(tree: Path) -> None:
     code, out, err = run("PinApp/team/web", "--root", str(tree))
     assert code == 0, err
-    assert out.startswith("PinApp team/web  (apps/web.yaml:1)\n")
+    assert out.startswith("PinApp team/web  (apps/team/web.yaml:1)\n")
     assert "scaled by PinScaler web: minReplicas 2, maxReplicas 10" in out
     placed = out.split("Placed in 2 clusters:\n")[1].split("\n\n")[0].splitlines()
     assert placed[0].split() == ["CLUSTER", "REGION", "ZONE", "REPLICAS", "HPA", "MIN", "HPA",

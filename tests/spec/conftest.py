@@ -17,6 +17,7 @@ from pincompile.diagnostics import Diagnostic
 from pincompile.loader import LoadResult, load_text
 from pincompile.parse import parse
 from pincompile.pipeline import Result, run
+from pincompile.repoconfig import repo_config
 
 FIXTURE = Path(__file__).parent / "fixtures" / "valid"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -63,8 +64,10 @@ def load(contents: Mapping[str, str | bytes]) -> LoadResult:
 def validate(contents: Mapping[str, str | bytes]) -> list[Diagnostic]:
     """Schema and semantic validation (load → parse → check): the stages under test here,
     without placement and expansion, so these tests pin down exactly their diagnostics."""
-    catalog, diagnostics = parse(load(contents))
-    return sorted(set(diagnostics) | set(check(catalog)))
+    loaded = load(contents)
+    catalog, diagnostics = parse(loaded)
+    config, problems = repo_config(loaded.sources)
+    return sorted(set(diagnostics) | set(problems) | set(check(catalog, config)))
 
 
 def catalog_of(contents: Mapping[str, str | bytes]) -> Catalog:

@@ -44,12 +44,12 @@ def test_quiet_prints_nothing_when_valid() -> None:
 
 
 def test_invalid_tree_exits_1_and_shows_the_offending_line(tmp_path: Path) -> None:
-    root = write_tree(tmp_path, files({"apps/bad.yaml": LATEST}))
+    root = write_tree(tmp_path, files({"apps/shop/bad.yaml": LATEST}))
     code, out, err = invoke("validate", str(root))
     assert (code, out) == (1, "")
     source = '  containers: [{name: main, image: "registry.internal/app:latest"}]'
     assert err.splitlines() == [
-        f"apps/bad.yaml:5:36: error[invalid-value]: {LATEST_MESSAGE}",
+        f"apps/shop/bad.yaml:5:36: error[invalid-value]: {LATEST_MESSAGE}",
         f"    5 | {source}",
         " " * 8 + " " * 35 + "^",
         "",
@@ -59,11 +59,11 @@ def test_invalid_tree_exits_1_and_shows_the_offending_line(tmp_path: Path) -> No
 
 def test_hints_are_shown(tmp_path: Path) -> None:
     fixed = LATEST.replace(":latest", ":1.0")
-    root = write_tree(tmp_path, files({"apps/bad.yaml": fixed}))
+    root = write_tree(tmp_path, files({"apps/shop/bad.yaml": fixed}))
     code, _, err = invoke("validate", str(root))
     assert code == 1
     assert err.splitlines()[:4] == [
-        "apps/bad.yaml:6:14: error[unknown-sidecar]: sidecar 'loging' does not exist",
+        "apps/shop/bad.yaml:6:14: error[unknown-sidecar]: sidecar 'loging' does not exist",
         "    6 |   sidecars: [loging]",
         " " * 8 + " " * 13 + "^",
         "  hint: did you mean 'logging'?",
@@ -71,10 +71,10 @@ def test_hints_are_shown(tmp_path: Path) -> None:
 
 
 def test_json_output(tmp_path: Path) -> None:
-    root = write_tree(tmp_path, files({"apps/bad.yaml": LATEST}))
+    root = write_tree(tmp_path, files({"apps/shop/bad.yaml": LATEST}))
     code, out, _ = invoke("validate", "-o", "json", str(root))
     assert code == 1
-    assert json.loads(out) == [{"file": "apps/bad.yaml", "line": 5, "column": 36,
+    assert json.loads(out) == [{"file": "apps/shop/bad.yaml", "line": 5, "column": 36,
                                 "code": "invalid-value", "message": LATEST_MESSAGE}]
 
 
@@ -84,20 +84,20 @@ def test_json_output_when_valid() -> None:
 
 
 def test_json_output_includes_hints(tmp_path: Path) -> None:
-    root = write_tree(tmp_path, files({"apps/bad.yaml": LATEST.replace(":latest", ":1.0")}))
+    root = write_tree(tmp_path, files({"apps/shop/bad.yaml": LATEST.replace(":latest", ":1.0")}))
     _, out, _ = invoke("validate", "-o", "json", str(root))
     assert json.loads(out) == [{
-        "file": "apps/bad.yaml", "line": 6, "column": 14, "code": "unknown-sidecar",
+        "file": "apps/shop/bad.yaml", "line": 6, "column": 14, "code": "unknown-sidecar",
         "message": "sidecar 'loging' does not exist", "hint": "did you mean 'logging'?"}]
 
 
 def test_default_path_is_the_current_directory(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    write_tree(tmp_path, files({"apps/bad.yaml": LATEST}))
+    write_tree(tmp_path, files({"apps/shop/bad.yaml": LATEST}))
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(cli, ["validate", "-o", "json"])
     assert result.exit_code == 1
-    assert [d["file"] for d in json.loads(result.stdout)] == ["apps/bad.yaml"]
+    assert [d["file"] for d in json.loads(result.stdout)] == ["apps/shop/bad.yaml"]
 
 
 def test_usage_errors_exit_2(tmp_path: Path) -> None:
@@ -108,10 +108,10 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
 
 def test_the_installed_command_never_shows_a_traceback(tmp_path: Path) -> None:
     root = write_tree(tmp_path, files({
-        "apps/bad.yaml": LATEST,
-        "apps/binary.yaml": b"\x00\x01",
-        "apps/broken.yaml": "apiVersion: pincompute.io/v1\nkind: [\n",
-        "apps/latin1.yaml": b"apiVersion: pincompute.io/v1\nkind: caf\xe9\n",
+        "apps/shop/bad.yaml": LATEST,
+        "apps/shop/binary.yaml": b"\x00\x01",
+        "apps/shop/broken.yaml": "apiVersion: pincompute.io/v1\nkind: [\n",
+        "apps/shop/latin1.yaml": b"apiVersion: pincompute.io/v1\nkind: caf\xe9\n",
     }))
     env = {k: v for k, v in os.environ.items() if k != "PINCOMPILE_DEBUG"}
     proc = subprocess.run([sys.executable, "-m", "pincompile.cli", "validate", str(root)],
@@ -120,5 +120,5 @@ def test_the_installed_command_never_shows_a_traceback(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr + proc.stdout
     assert [line.split(": error[")[0] for line in proc.stderr.splitlines()
             if ": error[" in line] == [
-        "apps/bad.yaml:5:36", "apps/binary.yaml:1:1", "apps/broken.yaml:3:1",
-        "apps/latin1.yaml:2:10"]
+        "apps/shop/bad.yaml:5:36", "apps/shop/binary.yaml:1:1", "apps/shop/broken.yaml:3:1",
+        "apps/shop/latin1.yaml:2:10"]

@@ -106,14 +106,14 @@ def test_deep_block_nesting_is_an_error_not_a_crash() -> None:
 
 def test_unsupported_tag_in_a_spec() -> None:
     text = pod("tagged").replace('image: "registry', 'image: !docker "registry')
-    assert triples(validate(files({"apps/tagged.yaml": text}))) == [
-        ("apps/tagged.yaml:5:36", "unsupported-tag",
+    assert triples(validate(files({"apps/shop/tagged.yaml": text}))) == [
+        ("apps/shop/tagged.yaml:5:36", "unsupported-tag",
          "YAML tag '!docker' is not supported in specs")]
 
 
 def test_plain_tags_are_accepted() -> None:
     text = pod("tagged").replace("spec:", "spec: !!map")
-    assert validate(files({"apps/tagged.yaml": text})) == []
+    assert validate(files({"apps/shop/tagged.yaml": text})) == []
 
 
 def test_anchors_and_aliases_within_bounds_are_fine() -> None:
@@ -126,7 +126,7 @@ def test_anchors_and_aliases_within_bounds_are_fine() -> None:
             - {name: main, image: "registry.internal/app:1.0", resources: &res {cpu: "1"}}
             - {name: helper, image: "registry.internal/helper:1.0", resources: *res}
         """)
-    assert validate(files({"apps/anchored.yaml": text})) == []
+    assert validate(files({"apps/shop/anchored.yaml": text})) == []
 
 
 # --- billion laughs ---------------------------------------------------------------------------
@@ -185,8 +185,8 @@ def test_multi_document_file_with_empty_documents() -> None:
     assert [(d.data["metadata"]["name"], d.line) for d in result.documents] == [
         ("one", 3), ("two", 12)]
     broken = text.replace("name: two", "name: Two")
-    assert [d.location() for d in validate(files({"apps/multi.yaml": broken}))] == [
-        "apps/multi.yaml:14:18"]
+    assert [d.location() for d in validate(files({"apps/shop/multi.yaml": broken}))] == [
+        "apps/shop/multi.yaml:14:18"]
 
 
 def test_empty_and_comment_only_files_are_fine() -> None:
@@ -198,8 +198,8 @@ def test_empty_and_comment_only_files_are_fine() -> None:
 def test_each_error_of_a_multi_document_file_is_reported() -> None:
     text = pod("Bad-One") + "---\n" + pod("good") + "---\n" + pod("bad-two").replace(
         "project: shop", "project: nope")
-    assert [(d.location(), d.code) for d in validate(files({"apps/m.yaml": text}))] == [
-        ("apps/m.yaml:3:18", "invalid-value"), ("apps/m.yaml:15:36", "unknown-project")]
+    assert [(d.location(), d.code) for d in validate(files({"apps/shop/m.yaml": text}))] == [
+        ("apps/shop/m.yaml:3:18", "invalid-value"), ("apps/shop/m.yaml:15:36", "unknown-project")]
 
 
 # --- the tree ---------------------------------------------------------------------------------
@@ -272,7 +272,7 @@ def test_symlink_outside_root_is_refused(tmp_path: Path) -> None:
 
 def test_symlink_inside_root_is_followed(tmp_path: Path) -> None:
     root = write_tree(tmp_path, {**files(), ".shared/common.yaml": pod("shared")})
-    (root / "apps" / "shared.yaml").symlink_to(root / ".shared" / "common.yaml")
+    (root / "apps" / "shop" / "shared.yaml").symlink_to(root / ".shared" / "common.yaml")
     result = compile_path(root, revision="test")
     assert result.diagnostics == []
     assert "shared" in {e.resource.name for e in result.catalog.entries}
