@@ -9,6 +9,7 @@ from typing import Any, Generic, TypeVar
 from pincompile.diagnostics import Location
 from pincompile.loader import Document
 from pincompile.models import (
+    KINDS,
     Cluster,
     PinScaler,
     PinterestSideCar,
@@ -42,6 +43,9 @@ class Catalog:
     """All specs of one repository revision."""
 
     entries: list[Entry[Resource]] = field(default_factory=list)
+    invalid: list[Document] = field(default_factory=list)
+    """Specs that failed validation (see :func:`note_invalid`): rules that refer to one by
+    name say so instead of reporting that no such spec exists."""
     _memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def add(self, entry: Entry[Resource]) -> None:
@@ -105,6 +109,19 @@ def _first_by_name(entries: list[Entry[Resource]], cls: type[R]) -> dict[str, En
         if isinstance(e.resource, cls):
             found.setdefault(e.resource.name, e)  # type: ignore[arg-type]
     return dict(sorted(found.items()))
+
+
+def note_invalid(catalog: Catalog, documents: Iterable[Document]) -> None:
+    """Record in ``catalog`` the documents of ``documents`` that are pincompute.io specs with
+    a kind and a name but did not make it into the catalog (they failed validation)."""
+    valid = {id(e.doc) for e in catalog.entries}
+    for doc in documents:
+        data = doc.data
+        if id(doc) in valid or not isinstance(data, dict) or data.get("kind") not in KINDS:
+            continue
+        meta = data.get("metadata")
+        if isinstance(meta, dict) and isinstance(meta.get("name"), str):
+            catalog.invalid.append(doc)
 
 
 def canonical(entries: Iterable[Entry[R]]) -> dict[tuple[str, str, str], Entry[R]]:

@@ -29,6 +29,7 @@ from pincompile.models import (
     PinterestDaemon,
     PinterestJobSet,
     PinterestService,
+    PinterestSideCar,
     PinterestTrainingJob,
     PodTemplate,
     Project,
@@ -84,6 +85,23 @@ class Specs:
         self.runtime = catalog.runtime
         self.workloads = catalog.workloads
         self.scalers = catalog.scalers
+        self.invalid: dict[tuple[str, str, str], str] = {}
+        """(kind, project, name) of a spec that failed validation → its ``file:line``."""
+        for doc in catalog.invalid:
+            meta = doc.data["metadata"]
+            project = meta.get("project")
+            key = (doc.data["kind"], project if isinstance(project, str) else "", meta["name"])
+            loc = doc.locate(("metadata", "name"))
+            self.invalid.setdefault(key, f"{loc.file}:{loc.line}")
+
+    def failed(self, kinds: Iterable[str], name: str, project: str = "") -> str | None:
+        """"<kind> '<name>' is invalid, see <file:line>" when a spec of one of ``kinds``
+        named ``name`` failed validation (a reference to it is no new mistake)."""
+        for kind in kinds:
+            at = self.invalid.get((kind, project, name))
+            if at is not None:
+                return f"{kind} '{name}' is invalid, see {at}"
+        return None
 
     def of_kind(self, kind: str) -> list[Entry[Any]]:
         return [e for e in self.entries if e.resource.kind == kind]
@@ -108,6 +126,9 @@ def did_you_mean(name: str, candidates: Iterable[str], what: str) -> str:
         return f"no {what} are defined"
     shown = ", ".join(names[:10]) + (", ..." if len(names) > 10 else "")
     return f"{what}: {shown}"
+
+
+_FIX_FIRST = "fix the errors reported there; this reference then resolves"
 
 
 def where(entry: Entry[Any]) -> str:
@@ -351,6 +372,10 @@ def workload_projects(specs: Specs) -> Iterator[Diagnostic]:
         res = entry.resource
         if not isinstance(res, Workload | PinScaler) or res.project in projects:
             continue
+        failed = specs.failed([Project.KIND], res.project)
+        if failed is not None:
+            yield entry.at("metadata", "project").error("unknown-project", failed, _FIX_FIRST)
+            continue
         yield entry.at("metadata", "project").error(
             "unknown-project", f"project '{res.project}' does not exist",
             did_you_mean(res.project, projects, "projects"))
@@ -368,6 +393,10 @@ def scaler_targets(specs: Specs) -> Iterator[Diagnostic]:
         target = scaler.spec.target
         loc = _Later(entry, ("spec", "target"))
         found = by_key.get((scaler.project, target))
+        failed = specs.failed(SCALABLE_KINDS, target, scaler.project)
+        if found is None and failed is not None:
+            yield loc.error("unknown-target", failed, _FIX_FIRST)
+            continue
         if found is None:
             elsewhere = sorted(p for (p, n), e in by_key.items()
                                if n == target and e.resource.kind in SCALABLE_KINDS)
@@ -417,6 +446,10 @@ def sidecar_references(specs: Specs) -> Iterator[Diagnostic]:
                 continue
             seen.add(name)
             found = sidecars.get(name)
+            failed = specs.failed([PinterestSideCar.KIND], name)
+            if found is None and failed is not None:
+                yield loc.error("unknown-sidecar", failed, _FIX_FIRST)
+                continue
             if found is None:
                 yield loc.error("unknown-sidecar", f"sidecar '{name}' does not exist",
                                 did_you_mean(name, [n for n, e in sidecars.items()
@@ -451,6 +484,11 @@ def cluster_references(specs: Specs) -> Iterator[Diagnostic]:
             continue  # PinterestDaemon's `clusters: all`
         for i, name in enumerate(placement.clusters):
             if name in clusters:
+                continue
+            failed = specs.failed([Cluster.KIND], name)
+            if failed is not None:
+                yield entry.at("spec", "placement", "clusters", i).error(
+                    "unknown-cluster", failed, _FIX_FIRST)
                 continue
             hint = did_you_mean(name, clusters, "clusters")
             if name == "all":

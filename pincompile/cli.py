@@ -16,6 +16,7 @@ COMMANDS = {
     "compile": ("pincompile.commands.compile", "compile_cmd"),
     "explain": ("pincompile.commands.explain", "explain"),
     "diff": ("pincompile.commands.diff", "diff"),
+    "codeowners": ("pincompile.commands.codeowners", "codeowners"),
     "crds": ("pincompile.commands.crds", "crds"),
     "plan": ("reconciler.commands.plan", "plan"),
     "apply": ("reconciler.commands.apply", "apply"),

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from pincompile.cache import FileState
-from pincompile.catalog import Catalog, Entry
+from pincompile.catalog import Catalog, Entry, note_invalid
 from pincompile.diagnostics import Diagnostic, add_new
 from pincompile.manifest import Manifest
 from pincompile.models import PinApp, PinScaler, PinterestService, Resource, Workload
@@ -713,6 +713,7 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
     from pincompile.expand import expand_all
     from pincompile.placement import plan as place
 
+    note_invalid(catalog, (d for name in affected_files for d in states[name].loaded.documents))
     diagnostics = [d for name in affected_files for d in states[name].loaded.diagnostics]
     diagnostics += [d for name in affected_files for _, ds in states[name].parsed for d in ds]
     config_state = state_of(CONFIG_FILE, now[CONFIG_FILE]) if CONFIG_FILE in now else None

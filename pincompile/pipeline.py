@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pincompile import readahead
 from pincompile.cache import FileState, Store, file_digest
-from pincompile.catalog import Catalog
+from pincompile.catalog import Catalog, note_invalid
 from pincompile.diagnostics import Diagnostic, add_new
 from pincompile.loader import LoadResult, load_text
 from pincompile.manifest import Manifest
@@ -64,6 +64,7 @@ def _run_parsed(loaded: LoadResult, catalog: Catalog, diagnostics: list[Diagnost
 
     result = Result(catalog=catalog, sources=loaded.sources, diagnostics=diagnostics,
                     warnings=sorted(loaded.warnings))
+    note_invalid(catalog, loaded.documents)
     config, problems = repo_config(loaded.sources)
     add_new(result.diagnostics, problems)
     if jobs > 1 and len(catalog.entries) >= readahead.LOAD_AHEAD_MIN:

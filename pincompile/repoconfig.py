@@ -57,6 +57,11 @@ class RepoConfig:
 DEFAULT = RepoConfig()
 
 
+def valid_handle(handle: str) -> bool:
+    """Whether ``handle`` is a code-host handle: ``@user``, ``@org/team`` or an email."""
+    return bool(_HANDLE.match(handle))
+
+
 def repo_config(sources: Mapping[str, str]) -> tuple[RepoConfig, list[Diagnostic]]:
     """The settings of a tree whose file texts are ``sources`` (name → text), and the
     problems of its ``pincompile.yaml``; the defaults when it has none (or it is invalid)."""

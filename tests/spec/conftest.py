@@ -11,7 +11,7 @@ import textwrap
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from pincompile.catalog import Catalog
+from pincompile.catalog import Catalog, note_invalid
 from pincompile.checks import check
 from pincompile.diagnostics import Diagnostic
 from pincompile.loader import LoadResult, load_text
@@ -66,6 +66,7 @@ def validate(contents: Mapping[str, str | bytes]) -> list[Diagnostic]:
     without placement and expansion, so these tests pin down exactly their diagnostics."""
     loaded = load(contents)
     catalog, diagnostics = parse(loaded)
+    note_invalid(catalog, loaded.documents)
     config, problems = repo_config(loaded.sources)
     return sorted(set(diagnostics) | set(problems) | set(check(catalog, config)))
 
