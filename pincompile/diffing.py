@@ -22,6 +22,7 @@ from deepdiff import DeepDiff
 
 from pincompile.manifest import Manifest
 from pincompile.output import to_yaml as canonical_yaml
+from pincompile.review import Review
 
 Action = Literal["added", "changed", "removed"]
 ACTIONS: tuple[Action, ...] = ("added", "changed", "removed")
@@ -294,8 +295,10 @@ def summary_line(report: DiffReport) -> str:
             f" ({report.unchanged} unchanged)")
 
 
-def render_text(report: DiffReport, *, color: bool = False, stat: bool = False) -> str:
-    """Per cluster: a summary of added/changed/removed objects, then each unified diff."""
+def render_text(report: DiffReport, *, color: bool = False, stat: bool = False,
+                review: Review | None = None) -> str:
+    """Per cluster: a summary of added/changed/removed objects, then each unified diff;
+    first, the ``review`` (projects touched, what widens a tenant's rights)."""
 
     def paint(text: str, *styles: str) -> str:
         if not color:
@@ -303,6 +306,10 @@ def render_text(report: DiffReport, *, color: bool = False, stat: bool = False) 
         return "".join(_ANSI[s] for s in styles) + text + _ANSI["reset"]
 
     out: list[str] = []
+    if review is not None and not review.empty:
+        head = review.text().splitlines()
+        out.extend(paint(line, "bold", "red") if line.startswith("WIDENS") else line
+                   for line in head)
     for cluster, changes in report.by_cluster().items():
         out.append(paint(f"cluster {cluster}: {_counts_text(report.counts(cluster))}", "bold"))
         for c in changes:
@@ -331,11 +338,13 @@ def render_text(report: DiffReport, *, color: bool = False, stat: bool = False) 
 
 
 def render_json(report: DiffReport, *, base: Mapping[str, Any] | None = None,
-                head: Mapping[str, Any] | None = None) -> str:
-    """Machine-readable: summary, per-cluster counts and every change with its diff."""
+                head: Mapping[str, Any] | None = None, review: Review | None = None) -> str:
+    """Machine-readable: summary, per-cluster counts and every change with its diff (and
+    the ``review``: projects touched with their owners, what widens a tenant's rights)."""
     data: dict[str, Any] = {
         "base": dict(base or {}), "head": dict(head or {}),
         "different": not report.empty,
+        "review": (review or Review()).to_dict(),
         "summary": {**report.counts(), "unchanged": report.unchanged},
         "clusters": {c: report.counts(c) for c in report.clusters},
         "changes": [c.to_dict() for c in report.changes],
@@ -371,14 +380,17 @@ def code_fence(text: str) -> str:
 
 
 def render_markdown(report: DiffReport, *, base: str, head: str, command: str = "",
-                    limit: int = MARKDOWN_LIMIT) -> str:
-    """A pull-request comment: per cluster a summary table, then each diff collapsed.
+                    limit: int = MARKDOWN_LIMIT, review: Review | None = None) -> str:
+    """A pull-request comment: the ``review`` first (what widens a tenant's rights, the
+    projects and owners touched), then per cluster a summary table and each diff collapsed.
 
     The comment stays under ``limit`` characters: table rows get at most half of it, diffs
     the rest; whatever does not fit is left out with a note saying how to see everything.
     """
     title = "### pincompile diff"
     where = f"{_code(base)} → {_code(head)}"
+    if review is not None and not review.empty:
+        where += "\n\n" + review.markdown().rstrip("\n")
     if report.empty:
         return (f"{title}\n\n{where}\n\n**No changes** to generated objects "
                 f"({_plural(report.unchanged, 'object')} in "

@@ -32,6 +32,7 @@ from pincompile.gitsource import (
 )
 from pincompile.loader import LoadResult, load_tree
 from pincompile.pipeline import Result, run
+from pincompile.review import Review, review
 
 #: Both sides are compiled with this revision label, so the revision annotation every
 #: generated object carries never makes it differ.
@@ -151,6 +152,12 @@ def diff(path: Path, base: str, head: str | None, fmt: str, exit_code: bool,
       pincompile diff --base origin/main -q || echo "generated objects change"
 
     \b
+    Review aid: every format starts with the projects the change touches (their specs
+    or their objects) with their owners, and calls out each change that widens what
+    tenants may do: a Project's allow* turned on, a quota raised, a PinterestSideCar
+    with inject: always added or changed (it goes into every pod of every project).
+
+    \b
     Exit codes: 0 compared (or no differences with --exit-code), 1 differences found
     with --exit-code or a side does not compile, 2 usage error (unknown revision, not a
     git repository, unknown cluster).
@@ -185,8 +192,10 @@ def diff(path: Path, base: str, head: str | None, fmt: str, exit_code: bool,
     differences = diff_manifests(old.result.manifests, new.result.manifests,
                              clusters=set(clusters) if clusters else None, context=context)
     if not quiet:
+        aid = review(old.result.catalog, new.result.catalog, new.result.sources,
+                     {c.key.namespace for c in differences.changes})
         _print(differences, old, new, fmt, stat=stat, color=color,
-               command=_command(path, base, head))
+               command=_command(path, base, head), review=aid)
     sys.exit(EXIT_INVALID if (exit_code or quiet) and not differences.empty else EXIT_OK)
 
 
@@ -200,13 +209,14 @@ def _command(path: Path, base: str, head: str | None) -> str:
 
 
 def _print(result: DiffReport, old: Side, new: Side, fmt: str, *, stat: bool, color: str,
-           command: str) -> None:
+           command: str, review: Review) -> None:
     if fmt == "json":
-        click.echo(render_json(result, base=old.to_dict(), head=new.to_dict()))
+        click.echo(render_json(result, base=old.to_dict(), head=new.to_dict(), review=review))
     elif fmt == "markdown":
-        click.echo(render_markdown(result, base=old.label, head=new.label, command=command),
-                   nl=False)
+        click.echo(render_markdown(result, base=old.label, head=new.label, command=command,
+                                   review=review), nl=False)
     else:
         use_color = color == "always" or (
             color == "auto" and sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
-        click.echo(render_text(result, color=use_color, stat=stat), nl=False, color=use_color)
+        click.echo(render_text(result, color=use_color, stat=stat, review=review), nl=False,
+                   color=use_color)

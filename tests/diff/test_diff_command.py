@@ -60,7 +60,8 @@ def test_added_and_removed(repo: Repo) -> None:
     result = diff(repo, "--base", first, "--head", "HEAD", "--stat")
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert lines[:3] == ["cluster east-a: 1 added, 0 changed, 1 removed",
+    assert lines[:2] == ["touches: project shop (owners: team-shop)", ""]  # the review aid
+    assert lines[2:5] == ["cluster east-a: 1 added, 0 changed, 1 removed",
                          "  - removed  Deployment shop/cart",
                          "  + added    Deployment shop/checkout"]
     assert "@@" not in result.output

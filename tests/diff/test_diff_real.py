@@ -70,7 +70,7 @@ def test_markdown_comment_for_a_dirty_tree(repo: Repo) -> None:
 
 def test_moving_a_spec_to_another_file_shows_in_the_source_annotation(repo: Repo) -> None:
     first = repo.git("rev-parse", "HEAD")
-    repo.commit({CART_FILE: None, "specs/apps/cart.yaml": FILES["apps/shop/cart.yaml"]},
+    repo.commit({CART_FILE: None, "specs/apps/shop/web/cart.yaml": FILES["apps/shop/cart.yaml"]},
                 "move")
     result = diff(repo, "--base", first, "--head", "HEAD", "--format", "json")
     changes = json.loads(result.output)["changes"]
@@ -78,4 +78,4 @@ def test_moving_a_spec_to_another_file_shows_in_the_source_annotation(repo: Repo
     for change in changes:
         assert change["changedPaths"] == [
             'metadata.annotations["pincompute.io/source"]: "apps/shop/cart.yaml" → '
-            '"apps/cart.yaml"']
+            '"apps/shop/web/cart.yaml"']
