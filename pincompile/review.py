@@ -43,12 +43,18 @@ class Review:
                 "platform": None if self.platform is None else {"owners": self.platform},
                 "widens": list(self.widens)}
 
-    def touches(self) -> str:
-        """``project search (owners: a, b); the platform (owners: c)``."""
-        def who(owners: list[str]) -> str:
-            return f" (owners: {', '.join(owners)})" if owners else " (no owners)"
+    def touches(self, code: bool = False) -> str:
+        """``project search (owners: a, b); the platform (owners: c)``; ``code``: names as
+        Markdown code (an ``@org/team`` owner would otherwise be notified by every update
+        of the comment)."""
+        def name(text: str) -> str:
+            return f"`{text.replace('`', '')}`" if code else text
 
-        parts = [f"project {name}{who(owners)}" for name, owners in self.projects.items()]
+        def who(owners: list[str]) -> str:
+            return (f" (owners: {', '.join(name(o) for o in owners)})" if owners
+                    else " (no owners)")
+
+        parts = [f"project {name(p)}{who(owners)}" for p, owners in self.projects.items()]
         if self.platform is not None:
             parts.append(f"the platform{who(self.platform)}")
         return "; ".join(parts)
@@ -67,12 +73,15 @@ class Review:
             out.append("> [!WARNING]\n> **This change widens what tenants may do:**\n"
                        + "".join(f"> - {_md(w)}\n" for w in self.widens))
         if self.projects or self.platform is not None:
-            out.append(f"**Touches** {_md(self.touches())}\n")
+            out.append(f"**Touches** {self.touches(code=True)}\n")
         return "\n".join(out)
 
 
 def _md(text: str) -> str:
-    return text.replace("<", "&lt;").replace("|", "\\|").replace("*", "\\*").replace("_", "\\_")
+    """Plain text in Markdown: no markup, no HTML, no @-mention."""
+    for char in "\\`*_[]<>|#~":
+        text = text.replace(char, "\\" + char)
+    return text.replace("@", "@\u200b")
 
 
 def review(old: Catalog, new: Catalog, sources: dict[str, str],

@@ -52,7 +52,7 @@ def test_the_pr_comment_starts_with_what_widens_a_project(repo: Repo) -> None:
     assert "> [!WARNING]\n> **This change widens what tenants may do:**\n" in top
     assert "> - Project 'shop' turns on allowPrivileged\n" in top
     assert "> - Project 'shop' quota ondemand cpu: 32 → 48\n" in top
-    assert "**Touches** project shop (owners: team-shop)" in top
+    assert "**Touches** project `shop` (owners: `team-shop`)" in top
     assert top.index("[!WARNING]") < top.index("**Touches**")
 
     data = json.loads(diff(repo, "--base", base, "--head", "HEAD", "--format", "json").output)
