@@ -111,7 +111,8 @@ def review(old: Catalog, new: Catalog, sources: dict[str, str],
 
 
 def _specs(catalog: Catalog) -> dict[tuple[str, str, str], Any]:
-    return {e.resource.key: e.resource.model_dump(mode="json") for e in catalog.entries
+    """Every spec's document as written (key order, comments and style aside), by key."""
+    return {e.resource.key: e.doc.data for e in catalog.entries
             if isinstance(e.resource, Workload | PinScaler) or not e.resource.key[1]}
 
 
