@@ -717,6 +717,8 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
     diagnostics = [d for name in affected_files for d in states[name].loaded.diagnostics]
     diagnostics += [d for name in affected_files for _, ds in states[name].parsed for d in ds]
     config_state = state_of(CONFIG_FILE, now[CONFIG_FILE]) if CONFIG_FILE in now else None
+    if CONFIG_FILE in now and config_state is None:
+        return None  # the settings cannot be read again: a full compile reports why
     config, _ = repo_config(config_state.loaded.sources if config_state is not None else {})
     add_new(diagnostics, check(catalog, config))
     from pincompile.placement.plan import Sums
