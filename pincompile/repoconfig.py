@@ -24,7 +24,7 @@ CODE = "repo-config"
 #: A folder: slash-separated names of letters, digits, '-' and '_' (no dots: the folder is
 #: also written as a regular expression in CODEOWNERS, where a dot matches anything).
 _FOLDER = re.compile(r"^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$")
-_HANDLE = re.compile(r"^(@[A-Za-z0-9][-A-Za-z0-9_.]*(/[A-Za-z0-9][-A-Za-z0-9_.]*)?"
+_HANDLE = re.compile(r"^(@[A-Za-z0-9][-A-Za-z0-9_.]*(/[A-Za-z0-9][-A-Za-z0-9_.]*)*"
                      r"|[^@\s]+@[^@\s]+\.[^@\s]+)$")
 _KEYS = ("platformFolder", "appsFolder", "platformOwners", "ownerHandle", "ownerHandles")
 

@@ -86,3 +86,22 @@ def test_an_app_change_names_its_project_and_widens_nothing(repo: Repo) -> None:
     text = diff(repo, "--base", "HEAD", "--color", "never").output
     assert text.startswith("touches: project shop (owners: team-shop)\n\ncluster ")
     assert "WIDENS" not in text
+
+
+def test_a_new_project_and_a_sidecar_switched_to_always_are_called_out(repo: Repo) -> None:
+    base = repo.commit({"specs/platform/tap.yaml": SIDECAR.replace("inject: always",
+                                                                  "inject: opt-in")}, "tap")
+    repo.write({
+        "specs/platform/tap.yaml": SIDECAR,
+        "specs/platform/pwn.yaml": PWN.replace("quota:", "policy: {allowDaemons: true}\n  quota:"),
+    })
+    data = json.loads(diff(repo, "--base", base, "--format", "json").output)
+    assert data["review"]["widens"] == [
+        "new Project 'pwn' has allowDaemons: true",
+        "new Project 'pwn' quota ondemand cpu: none → 32",
+        "new Project 'pwn' quota ondemand memory: none → 64Gi",
+        "PinterestSideCar 'tap' changes to inject: always: it goes into every pod (PinPod, "
+        "PinApp, PinterestService, PinterestJobSet, PinterestTrainingJob, PinterestCronJob, "
+        "PinterestDaemon) of every project"]
+    assert [p["name"] for p in data["review"]["projects"]] == ["pwn", "shop"]
+    assert data["review"]["platform"] == {"owners": []}
