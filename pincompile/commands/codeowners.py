@@ -42,7 +42,7 @@ def codeowners(root: Path, output: str | None, check: bool) -> None:
     it reads are invalid, 2 usage error.
     \b
     Examples:
-      pincompile codeowners                     # ./CODEOWNERS from the specs here
+      pincompile codeowners                     # write the repository's CODEOWNERS
       pincompile codeowners examples -o -       # print it
       pincompile codeowners --check             # in CI or pre-commit: is it current?
     """
