@@ -12,7 +12,9 @@ import click
 
 from pincompile.commands.common import EXIT_INVALID, EXIT_USAGE, fail
 from pincompile.gitsource import GitError
+from reconciler.clients.connect import KubeconfigError
 from reconciler.commands.common import failover_options
+from reconciler.serve.redact import RedactingFormatter, redact
 
 SECRET_ENV = "PINCOMPILE_WEBHOOK_SECRET"
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
@@ -158,8 +160,9 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
     from reconciler.serve.leader import LeaseTiming
     from reconciler.serve.runner import load_factory, reconciler_factory
 
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, handlers=[handler])
     if not verbose:
         for noisy in ("kubernetes", "urllib3"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
@@ -190,10 +193,11 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
         options.identity = identity
     try:
         app = ServeApp(options, runners)
-    except (GitError, ValueError, OSError) as exc:
-        fail(str(exc))
-    except Exception as exc:  # the kubeconfig or its context is unusable
-        fail(f"cannot reach the host cluster (context {host_context}): {exc}", EXIT_USAGE)
+    except (GitError, ValueError, OSError, KubeconfigError) as exc:
+        fail(redact(str(exc)))
+    except Exception as exc:  # the in-cluster configuration is unusable
+        fail(f"cannot reach the host cluster (context {host_context}): {redact(str(exc))}",
+             EXIT_USAGE)
     app.install_signal_handlers()
     app.start()
     host, port = app.address

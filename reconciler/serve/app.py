@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reconciler.clients.connect import load_configuration
 from reconciler.clients.record import record_requests
 from reconciler.serve.audit import AuditSink, EventAudit, JsonLinesAudit
 from reconciler.serve.coalesce import Coalescer
@@ -64,7 +65,7 @@ def host_client(kubeconfig: str | None, context: str) -> Any:
         config.load_incluster_config()
         api = client.ApiClient()
     else:
-        api = config.new_client_from_config(config_file=kubeconfig, context=context)
+        api = client.ApiClient(load_configuration(kubeconfig, context))
     record_requests(api, "host")
     return api
 

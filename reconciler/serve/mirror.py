@@ -15,6 +15,7 @@ from pathlib import Path
 from pincompile import gitsource
 from pincompile.gitsource import GitError, SpecRoot
 from pincompile.pipeline import Compiler, Result
+from reconciler.serve.redact import redact
 
 FETCH_TIMEOUT = 300
 
@@ -36,7 +37,9 @@ class Mirror:
         if not branch or branch.startswith("-") or ".." in branch or " " in branch:
             raise GitError(f"'{branch}' is not a valid branch name")
         local = Path(url).expanduser()
-        self.url = str(local.resolve()) if local.exists() else url
+        self._fetch_url = str(local.resolve()) if local.exists() else url
+        self.url = redact(self._fetch_url)
+        """The URL as shown anywhere (logs, /status, errors): without its credentials."""
         self.branch = branch
         self.directory = directory
         self.root = SpecRoot(directory, spec_path.strip("/"))
@@ -55,7 +58,7 @@ class Mirror:
         try:
             proc = subprocess.run(
                 ["git", "fetch", "--quiet", "--no-tags", "--force", "--end-of-options",
-                 self.url, f"+refs/heads/{self.branch}:{self.ref}"],
+                 self._fetch_url, f"+refs/heads/{self.branch}:{self.ref}"],
                 cwd=self.directory, capture_output=True, timeout=FETCH_TIMEOUT, env=env,
                 check=False)
         except subprocess.TimeoutExpired as exc:
@@ -63,7 +66,7 @@ class Mirror:
         if proc.returncode != 0:
             lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
             raise GitError(f"git fetch {self.url} {self.branch} failed: "
-                           f"{lines[-1] if lines else proc.returncode}")
+                           + redact(lines[-1] if lines else str(proc.returncode)))
         return self.head()
 
     def head(self) -> str:

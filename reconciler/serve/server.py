@@ -21,6 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from reconciler.serve.metrics import CONTENT_TYPE
+from reconciler.serve.redact import redact_data
 from reconciler.serve.service import Service
 from reconciler.serve.status import AppStatusReader
 from reconciler.serve.webhooks import DEFAULT_MAX_BODY, PROVIDERS, Verdict, judge
@@ -58,7 +59,7 @@ def status_document(service: Service, repo: str, branch: str,
     document = serve_document(service, repo, branch)
     if error is not None:
         document["appsError"] = error
-    return {"apps": rows, "serve": document}
+    return {"apps": rows, "serve": redact_data(document)}
 
 
 def serve_document(service: Service, repo: str, branch: str) -> dict[str, Any]:

@@ -118,7 +118,7 @@ class ServeProcess:
     """``pincompile serve`` as a child process: with the recording fake runner, or with the
     real reconciler (``real=True``; ``record`` then only names the log file)."""
 
-    def __init__(self, repo: Path, record: Path, *args: str, delay: float = 0.0,
+    def __init__(self, repo: Path | str, record: Path, *args: str, delay: float = 0.0,
                  identity: str = "", env: dict[str, str] | None = None,
                  real: bool = False) -> None:
         self.record = record
