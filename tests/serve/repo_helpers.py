@@ -122,7 +122,8 @@ class ServeProcess:
                  identity: str = "", env: dict[str, str] | None = None,
                  real: bool = False) -> None:
         self.record = record
-        environment = {k: v for k, v in os.environ.items() if k != "PINCOMPILE_WEBHOOK_SECRET"}
+        environment = {k: v for k, v in os.environ.items()
+                       if k not in ("PINCOMPILE_WEBHOOK_SECRET", "PINCOMPILE_STATUS_TOKEN")}
         environment |= {"PYTHONPATH": str(Path(__file__).parent),
                         "SERVE_FAKE_RECORD": str(record), "SERVE_FAKE_DELAY": str(delay),
                         "SERVE_FAKE_IDENTITY": identity, **(env or {})}
