@@ -71,6 +71,8 @@ def test_the_shipped_rbac_allows_what_serve_needs_and_nothing_broader() -> None:
     assert not allowed(host, AccessRequest("host", "delete", "", "namespaces", name="shop",
                                            namespace="shop"))
     assert not allowed(host, AccessRequest("host", "list", "", "secrets"))
+    for verb in ("get", "list", "watch", "create", "patch", "delete"):  # no kind makes one
+        assert not allowed(member, AccessRequest("rt-a", verb, "", "secrets", namespace="shop"))
     assert allowed(member, AccessRequest("rt-a", "watch", "apps", "deployments"))
     assert allowed(member, AccessRequest("rt-a", "bind", "rbac.authorization.k8s.io",
                                          "clusterroles", name="view"))
