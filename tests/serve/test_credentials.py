@@ -1,9 +1,11 @@
 """A repository URL with credentials (``https://user:TOKEN@host/r.git``): serve fetches with
-them, and they appear nowhere serve writes -- stderr, ``/status``, ``/metrics``, the audit
-log, Event texts -- neither while passes succeed nor when a fetch fails."""
+them (the test's git server refuses a fetch without them), and they appear nowhere serve
+writes -- stderr, ``/status``, ``/metrics``, the audit log, Event texts -- neither while
+passes succeed nor when a fetch fails."""
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 import threading
@@ -22,13 +24,28 @@ TOKEN = "ghp_s3cretT0ken"
 USER = "ci-bot"
 
 
+class BasicAuthFiles(SimpleHTTPRequestHandler):
+    """Files, to a client that sends USER:TOKEN with Basic authentication only."""
+
+    def do_GET(self) -> None:
+        expected = "Basic " + base64.b64encode(f"{USER}:{TOKEN}".encode()).decode()
+        if self.headers.get("Authorization") != expected:
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="git"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        super().do_GET()
+
+    def log_message(self, *_args: object) -> None:
+        pass
+
+
 @pytest.fixture
 def git_http(spec_repo: SpecRepo) -> Iterator[str]:
-    """The bare repository over git's "dumb" HTTP on 127.0.0.1 (credentials ignored)."""
+    """The bare repository over git's "dumb" HTTP on 127.0.0.1, behind Basic auth."""
     git(spec_repo.bare, "update-server-info")
-    handler = functools.partial(SimpleHTTPRequestHandler,
-                                directory=str(spec_repo.bare.parent))
-    handler.log_message = lambda *_a: None  # type: ignore[attr-defined]
+    handler = functools.partial(BasicAuthFiles, directory=str(spec_repo.bare.parent))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"127.0.0.1:{server.server_address[1]}"
