@@ -172,7 +172,9 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
       curl -s -H "Authorization: Bearer $(cat token)" localhost:8080/status | jq .serve.lastPass
 
     Exit codes: 0 stopped by SIGTERM/SIGINT, 1 the pass in flight did not finish within
-    --shutdown-timeout, 2 usage error.
+    --shutdown-timeout, 2 usage error (also: the kubeconfig is missing, malformed or has no
+    --host-context). A host cluster that does not answer is no exit: serve stays up, not
+    ready, and keeps trying.
     """
     from reconciler.serve.app import ServeApp, ServeOptions
     from reconciler.serve.leader import LeaseTiming
