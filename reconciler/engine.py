@@ -25,7 +25,7 @@ from pincompile.pipeline import Result
 from reconciler import failover, rollout, status
 from reconciler.cache import ClusterCache
 from reconciler.clients import read, write
-from reconciler.clients.connect import ClusterUnreachable, Connection
+from reconciler.clients.connect import ClusterUnreachable, Connection, KubeconfigError
 from reconciler.clients.read import Key, key_of
 from reconciler.health import assess
 from reconciler.host import AppKey
@@ -193,7 +193,8 @@ class Reconciler:
                 return
             try:
                 step(member)
-            except (ClusterUnreachable, DynamicApiError, OSError, TimeoutError) as exc:
+            except (ClusterUnreachable, KubeconfigError, DynamicApiError, OSError,
+                    TimeoutError) as exc:
                 member.error = _explain(exc)
                 self.echo(f"{member.name}: FAILED: {member.error}")
 
@@ -264,7 +265,7 @@ class Reconciler:
             report.clusters[HOST] = host_report
             return host.read_apps(conn, kinds) if plan.pending else {
                 host.app_key(o): o for k, o in live.items() if k[0] != "Namespace"}
-        except (ClusterUnreachable, DynamicApiError, OSError) as exc:
+        except (ClusterUnreachable, KubeconfigError, DynamicApiError, OSError) as exc:
             report.clusters[HOST] = ClusterReport(HOST, error=_explain(exc))
             self.echo(f"host: FAILED: {_explain(exc)}")
             return {}
@@ -348,7 +349,7 @@ class Reconciler:
                 continue
             try:
                 host.write_cluster_status(host_conn, name, {"failover": doc})
-            except (ClusterUnreachable, DynamicApiError, OSError) as exc:
+            except (ClusterUnreachable, KubeconfigError, DynamicApiError, OSError) as exc:
                 report.clusters[HOST].error = _explain(exc)
                 return
 
@@ -458,7 +459,7 @@ class Reconciler:
                 save(plan.state)
             try:
                 rollout.advance(plan, apply=apply, fetch=fetch, record=record, save=save)
-            except (ClusterUnreachable, DynamicApiError, OSError) as exc:
+            except (ClusterUnreachable, KubeconfigError, DynamicApiError, OSError) as exc:
                 plan.state.message = f"rollout interrupted: {_explain(exc)}"
 
         with ThreadPoolExecutor(max_workers=max(1, min(8, len(active)))) as pool:
@@ -545,7 +546,7 @@ class Reconciler:
                         != doc["failover"]:
                     host.record_event(host_conn, app, move.phase, move.message,
                                       warning=move.phase != "FailingBack")
-            except (ClusterUnreachable, DynamicApiError, OSError) as exc:
+            except (ClusterUnreachable, KubeconfigError, DynamicApiError, OSError) as exc:
                 report.clusters[HOST].error = _explain(exc)
 
 

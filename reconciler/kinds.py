@@ -3,6 +3,11 @@
 A dependency comes before what uses it, as ``kubectl`` and Argo CD order a sync: the
 namespace and priority classes first, then quota and policy, then configuration, storage
 and services, then workloads, and last what points at workloads (HPA, PDB, Ingress).
+
+Only kinds the compiler produces: the reconciler watches and lists each of them in every
+member cluster, and ``contrib/serve/rbac-member.yaml`` grants exactly these (no Secret,
+ServiceAccount, Role or StatefulSet: no spec kind makes one, so serve can read none;
+``tests/serve/test_record.py`` holds the three to each other).
 """
 
 from __future__ import annotations
@@ -29,15 +34,11 @@ MANAGED_KINDS: tuple[KindInfo, ...] = (
     KindInfo("v1", "ResourceQuota"),
     KindInfo("v1", "LimitRange"),
     KindInfo("networking.k8s.io/v1", "NetworkPolicy"),
-    KindInfo("v1", "ServiceAccount"),
-    KindInfo("rbac.authorization.k8s.io/v1", "Role"),
     KindInfo("rbac.authorization.k8s.io/v1", "RoleBinding"),
     KindInfo("v1", "ConfigMap"),
-    KindInfo("v1", "Secret"),
     KindInfo("v1", "PersistentVolumeClaim", data=True),
     KindInfo("v1", "Service"),
     KindInfo("apps/v1", "Deployment"),
-    KindInfo("apps/v1", "StatefulSet"),
     KindInfo("apps/v1", "DaemonSet"),
     KindInfo("batch/v1", "Job"),
     KindInfo("batch/v1", "CronJob"),

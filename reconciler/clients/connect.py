@@ -13,15 +13,18 @@ watches — and it is the one place that:
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import urllib3
+import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
@@ -37,6 +40,44 @@ WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollectio
 
 class ClusterUnreachable(Exception):
     """The cluster's API server did not answer (after retries)."""
+
+
+class KubeconfigError(Exception):
+    """The kubeconfig cannot be used: no such file, not a kubeconfig, or no such context."""
+
+
+def _kubeconfig_paths(kubeconfig: str | None) -> str:
+    """The file(s) the kubernetes client reads for ``kubeconfig`` (None: the default)."""
+    return kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
+
+
+def load_configuration(kubeconfig: str | None, context: str) -> k8s.Configuration:
+    """The client configuration of ``context``; a :class:`KubeconfigError` saying what is
+    wrong with the kubeconfig instead of the client's ConfigException (or a YAML error)."""
+    names = contexts(kubeconfig)
+    named = _kubeconfig_paths(kubeconfig)
+    if context not in names:
+        raise KubeconfigError(f"context '{context}' is not in kubeconfig {named} (its "
+                              f"contexts: {', '.join(names) or 'none'})")
+    cfg = k8s.Configuration()
+    try:
+        k8s_config.load_kube_config(config_file=kubeconfig, context=context,
+                                    client_configuration=cfg, persist_config=False)
+    except Exception as exc:  # ConfigException, a missing certificate file, bad base64 ...
+        raise KubeconfigError(f"kubeconfig {named}, context '{context}': "
+                              f"{_config_reason(exc)}") from exc
+    return cfg
+
+
+def _config_reason(exc: BaseException) -> str:
+    """One line: a YAML error's position and problem, else the exception's message."""
+    mark = getattr(exc, "problem_mark", None)
+    if isinstance(exc, yaml.MarkedYAMLError) and mark is not None:
+        return f"not YAML: line {mark.line + 1}, column {mark.column + 1}: {exc.problem}"
+    if isinstance(exc, TypeError | KeyError | AttributeError | IndexError):
+        return "not a kubeconfig (a mapping of clusters, users and contexts)"
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text.removeprefix("Invalid kube-config file. ")[:300]
 
 
 @dataclass
@@ -174,9 +215,7 @@ class Connection:
                  timeout: tuple[float, float] = (3.0, 30.0)) -> None:
         self.name, self.context = name, context
         self.stats = RequestStats()
-        cfg = k8s.Configuration()
-        k8s_config.load_kube_config(config_file=kubeconfig, context=context,
-                                    client_configuration=cfg, persist_config=False)
+        cfg = load_configuration(kubeconfig, context)
         cfg.retries = 0  # retries happen in the hook, once, with back-off
         self.api = k8s.ApiClient(cfg)
         rest = self.api.rest_client
@@ -206,6 +245,15 @@ class Connection:
 
 
 def contexts(kubeconfig: str | None) -> list[str]:
-    """Context names in a kubeconfig."""
-    found, _ = k8s_config.list_kube_config_contexts(config_file=kubeconfig)
-    return [c["name"] for c in found]
+    """Context names in a kubeconfig (:class:`KubeconfigError` when it cannot be read)."""
+    named = _kubeconfig_paths(kubeconfig)
+    if not any(Path(p).expanduser().is_file() for p in named.split(os.pathsep) if p):
+        hint = "" if kubeconfig or os.environ.get("KUBECONFIG") else \
+            " (pass --kubeconfig, set $KUBECONFIG, or start a local fleet: pincompile fleet up)"
+        raise KubeconfigError(f"kubeconfig {named}: no such file{hint}")
+    try:
+        found, _ = k8s_config.list_kube_config_contexts(config_file=kubeconfig)
+        return [str(c["name"]) for c in found]
+    except Exception as exc:  # not YAML, not a mapping, no contexts list ...
+        raise KubeconfigError(f"kubeconfig {named} is not a usable "
+                              f"kubeconfig: {_config_reason(exc)}") from exc

@@ -13,10 +13,11 @@ from pincompile.commands.common import EXIT_CLUSTER, EXIT_OK
 from reconciler.commands.common import (
     check_clusters,
     clock_of,
+    cluster_errors,
     cluster_options,
     compile_or_exit,
-    default_kubeconfig,
     failover_options,
+    usable_kubeconfig,
 )
 from reconciler.commands.status import render_clusters, render_table
 from reconciler.engine import HOST, Reconciler
@@ -70,8 +71,9 @@ def apply(ctx: click.Context, root: Path, kubeconfig: str | None, host_context: 
     A pass with nothing to change makes no write at all.
 
     \b
-    Exit codes: 0 applied, 1 invalid specs, 2 usage, 3 a cluster failed (the others were
-    still reconciled; run again once it is back).
+    Exit codes: 0 applied, 1 invalid specs, 2 usage (also: the kubeconfig is missing or
+    unreadable, or has no --host-context), 3 a cluster failed, or its context is not in the
+    kubeconfig (the others were still reconciled; run again once it is back).
     \b
     Examples:
       pincompile apply examples
@@ -93,13 +95,14 @@ def apply(ctx: click.Context, root: Path, kubeconfig: str | None, host_context: 
     echo(f"compiled {len(result.manifests)} objects for "
          f"{len({m.cluster for m in result.manifests})} clusters")
     reconciler = Reconciler(
-        kubeconfig or default_kubeconfig(), host_context, clusters=clusters or None,
+        usable_kubeconfig(kubeconfig, host_context), host_context, clusters=clusters or None,
         options=Options(adopt=adopt, prune=not no_prune, max_prune=max_prune,
                         prune_data=prune_data),
         wait=not no_wait, timeout=timeout, echo=echo, clock=clock_of(at),
         failover_after=failover_after, failback_step=failback_step)
     try:
-        report = reconciler.run(result)
+        with cluster_errors("a cluster"):
+            report = reconciler.run(result)
         writes = {name: conn.stats.writes for name, conn in reconciler.connections.items()}
         statuses = reconciler.statuses
         lost = {n: s.to_json() for n, s in reconciler.cluster_states.items()

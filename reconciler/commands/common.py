@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from pincompile.commands.common import EXIT_INVALID, EXIT_USAGE, fail
+from pincompile.commands.common import EXIT_CLUSTER, EXIT_INVALID, EXIT_USAGE, fail
 from pincompile.commands.common import report as report_diagnostics
 from pincompile.pipeline import Result, compile_path
 
@@ -28,6 +29,41 @@ def default_kubeconfig() -> str | None:
     if state is not None and fleet.is_running(state):
         return str(state.kubeconfig)
     return None
+
+
+def usable_kubeconfig(kubeconfig: str | None, context: str | None = None) -> str | None:
+    """``kubeconfig`` (or :func:`default_kubeconfig`) once it is known to be a readable
+    kubeconfig holding ``context``; else one line on stderr and exit 2 (usage)."""
+    from reconciler.clients.connect import KubeconfigError, contexts, load_configuration
+
+    path = kubeconfig or default_kubeconfig()
+    try:
+        if context is None:
+            contexts(path)
+        else:
+            load_configuration(path, context)
+    except KubeconfigError as exc:
+        fail(str(exc), EXIT_USAGE)
+    return path
+
+
+@contextmanager
+def cluster_errors(cluster: str = "host cluster") -> Iterator[None]:
+    """One line and an exit code instead of a traceback: a kubeconfig that cannot be used
+    exits 2 (usage), a cluster that does not answer or refuses a request exits 3."""
+    from kubernetes.client.exceptions import ApiException
+    from kubernetes.dynamic.exceptions import DynamicApiError
+
+    from reconciler.clients.connect import ClusterUnreachable, KubeconfigError
+
+    try:
+        yield
+    except KubeconfigError as exc:
+        fail(str(exc), EXIT_USAGE)
+    except ClusterUnreachable as exc:
+        fail(f"{cluster} unreachable: {exc}", EXIT_CLUSTER)
+    except (ApiException, DynamicApiError) as exc:
+        fail(f"{cluster} refused the request: {exc.status} {exc.reason}", EXIT_CLUSTER)
 
 
 def _instant(_ctx: click.Context, _param: click.Parameter, value: str | None

@@ -13,9 +13,10 @@ from pincompile.commands.common import EXIT_CLUSTER, EXIT_INVALID, EXIT_OK
 from reconciler.commands.common import (
     check_clusters,
     clock_of,
+    cluster_errors,
     cluster_options,
     compile_or_exit,
-    default_kubeconfig,
+    usable_kubeconfig,
 )
 from reconciler.engine import MemberState, Reconciler
 from reconciler.sync import Action, Options
@@ -50,7 +51,8 @@ def plan(root: Path, kubeconfig: str | None, host_context: str, clusters: tuple[
 
     \b
     Exit codes: 0 ok (with --exit-code: nothing to change), 1 invalid specs (or, with
-    --exit-code, changes pending), 2 usage, 3 a cluster could not be read.
+    --exit-code, changes pending), 2 usage (also: the kubeconfig is missing or unreadable),
+    3 a cluster could not be read (also: its context is not in the kubeconfig).
     \b
     Examples:
       pincompile plan examples
@@ -59,12 +61,13 @@ def plan(root: Path, kubeconfig: str | None, host_context: str, clusters: tuple[
     """
     result = compile_or_exit(root)
     check_clusters(result, clusters)
-    reconciler = Reconciler(kubeconfig or default_kubeconfig(), host_context,
+    reconciler = Reconciler(usable_kubeconfig(kubeconfig), host_context,
                             clusters=clusters or None,
                             options=Options(adopt=adopt, max_prune=max_prune,
                                             prune_data=prune_data), clock=clock_of(at))
     try:
-        members = reconciler.plan(result)
+        with cluster_errors("a member cluster"):
+            members = reconciler.plan(result)
     finally:
         reconciler.close()
     if fmt == "json":

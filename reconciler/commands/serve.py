@@ -12,9 +12,12 @@ import click
 
 from pincompile.commands.common import EXIT_INVALID, EXIT_USAGE, fail
 from pincompile.gitsource import GitError
+from reconciler.clients.connect import KubeconfigError
 from reconciler.commands.common import failover_options
+from reconciler.serve.redact import RedactingFormatter, redact
 
 SECRET_ENV = "PINCOMPILE_WEBHOOK_SECRET"
+STATUS_TOKEN_ENV = "PINCOMPILE_STATUS_TOKEN"
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
 _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
@@ -43,17 +46,18 @@ class Duration(click.ParamType):
 DURATION = Duration()
 
 
-def read_secret(secret_file: Path | None) -> bytes | None:
-    """The webhook secret from the file (trailing newline dropped) or the environment."""
+def read_secret(secret_file: Path | None, option: str = "--webhook-secret-file",
+                env_name: str = SECRET_ENV) -> bytes | None:
+    """A secret from the file (trailing newline dropped) or the environment variable."""
     if secret_file is not None:
         try:
             secret = secret_file.read_bytes().rstrip(b"\r\n")
         except OSError as exc:
-            fail(f"cannot read --webhook-secret-file {secret_file}: {exc.strerror}")
+            fail(f"cannot read {option} {secret_file}: {exc.strerror}")
         if not secret:
-            fail(f"--webhook-secret-file {secret_file} is empty")
+            fail(f"{option} {secret_file} is empty")
         return secret
-    env = os.environ.get(SECRET_ENV, "")
+    env = os.environ.get(env_name, "")
     return env.encode() or None
 
 
@@ -75,6 +79,16 @@ def read_secret(secret_file: Path | None) -> bytes | None:
 @click.option("--webhook-secret-file", type=click.Path(dir_okay=False, path_type=Path),
               help=f"File holding the webhook secret (else ${SECRET_ENV}). Without a secret "
                    "every webhook is refused with 401.")
+@click.option("--status-token-file", type=click.Path(dir_okay=False, path_type=Path),
+              help=f"File holding a bearer token (else ${STATUS_TOKEN_ENV}): /status and "
+                   "/metrics then answer 401 without `Authorization: Bearer TOKEN`. "
+                   "/healthz and /readyz stay open.")
+@click.option("--replay-window", type=DURATION, default="1h", show_default=True,
+              help="A webhook delivery (same delivery id, or same body) received again "
+                   "within this long is refused with 409.")
+@click.option("--read-timeout", type=DURATION, default="10s", show_default=True,
+              help="Drop an HTTP connection that sends nothing for this long (slow or idle "
+                   "clients never hold a worker: requests are read in full first).")
 @click.option("--webhook-max-bytes", type=click.IntRange(1024), default=2 * 1024 * 1024,
               show_default=True, help="Larger webhook bodies are refused with 413.")
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), envvar="KUBECONFIG",
@@ -110,7 +124,9 @@ def read_secret(secret_file: Path | None) -> bytes | None:
               help="module:callable returning a runner factory (for tests).")
 @click.option("-v", "--verbose", is_flag=True, help="Log every request and Lease attempt.")
 def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, coalesce: float,
-          webhook_secret_file: Path | None, webhook_max_bytes: int, kubeconfig: str | None,
+          webhook_secret_file: Path | None, status_token_file: Path | None,
+          replay_window: float, read_timeout: float, webhook_max_bytes: int,
+          kubeconfig: str | None,
           host_context: str, namespace: str, identity: str | None, leader_election: bool,
           shards: int, lease_duration: float, renew_deadline: float, retry_period: float,
           audit_log: Path | None, events: bool, mirror_dir: Path | None,
@@ -131,8 +147,12 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
       /webhooks/generic   X-Pincompile-Signature-256: sha256=HMAC of
                           {"ref": "refs/heads/main", "after": "SHA"}
                           (contrib/post-receive sends it from a bare git server)
+    A delivery received again within --replay-window is refused (409), and so is a push
+    whose payload names another repository than --repo (403).
     Also: GET /healthz, /readyz, /metrics (Prometheus), /status (JSON: "apps" is what
-    `pincompile status -o json` prints, "serve" this replica's state and last pass).
+    `pincompile status -o json` prints, "serve" this replica's state and last pass);
+    with --status-token-file (or $PINCOMPILE_STATUS_TOKEN) /metrics and /status need
+    `Authorization: Bearer TOKEN`.
 
     \b
     High availability: run two or more replicas; a coordination.k8s.io Lease in the host
@@ -149,17 +169,20 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
           --webhook-secret-file /etc/pincompile/secret --audit-log /var/log/pincompile.jsonl \\
           --shards 2 --listen :8080
       # what is it doing?
-      curl -s localhost:8080/status | jq .serve.lastPass
+      curl -s -H "Authorization: Bearer $(cat token)" localhost:8080/status | jq .serve.lastPass
 
     Exit codes: 0 stopped by SIGTERM/SIGINT, 1 the pass in flight did not finish within
-    --shutdown-timeout, 2 usage error.
+    --shutdown-timeout, 2 usage error (also: the kubeconfig is missing, malformed or has no
+    --host-context). A host cluster that does not answer is no exit: serve stays up, not
+    ready, and keeps trying.
     """
     from reconciler.serve.app import ServeApp, ServeOptions
     from reconciler.serve.leader import LeaseTiming
     from reconciler.serve.runner import load_factory, reconciler_factory
 
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, handlers=[handler])
     if not verbose:
         for noisy in ("kubernetes", "urllib3"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
@@ -171,6 +194,7 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
     if shards > 1 and not leader_election:
         fail("--shards needs leader election (drop --no-leader-election)")
     secret = read_secret(webhook_secret_file)
+    status_token = read_secret(status_token_file, "--status-token-file", STATUS_TOKEN_ENV)
     if secret is None:
         click.echo(f"warning: no webhook secret (--webhook-secret-file or ${SECRET_ENV}): "
                    "every webhook is refused; only --resync triggers passes", err=True)
@@ -185,15 +209,17 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
         coalesce=coalesce, secret=secret, max_body=webhook_max_bytes, kubeconfig=kubeconfig,
         host_context=host_context, namespace=namespace, leader_election=leader_election,
         shards=shards, timing=timing, audit_log=audit_log, events=events,
-        mirror_dir=mirror_dir, shutdown_timeout=shutdown_timeout, app_status=runner is None)
+        mirror_dir=mirror_dir, shutdown_timeout=shutdown_timeout, app_status=runner is None,
+        status_token=status_token, read_timeout=read_timeout, replay_window=replay_window)
     if identity:
         options.identity = identity
     try:
         app = ServeApp(options, runners)
-    except (GitError, ValueError, OSError) as exc:
-        fail(str(exc))
-    except Exception as exc:  # the kubeconfig or its context is unusable
-        fail(f"cannot reach the host cluster (context {host_context}): {exc}", EXIT_USAGE)
+    except (GitError, ValueError, OSError, KubeconfigError) as exc:
+        fail(redact(str(exc)))
+    except Exception as exc:  # the in-cluster configuration is unusable
+        fail(f"cannot reach the host cluster (context {host_context}): {redact(str(exc))}",
+             EXIT_USAGE)
     app.install_signal_handlers()
     app.start()
     host, port = app.address

@@ -10,9 +10,9 @@ from typing import Any
 import click
 import yaml
 
-from pincompile.commands.common import EXIT_CLUSTER, EXIT_OK, EXIT_USAGE, fail
-from reconciler.clients.connect import ClusterUnreachable, Connection
-from reconciler.commands.common import default_kubeconfig
+from pincompile.commands.common import EXIT_OK, EXIT_USAGE, fail
+from reconciler.clients.connect import Connection
+from reconciler.commands.common import cluster_errors, usable_kubeconfig
 
 
 @click.command("status")
@@ -42,7 +42,8 @@ def status(app: str | None, kubeconfig: str | None, host_context: str, fmt: str,
     -o json|yaml, member clusters that are not reachable follow the apps as rows of kind
     Cluster (their status.failover).
     \b
-    Exit codes: 0 ok, 2 usage (or no such app), 3 the host cannot be reached.
+    Exit codes: 0 ok, 2 usage (or no such app; or the kubeconfig is missing, unreadable or
+    has no --host-context), 3 the host cannot be reached or refused the request.
     \b
     Examples:
       pincompile status
@@ -50,14 +51,13 @@ def status(app: str | None, kubeconfig: str | None, host_context: str, fmt: str,
       pincompile status --watch
     """
     wanted = _parse(app)
-    conn = Connection("host", host_context, kubeconfig or default_kubeconfig())
+    with cluster_errors("host cluster"):
+        conn = Connection("host", host_context, usable_kubeconfig(kubeconfig, host_context))
     previous = None
     try:
         while True:
-            try:
+            with cluster_errors("host cluster"):
                 rows = read_rows(conn)
-            except ClusterUnreachable as exc:
-                fail(f"host cluster unreachable: {exc}", EXIT_CLUSTER)
             if wanted:
                 rows = [r for r in rows if (r["kind"], r["project"], r["name"]) == wanted]
                 if not rows:

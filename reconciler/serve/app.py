@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reconciler.clients.connect import load_configuration
 from reconciler.clients.record import record_requests
 from reconciler.serve.audit import AuditSink, EventAudit, JsonLinesAudit
 from reconciler.serve.coalesce import Coalescer
@@ -20,9 +21,10 @@ from reconciler.serve.leader import Campaign, Elector, LeaseTiming, Roster, leas
 from reconciler.serve.metrics import Metrics
 from reconciler.serve.mirror import Mirror
 from reconciler.serve.runner import RunnerFactory
-from reconciler.serve.server import ServeHTTPServer, WebhookConfig, parse_listen
+from reconciler.serve.server import HTTPLimits, ServeHTTPServer, WebhookConfig, parse_listen
 from reconciler.serve.service import Service, ServiceState
 from reconciler.serve.status import AppStatusReader
+from reconciler.serve.webhooks import DEFAULT_REPLAY_WINDOW, Deliveries
 
 log = logging.getLogger("pincompile.serve")
 LEASE_BASE = "pincompile-serve"
@@ -53,6 +55,12 @@ class ServeOptions:
     shutdown_timeout: float = 30.0
     app_status: bool = True
     """Serve the apps' stored status (from the host) in ``/status``."""
+    status_token: bytes | None = None
+    """When set, ``/status`` and ``/metrics`` need ``Authorization: Bearer <token>``."""
+    read_timeout: float = 10.0
+    """Seconds a client may send nothing before its connection is dropped."""
+    replay_window: float = DEFAULT_REPLAY_WINDOW
+    """A webhook delivery seen within this many seconds is refused as a replay."""
 
 
 def host_client(kubeconfig: str | None, context: str) -> Any:
@@ -64,7 +72,7 @@ def host_client(kubeconfig: str | None, context: str) -> Any:
         config.load_incluster_config()
         api = client.ApiClient()
     else:
-        api = config.new_client_from_config(config_file=kubeconfig, context=context)
+        api = client.ApiClient(load_configuration(kubeconfig, context))
     record_requests(api, "host")
     return api
 
@@ -114,8 +122,10 @@ class ServeApp:
                      if options.app_status else None)
         self.http = ServeHTTPServer(
             parse_listen(options.listen), self.service,
-            WebhookConfig(options.secret, options.branch, options.max_body), self.mirror.url,
-            self.apps)
+            WebhookConfig(options.secret, options.branch, options.max_body,
+                          Deliveries(options.replay_window)),
+            self.mirror.url, self.apps, status_token=options.status_token,
+            limits=HTTPLimits(read_timeout=max(1, round(options.read_timeout))))
         self.shutdown = threading.Event()
         self._stop_campaign = threading.Event()
         self._threads: list[threading.Thread] = []

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from reconciler.model import PassReport
+from reconciler.serve.redact import redact, redact_data
 
 log = logging.getLogger("pincompile.serve.audit")
 EVENT_ANNOTATION = "pincompute.io/audit"
@@ -40,10 +41,13 @@ class AuditRecord:
     shards: list[int] = field(default_factory=list)
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        return json.dumps(redact_data(asdict(self)), sort_keys=True)
 
     def summary(self) -> str:
-        """One line for an Event's message."""
+        """One line for an Event's message (without credentials)."""
+        return redact(self._summary())
+
+    def _summary(self) -> str:
         head = f"{self.outcome} {self.revision[:12]}"
         if self.subject:
             head += f" ({self.subject[:80]!r} by {self.author})"

@@ -51,7 +51,8 @@ class Metrics:
         self.last_applied_age.set_function(self._age)
         self.webhooks = Counter(
             f"{PREFIX}_webhook_requests_total", "Webhook requests by provider and result "
-            "(accepted, ignored, ping, unauthorized, too_large, bad_request)",
+            "(accepted, ignored, ping, unauthorized, too_large, bad_request, replayed, "
+            "other_repository)",
             ["provider", "result"], registry=r)
         self.leader = Gauge(
             f"{PREFIX}_leader", "1 while this process leads the shard", ["shard"], registry=r)

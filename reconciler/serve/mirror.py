@@ -11,10 +11,12 @@ import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 from pincompile import gitsource
 from pincompile.gitsource import GitError, SpecRoot
 from pincompile.pipeline import Compiler, Result
+from reconciler.serve.redact import redact
 
 FETCH_TIMEOUT = 300
 
@@ -29,6 +31,30 @@ class Commit:
     subject: str
 
 
+_HELPER = ('!f() { test "$1" = get || exit 0; h=; while read -r l; do case "$l" in '
+           'host=*) h="${l#host=}";; esac; done; test "$h" = "$PINCOMPILE_GIT_HOST" && '
+           'printf "username=%s\\npassword=%s\\n" "$PINCOMPILE_GIT_USERNAME" '
+           '"$PINCOMPILE_GIT_PASSWORD"; }; f')
+"""A git credential helper that answers only for the repository's own host (a redirect to
+another host gets nothing)."""
+
+
+def credential_env(url: str) -> dict[str, str]:
+    """Environment for ``git fetch`` of ``url`` without its userinfo: the credentials
+    through a credential helper instead of the command line, which every local user can read
+    in the process list. Empty for a URL without credentials."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or parts.username is None:
+        return {}
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host += f":{parts.port}"
+    return {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "credential.helper",
+            "GIT_CONFIG_VALUE_0": _HELPER, "PINCOMPILE_GIT_HOST": host,
+            "PINCOMPILE_GIT_USERNAME": unquote(parts.username or ""),
+            "PINCOMPILE_GIT_PASSWORD": unquote(parts.password or "")}
+
+
 class Mirror:
     """One branch of one repository, mirrored into ``directory``."""
 
@@ -36,7 +62,11 @@ class Mirror:
         if not branch or branch.startswith("-") or ".." in branch or " " in branch:
             raise GitError(f"'{branch}' is not a valid branch name")
         local = Path(url).expanduser()
-        self.url = str(local.resolve()) if local.exists() else url
+        full = str(local.resolve()) if local.exists() else url
+        self.url = redact(full)
+        """The URL as shown anywhere (logs, /status, errors) and passed to git: without its
+        credentials, which git gets from :func:`credential_env` (never on a command line)."""
+        self._credentials = credential_env(full)
         self.branch = branch
         self.directory = directory
         self.root = SpecRoot(directory, spec_path.strip("/"))
@@ -51,7 +81,7 @@ class Mirror:
         if not (self.directory / "HEAD").exists():
             self.directory.mkdir(parents=True, exist_ok=True)
             gitsource._git(self.directory, "init", "--quiet", "--bare")
-        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", **self._credentials}
         try:
             proc = subprocess.run(
                 ["git", "fetch", "--quiet", "--no-tags", "--force", "--end-of-options",
@@ -63,7 +93,7 @@ class Mirror:
         if proc.returncode != 0:
             lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
             raise GitError(f"git fetch {self.url} {self.branch} failed: "
-                           f"{lines[-1] if lines else proc.returncode}")
+                           + redact(lines[-1] if lines else str(proc.returncode)))
         return self.head()
 
     def head(self) -> str:

@@ -7,11 +7,13 @@ import time
 from typing import Any
 
 from reconciler.model import PassReport
+from reconciler.serve.redact import redact, redact_data
 
 
 def report_json(report: PassReport) -> dict[str, Any]:
-    """A pass report as plain JSON data (objects named ``Kind/namespace/name``)."""
-    return {
+    """A pass report as plain JSON data (objects named ``Kind/namespace/name``), without
+    credentials (:func:`~reconciler.serve.redact.redact_data`)."""
+    document: dict[str, Any] = redact_data({
         "revision": report.revision,
         "ok": report.ok,
         "error": report.error,
@@ -23,7 +25,8 @@ def report_json(report: PassReport) -> dict[str, Any]:
                    "unchanged": c.unchanged, "conflicts": list(c.conflicts), "error": c.error,
                    "seconds": round(c.seconds, 3)}
             for name, c in sorted(report.clusters.items())},
-    }
+    })
+    return document
 
 
 class AppStatusReader:
@@ -52,9 +55,9 @@ class AppStatusReader:
                     self._conn = Connection("host", self.context, self.kubeconfig)
                 self._answer = (read_rows(self._conn), None)
             except (ClusterUnreachable, DynamicApiError, OSError) as exc:
-                self._answer = (None, f"host cluster unreachable: {exc}")
+                self._answer = (None, redact(f"host cluster unreachable: {exc}"))
             except Exception as exc:  # an unusable kubeconfig: say so in /status
-                self._answer = (None, f"cannot read the host cluster: {exc}")
+                self._answer = (None, redact(f"cannot read the host cluster: {exc}"))
             self._read_at = time.monotonic()
             return self._answer
 

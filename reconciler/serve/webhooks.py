@@ -13,6 +13,14 @@ gitlab     ``X-Gitlab-Token``              the secret itself
 gitea      ``X-Gitea-Signature``           hex HMAC-SHA256 of the body
 generic    ``X-Pincompile-Signature-256``  ``sha256=`` + hex HMAC-SHA256 of the body
 =========  ==============================  ===========================================
+
+Once authenticated, a delivery is refused as a replay (409) when its delivery id
+(``X-GitHub-Delivery``, GitLab's ``Idempotency-Key`` or ``X-Gitlab-Event-UUID``,
+``X-Gitea-Delivery``, ``X-Pincompile-Delivery``) or its exact body was seen within the
+window (:class:`Deliveries`); and a push whose payload names another repository than the
+followed one is refused (403): GitHub's and Gitea's ``repository``, GitLab's ``project``
+and ``repository`` name it by URL and full name, compared without credentials, scheme or
+``.git`` (:func:`repository_key`).
 """
 
 from __future__ import annotations
@@ -21,14 +29,108 @@ import hashlib
 import hmac
 import json
 import re
+import threading
+import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from reconciler.serve.redact import redact
 
 GENERIC_SIGNATURE_HEADER = "X-Pincompile-Signature-256"
 DEFAULT_MAX_BODY = 2 * 1024 * 1024
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 _ZERO = re.compile(r"^0+$")
+DELIVERY_HEADERS = {"github": ("x-github-delivery",),
+                    "gitlab": ("idempotency-key", "x-gitlab-event-uuid"),
+                    "gitea": ("x-gitea-delivery",), "generic": ("x-pincompile-delivery",)}
+"""Per provider, the headers that identify one delivery (the first present counts)."""
+DEFAULT_REPLAY_WINDOW = 3600.0
+
+
+@dataclass
+class Deliveries:
+    """Delivery ids and body digests seen within ``window`` seconds (at most ``limit`` of
+    each kept: the oldest are forgotten first)."""
+
+    window: float = DEFAULT_REPLAY_WINDOW
+    limit: int = 10_000
+    clock: Callable[[], float] = time.monotonic
+    _seen: OrderedDict[str, float] = field(default_factory=OrderedDict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def replayed(self, keys: list[str]) -> bool:
+        """Whether any of ``keys`` was seen within the window; records them all."""
+        now = self.clock()
+        with self._lock:
+            while self._seen and (len(self._seen) > self.limit
+                                  or next(iter(self._seen.values())) < now - self.window):
+                self._seen.popitem(last=False)
+            seen = any(k in self._seen for k in keys)
+            for key in keys:
+                self._seen[key] = now
+                self._seen.move_to_end(key)
+            return seen
+
+
+def delivery_keys(provider: str, headers: Mapping[str, str], body: bytes) -> list[str]:
+    """What identifies a delivery: its id header (if any) and the digest of its body."""
+    keys = [f"{provider}:body:{hashlib.sha256(body).hexdigest()}"]
+    for name in DELIVERY_HEADERS.get(provider, ()):
+        if headers.get(name):
+            keys.append(f"{provider}:id:{headers[name][:200]}")
+            break
+    return keys
+
+
+_SCP_LIKE = re.compile(r"^(?:[^@/\s]+@)?([^:/\s]+):(?!//)(.+)$")
+
+
+def repository_key(url: str) -> str:
+    """A repository URL or path reduced to ``host/path`` (lowercase host, no credentials,
+    scheme, port of ssh, trailing ``/`` or ``.git``), so every clone URL of one repository
+    gives the same key: ``https://u:t@GitHub.com/acme/platform.git``,
+    ``git@github.com:acme/platform`` and ``ssh://git@github.com/acme/platform`` all
+    give ``github.com/acme/platform``."""
+    text = redact(url.strip())
+    scheme, sep, rest = text.partition("://")
+    if sep:
+        host, _, path = rest.partition("/")
+        host = host.rsplit("@", 1)[-1].lower()
+        if scheme.lower() in ("ssh", "git", "git+ssh", "ssh+git"):
+            host = host.split(":", 1)[0]
+        elif (scheme.lower(), host.rsplit(":", 1)[-1]) in (("https", "443"), ("http", "80")):
+            host = host.rsplit(":", 1)[0]
+        text = f"{host}/{path}"
+    elif (scp := _SCP_LIKE.match(text)) is not None:
+        text = f"{scp.group(1).lower()}/{scp.group(2)}"
+    text = text.rstrip("/")
+    return (text.removesuffix(".git") if text.endswith(".git") else text).rstrip("/")
+
+
+def named_repositories(provider: str, payload: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(clone/web URLs, ``owner/name`` full names) the payload names its repository by."""
+    urls: list[str] = []
+    names: list[str] = []
+    for part in ("repository", "project"):
+        repo = payload.get(part)
+        if not isinstance(repo, dict):
+            continue
+        urls += [v for k in ("clone_url", "ssh_url", "git_url", "html_url", "url",
+                             "git_http_url", "git_ssh_url", "web_url", "homepage")
+                 if isinstance(v := repo.get(k), str) and v]
+        names += [v for k in ("full_name", "path_with_namespace")
+                  if isinstance(v := repo.get(k), str) and v]
+    return urls, names
+
+
+def same_repository(followed: str, urls: list[str], names: list[str]) -> bool:
+    """Whether the named URLs or full names are the followed repository."""
+    path = repository_key(followed).lower()
+    if any(repository_key(u).lower() == path for u in urls):
+        return True
+    return any(path.endswith("/" + n.strip("/").lower().removesuffix(".git")) for n in names)
 
 
 @dataclass(frozen=True)
@@ -110,8 +212,11 @@ PROVIDERS: dict[str, tuple[Auth, Event]] = {
 
 
 def judge(provider: str, headers: Mapping[str, str], body: bytes, secret: bytes | None,
-          branch: str) -> Verdict:
-    """Decide what one webhook request means for a server that follows ``branch``."""
+          branch: str, *, repo: str | None = None, deliveries: Deliveries | None = None
+          ) -> Verdict:
+    """Decide what one webhook request means for a server that follows ``branch`` of
+    ``repo`` (None: any repository); ``deliveries`` remembers deliveries to refuse
+    replays."""
     if provider not in PROVIDERS:
         return Verdict(404, "not_found", f"no webhook endpoint for '{provider}'; use one of "
                        + ", ".join(f"/webhooks/{p}" for p in PROVIDERS))
@@ -122,6 +227,9 @@ def judge(provider: str, headers: Mapping[str, str], body: bytes, secret: bytes 
                        "(--webhook-secret-file or PINCOMPILE_WEBHOOK_SECRET)")
     if not auth(lowered, secret, body):
         return Verdict(401, "unauthorized", "missing or wrong signature")
+    if deliveries is not None and deliveries.replayed(delivery_keys(provider, lowered, body)):
+        return Verdict(409, "replayed", "this delivery was already received; a replay "
+                       "is not applied again")
     content_type = lowered.get("content-type", "application/json").split(";")[0].strip()
     if content_type not in ("application/json", ""):
         return Verdict(415, "bad_request", f"content type {content_type} is not supported; "
@@ -137,6 +245,14 @@ def judge(provider: str, headers: Mapping[str, str], body: bytes, secret: bytes 
         return Verdict(200, "ping", "pong")
     if event != "push":
         return Verdict(200, "ignored", f"event '{event}' does not trigger a pass")
+    if repo is not None and provider != "generic":
+        urls, names = named_repositories(provider, payload)
+        if not urls and not names:
+            return Verdict(400, "bad_request", "the push names no repository")
+        if not same_repository(repo, urls, names):
+            shown = redact((names or urls)[0])[:200]
+            return Verdict(403, "other_repository", f"the push is to {shown!r}, not to the "
+                           f"followed repository {repository_key(repo)!r}")
     return _push(provider, payload, branch)
 
 

@@ -118,11 +118,12 @@ class ServeProcess:
     """``pincompile serve`` as a child process: with the recording fake runner, or with the
     real reconciler (``real=True``; ``record`` then only names the log file)."""
 
-    def __init__(self, repo: Path, record: Path, *args: str, delay: float = 0.0,
+    def __init__(self, repo: Path | str, record: Path, *args: str, delay: float = 0.0,
                  identity: str = "", env: dict[str, str] | None = None,
                  real: bool = False) -> None:
         self.record = record
-        environment = {k: v for k, v in os.environ.items() if k != "PINCOMPILE_WEBHOOK_SECRET"}
+        environment = {k: v for k, v in os.environ.items()
+                       if k not in ("PINCOMPILE_WEBHOOK_SECRET", "PINCOMPILE_STATUS_TOKEN")}
         environment |= {"PYTHONPATH": str(Path(__file__).parent),
                         "SERVE_FAKE_RECORD": str(record), "SERVE_FAKE_DELAY": str(delay),
                         "SERVE_FAKE_IDENTITY": identity, **(env or {})}

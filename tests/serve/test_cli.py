@@ -17,7 +17,8 @@ def test_help_teaches_endpoints_and_examples() -> None:
     assert result.exit_code == 0
     for needle in ("/webhooks/github", "X-Gitlab-Token", "X-Gitea-Signature",
                    "contrib/post-receive", "/metrics", "--shards", "Examples:",
-                   "PINCOMPILE_WEBHOOK_SECRET", "Exit codes"):
+                   "PINCOMPILE_WEBHOOK_SECRET", "PINCOMPILE_STATUS_TOKEN", "--replay-window",
+                   "--read-timeout", "Exit codes"):
         assert needle in result.output, needle
     assert "--runner" not in result.output
 
@@ -29,6 +30,8 @@ def test_usage_errors_exit_2_without_a_traceback(tmp_path: Path) -> None:
             (["--lease-duration", "5s", "--renew-deadline", "10s"], "lease timing"),
             (["--shards", "2", "--no-leader-election"], "--shards needs leader election"),
             (["--webhook-secret-file", str(tmp_path / "missing")], "cannot read"),
+            (["--status-token-file", str(tmp_path / "missing")],
+             "cannot read --status-token-file"),
             (["--listen", "nowhere", "--no-leader-election", "--no-events",
               "--runner", "fake_runner:factory"], "--listen must look like")):
         result = runner.invoke(cli, ["serve", "--repo", str(tmp_path), *args])

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from rbac_rules import allowed, grants
+from repo_helpers import REPO_ROOT
 
 from reconciler.clients.record import RECORD_ENV, AccessRequest, access_request, read_requests
 
@@ -71,6 +72,8 @@ def test_the_shipped_rbac_allows_what_serve_needs_and_nothing_broader() -> None:
     assert not allowed(host, AccessRequest("host", "delete", "", "namespaces", name="shop",
                                            namespace="shop"))
     assert not allowed(host, AccessRequest("host", "list", "", "secrets"))
+    for verb in ("get", "list", "watch", "create", "patch", "delete"):  # no kind makes one
+        assert not allowed(member, AccessRequest("rt-a", verb, "", "secrets", namespace="shop"))
     assert allowed(member, AccessRequest("rt-a", "watch", "apps", "deployments"))
     assert allowed(member, AccessRequest("rt-a", "bind", "rbac.authorization.k8s.io",
                                          "clusterroles", name="view"))
@@ -80,3 +83,30 @@ def test_the_shipped_rbac_allows_what_serve_needs_and_nothing_broader() -> None:
                                              namespace="shop"))
     assert not allowed(member, AccessRequest("rt-a", "create", "", "pods", "exec", "shop", "p"))
     assert allowed(member, AccessRequest("rt-a", "get", path="/apis/apps/v1"))
+
+
+def _plural(kind: str) -> str:
+    lower = kind.lower()
+    return lower + "es" if lower.endswith("s") else (
+        lower[:-1] + "ies" if lower.endswith("y") else lower + "s")
+
+
+def test_the_member_role_grants_exactly_the_kinds_the_compiler_produces() -> None:
+    """A kind no spec produces is neither managed (watched, listed, pruned) nor granted:
+    no Secrets, ServiceAccounts, Roles or StatefulSets."""
+    from pincompile.pipeline import compile_path
+    from reconciler.kinds import MANAGED_KINDS
+
+    result = compile_path(REPO_ROOT / "examples")
+    assert result.ok
+    produced = {(m.obj["apiVersion"].rpartition("/")[0], m.obj["kind"])
+                for m in result.manifests}
+    managed = {(k.group, k.kind) for k in MANAGED_KINDS}
+    assert managed == produced
+    member = grants("rbac-member.yaml")
+    granted = {(group, resource) for g in member if "watch" in g.rule["verbs"]
+               for group in g.rule["apiGroups"] for resource in g.rule["resources"]}
+    assert granted == {(group, _plural(kind)) for group, kind in managed}
+    for group, resource in (("", "secrets"), ("", "serviceaccounts"),
+                            ("rbac.authorization.k8s.io", "roles"), ("apps", "statefulsets")):
+        assert not allowed(member, AccessRequest("rt-a", "list", group, resource))

@@ -255,3 +255,67 @@ def test_a_reconciler_that_raises_does_not_stop_the_worker(spec_repo: SpecRepo,
         assert metric(base, 'pincompile_serve_pass_errors_total{stage="reconcile"}') == 1.0
     finally:
         app.stop()
+
+
+def test_slow_clients_hold_no_thread_and_are_dropped(serve: Serve, spec_repo: SpecRepo) -> None:
+    """200 connections that send headers announcing a body and never send it: serve's
+    threads stay bounded, /healthz answers throughout, and each is dropped after the read
+    timeout."""
+    import socket
+    import threading
+
+    _app, recorder, base = serve(read_timeout=2.0)
+    wait_for(lambda: recorder.applied == [spec_repo.first])
+    host, port = base.removeprefix("http://").split(":")
+    before = threading.active_count()
+    slow = []
+    for _ in range(200):
+        s = socket.create_connection((host, int(port)), timeout=30)
+        s.sendall(b"POST /webhooks/generic HTTP/1.1\r\nHost: x\r\n"
+                  b"Content-Type: application/json\r\nContent-Length: 60000\r\n\r\n{")
+        slow.append(s)
+    threads = [threading.active_count()]
+    started = time.monotonic()
+    while time.monotonic() - started < 1.5:  # while they are all held
+        threads.append(threading.active_count())
+        t0 = time.monotonic()
+        assert http("GET", f"{base}/healthz")[0] == 200
+        assert time.monotonic() - t0 < 1.0, "/healthz waited behind the slow clients"
+    assert max(threads) <= before + 2, f"threads grew with slow clients: {before} -> {threads}"
+    dropped = 0
+    for s in slow:  # each is dropped by the server: a read ends (EOF, or a reset)
+        s.settimeout(max(0.1, started + 15 - time.monotonic()))
+        try:
+            dropped += s.recv(1024) == b""
+        except ConnectionResetError:
+            dropped += 1
+        except TimeoutError:
+            pass
+        s.close()
+    assert dropped == 200, f"{200 - dropped} slow clients held beyond the read timeout"
+    assert http("GET", f"{base}/healthz")[0] == 200
+
+
+def test_status_and_metrics_can_require_a_bearer_token(serve: Serve) -> None:
+    _app, _recorder, base = serve(status_token=b"t0ken")
+    for path in ("/status", "/metrics"):
+        assert http("GET", f"{base}{path}")[0] == 401
+        assert http("GET", f"{base}{path}", headers={"Authorization": "Bearer guess"})[0] == 401
+        assert http("GET", f"{base}{path}", headers={"Authorization": "Basic t0ken"})[0] == 401
+        assert http("GET", f"{base}{path}", headers={"Authorization": "Bearer t0ken"})[0] == 200
+    assert http("GET", f"{base}/healthz")[0] == 200
+    assert http("GET", f"{base}/readyz")[0] in (200, 503)
+
+
+def test_a_replayed_webhook_is_refused(serve: Serve, spec_repo: SpecRepo) -> None:
+    _app, recorder, base = serve()
+    wait_for(lambda: recorder.applied == [spec_repo.first])
+    sha = spec_repo.commit("pushed once")
+    body = json.dumps({"ref": "refs/heads/main", "after": sha}).encode()
+    headers = {"Content-Type": "application/json", GENERIC_SIGNATURE_HEADER: sign(SECRET, body),
+               "X-Pincompile-Delivery": "delivery-1"}
+    assert http("POST", f"{base}/webhooks/generic", body, headers)[0] == 202
+    status, answer = http("POST", f"{base}/webhooks/generic", body, headers)
+    assert status == 409 and json.loads(answer)["result"] == "replayed"
+    assert metric(base, 'pincompile_serve_webhook_requests_total'
+                        '{provider="generic",result="replayed"}') == 1.0

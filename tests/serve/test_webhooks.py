@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from reconciler.serve.webhooks import judge, sign
+from reconciler.serve.webhooks import Deliveries, Verdict, judge, repository_key, sign
 
 SECRET = b"s3cret"
 SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -123,3 +123,120 @@ def test_sign_matches_githubs_documented_example() -> None:
     # the example in GitHub's "Validating webhook deliveries" documentation
     assert sign(b"It's a Secret to Everybody", b"Hello, World!") == \
         "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
+
+
+# -- replays ------------------------------------------------------------------------------
+DELIVERY_HEADER = {"github": "X-GitHub-Delivery", "gitlab": "X-Gitlab-Event-UUID",
+                   "gitea": "X-Gitea-Delivery", "generic": "X-Pincompile-Delivery"}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_replayed_delivery_is_refused_within_the_window(provider: str) -> None:
+    clock = Clock()
+    deliveries = Deliveries(window=600, clock=clock)
+    payload = body()
+    headers = signed(provider, payload) | {DELIVERY_HEADER[provider]: "d-1"}
+
+    def send(h: dict[str, str], p: bytes) -> Verdict:
+        return judge(provider, h, p, SECRET, "main", deliveries=deliveries)
+
+    assert send(headers, payload).status == 202
+    again = send(headers, payload)
+    assert (again.status, again.result, again.push) == (409, "replayed", None)
+    # the same body under a fresh delivery id is the same delivery
+    assert send(headers | {DELIVERY_HEADER[provider]: "d-2"}, payload).status == 409
+    # the same id with another (signed) body too
+    other = body(after="f" * 40)
+    assert send(signed(provider, other) | {DELIVERY_HEADER[provider]: "d-1"}, other).status \
+        == 409
+    fresh = body(after="e" * 40)
+    assert send(signed(provider, fresh) | {DELIVERY_HEADER[provider]: "d-3"}, fresh).status \
+        == 202
+    clock.now += 601
+    assert send(headers, payload).status == 202, "the window is over"
+
+
+def test_gitlab_retries_are_known_by_their_idempotency_key() -> None:
+    deliveries = Deliveries()
+    first, retry = body(), body(after="f" * 40)
+    key = {"Idempotency-Key": "k-1", "X-Gitlab-Event-UUID": "u-1"}
+    assert judge("gitlab", signed("gitlab", first) | key, first, SECRET, "main",
+                 deliveries=deliveries).status == 202
+    assert judge("gitlab", signed("gitlab", retry) | key | {"X-Gitlab-Event-UUID": "u-2"},
+                 retry, SECRET, "main", deliveries=deliveries).status == 409
+
+
+def test_an_unauthenticated_request_is_not_remembered() -> None:
+    deliveries = Deliveries()
+    payload = body()
+    forged = signed("github", payload, b"guess") | {"X-GitHub-Delivery": "d-1"}
+    assert judge("github", forged, payload, SECRET, "main", deliveries=deliveries).status == 401
+    real = signed("github", payload) | {"X-GitHub-Delivery": "d-1"}
+    assert judge("github", real, payload, SECRET, "main", deliveries=deliveries).status == 202
+
+
+def test_deliveries_keep_at_most_their_limit() -> None:
+    deliveries = Deliveries(limit=100)
+    for i in range(1000):
+        assert not deliveries.replayed([f"k{i}"])
+    assert len(deliveries._seen) <= 101
+
+
+# -- the repository a push names ------------------------------------------------------------
+FOLLOWED = "https://ci-bot:tok@git.internal/platform/specs.git"
+
+
+def named(provider: str, url: str, full_name: str) -> dict[str, object]:
+    """Where each provider's push payload names its repository."""
+    if provider == "gitlab":
+        return {"project": {"path_with_namespace": full_name, "git_http_url": url,
+                            "git_ssh_url": f"git@git.internal:{full_name}.git"},
+                "repository": {"git_http_url": url}}
+    return {"repository": {"full_name": full_name, "clone_url": url,
+                           "ssh_url": f"git@git.internal:{full_name}.git"}}
+
+
+@pytest.mark.parametrize("provider", ["github", "gitlab", "gitea"])
+def test_a_push_to_the_followed_repository_is_accepted(provider: str) -> None:
+    for url in ("https://git.internal/platform/specs.git", "https://GIT.internal/platform/specs",
+                "https://git.internal:443/platform/specs/"):
+        payload = body(**named(provider, url, "platform/specs"))
+        verdict = judge(provider, signed(provider, payload), payload, SECRET, "main",
+                        repo=FOLLOWED)
+        assert verdict.status == 202, (url, verdict)
+
+
+@pytest.mark.parametrize("provider", ["github", "gitlab", "gitea"])
+def test_a_push_naming_another_repository_is_refused(provider: str) -> None:
+    payload = body(**named(provider, "https://git.internal/attacker/specs.git", "attacker/specs"))
+    verdict = judge(provider, signed(provider, payload), payload, SECRET, "main",
+                    repo=FOLLOWED)
+    assert (verdict.status, verdict.result, verdict.push) == (403, "other_repository", None)
+    assert "attacker/specs" in verdict.message and "tok" not in verdict.message
+
+
+@pytest.mark.parametrize("provider", ["github", "gitlab", "gitea"])
+def test_a_push_naming_no_repository_is_refused(provider: str) -> None:
+    payload = body()
+    verdict = judge(provider, signed(provider, payload), payload, SECRET, "main",
+                    repo=FOLLOWED)
+    assert (verdict.status, verdict.push) == (400, None)
+
+
+@pytest.mark.parametrize(("url", "key"), [
+    ("https://u:t@GitHub.com/acme/platform.git", "github.com/acme/platform"),
+    ("git@github.com:acme/platform", "github.com/acme/platform"),
+    ("ssh://git@github.com:22/acme/platform/", "github.com/acme/platform"),
+    ("http://127.0.0.1:8080/x.git", "127.0.0.1:8080/x"),
+    ("/srv/git/platform.git", "/srv/git/platform"),
+])
+def test_repository_key_forgets_credentials_scheme_and_suffix(url: str, key: str) -> None:
+    assert repository_key(url) == key
