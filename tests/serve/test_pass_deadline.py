@@ -58,8 +58,8 @@ def test_an_overdue_pass_turns_readyz_not_ready_and_the_next_push_is_taken(
     try:
         wait_for(lambda: readyz(serve.base)[0] == 200, what="the first pass")
         push(serve.base, spec_repo.commit("a template that loops", slow_template(spec_repo)))
-        status, reason = wait_for(lambda: (r := readyz(serve.base))[0] == 503 and r,
-                                  timeout=30, what="/readyz to turn not ready")
+        _, reason = wait_for(lambda: (r := readyz(serve.base))[0] == 503 and r,
+                             timeout=30, what="/readyz to turn not ready")
         assert "past the pass deadline of 2s (--pass-deadline)" in reason
         assert "(compile)" in reason
         state = serve_status(serve.base)
