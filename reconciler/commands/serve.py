@@ -155,6 +155,9 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
       # what is it doing?
       curl -s localhost:8080/status | jq .serve.lastPass
 
+    A pass running longer than --pass-deadline turns /readyz not ready (the reason is in
+    /status) until it ends; pushes that arrive meanwhile are queued.
+
     Exit codes: 0 stopped by SIGTERM/SIGINT, 1 the pass in flight did not finish within
     --shutdown-timeout, 2 usage error.
     """
