@@ -18,6 +18,7 @@ VALUES: dict[str, Any] = {
     "cluster": {"name": "use1a", "zone": "us-east-1a"},
     "platform": {"endpoints": ["https://a", "https://b"], "port": 8080},
     "job": {"completions": 6, "shardCompletions": 3, "indexOffset": 3},
+    "tree": [{"n": "a", "c": [{"n": "b", "c": []}]}, {"n": "d", "c": []}],
 }
 
 
@@ -33,6 +34,11 @@ VALUES: dict[str, Any] = {
     "{{ range(4)|map('string')|join('-') }} {{ [[1], [2]]|sum(start=[]) }} {{ app|tojson }}",
     "{% for e in platform.endpoints if 'a' in e %}{{ loop.index }}/{{ loop.length }}"
     "{{ loop.cycle('x', 'y') }}{% else %}none{% endfor %}\n",
+    "{% for x in tree recursive %}{{ x.n }}({{ loop(x.c) }}){{ loop.depth }}{% endfor %}",
+    "{% filter upper %}abc{{ 'd' }}{% endfilter %}{% macro w() %}[{{ caller() }}]{% endmacro %}"
+    "{% call w() %}in{% endcall %}",
+    "{% set a, b = (1, 2) %}{{ a }}{{ b }}{% for a, b in [(1, 2)] %}{{ a + b }}{% endfor %}"
+    "{{ [1, 2, 3][1:] }}{{ 'abc'[::-1] }}{{ (1,) }}{{ () }}",
 ])
 def test_renders_what_jinja_renders(text: str) -> None:
     plain = SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True)
