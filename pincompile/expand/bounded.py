@@ -68,12 +68,20 @@ def measure(value: Any, what: str = "a value") -> int:
 
 def text(value: Any) -> str:
     """``str(value)``, refused when it would be too large."""
-    if not isinstance(value, str):
-        measure(value, "the text of a value")
-        value = str(value)
+    if isinstance(value, str):
+        if len(value) > limit():
+            raise too_large("the text of a value")
+        return value
+    if type(value) in _SMALL:  # at most MAX_INT_BITS, or as Python limits it
+        return str(value)
+    measure(value, "the text of a value")
+    value = str(value)
     if len(value) > limit():
         raise too_large("the text of a value")
     return value
+
+
+_SMALL = frozenset({int, float, bool, type(None)})
 
 
 def check(size: int, what: str) -> None:

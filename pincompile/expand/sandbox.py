@@ -89,8 +89,10 @@ class _Metered(NodeTransformer):
 
     def visit_Output(self, node: nodes.Output) -> nodes.Node:
         self.generic_visit(node)
-        node.nodes = [self._call("budget_write", child, child)  # type: ignore[misc]
-                      for child in node.nodes]
+        lines: dict[int, list[nodes.Expr]] = {}  # one write per line keeps errors' lines
+        for child in node.nodes:
+            lines.setdefault(child.lineno, []).append(child)
+        node.nodes = [self._call("budget_write", same[0], *same) for same in lines.values()]
         return node
 
     def visit_Concat(self, node: nodes.Concat) -> nodes.Node:
@@ -201,12 +203,17 @@ class _Sandbox(SandboxedEnvironment):
         return _Counted(iterable)
 
     @_hook
-    def budget_write(self, value: Any) -> str:
-        out = text(value)
+    def budget_write(self, *values: Any) -> str:
+        """What one ``Output`` node writes (its text and expressions), counted."""
         meter = current()
+        most = meter.budget.output if meter is not None else template_budget().output
+        parts = [v if type(v) is str and len(v) <= most else text(v) for v in values]
+        size = sum(map(len, parts))
         if meter is not None:
-            meter.write(len(out))
-        return out
+            meter.write(size)  # before the parts are joined
+        else:
+            check(size, "a write")
+        return parts[0] if len(parts) == 1 else "".join(parts)
 
     @_hook
     def budget_concat(self, *values: Any) -> str:
