@@ -153,6 +153,10 @@ def check_format(fmt: str, args: Iterable[Any], kwargs: Mapping[str, Any]) -> No
     check(total, "a str.format result")
 
 
+#: Widest ``|tojson`` indent: each level of nesting repeats it on every line.
+MAX_JSON_INDENT = 8
+
+
 # --- methods and filters that can make their result far larger than their input ------------
 
 def _width(value: Any) -> int:
@@ -211,5 +215,11 @@ def check_filter(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> No
         wrap = arg(3, "wrapstring", "\n")
         breaks = len(body) // max(_width(arg(0, "width", 79)), 1) + body.count(" ") + 1
         check(len(body) + breaks * len(text(wrap or "")), "wordwrap()")
+    elif name in ("batch", "slice"):  # |batch fills up to its size; |slice loops per slice
+        check(_width(arg(0, "linecount" if name == "batch" else "slices", 1)), f"|{name}")
+    elif name == "tojson":
+        indent = arg(0, "indent", None)
+        if (len(indent) if isinstance(indent, str) else _width(indent)) > MAX_JSON_INDENT:
+            raise BudgetExceeded(f"|tojson indent wider than {MAX_JSON_INDENT}")
     elif name == "truncate":
         check(len(text(value)) + len(text(arg(2, "end", "..."))), "truncate()")

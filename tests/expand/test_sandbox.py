@@ -79,6 +79,9 @@ GIANT = 2 * 1024**3  # 2 GB, what each of these would build unbounded
     ("{% set ns = namespace(x=10**64) %}{% for i in range(40) %}{% set ns.x = ns.x * ns.x %}"
      "{% endfor %}", None),
     ("{{ (10**64) ** 64 ** 64 }}", None),
+    (f"{{{{ [1]|batch({GIANT}, 'x')|list }}}}", "OUTPUT"),
+    (f"{{{{ [1]|slice({GIANT}, 'x')|list }}}}", "OUTPUT"),
+    (f"{{{{ app|tojson(indent={GIANT}) }}}}", None),
 ])
 def test_every_template_stops_within_its_budget(text: str, budget: str | None) -> None:
     start = time.monotonic()
