@@ -59,6 +59,7 @@ def test_a_template_that_would_loop_forever_is_a_located_error(tmp_path: Path,
     assert errors, done.stderr
     assert all(line.startswith(f"{INDEXER}:39:7: error[template]: ") for line in errors), errors
     assert "budget" in errors[0] and "$PINCOMPILE_TEMPLATE_" in errors[0]
+    assert "hint: make the template do less, or raise the budget" in done.stderr
     assert "Traceback" not in done.stderr
     assert elapsed < 60, elapsed  # unbounded: 10^10 iterations, hours
 
