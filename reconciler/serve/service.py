@@ -228,8 +228,10 @@ class Service:
                     "push_to_applied_seconds": latency}
         if diagnostics:
             document["diagnostics"] = diagnostics
-        if self.state.overdue:
-            log.warning("the overdue pass ended after %.0fs", report.seconds)
+        if self.state.overdue:  # pushes may have missed this replica while it was not ready
+            log.warning("the overdue pass ended after %.0fs; taking the branch head again",
+                        report.seconds)
+            self.coalescer.offer(Trigger("resync", received=self.clock()))
         with self._lock:
             self.state.last_pass = document
             self.state.busy_since = None

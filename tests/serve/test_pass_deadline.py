@@ -96,3 +96,22 @@ def test_sigterm_ends_serve_within_the_shutdown_timeout_during_a_stuck_compile(
         assert "did not finish within 2s" in serve.log.read_text()
     finally:
         serve.stop()
+
+
+def test_an_overdue_pass_takes_the_branch_head_again_when_it_ends(
+        spec_repo: SpecRepo, tmp_path: Path) -> None:
+    """A load balancer sends no webhooks to a replica that is not ready: the commit pushed
+    meanwhile is applied when the overdue pass ends, long before --resync (3m)."""
+    serve = serve_with_slow_templates(spec_repo, tmp_path, seconds=6)
+    try:
+        wait_for(lambda: readyz(serve.base)[0] == 200, what="the first pass")
+        push(serve.base, spec_repo.commit("a template that loops", slow_template(spec_repo)))
+        wait_for(lambda: readyz(serve.base)[0] == 503, timeout=30,
+                 what="/readyz to turn not ready")
+        fixed = spec_repo.commit("back to the plain template", {
+            INDEXER: (spec_repo.work / INDEXER).read_text().replace(FOREVER, "")})
+        wait_for(lambda: fixed in [p["revision"] for p in serve.passes()], timeout=90,
+                 what="the branch head to be applied without a push")
+        assert readyz(serve.base)[0] == 200
+    finally:
+        serve.stop()
