@@ -71,6 +71,13 @@ def cli() -> None:
     Every error names file:line:column. Exit codes: 0 ok, 1 invalid or differences found,
     2 usage error, 3 cluster/API failure.
     """
+    from pincompile.template_budget import ENV, template_budget
+
+    if any(os.environ.get(name) for name in ENV):
+        try:
+            template_budget()
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
 
 
 #: Commands that only read files and write their output (no threads, no clusters): when

@@ -71,6 +71,13 @@ def _substitute(parts: Parts, values: Mapping[str, Any]) -> str | None:
     return "".join(out)
 
 
+VALUES_HINT = ("templates see app (name, project, kind, namespace, labels), cluster (name, "
+               "region, zone, labels), platform (the runtime profile's values) and, in "
+               "configTemplates, job")
+BUDGET_HINT = ("make the template do less, or raise the budget with the environment variable "
+               "named (see docs/concepts.md, Templates)")
+
+
 class Renderer:
     """Renders strings; errors go to ``report`` as located diagnostics, never raised."""
 
@@ -90,9 +97,13 @@ class Renderer:
         from jinja2 import TemplateError, TemplateSyntaxError  # only templates that need it
 
         from pincompile.expand.sandbox import render_jinja
+        from pincompile.template_budget import BudgetExceeded
 
         try:
             return render_jinja(text, values)
+        except BudgetExceeded as exc:
+            self._report(entry, path, _template_line(exc.__traceback__),
+                         f"template error: {exc}", BUDGET_HINT)
         except TemplateSyntaxError as exc:
             self._report(entry, path, exc.lineno, f"template syntax error: {exc.message}")
         except Exception as exc:  # any failure on user input is a diagnostic, never a crash
@@ -107,12 +118,8 @@ class Renderer:
         return {k: self.render(v, values, entry, (*path, k)) for k, v in items.items()}
 
     def _report(self, entry: Entry[Any], path: tuple[str | int, ...], line: int | None,
-                message: str) -> None:
-        self.report(_locate(entry, path, line).error(
-            "template", message,
-            "templates see app (name, project, kind, namespace, labels), cluster (name, "
-            "region, zone, labels), platform (the runtime profile's values) and, in "
-            "configTemplates, job"))
+                message: str, hint: str = VALUES_HINT) -> None:
+        self.report(_locate(entry, path, line).error("template", message, hint))
 
 
 def _template_line(tb: TracebackType | None) -> int | None:

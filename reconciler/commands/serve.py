@@ -119,6 +119,9 @@ def read_secret(secret_file: Path | None, option: str = "--webhook-secret-file",
               help="Keep the git mirror here across restarts (default: a temporary folder).")
 @click.option("--shutdown-timeout", type=DURATION, default="30s", show_default=True,
               help="On SIGTERM, wait at most this long for the pass in flight.")
+@click.option("--pass-deadline", type=DURATION, default="5m", show_default=True,
+              help="A pass running longer turns /readyz not ready (the reason in /status) "
+                   "until it ends; pushes meanwhile are queued.")
 @failover_options
 @click.option("--runner", hidden=True, default=None,
               help="module:callable returning a runner factory (for tests).")
@@ -130,7 +133,8 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
           host_context: str, namespace: str, identity: str | None, leader_election: bool,
           shards: int, lease_duration: float, renew_deadline: float, retry_period: float,
           audit_log: Path | None, events: bool, mirror_dir: Path | None,
-          shutdown_timeout: float, failover_after: float, failback_step: str,
+          shutdown_timeout: float, pass_deadline: float, failover_after: float,
+          failback_step: str,
           runner: str | None, verbose: bool) -> None:
     """Reconcile the member clusters after every git push, and periodically.
 
@@ -171,6 +175,9 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
       # what is it doing?
       curl -s -H "Authorization: Bearer $(cat token)" localhost:8080/status | jq .serve.lastPass
 
+    A pass running longer than --pass-deadline turns /readyz not ready (the reason is in
+    /status) until it ends; pushes that arrive meanwhile are queued.
+
     Exit codes: 0 stopped by SIGTERM/SIGINT, 1 the pass in flight did not finish within
     --shutdown-timeout, 2 usage error (also: the kubeconfig is missing, malformed or has no
     --host-context). A host cluster that does not answer is no exit: serve stays up, not
@@ -209,8 +216,9 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
         coalesce=coalesce, secret=secret, max_body=webhook_max_bytes, kubeconfig=kubeconfig,
         host_context=host_context, namespace=namespace, leader_election=leader_election,
         shards=shards, timing=timing, audit_log=audit_log, events=events,
-        mirror_dir=mirror_dir, shutdown_timeout=shutdown_timeout, app_status=runner is None,
-        status_token=status_token, read_timeout=read_timeout, replay_window=replay_window)
+        mirror_dir=mirror_dir, shutdown_timeout=shutdown_timeout, pass_deadline=pass_deadline,
+        app_status=runner is None, status_token=status_token, read_timeout=read_timeout,
+        replay_window=replay_window)
     if identity:
         options.identity = identity
     try:
@@ -228,4 +236,9 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
     app.wait()
     click.echo("shutting down: finishing the pass in flight, releasing the Lease", err=True)
     if not app.stop():
-        sys.exit(EXIT_INVALID)
+        # the stuck pass's threads (and any worker pool waiting at exit) must not hold the
+        # process past --shutdown-timeout
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_INVALID)

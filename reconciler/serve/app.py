@@ -53,6 +53,8 @@ class ServeOptions:
     events: bool = True
     mirror_dir: Path | None = None
     shutdown_timeout: float = 30.0
+    pass_deadline: float = 300.0
+    """A pass running longer turns /readyz not ready (the reason in /status)."""
     app_status: bool = True
     """Serve the apps' stored status (from the host) in ``/status``."""
     status_token: bytes | None = None
@@ -101,7 +103,8 @@ class ServeApp:
                                      options.identity))
         self.service = Service(self.mirror, runners, self.metrics, audits,
                                coalescer=Coalescer(options.coalesce), shards=options.shards,
-                               resync=options.resync, identity=options.identity)
+                               resync=options.resync, identity=options.identity,
+                               pass_deadline=options.pass_deadline)
         self.campaign: Campaign | None = None
         if options.leader_election:
             from kubernetes import client

@@ -231,10 +231,16 @@ def serve_document(service: Service, repo: str, branch: str) -> dict[str, Any]:
         "identity": service.identity, "repo": repo, "branch": branch,
         "shards": service.shards, "leading": sorted(state.held),
         "ready": ready, "reason": reason, "busy": state.busy_since is not None,
+        "passRunningSeconds": _rounded(service.running_for()),
+        "passDeadlineSeconds": service.pass_deadline,
         "pending": None if pending is None else {"reason": pending.reason,
                                                  "revision": pending.revision},
         "lastApplied": applied, "lastPass": state.last_pass,
     }
+
+
+def _rounded(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds, 1)
 
 
 def parse_listen(listen: str) -> tuple[str, int]:

@@ -36,6 +36,10 @@ class ServiceState:
     last_applied: dict[str, Any] | None = None
     applied_ok: bool = False
     busy_since: float | None = None
+    stage: str | None = None
+    """What the pass in flight is doing: fetch, compile or reconcile."""
+    overdue: bool = False
+    """The pass in flight has run past the pass deadline (reported once)."""
     held: frozenset[int] = field(default_factory=frozenset)
     campaigned: bool = False
 
@@ -46,6 +50,7 @@ class Service:
     def __init__(self, mirror: Mirror, runners: RunnerFactory, metrics: Metrics,
                  audits: Sequence[AuditSink] = (), *, coalescer: Coalescer | None = None,
                  shards: int = 1, resync: float = 180.0, identity: str = "serve",
+                 pass_deadline: float = 300.0,
                  clock: Callable[[], float] = time.time) -> None:
         self.mirror = mirror
         self.runners = runners
@@ -55,6 +60,7 @@ class Service:
         self.shards = shards
         self.resync = resync
         self.identity = identity
+        self.pass_deadline = pass_deadline
         self.clock = clock
         self.state = ServiceState(held=frozenset(range(shards)))
         self._lock = threading.Lock()
@@ -90,8 +96,12 @@ class Service:
         self.coalescer.offer(Trigger("push", revision, received=self.clock()))
 
     def ready(self) -> tuple[bool, str]:
-        """Leaders: after their first successful pass. Standbys: once the Lease was read."""
+        """Leaders: after their first successful pass, unless the pass in flight has run past
+        the pass deadline. Standbys: once the Lease was read."""
         state = self.state
+        overdue = self.overdue()
+        if overdue is not None:
+            return False, overdue
         if state.held:
             if state.applied_ok:
                 return True, "a pass succeeded"
@@ -100,9 +110,34 @@ class Service:
             return True, "standby: another replica leads"
         return False, "has not reached the host cluster yet"
 
+    def running_for(self) -> float | None:
+        """How long the pass in flight has run (None: no pass is running)."""
+        since = self.state.busy_since
+        return None if since is None else max(0.0, self.clock() - since)
+
+    def overdue(self) -> str | None:
+        """Why the pass in flight is overdue (None when it is not)."""
+        running = self.running_for()
+        if running is None or running <= self.pass_deadline:
+            return None
+        return (f"the pass in flight ({self.state.stage or 'starting'}) has run {running:.0f}s, "
+                f"past the pass deadline of {self.pass_deadline:g}s (--pass-deadline); "
+                "pushes are queued and taken when it ends")
+
+    def watch_deadline(self) -> None:
+        """Until :meth:`stop`: log once per pass when it runs past the pass deadline (the
+        worker itself cannot: it is the one stuck)."""
+        step = max(0.1, min(1.0, self.pass_deadline / 4))
+        while not self.stopping.wait(step):
+            reason = self.overdue()
+            if reason is not None and not self.state.overdue:
+                self.state.overdue = True
+                log.warning("%s", reason)
+
     # -- the worker -----------------------------------------------------------------------
     def run(self) -> None:
         """Take triggers until :meth:`stop`; resync after ``resync`` quiet seconds."""
+        threading.Thread(target=self.watch_deadline, name="pass-deadline", daemon=True).start()
         self.coalescer.offer(Trigger("start", received=self.clock()))
         next_resync = time.monotonic() + self.resync
         while not self.stopping.is_set():
@@ -142,6 +177,7 @@ class Service:
         """Fetch, compile and reconcile the branch head once; record the outcome."""
         start = time.monotonic()
         held = self.state.held
+        self.state.stage = "fetch"
         self.state.busy_since = self.clock()
         author = subject = ""
         diagnostics: list[str] = []
@@ -149,7 +185,7 @@ class Service:
         sha = "unknown"
         try:
             sha = self.mirror.fetch()
-            stage = "compile"
+            stage = self.state.stage = "compile"
             commit = self.mirror.commit(sha)
             author, subject = commit.author, commit.subject
             result = self.mirror.compile(sha)
@@ -160,6 +196,7 @@ class Service:
                 raise GitError(f"compile failed with {n} error{'s' if n != 1 else ''}; "
                                f"first: {diagnostics[0]}")
             stage = None
+            self.state.stage = "reconcile"
             scope = self.scope(sorted(result.catalog.clusters), held)
             report = self._runner_for(scope).run(result)
         except GitError as exc:
@@ -191,9 +228,15 @@ class Service:
                     "push_to_applied_seconds": latency}
         if diagnostics:
             document["diagnostics"] = diagnostics
+        if self.state.overdue:  # pushes may have missed this replica while it was not ready
+            log.warning("the overdue pass ended after %.0fs; taking the branch head again",
+                        report.seconds)
+            self.coalescer.offer(Trigger("resync", received=self.clock()))
         with self._lock:
             self.state.last_pass = document
             self.state.busy_since = None
+            self.state.stage = None
+            self.state.overdue = False
             if report.ok:
                 self.state.applied_ok = True
                 self.state.last_applied = {"revision": report.revision, "time": self.clock(),
