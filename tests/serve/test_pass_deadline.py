@@ -17,8 +17,9 @@ from reconciler.serve.webhooks import GENERIC_SIGNATURE_HEADER, sign
 SECRET = "deadline-secret"
 INDEXER = "apps/search/search-indexer.yaml"
 FIRST_LINE = "      shard_count={{ job.completions }}\n"
-FOREVER = ("      {% for i in range(100000) %}{% for j in range(100000) %}{{ i * j }}"
-           "{% endfor %}{% endfor %}\n")
+# loops without writing: only the (raised) time and iteration budgets can stop it
+FOREVER = ("      {% for i in range(100000) %}{% for j in range(100000) %}"
+           "{% if i * j < 0 %}x{% endif %}{% endfor %}{% endfor %}\n")
 
 
 def slow_template(repo: SpecRepo) -> dict[str, str]:
