@@ -1,7 +1,8 @@
 """Read a tree of YAML specs into documents that remember where every field came from.
 
 The loader is the only place that touches raw YAML. It is strict where YAML is lax:
-duplicate keys are errors, alias expansion is bounded (no "billion laughs"), files must be
+duplicate keys are errors, alias expansion is bounded in nodes and in bytes (no "billion
+laughs", no alias repeating a long string), integers are bounded in digits, files must be
 UTF-8 text, only regular files are read, and symlinks that leave the repository root are
 refused.
 
@@ -21,11 +22,17 @@ from pathlib import Path
 
 from pincompile import loader_c, loader_ruamel
 from pincompile.diagnostics import Diagnostic
-from pincompile.loader_ruamel import ALLOWED_TAGS, MAX_EXPANDED_NODES
+from pincompile.loader_ruamel import (
+    ALLOWED_TAGS,
+    MAX_EXPANDED_BYTES,
+    MAX_EXPANDED_NODES,
+    MAX_INT_DIGITS,
+)
 from pincompile.positioned import Document, PathKey, YamlMap, YamlSeq, locate
 
-__all__ = ["ALLOWED_TAGS", "API_GROUP", "API_VERSION", "MAX_EXPANDED_NODES", "MAX_FILE_BYTES",
-           "MAX_FLOW_DEPTH", "YAML_SUFFIXES", "Document", "LoadResult", "PathKey", "YamlMap",
+__all__ = ["ALLOWED_TAGS", "API_GROUP", "API_VERSION", "MAX_EXPANDED_BYTES",
+           "MAX_EXPANDED_NODES", "MAX_FILE_BYTES", "MAX_FLOW_DEPTH", "MAX_INT_DIGITS",
+           "YAML_SUFFIXES", "Document", "LoadResult", "PathKey", "YamlMap",
            "YamlSeq", "iter_yaml_files", "load_text", "load_tree", "locate", "read_tree"]
 
 API_GROUP = "pincompute.io"
@@ -122,6 +129,10 @@ def load_text(file: str, raw: bytes | str) -> LoadResult:
         return result
     except loader_c.Unusual:
         pass
+    except loader_c.Refused as refused:
+        result.documents.extend(refused.documents)
+        result.diagnostics.append(refused.problem)
+        return result
     documents, problem, always = loader_ruamel.load_documents(file, text)
     result.documents.extend(documents)
     # Broken YAML that is not a spec (a Helm template, someone else's config) is not ours.
