@@ -47,7 +47,8 @@ def test_an_object_over_the_limit_is_a_located_error(fleet_repo: Path, tmp_path:
         assert result.exit_code == 1, (command, result.output)
         found = [TOO_LARGE.fullmatch(line) for line in result.stderr.splitlines()
                  if "error[" in line]
-        assert sorted(m.group(1) for m in found if m) == ["east-133", "gpu-133", "west-128"], command
+        clusters = sorted(m.group(1) for m in found if m)
+        assert clusters == ["east-133", "gpu-133", "west-128"], command
         assert all(int(m.group(2)) > MAX_OBJECT_BYTES for m in found if m)
     assert not out.exists()
     located = {(d.location(), d.code) for d in compile_path(fleet_repo).diagnostics}
