@@ -423,6 +423,8 @@ def _full_compile(compiler: Compiler, out: Path, files: list[tuple[str, bytes]],
     if result.diagnostics:  # nothing is written; expansion still reports its problems
         _expand(result, None, fmt=None, revision=revision, jobs=jobs)
         return done
+    if not result.catalog.entries:  # no specs: a usage error, nothing to write
+        return done
 
     def fill(directory: Path) -> str | None:
         emitted = _expand(result, directory, fmt=fmt, revision=revision, jobs=jobs)

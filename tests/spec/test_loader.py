@@ -289,11 +289,44 @@ def test_symlink_inside_root_is_followed(tmp_path: Path) -> None:
     assert "shared" in {e.resource.name for e in result.catalog.entries}
 
 
-def test_symlinked_directory_is_not_descended(tmp_path: Path) -> None:
+def test_a_symlinked_directory_outside_the_root_is_a_warning(tmp_path: Path) -> None:
     outside = write_tree(tmp_path / "outside", {"x.yaml": pod("Not-Valid")})
     root = write_tree(tmp_path / "repo", files())
     (root / "linked").symlink_to(outside, target_is_directory=True)
-    assert compile_path(root, revision="test").diagnostics == []
+    result = compile_path(root, revision="test")
+    assert result.diagnostics == []
+    assert triples(result.warnings) == [
+        ("linked:1:1", "folder-symlink-outside-root",
+         "folder symlink points outside the repository; skipped")]
+
+
+def test_a_symlinked_directory_inside_the_root_is_followed(tmp_path: Path) -> None:
+    root = write_tree(tmp_path, {**files(), ".shared/pods/one.yaml": pod("one")})
+    (root / "apps" / "pods").symlink_to("../.shared/pods", target_is_directory=True)
+    result = compile_path(root, revision="test")
+    assert (result.diagnostics, result.warnings) == ([], [])
+    assert "one" in {e.resource.name for e in result.catalog.entries}
+    assert "apps/pods/one.yaml" in result.sources
+
+
+def test_symlink_loops_are_warnings_and_the_walk_ends(tmp_path: Path) -> None:
+    root = write_tree(tmp_path, {**files(), "shared/pods/one.yaml": pod("one")})
+    (root / "shared" / "pods" / "up").symlink_to("..", target_is_directory=True)
+    (root / "shared" / "pods" / "root").symlink_to("../..", target_is_directory=True)
+    for n in range(20):  # two links to each next level: a walk without memory doubles
+        level = root / "chain" / f"l{n}"
+        level.mkdir(parents=True)
+        (level / "a").symlink_to(f"../l{n + 1}", target_is_directory=True)
+        (level / "b").symlink_to(f"../l{n + 1}", target_is_directory=True)
+    (root / "chain" / "l20").mkdir()
+    started = time.perf_counter()
+    result = compile_path(root, revision="test")
+    assert time.perf_counter() - started < 10
+    assert result.diagnostics == []
+    codes = {(w.file, w.code) for w in result.warnings}
+    assert ("shared/pods/root", "folder-symlink-loop") in codes
+    assert ("shared/pods/up", "folder-symlink-loop") in codes
+    assert {e.resource.name for e in result.catalog.entries} >= {"one"}
 
 
 def test_a_single_file_can_be_loaded() -> None:
