@@ -136,14 +136,18 @@ class _Builder:
     """One document's nodes → data (positioned, or plain ``dict`` and ``list`` without
     ``positions``), counting nodes and bytes of scalars with aliases expanded."""
 
-    def __init__(self, limit: int, byte_limit: int, positions: bool) -> None:
+    def __init__(self, limit: int, byte_limit: int | None, positions: bool) -> None:
+        """``byte_limit``: None for text without aliases, whose scalars can add up to no
+        more than its own size (their bytes are then not counted: the common case, fast)."""
         self.scalars = _scalars()
         self.limit = limit
-        self.byte_limit = byte_limit
+        self.byte_limit = byte_limit if byte_limit is not None else 0
         self.positions = positions
         self.memo: dict[int, tuple[Any, int, int]] = {}
         self.size = 0
         self.bytes = 0
+        if byte_limit is not None:
+            self.scalar = self.counted_scalar  # type: ignore[method-assign]
 
     def build(self, node: Any) -> tuple[Any, int]:
         """(value, expanded node count) of ``node``."""
@@ -202,10 +206,16 @@ class _Builder:
         self.memo[id(node)] = (built, total, self.bytes - bytes_before)
         return built, total
 
+    def counted_scalar(self, node: Any) -> Any:
+        """:meth:`scalar`, counting its bytes (text with aliases: see :meth:`__init__`)."""
+        self.bytes += len(node.value)
+        if self.bytes > self.byte_limit:
+            raise _TooLarge
+        return _Builder.scalar(self, node)
+
     def scalar(self, node: Any) -> Any:
         self.size += 1
-        self.bytes += len(node.value)
-        if self.size > self.limit or self.bytes > self.byte_limit:
+        if self.size > self.limit:
             raise _TooLarge
         tag = node.tag
         if tag == _PLAIN:
@@ -235,7 +245,7 @@ def load_documents(file: str, text: str, max_nodes: int, *, positions: bool = Tr
         raise Unusual("text")
     documents: list[Document] = []
     reload = None if positions else Reload(file, text, max_nodes)
-    limit = byte_limit(text)
+    limit = byte_limit(text) if "*" in text else None  # an alias needs a '*'
     composer = _Composer(text)
     try:
         index = 0
@@ -255,7 +265,8 @@ def load_documents(file: str, text: str, max_nodes: int, *, positions: bool = Tr
             except _TooLarge:
                 mark = node.start_mark
                 raise Refused(too_large(file, mark.line + 1, mark.column + 1, builder.size,
-                                        builder.bytes, limit), documents) from None
+                                        builder.bytes, limit or byte_limit(text)),
+                               documents) from None
             if data is not None:
                 mark = node.start_mark
                 documents.append(Document(file, index, data, mark.line + 1, mark.column + 1,
