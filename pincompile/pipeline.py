@@ -59,6 +59,7 @@ def _run_parsed(loaded: LoadResult, catalog: Catalog, diagnostics: list[Diagnost
     the checks run in a forked process while placement runs here)."""
     from pincompile.checks import check
     from pincompile.expand import expand_all
+    from pincompile.output import too_large_all
     from pincompile.placement import plan as place
 
     result = Result(catalog=catalog, sources=loaded.sources, diagnostics=diagnostics,
@@ -78,6 +79,7 @@ def _run_parsed(loaded: LoadResult, catalog: Catalog, diagnostics: list[Diagnost
         manifests, problems = expand_all(catalog, plan, revision=revision)
         result.manifests = manifests
         add_new(result.diagnostics, problems)
+        add_new(result.diagnostics, too_large_all(manifests))
     result.diagnostics = sorted(set(result.diagnostics))
     return result
 

@@ -19,7 +19,6 @@ from pincompile.expand import app, cronjob, daemon, jobset, pinpod, platform, sc
 from pincompile.expand.context import Obj, Run, WorkloadTarget
 from pincompile.manifest import Manifest
 from pincompile.models import PinScaler, Resource, Workload
-from pincompile.output import too_large
 from pincompile.placement import Plan
 from pincompile.placement.model import Key
 
@@ -39,8 +38,7 @@ EXPANDERS: dict[str, Expander] = {
 
 def expand_all(catalog: Catalog, plan: Plan | None, *, revision: str
                ) -> tuple[list[Manifest], list[Diagnostic]]:
-    """Every object for every cluster, sorted by output path; and the problems found (an
-    object the API server would refuse as too large among them)."""
+    """Every object for every cluster, sorted by output path; and the problems found."""
     if plan is None:
         return [], []
     generated, diagnostics = expand_part(catalog, plan, revision=revision)
@@ -51,10 +49,6 @@ def expand_all(catalog: Catalog, plan: Plan | None, *, revision: str
     manifests: dict[str, Manifest] = {}
     for m in ordered:
         manifests.setdefault(m.relpath, m)
-    for m in manifests.values():
-        problem = too_large(m)
-        if problem is not None and problem not in diagnostics:
-            diagnostics.append(problem)
     return list(manifests.values()), diagnostics
 
 
