@@ -190,7 +190,7 @@ def _assert_clean(code: int, output: str, peak: int) -> None:
     assert peak < PEAK_BYTES, f"peak {peak / 2**20:.0f} MiB"
 
 
-@settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", "40")), deadline=None,
+@settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", "30")), deadline=None,
           derandomize=not os.environ.get("FUZZ_EXAMPLES"),
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(tree=hostile_trees(), also_compile=st.booleans())
