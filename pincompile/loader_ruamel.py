@@ -91,6 +91,9 @@ def _explicit_tag(node: Node) -> str | None:
 
 
 _INT_TAG = "tag:yaml.org,2002:int"
+#: What ruamel raises, besides YAMLError, on odd input.
+_CONSTRUCT_ERRORS = (ValueError, TypeError, OverflowError, LookupError, AttributeError,
+                     AssertionError)
 #: What a node with a refused tag is read as instead: the plain value of its kind.
 _PLAIN_TAGS = {ScalarNode: "tag:yaml.org,2002:str", SequenceNode: "tag:yaml.org,2002:seq",
                MappingNode: "tag:yaml.org,2002:map"}
@@ -209,7 +212,11 @@ def load_documents(file: str, text: str) -> tuple[list[Document], Diagnostic | N
                     return documents, too_large(file, mark.line + 1, mark.column + 1, nodes,
                                                 size, limit), True
                 refused = refused_values(file, node, set())
-                data = constructor.construct_document(node)
+                try:
+                    data = constructor.construct_document(node)
+                except _CONSTRUCT_ERRORS as exc:  # '!!int abc' and other ruamel edge cases
+                    return documents, Diagnostic(file, mark.line + 1, mark.column + 1,
+                                                 "yaml-syntax", f"invalid YAML: {exc}"), False
                 if data is not None:
                     doc = Document(file, index, positioned(data), mark.line + 1,
                                    mark.column + 1, problems=refused)
@@ -222,7 +229,6 @@ def load_documents(file: str, text: str) -> tuple[list[Document], Diagnostic | N
         return documents, _yaml_error(file, exc), False
     except RecursionError:
         return documents, Diagnostic(file, 1, 1, "yaml-too-deep", "YAML nesting is too deep"), False
-    except (ValueError, TypeError, OverflowError, LookupError, AttributeError,
-            AssertionError) as exc:  # ruamel edge cases: never a traceback for odd input
+    except _CONSTRUCT_ERRORS as exc:  # ruamel edge cases: never a traceback for odd input
         return documents, Diagnostic(file, 1, 1, "yaml-syntax", f"invalid YAML: {exc}"), False
     return documents, None, False
