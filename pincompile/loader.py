@@ -3,8 +3,8 @@
 The loader is the only place that touches raw YAML. It is strict where YAML is lax:
 duplicate keys are errors, alias expansion is bounded in nodes and in bytes (no "billion
 laughs", no alias repeating a long string), integers are bounded in digits, files must be
-UTF-8 text, only regular files are read, and symlinks that leave the repository root are
-refused.
+UTF-8 text, only regular files are read, symlinks that leave the repository root are
+refused, and symlinked folders inside it are followed without looping.
 
 Files are parsed by libyaml (:mod:`pincompile.loader_c`); anything unusual in a file (an
 error, a duplicate key, a tag, a directive) sends that file to the reference loader
