@@ -8,7 +8,8 @@ from one shared counter until none are left, so that they finish together. Every
 expands its chunks one workload at a time, writes each object's file into a fresh
 directory and keeps only a row per object (its path, source and content digest), so no
 process holds the whole output in memory (for ``-o -`` the rows carry the text, to be
-printed as one stream; ``validate`` serializes nothing). The parent checks the rows of all
+printed as one stream; ``validate`` serializes nothing), and reports an object the API
+server would refuse as too large (measured on the text written). The parent checks the rows of all
 processes for two specs generating the same object, exactly as
 :func:`pincompile.expand.expand_all` does, and reports every diagnostic; the caller swaps
 the directory in only when there are none. The bytes written do not depend on ``jobs``.
@@ -30,7 +31,7 @@ from pincompile.expand import expand_part, find_duplicates
 from pincompile.forked import Forked
 from pincompile.incremental import tree_sig
 from pincompile.manifest import Manifest
-from pincompile.output import PLACEMENT_FILE, manifest_path, serialize, to_json
+from pincompile.output import PLACEMENT_FILE, manifest_path, serialize, to_json, too_large
 
 SMALL = 50
 """Specs per process below which fewer processes are used (a fork costs more than it
@@ -159,7 +160,7 @@ def _part(job: _Job) -> _Share:
     made: set[str] = set()
     manifests, share.diagnostics = expand_part(job.catalog, job.plan, revision=job.revision,
                                                chunks=_chunks(job, share))
-    share.rows = [_row(job, m, made) for m in manifests]
+    share.rows = [_row(job, m, made, share.diagnostics) for m in manifests]
     if job.directory is not None:
         share.signature ^= tree_sig([(r.path, r.digest) for r in share.rows])
     return share
@@ -179,12 +180,15 @@ def _chunks(job: _Job, share: _Share) -> Iterator[int]:
             share.signature ^= tree_sig([(PLACEMENT_FILE, share.placement)])
 
 
-def _row(job: _Job, m: Manifest, made: set[str]) -> Row:
+def _row(job: _Job, m: Manifest, made: set[str], found: list[Diagnostic]) -> Row:
+    """``m``'s row (written, or with its text); an object too large goes to ``found``."""
     order = (m.source.file, m.source.doc.index) if m.source is not None else ("", 0)
     if job.fmt is None:
+        _check_size(m, None, found)
         return Row(m.relpath, order, m.kind, m.name, m.cluster, b"")
     path = manifest_path(m, job.fmt)
     text = serialize(m.obj, job.fmt)
+    _check_size(m, text, found)
     if job.directory is None:
         return Row(path, order, m.kind, m.name, m.cluster, job.digest(text), text)
     folder = path.rpartition("/")[0]
@@ -194,6 +198,12 @@ def _row(job: _Job, m: Manifest, made: set[str]) -> Row:
     data = text.encode("utf-8", "surrogateescape")
     _write(f"{job.directory}/{path}", data)
     return Row(path, order, m.kind, m.name, m.cluster, job.digest(data))
+
+
+def _check_size(m: Manifest, text: str | None, found: list[Diagnostic]) -> None:
+    problem = too_large(m, text)
+    if problem is not None:
+        found.append(problem)
 
 
 def _write(path: str, data: bytes) -> None:

@@ -191,17 +191,6 @@ def read_blobs(toplevel: Path, oids: Sequence[str], *, limit: int = MAX_FILE_BYT
         writer.join(timeout=5)
 
 
-def _walk_order(rel: str) -> tuple[tuple[int, str], ...]:
-    """The order ``os.walk`` visits files in (``load_tree``'s): a folder's own files, sorted,
-    before its subfolders, sorted."""
-    *folders, name = rel.split("/")
-    return (*((1, f) for f in folders), (0, name))
-
-
-def _hidden(rel: str) -> bool:
-    return any(part.startswith(".") for part in rel.split("/"))
-
-
 def load_revision(root: SpecRoot, sha: str) -> LoadResult:
     """Load the specs under ``root`` as they are at commit ``sha``, like ``load_tree``."""
     files, result = read_revision(root, sha)
@@ -212,7 +201,8 @@ def load_revision(root: SpecRoot, sha: str) -> LoadResult:
 
 def read_revision(root: SpecRoot, sha: str) -> tuple[list[tuple[str, bytes]], LoadResult]:
     """The spec files under ``root`` at commit ``sha`` as (name, content) in load order, and
-    what reading them found (unfollowable symlinks, files over the size limit)."""
+    what reading them found (unfollowable symlinks, files over the size limit; symlinked
+    folders skipped as warnings)."""
     entries = list_tree(root.toplevel, sha, root.prefix)
     single = len(entries) == 1 and entries[0].path == root.prefix and bool(root.prefix)
     base = "" if single or not root.prefix else root.prefix + "/"
@@ -222,28 +212,23 @@ def read_revision(root: SpecRoot, sha: str) -> tuple[list[tuple[str, bytes]], Lo
     dirs |= {d.rsplit("/", i)[0] for d in list(dirs) for i in range(1, d.count("/") + 1)}
 
     result = LoadResult()
-    wanted: list[tuple[str, str]] = []  # (name, oid) in sorted order
     links = {rel: e for rel, e in tree.items() if e.mode == _MODE_SYMLINK}
     link_targets = dict(zip(
         links, (c for _, c in read_blobs(root.toplevel, [e.oid for e in links.values()])),
         strict=True)) if links else {}
-    for rel in sorted(tree, key=_walk_order):
-        entry = tree[rel]
-        if not single and (_hidden(rel) or not rel.endswith(YAML_SUFFIXES)):
-            continue
-        if entry.mode != _MODE_SYMLINK:
-            wanted.append((rel, entry.oid))
-            continue
-        if single:
+    wanted: list[tuple[str, str]] = []  # (name, oid) in load order
+    if single:
+        for rel, entry in tree.items():
+            if entry.mode != _MODE_SYMLINK:
+                wanted.append((rel, entry.oid))
+                continue
             result.diagnostics.append(Diagnostic(
                 rel, 1, 1, "unreadable", f"is a symlink at {short(sha)}; not followed",
                 "pass the path of the file it points to"))
-            continue
-        oid, problem = _follow(rel, tree, link_targets, dirs)
-        if problem is not None:
-            result.diagnostics.append(problem)
-        elif oid is not None:
-            wanted.append((rel, oid))
+    else:
+        walk = _RevisionWalk(tree, link_targets, dirs, result)
+        walk.folder("", "", ("",))
+        wanted = walk.wanted
     names = [name for name, _ in wanted]
     blobs = read_blobs(root.toplevel, [o for _, o in wanted], limit=MAX_FILE_BYTES)
     files: list[tuple[str, bytes]] = []
@@ -257,31 +242,95 @@ def read_revision(root: SpecRoot, sha: str) -> tuple[list[tuple[str, bytes]], Lo
     return files, result
 
 
-def _follow(rel: str, tree: dict[str, TreeEntry], targets: dict[str, bytes | int],
-            dirs: set[str]) -> tuple[str | None, Diagnostic | None]:
-    """The blob a symlink inside the spec root leads to, as the working-tree loader would."""
-    current = rel
+class _RevisionWalk:
+    """The working-tree walk of :func:`pincompile.loader.iter_yaml_files` over a commit's
+    tree: the same names in the same order, symlinked folders inside the root followed
+    under the same rules."""
+
+    def __init__(self, tree: dict[str, TreeEntry], targets: dict[str, bytes | int],
+                 dirs: set[str], result: LoadResult) -> None:
+        self.tree, self.targets, self.dirs, self.result = tree, targets, dirs, result
+        self.children: dict[str, set[str]] = {}
+        for path in (*tree, *dirs):
+            if path:
+                parent, _, name = path.rpartition("/")
+                self.children.setdefault(parent, set()).add(name)
+        self.linked: set[str] = set()
+        self.wanted: list[tuple[str, str]] = []  # (name, oid) in load order
+
+    def folder(self, real: str, prefix: str, parents: tuple[str, ...]) -> None:
+        """Walk folder ``real`` of the tree under the name ``prefix``."""
+        subfolders: list[tuple[str, str]] = []
+        for name in sorted(self.children.get(real, ())):
+            if name.startswith("."):
+                continue
+            path, rel = f"{real}/{name}" if real else name, prefix + name
+            if path in self.dirs:
+                subfolders.append((rel, path))
+                continue
+            entry = self.tree[path]
+            if entry.mode != _MODE_SYMLINK:
+                if name.endswith(YAML_SUFFIXES):
+                    self.wanted.append((rel, entry.oid))
+                continue
+            oid, target, problem = _follow(rel, path, self.tree, self.targets, self.dirs)
+            if target is not None:
+                problem = _folder_problem(rel, target, parents, self.linked)
+                if problem is None:
+                    self.linked.add(target)
+                    subfolders.append((rel, target))
+                else:
+                    self.result.warnings.append(problem)
+                continue
+            if not name.endswith(YAML_SUFFIXES):
+                continue
+            if problem is not None:
+                self.result.diagnostics.append(problem)
+            elif oid is not None:
+                self.wanted.append((rel, oid))
+        for rel, path in subfolders:
+            self.folder(path, rel + "/", (*parents, path))
+
+
+def _folder_problem(rel: str, target: str, parents: tuple[str, ...], linked: set[str]
+                    ) -> Diagnostic | None:
+    """Why the symlinked folder ``rel`` (to folder ``target`` of the tree) is skipped."""
+    if target in parents:
+        return Diagnostic(rel, 1, 1, "folder-symlink-loop",
+                          "folder symlink leads back to a folder it is in; skipped")
+    if target in linked:
+        return Diagnostic(rel, 1, 1, "folder-symlink-loop",
+                          "folder symlink leads to a folder another symlink led to; skipped")
+    return None
+
+
+def _follow(rel: str, path: str, tree: dict[str, TreeEntry], targets: dict[str, bytes | int],
+            dirs: set[str]) -> tuple[str | None, str | None, Diagnostic | None]:
+    """Where the symlink ``path`` inside the spec root leads, as the working-tree loader
+    would: (blob, None, None), (None, folder, None) or (None, None, why not)."""
+    current = path
     for _ in range(_MAX_LINK_HOPS):
         raw = targets.get(current)
         target = raw.decode("utf-8", "surrogateescape") if isinstance(raw, bytes) else ""
         joined = posixpath.normpath(posixpath.join(posixpath.dirname(current), target))
         if not target or target.startswith("/") or joined == ".." or joined.startswith("../"):
-            return None, Diagnostic(
+            return None, None, Diagnostic(
                 rel, 1, 1, "symlink-outside-root",
                 "symlink points outside the repository; not followed",
                 "copy the file into the repository instead")
-        if joined in dirs:
-            return None, None  # a link to a folder: folders are not descended through links
+        if joined in dirs or joined == ".":
+            return None, "" if joined == "." else joined, None
         entry = tree.get(joined)
         if entry is None:
-            return None, Diagnostic(rel, 1, 1, "unreadable",
-                                    f"cannot read: symlink target '{target}' does not exist")
+            return None, None, Diagnostic(
+                rel, 1, 1, "unreadable", f"cannot read: symlink target '{target}' does not exist")
         if entry.mode != _MODE_SYMLINK:
-            return entry.oid, None
+            return entry.oid, None, None
         if joined not in targets:
-            return None, Diagnostic(rel, 1, 1, "unreadable", "cannot read: symlink loop")
+            return None, None, Diagnostic(rel, 1, 1, "unreadable", "cannot read: symlink loop")
         current = joined
-    return None, Diagnostic(rel, 1, 1, "unreadable", "cannot read: too many levels of symlinks")
+    return None, None, Diagnostic(rel, 1, 1, "unreadable",
+                                  "cannot read: too many levels of symlinks")
 
 
 def path_exists(root: SpecRoot, sha: str) -> bool:

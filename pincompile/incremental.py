@@ -711,6 +711,7 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
 
     from pincompile.checks import check
     from pincompile.expand import expand_all
+    from pincompile.output import too_large_all
     from pincompile.placement import plan as place
 
     note_invalid(catalog, (d for name in affected_files for d in states[name].loaded.documents))
@@ -741,6 +742,7 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
         return None
     manifests, problems = expand_all(catalog, plan, revision=revision)
     add_new(diagnostics, problems)
+    add_new(diagnostics, too_large_all(manifests))
     if diagnostics:
         return _invalid(prev, diagnostics, states, affected_files, manifests, now, walked,
                         fmt)

@@ -1,9 +1,10 @@
 """Read a tree of YAML specs into documents that remember where every field came from.
 
 The loader is the only place that touches raw YAML. It is strict where YAML is lax:
-duplicate keys are errors, alias expansion is bounded (no "billion laughs"), files must be
-UTF-8 text, only regular files are read, and symlinks that leave the repository root are
-refused.
+duplicate keys are errors, alias expansion is bounded in nodes and in bytes (no "billion
+laughs", no alias repeating a long string), integers are bounded in digits, files must be
+UTF-8 text, only regular files are read, symlinks that leave the repository root are
+refused, and symlinked folders inside it are followed without looping.
 
 Files are parsed by libyaml (:mod:`pincompile.loader_c`); anything unusual in a file (an
 error, a duplicate key, a tag, a directive) sends that file to the reference loader
@@ -21,11 +22,17 @@ from pathlib import Path
 
 from pincompile import loader_c, loader_ruamel
 from pincompile.diagnostics import Diagnostic
-from pincompile.loader_ruamel import ALLOWED_TAGS, MAX_EXPANDED_NODES
+from pincompile.loader_ruamel import (
+    ALLOWED_TAGS,
+    MAX_EXPANDED_BYTES,
+    MAX_EXPANDED_NODES,
+    MAX_INT_DIGITS,
+)
 from pincompile.positioned import Document, PathKey, YamlMap, YamlSeq, locate
 
-__all__ = ["ALLOWED_TAGS", "API_GROUP", "API_VERSION", "MAX_EXPANDED_NODES", "MAX_FILE_BYTES",
-           "MAX_FLOW_DEPTH", "YAML_SUFFIXES", "Document", "LoadResult", "PathKey", "YamlMap",
+__all__ = ["ALLOWED_TAGS", "API_GROUP", "API_VERSION", "MAX_EXPANDED_BYTES",
+           "MAX_EXPANDED_NODES", "MAX_FILE_BYTES", "MAX_FLOW_DEPTH", "MAX_INT_DIGITS",
+           "YAML_SUFFIXES", "Document", "LoadResult", "PathKey", "YamlMap",
            "YamlSeq", "iter_yaml_files", "load_text", "load_tree", "locate", "read_tree"]
 
 API_GROUP = "pincompute.io"
@@ -122,6 +129,10 @@ def load_text(file: str, raw: bytes | str) -> LoadResult:
         return result
     except loader_c.Unusual:
         pass
+    except loader_c.Refused as refused:
+        result.documents.extend(refused.documents)
+        result.diagnostics.append(refused.problem)
+        return result
     documents, problem, always = loader_ruamel.load_documents(file, text)
     result.documents.extend(documents)
     # Broken YAML that is not a spec (a Helm template, someone else's config) is not ours.
@@ -130,27 +141,45 @@ def load_text(file: str, raw: bytes | str) -> LoadResult:
     return result
 
 
+#: Codes of the walk's problems that are warnings: the folder is skipped, the specs are
+#: not invalid for it.
+WALK_WARNINGS = frozenset({"folder-symlink-outside-root", "folder-symlink-loop"})
+
+
+def add_walk_problem(result: LoadResult, problem: Diagnostic) -> None:
+    """Record a problem :func:`iter_yaml_files` yielded: a warning or an error."""
+    if problem.code in WALK_WARNINGS:
+        result.warnings.append(problem)
+    else:
+        result.diagnostics.append(problem)
+
+
 def iter_yaml_files(root: Path) -> Iterator[tuple[str, str | None, Diagnostic | None]]:
     """Yield (relative name, path, problem) for every YAML file under ``root``, sorted.
 
-    Hidden files and folders are skipped. A symlink whose target leaves ``root`` yields a
-    problem instead of a path.
+    Hidden files and folders are skipped. Symlinked folders are followed when they lead to
+    a folder inside ``root`` that is not one of their own parents, and that no other
+    symlink led to before (so the walk stays linear in the tree). A symlink whose target
+    leaves ``root`` yields a problem instead of a path: an error for a file, a warning
+    (see :func:`add_walk_problem`) for a folder, which is skipped.
     """
     root = root.resolve()
-    yield from _walk(root, str(root), "")
+    yield from _walk(root, str(root), "", (str(root),), set())
 
 
-def _walk(root: Path, folder: str, prefix: str
+def _walk(root: Path, folder: str, prefix: str, parents: tuple[str, ...], linked: set[str]
           ) -> Iterator[tuple[str, str | None, Diagnostic | None]]:
-    """One directory of :func:`iter_yaml_files` (``prefix``: its name relative to root).
-    Symlinked directories are not descended; names are sorted as ``os.walk`` + ``sorted``
-    would list them (files of a directory before its subdirectories)."""
+    """One directory of :func:`iter_yaml_files` (``prefix``: its name relative to root;
+    ``parents``: the real paths of the folders it is inside, itself included; ``linked``:
+    the real paths of the folders symlinks led to so far). Names are
+    sorted as ``os.walk`` + ``sorted`` would list them (files of a directory before its
+    subdirectories)."""
     try:
         with os.scandir(folder) as found:
             entries = sorted(found, key=lambda e: e.name)
     except OSError:
         return
-    dirs = []
+    dirs: list[tuple[os.DirEntry[str], str]] = []
     for entry in entries:
         name = entry.name
         if name.startswith("."):
@@ -159,13 +188,19 @@ def _walk(root: Path, folder: str, prefix: str
             is_dir = entry.is_dir()
         except OSError:
             is_dir = False
+        rel = prefix + name
         if is_dir:
-            if not entry.is_symlink():
-                dirs.append(entry)
+            real = os.path.realpath(entry.path) if entry.is_symlink() else ""
+            problem = _folder_link_problem(root, rel, real, parents, linked)
+            if problem is not None:
+                yield rel, None, problem
+            else:
+                if real:
+                    linked.add(real)
+                dirs.append((entry, real or os.path.join(parents[-1], name)))
             continue
         if not name.endswith(YAML_SUFFIXES):
             continue
-        rel = prefix + name
         if entry.is_symlink():
             target = Path(entry.path).resolve()
             if not target.is_relative_to(root):
@@ -175,8 +210,28 @@ def _walk(root: Path, folder: str, prefix: str
                     "copy the file into the repository instead")
                 continue
         yield rel, entry.path, None
-    for entry in dirs:
-        yield from _walk(root, entry.path, f"{prefix}{entry.name}/")
+    for entry, real in dirs:
+        yield from _walk(root, entry.path, f"{prefix}{entry.name}/", (*parents, real),
+                         linked)
+
+
+def _folder_link_problem(root: Path, rel: str, real: str, parents: tuple[str, ...],
+                         linked: set[str]) -> Diagnostic | None:
+    """Why the symlinked folder ``rel`` (leading to ``real``; "" for a plain folder) is
+    not walked, if it is not."""
+    if not real:
+        return None
+    if not Path(real).is_relative_to(root):
+        return Diagnostic(rel, 1, 1, "folder-symlink-outside-root",
+                          "folder symlink points outside the repository; skipped",
+                          "copy the folder into the repository instead")
+    if real in parents:
+        return Diagnostic(rel, 1, 1, "folder-symlink-loop",
+                          "folder symlink leads back to a folder it is in; skipped")
+    if real in linked:
+        return Diagnostic(rel, 1, 1, "folder-symlink-loop",
+                          "folder symlink leads to a folder another symlink led to; skipped")
+    return None
 
 
 def read_tree(root: Path) -> tuple[list[tuple[str, bytes]], LoadResult]:
@@ -194,7 +249,7 @@ def read_tree(root: Path) -> tuple[list[tuple[str, bytes]], LoadResult]:
         walk = [(root.name, root, None)]
     for rel, path, problem in walk:
         if problem is not None:
-            found.diagnostics.append(problem)
+            add_walk_problem(found, problem)
             continue
         assert path is not None
         raw = read_regular_file(rel, path, found)

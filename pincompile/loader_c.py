@@ -7,9 +7,11 @@ resolver and constructor, once per distinct plain scalar (most start with a lett
 plain strings without asking).
 
 Whatever is unusual — a syntax error, a duplicate or merge key, a complex key, an explicit
-tag, a ``%`` directive, an alias bomb, characters YAML readers disagree on — raises
+tag, a ``%`` directive, a very long integer, characters YAML readers disagree on — raises
 :class:`Unusual`, and the caller loads that file with the reference loader instead, so
-every message stays exactly as before.
+every message stays exactly as before. A document whose aliases expand past the limits of
+:mod:`pincompile.loader_ruamel` raises :class:`Refused` with the same error that loader
+gives (reading a bomb of megabytes slowly would be a bomb of its own).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import yaml
 from ruamel.yaml import YAML
 from ruamel.yaml.nodes import ScalarNode as RuamelScalar
 
+from pincompile.diagnostics import Diagnostic
+from pincompile.loader_ruamel import MAX_INT_DIGITS, byte_limit, too_large
 from pincompile.positioned import Document, YamlMap, YamlSeq
 
 _PLAIN = "?plain"
@@ -31,6 +35,7 @@ _SEQ = "?seq"
 _MAP = "?map"
 _STR_TAG = "tag:yaml.org,2002:str"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_INT_TAG = "tag:yaml.org,2002:int"
 _SAFE_TAGS = frozenset({_STR_TAG, "tag:yaml.org,2002:int", "tag:yaml.org,2002:float",
                         "tag:yaml.org,2002:bool", "tag:yaml.org,2002:null",
                         "tag:yaml.org,2002:timestamp"})
@@ -46,6 +51,19 @@ _CACHE_LIMIT = 1 << 18
 
 class Unusual(Exception):
     """This text needs the reference loader."""
+
+
+class Refused(Exception):
+    """A document expands past a limit through aliases: the error, and the documents of
+    the file before it (the reference loader would say the same, only slower)."""
+
+    def __init__(self, problem: Diagnostic, documents: list[Document]) -> None:
+        super().__init__(problem.message)
+        self.problem, self.documents = problem, documents
+
+
+class _TooLarge(Exception):
+    """Raised by :class:`_Builder` past a limit."""
 
 
 class _Composer(yaml.CSafeLoader):  # type: ignore[misc,name-defined]
@@ -83,6 +101,8 @@ class _Scalars:
         if tag == _STR_TAG:
             built: Any = value
         elif tag in _SAFE_TAGS:
+            if tag == _INT_TAG and len(value) > MAX_INT_DIGITS:
+                raise Unusual("long integer")
             built = self._construct(tag, value, None)
         else:
             raise Unusual(tag)  # merge key, '=' value, ...
@@ -114,14 +134,20 @@ def _scalars() -> _Scalars:
 
 class _Builder:
     """One document's nodes → data (positioned, or plain ``dict`` and ``list`` without
-    ``positions``), counting nodes with aliases expanded."""
+    ``positions``), counting nodes and bytes of scalars with aliases expanded."""
 
-    def __init__(self, limit: int, positions: bool) -> None:
+    def __init__(self, limit: int, byte_limit: int | None, positions: bool) -> None:
+        """``byte_limit``: None for text without aliases, whose scalars can add up to no
+        more than its own size (their bytes are then not counted: the common case, fast)."""
         self.scalars = _scalars()
         self.limit = limit
+        self.byte_limit = byte_limit if byte_limit is not None else 0
         self.positions = positions
-        self.memo: dict[int, tuple[Any, int]] = {}
+        self.memo: dict[int, tuple[Any, int, int]] = {}
         self.size = 0
+        self.bytes = 0
+        if byte_limit is not None:
+            self.scalar = self.counted_scalar  # type: ignore[method-assign]
 
     def build(self, node: Any) -> tuple[Any, int]:
         """(value, expanded node count) of ``node``."""
@@ -130,10 +156,12 @@ class _Builder:
         done = self.memo.get(id(node))
         if done is not None:
             self.size += done[1]
-            if self.size > self.limit:
-                raise Unusual("alias bomb")
-            return done
+            self.bytes += done[2]
+            if self.size > self.limit or self.bytes > self.byte_limit:
+                raise _TooLarge
+            return done[0], done[1]
         total = 1
+        bytes_before = self.bytes
         self.size += 1
         if node.tag == _MAP:
             mapping: dict[Any, Any] = {}
@@ -142,7 +170,7 @@ class _Builder:
                 mark = node.start_mark
                 mapping = YamlMap(mark.line + 1, mark.column + 1)
                 pos = mapping.pos
-            self.memo[id(node)] = (mapping, 1)  # a recursive alias
+            self.memo[id(node)] = (mapping, 1, 0)  # a recursive alias
             for knode, vnode in node.value:
                 if type(knode) is not yaml.ScalarNode:
                     raise Unusual("complex key")
@@ -164,7 +192,7 @@ class _Builder:
                 mark = node.start_mark
                 seq = YamlSeq(mark.line + 1, mark.column + 1)
                 at = seq.pos
-            self.memo[id(node)] = (seq, 1)
+            self.memo[id(node)] = (seq, 1, 0)
             for item in node.value:
                 value, size = self.build(item)
                 seq.append(value)
@@ -175,13 +203,20 @@ class _Builder:
             built = seq
         else:
             raise Unusual(f"tag {node.tag}")
-        self.memo[id(node)] = (built, total)
+        self.memo[id(node)] = (built, total, self.bytes - bytes_before)
         return built, total
+
+    def counted_scalar(self, node: Any) -> Any:
+        """:meth:`scalar`, counting its bytes (text with aliases: see :meth:`__init__`)."""
+        self.bytes += len(node.value)
+        if self.bytes > self.byte_limit:
+            raise _TooLarge
+        return _Builder.scalar(self, node)
 
     def scalar(self, node: Any) -> Any:
         self.size += 1
         if self.size > self.limit:
-            raise Unusual("alias bomb")
+            raise _TooLarge
         tag = node.tag
         if tag == _PLAIN:
             if not node.value:  # ruamel places an empty value at the next token: its quirk
@@ -210,6 +245,7 @@ def load_documents(file: str, text: str, max_nodes: int, *, positions: bool = Tr
         raise Unusual("text")
     documents: list[Document] = []
     reload = None if positions else Reload(file, text, max_nodes)
+    limit = byte_limit(text) if "*" in text else None  # an alias needs a '*'
     composer = _Composer(text)
     try:
         index = 0
@@ -219,9 +255,18 @@ def load_documents(file: str, text: str, max_nodes: int, *, positions: bool = Tr
                 continue
             try:
                 empty = type(node) is yaml.ScalarNode and node.tag == _PLAIN and not node.value
-                data = None if empty else _Builder(max_nodes, positions).build(node)[0]
+                if empty:
+                    data = None
+                else:
+                    builder = _Builder(max_nodes, limit, positions)
+                    data = builder.build(node)[0]
             except RecursionError as exc:
                 raise Unusual("deep") from exc
+            except _TooLarge:
+                mark = node.start_mark
+                raise Refused(too_large(file, mark.line + 1, mark.column + 1, builder.size,
+                                        builder.bytes, limit or byte_limit(text)),
+                               documents) from None
             if data is not None:
                 mark = node.start_mark
                 documents.append(Document(file, index, data, mark.line + 1, mark.column + 1,

@@ -16,13 +16,21 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.constructor import DuplicateKeyError
 from ruamel.yaml.docinfo import DocInfo, version
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
-from ruamel.yaml.nodes import MappingNode, Node, SequenceNode
+from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from ruamel.yaml.tag import Tag
 
 from pincompile.diagnostics import Diagnostic
 from pincompile.positioned import Document, YamlMap, YamlSeq
 
 #: How many nodes a document may have once its aliases are expanded.
 MAX_EXPANDED_NODES = 200_000
+#: How many bytes of scalars (keys and values) a document may hold once its aliases are
+#: expanded, unless its file is larger: aliases may never make a document bigger than this
+#: or than the file it is written in. Bounds what one alias to a long string repeats.
+MAX_EXPANDED_BYTES = 4 * 2**20
+#: The most characters an integer may have: Python reads no more than 4,300 decimal digits,
+#: and a 4,000-digit hexadecimal number cannot be printed; no field holds more than 20.
+MAX_INT_DIGITS = 1000
 #: Explicit tags a spec may use; others (``!!python/...``, ``!!set``, ``!custom``, and
 #: ``!!str``, which round-trip loading keeps as a tagged scalar) build values no field holds.
 ALLOWED_TAGS = frozenset({"!!int", "!!float", "!!bool", "!!null", "!!map", "!!seq"})
@@ -34,25 +42,45 @@ def _new_yaml() -> YAML:
     return yaml
 
 
-def expanded_size(node: Any, memo: dict[int, int], limit: int) -> int:
-    """Nodes in ``node`` with aliases expanded, computed in linear time (memoised by id)."""
+def byte_limit(text: str) -> int:
+    """The most bytes of scalars a document of ``text`` may expand to."""
+    return max(MAX_EXPANDED_BYTES, len(text))
+
+
+def too_large(file: str, line: int, column: int, nodes: int, size: int, limit: int
+              ) -> Diagnostic:
+    """The error for a document whose aliases expand past a limit (``nodes`` or ``size``
+    bytes, at most ``limit`` bytes allowed)."""
+    if nodes > MAX_EXPANDED_NODES:
+        return Diagnostic(file, line, column, "alias-bomb",
+                          f"document expands to more than {MAX_EXPANDED_NODES} nodes through "
+                          "YAML aliases; refused", "avoid deeply nested anchors and aliases")
+    return Diagnostic(file, line, column, "alias-bomb",
+                      f"document expands to more than {limit} bytes through YAML aliases; "
+                      "refused", "write a long value once instead of repeating it by alias")
+
+
+def expanded_size(node: Any, memo: dict[int, tuple[int, int]], limit: int,
+                  byte_limit: int = MAX_EXPANDED_BYTES) -> tuple[int, int]:
+    """(nodes, bytes of scalars) in ``node`` with aliases expanded, computed in linear time
+    (memoised by id); stops counting once past ``limit`` nodes or ``byte_limit`` bytes."""
     cached = memo.get(id(node))
     if cached is not None:
         return cached
-    memo[id(node)] = 1  # guards against recursive aliases
-    total = 1
-    if isinstance(node, SequenceNode):
-        for child in node.value:
-            total += expanded_size(child, memo, limit)
-            if total > limit:
+    memo[id(node)] = (1, 0)  # guards against recursive aliases
+    total, size = 1, 0
+    if isinstance(node, SequenceNode | MappingNode):
+        children = (node.value if isinstance(node, SequenceNode)
+                    else [n for pair in node.value for n in pair])
+        for child in children:
+            nodes, more = expanded_size(child, memo, limit, byte_limit)
+            total, size = total + nodes, size + more
+            if total > limit or size > byte_limit:
                 break
-    elif isinstance(node, MappingNode):
-        for k, v in node.value:
-            total += expanded_size(k, memo, limit) + expanded_size(v, memo, limit)
-            if total > limit:
-                break
-    memo[id(node)] = total
-    return total
+    elif isinstance(node.value, str):
+        size = len(node.value)
+    memo[id(node)] = (total, size)
+    return total, size
 
 
 def _explicit_tag(node: Node) -> str | None:
@@ -62,23 +90,48 @@ def _explicit_tag(node: Node) -> str | None:
     return None if handle is None else f"{handle}{getattr(ctag, 'suffix', '')}"
 
 
-def _unsupported_tag(node: Node, seen: set[int]) -> Node | None:
-    """The first node with an explicit tag outside ``ALLOWED_TAGS`` (each node visited once)."""
+_INT_TAG = "tag:yaml.org,2002:int"
+#: What ruamel raises, besides YAMLError, on odd input.
+_CONSTRUCT_ERRORS = (ValueError, TypeError, OverflowError, LookupError, AttributeError,
+                     AssertionError)
+#: What a node with a refused tag is read as instead: the plain value of its kind.
+_PLAIN_TAGS = {ScalarNode: "tag:yaml.org,2002:str", SequenceNode: "tag:yaml.org,2002:seq",
+               MappingNode: "tag:yaml.org,2002:map"}
+
+
+def _refuse(file: str, node: Node, code: str, message: str, hint: str) -> Diagnostic:
+    """``node`` is read as a plain string, map or list instead; the error says why."""
+    node.tag = Tag(suffix=_PLAIN_TAGS[type(node)])
+    mark = node.start_mark
+    return Diagnostic(file, mark.line + 1, mark.column + 1, code, message, hint)
+
+
+def refused_values(file: str, node: Node, seen: set[int]) -> list[Diagnostic]:
+    """Errors for the values of ``node`` that no spec field holds, each node visited once:
+    an explicit tag outside ``ALLOWED_TAGS``, an integer of more than ``MAX_INT_DIGITS``
+    characters. Such a node is read as a plain string, map or list, so the document still
+    loads and the error is reported where it stands."""
     if id(node) in seen:
-        return None
+        return []
     seen.add(id(node))
-    if _explicit_tag(node) not in (None, *ALLOWED_TAGS):
-        return node
-    children: list[Node] = []
+    found = []
+    tag = _explicit_tag(node)
+    if tag not in (None, *ALLOWED_TAGS):
+        found.append(_refuse(
+            file, node, "yaml-tag", f"YAML tag '{tag}' is not supported in specs",
+            "remove the tag: specs use plain YAML values (quote a string)"))
+    elif node.tag == _INT_TAG and len(node.value) > MAX_INT_DIGITS:
+        found.append(_refuse(
+            file, node, "yaml-number", f"integer of {len(node.value)} characters; the limit "
+            f"is {MAX_INT_DIGITS}", "no field holds a number this large"))
     if isinstance(node, SequenceNode):
-        children = list(node.value)
+        for child in node.value:
+            found += refused_values(file, child, seen)
     elif isinstance(node, MappingNode):
-        children = [n for pair in node.value for n in pair]
-    for child in children:
-        found = _unsupported_tag(child, seen)
-        if found is not None:
-            return found
-    return None
+        for pair in node.value:
+            for child in pair:
+                found += refused_values(file, child, seen)
+    return found
 
 
 def _yaml_error(file: str, exc: YAMLError) -> Diagnostic:
@@ -152,24 +205,21 @@ def load_documents(file: str, text: str) -> tuple[list[Document], Diagnostic | N
                 node = composer.get_node()
                 if node is None:
                     continue
-                if expanded_size(node, {}, MAX_EXPANDED_NODES) > MAX_EXPANDED_NODES:
-                    mark = node.start_mark
-                    return documents, Diagnostic(
-                        file, mark.line + 1, mark.column + 1, "alias-bomb",
-                        f"document expands to more than {MAX_EXPANDED_NODES} nodes through "
-                        "YAML aliases; refused", "avoid deeply nested anchors and aliases"), True
-                tagged = _unsupported_tag(node, set())
-                data = constructor.construct_document(node)
                 mark = node.start_mark
+                limit = byte_limit(text)
+                nodes, size = expanded_size(node, {}, MAX_EXPANDED_NODES, limit)
+                if nodes > MAX_EXPANDED_NODES or size > limit:
+                    return documents, too_large(file, mark.line + 1, mark.column + 1, nodes,
+                                                size, limit), True
+                refused = refused_values(file, node, set())
+                try:
+                    data = constructor.construct_document(node)
+                except _CONSTRUCT_ERRORS as exc:  # '!!int abc' and other ruamel edge cases
+                    return documents, Diagnostic(file, mark.line + 1, mark.column + 1,
+                                                 "yaml-syntax", f"invalid YAML: {exc}"), False
                 if data is not None:
                     doc = Document(file, index, positioned(data), mark.line + 1,
-                                   mark.column + 1)
-                    if tagged is not None:
-                        tag_mark = tagged.start_mark
-                        doc.problems.append(Diagnostic(
-                            file, tag_mark.line + 1, tag_mark.column + 1, "unsupported-tag",
-                            f"YAML tag '{_explicit_tag(tagged)}' is not supported in specs",
-                            "remove the tag: specs use plain YAML values (quote a string)"))
+                                   mark.column + 1, problems=refused)
                     documents.append(doc)
                 index += 1
                 yaml.doc_infos.append(DocInfo(requested_version=version(yaml.version)))
@@ -179,7 +229,6 @@ def load_documents(file: str, text: str) -> tuple[list[Document], Diagnostic | N
         return documents, _yaml_error(file, exc), False
     except RecursionError:
         return documents, Diagnostic(file, 1, 1, "yaml-too-deep", "YAML nesting is too deep"), False
-    except (ValueError, TypeError, OverflowError, LookupError, AttributeError,
-            AssertionError) as exc:  # ruamel edge cases: never a traceback for odd input
+    except _CONSTRUCT_ERRORS as exc:  # ruamel edge cases: never a traceback for odd input
         return documents, Diagnostic(file, 1, 1, "yaml-syntax", f"invalid YAML: {exc}"), False
     return documents, None, False

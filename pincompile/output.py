@@ -28,6 +28,7 @@ from typing import Any
 import orjson
 import yaml
 
+from pincompile.diagnostics import Diagnostic, Location
 from pincompile.manifest import Manifest
 
 MARKER = ".pincompile-output"
@@ -226,6 +227,47 @@ def json_text(obj: Any) -> str:
 def to_json(obj: Any) -> str:
     """A JSON file: :func:`json_text` and a newline."""
     return json_text(obj) + "\n"
+
+
+MAX_OBJECT_BYTES = 1_572_864
+"""1.5 MiB: the largest object a Kubernetes API server stores. The API server writes every
+object to etcd in one request, and etcd refuses requests over its ``--max-request-bytes``,
+1.5 MiB by default (the size Kubernetes documents for any object); it answers
+"etcdserver: request is too large". Measured as the object's compact JSON."""
+
+
+def object_bytes(obj: Any) -> int:
+    """The size of ``obj`` as compact JSON, in UTF-8 bytes."""
+    try:
+        return len(orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS, default=str))
+    except orjson.JSONEncodeError:
+        return len(json.dumps(obj, separators=(",", ":"), ensure_ascii=False,
+                              default=str).encode("utf-8", "surrogateescape"))
+
+
+def too_large(m: Manifest, text: str | None = None) -> Diagnostic | None:
+    """The error for ``m`` if the API server would refuse it as too large, located at the
+    spec it came from. ``text``: ``m`` already serialized, which spares measuring objects
+    that cannot be too large (JSON is at most four UTF-8 bytes per character of either
+    format)."""
+    if text is not None and len(text) * 4 <= MAX_OBJECT_BYTES:
+        return None
+    size = object_bytes(m.obj)
+    if size <= MAX_OBJECT_BYTES:
+        return None
+    where = m.source.doc.start if m.source is not None else Location(m.relpath)
+    namespace = f"{m.namespace}/" if m.namespace else ""
+    return where.error(
+        "object-too-large",
+        f"generates {m.kind} '{namespace}{m.name}' for cluster {m.cluster} of {size} bytes; "
+        f"the API server refuses objects over {MAX_OBJECT_BYTES} bytes (1.5 MiB)",
+        "keep large data out of the spec (in the image, or fetched at start)")
+
+
+def too_large_all(manifests: Iterable[Manifest]) -> list[Diagnostic]:
+    """:func:`too_large` of every object of ``manifests`` (not serialized yet: each is
+    measured, about 10 µs a typical object)."""
+    return [d for d in map(too_large, manifests) if d is not None]
 
 
 def serialize(obj: Any, fmt: str) -> str:

@@ -60,6 +60,7 @@ def _run_parsed(loaded: LoadResult, catalog: Catalog, diagnostics: list[Diagnost
     the checks run in a forked process while placement runs here)."""
     from pincompile.checks import check
     from pincompile.expand import expand_all
+    from pincompile.output import too_large_all
     from pincompile.placement import plan as place
 
     result = Result(catalog=catalog, sources=loaded.sources, diagnostics=diagnostics,
@@ -82,6 +83,7 @@ def _run_parsed(loaded: LoadResult, catalog: Catalog, diagnostics: list[Diagnost
         manifests, problems = expand_all(catalog, plan, revision=revision)
         result.manifests = manifests
         add_new(result.diagnostics, problems)
+        add_new(result.diagnostics, too_large_all(manifests))
     result.diagnostics = sorted(set(result.diagnostics))
     return result
 
@@ -426,6 +428,8 @@ def _full_compile(compiler: Compiler, out: Path, files: list[tuple[str, bytes]],
     done = DirCompile(result=result)
     if result.diagnostics:  # nothing is written; expansion still reports its problems
         _expand(result, None, fmt=None, revision=revision, jobs=jobs)
+        return done
+    if not result.catalog.entries:  # no specs: a usage error, nothing to write
         return done
 
     def fill(directory: Path) -> str | None:

@@ -24,7 +24,7 @@ from typing import Any
 
 from pincompile.cache import Store, code_digest, file_digest
 from pincompile.diagnostics import Diagnostic
-from pincompile.loader import LoadResult, iter_yaml_files, read_regular_file
+from pincompile.loader import LoadResult, add_walk_problem, iter_yaml_files, read_regular_file
 
 RACY_MARGIN_NS = 2_000_000_000
 """How much older than the walk a file's timestamps must be for its entry to be trusted
@@ -96,7 +96,7 @@ def scan_tree(root: Path, store: Store | None) -> Scan:
     walk = iter_yaml_files(root) if root.is_dir() else [(root.name, root, None)]
     for rel, path, problem in walk:
         if problem is not None:
-            walked.diagnostics.append(problem)
+            add_walk_problem(walked, problem)
             continue
         assert path is not None
         try:

@@ -65,6 +65,14 @@ def report_warnings(warnings: Sequence[Diagnostic]) -> None:
         click.echo(f"{warning.location()}: warning[{warning.code}]: {warning.message}", err=True)
 
 
+def require_specs(specs: int, diagnostics: Sequence[Diagnostic], path: Path) -> None:
+    """Exit 2 when ``path`` holds no spec at all (a mistyped or empty folder passes
+    nothing off as valid); a tree whose only specs are invalid is left to the errors."""
+    if specs == 0 and not diagnostics:
+        fail(f"no specs under {path}: no .yaml or .yml file there holds a pincompute.io "
+             "document")
+
+
 def fail(message: str, code: int = EXIT_USAGE) -> None:
     click.echo(f"error: {message}", err=True)
     sys.exit(code)

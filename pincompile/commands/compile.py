@@ -18,6 +18,7 @@ from pincompile.commands.common import (
     fail,
     jobs_option,
     report_warnings,
+    require_specs,
 )
 from pincompile.commands.common import report as report_diagnostics
 from pincompile.forked import cpus
@@ -71,7 +72,8 @@ def compile_cmd(root: Path, output: str, clusters: tuple[str, ...], fmt: str,
     gives the same bytes.
 
     \b
-    Exit codes: 0 written, 1 invalid specs (errors on stderr), 2 usage error.
+    Exit codes: 0 written, 1 invalid specs (errors on stderr), 2 usage error (also: no
+    specs under ROOT; nothing is written).
     \b
     Examples:
       pincompile compile examples -o out/
@@ -115,6 +117,7 @@ def compile_cmd(root: Path, output: str, clusters: tuple[str, ...], fmt: str,
             sys.exit(EXIT_OK)
         assert done.result is not None
         result = done.result
+        require_specs(len(result.catalog.entries), result.diagnostics, root)
         if not result.diagnostics:
             report_warnings(result.warnings)
             if not quiet:
@@ -124,6 +127,7 @@ def compile_cmd(root: Path, output: str, clusters: tuple[str, ...], fmt: str,
     else:
         result, rows = compile_rendered(root, fmt=fmt, revision=revision, cache_dir=cache,
                                         jobs=jobs, read=read)
+        require_specs(len(result.catalog.entries), result.diagnostics, root)
     report_warnings(result.warnings)
     if result.diagnostics:
         report_diagnostics(result.diagnostics, result.sources, errors_fmt)

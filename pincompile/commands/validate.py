@@ -16,6 +16,7 @@ from pincompile.commands.common import (
     jobs_option,
     report,
     report_warnings,
+    require_specs,
 )
 
 
@@ -40,7 +41,7 @@ def validate(path: Path, fmt: str, quiet: bool, jobs: int | None,
     errors are the same either way.
 
     \b
-    Exit codes: 0 valid, 1 invalid, 2 usage error.
+    Exit codes: 0 valid, 1 invalid, 2 usage error (also: no specs under PATH).
     \b
     Examples:
       pincompile validate examples
@@ -61,6 +62,7 @@ def validate(path: Path, fmt: str, quiet: bool, jobs: int | None,
     done = validate_tree(path, cache_dir=cache, jobs=jobs, scanning=scanning)
     result = done.result
     report_warnings(result.warnings)
+    require_specs(done.specs, result.diagnostics, path)
     report(result.diagnostics, result.sources, fmt)
     if fmt == "human" and not result.diagnostics and not quiet:
         click.echo(f"ok: {done.specs} spec{'s' if done.specs != 1 else ''} valid, "

@@ -140,3 +140,35 @@ def test_spec_root_of_a_path_missing_from_the_work_tree(repo: Repo) -> None:
     assert not path_exists(root, head)
     assert path_exists(spec_root(repo.root / "specs"), head)
     assert load_revision(root, head).documents == []
+
+
+def test_a_revision_is_bounded_like_the_working_tree(repo: Repo) -> None:
+    long = "x" * 100_000
+    bomb = CART.replace("kind: PinApp", f"kind: PinApp\nx-long: &s {long}\nx-many: [" +
+                        ", ".join(["*s"] * 60) + "]")
+    huge = CART.replace("kind: PinApp", "kind: PinApp\nx-huge: " + "9" * 5000)
+    repo.commit({"specs/apps/bomb.yaml": bomb, "specs/apps/huge.yaml": huge}, "hostile")
+    root = spec_root(repo.root / "specs")
+    got = load_revision(root, resolve_ref(repo.root, "HEAD"))
+    assert comparable(got) == comparable(load_tree(repo.root / "specs"))
+    assert [(d.file, d.code) for d in got.diagnostics] == [("apps/bomb.yaml", "alias-bomb")]
+    assert [(p.location(), p.code) for d in got.documents if d.file == "apps/huge.yaml"
+            for p in d.problems] == [("apps/huge.yaml:3:9", "yaml-number")]
+
+
+def test_symlinked_folders_are_followed_like_the_working_tree(repo: Repo) -> None:
+    specs = repo.root / "specs"
+    repo.write({"specs/.shared/extra.yaml": CART.replace("name: cart", "name: extra"),
+                "outside/x.yaml": "a: 1\n"})
+    (specs / "apps" / "linked").symlink_to("../.shared")
+    (specs / "apps" / "again").symlink_to("../.shared")
+    (specs / "apps" / "loop").symlink_to("..")
+    repo.commit({}, "folder links")
+    got = load_revision(spec_root(specs), resolve_ref(repo.root, "HEAD"))
+    expected = load_tree(specs)
+    assert comparable(got) == comparable(expected)
+    assert "apps/again/extra.yaml" in got.sources  # the first link to the folder
+    assert "apps/linked/extra.yaml" not in got.sources
+    assert sorted((w.file, w.code) for w in got.warnings) == sorted(
+        (w.file, w.code) for w in expected.warnings) == [
+        ("apps/linked", "folder-symlink-loop"), ("apps/loop", "folder-symlink-loop")]

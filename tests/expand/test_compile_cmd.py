@@ -152,3 +152,14 @@ def test_refuses_to_replace_foreign_directory(fleet_repo: Path, tmp_path: Path) 
     a_file = tmp_path / "file"
     a_file.write_text("x")
     assert run(str(fleet_repo), "-o", str(a_file)).exit_code == 2
+
+
+def test_a_tree_without_specs_is_a_usage_error(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for output in (str(tmp_path / "out"), "-"):
+        result = run(str(empty), "-o", output)
+        assert result.exit_code == 2, result.output
+        assert f"error: no specs under {empty}" in result.stderr
+    assert not (tmp_path / "out").exists()
+    assert run(str(tmp_path / "mistyped"), "-o", "-").exit_code == 2

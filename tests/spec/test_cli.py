@@ -122,3 +122,20 @@ def test_the_installed_command_never_shows_a_traceback(tmp_path: Path) -> None:
             if ": error[" in line] == [
         "apps/shop/bad.yaml:5:36", "apps/shop/binary.yaml:1:1", "apps/shop/broken.yaml:3:1",
         "apps/shop/latin1.yaml:2:10"]
+
+
+@pytest.mark.parametrize("content", [{}, {"README.md": "# docs\n", "ci/config.yaml": "a: 1\n"}])
+def test_a_tree_without_specs_is_a_usage_error(tmp_path: Path, content: dict[str, str]) -> None:
+    root = write_tree(tmp_path / "repo", content)
+    root.mkdir(exist_ok=True)
+    code, out, err = invoke("validate", str(root))
+    assert (code, out) == (2, "")
+    assert err == (f"error: no specs under {root}: no .yaml or .yml file there holds a "
+                   "pincompute.io document\n")
+    assert invoke("validate", "-o", "json", str(root))[0] == 2
+    assert invoke("validate", str(tmp_path / "mistyped"))[0] == 2
+
+
+def test_a_tree_whose_only_spec_is_invalid_is_invalid(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "repo", {"apps/shop/bad.yaml": LATEST})
+    assert invoke("validate", str(root))[0] == 1

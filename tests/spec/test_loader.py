@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 import tracemalloc
 from pathlib import Path
 
-from pincompile.loader import MAX_EXPANDED_NODES, MAX_FILE_BYTES, load_text, load_tree
+import pytest
+
+from pincompile.loader import (
+    MAX_EXPANDED_BYTES,
+    MAX_EXPANDED_NODES,
+    MAX_FILE_BYTES,
+    MAX_INT_DIGITS,
+    load_text,
+    load_tree,
+)
 from pincompile.pipeline import compile_path
 
 from .conftest import doc, files, triples, validate, write_tree
@@ -107,7 +118,7 @@ def test_deep_block_nesting_is_an_error_not_a_crash() -> None:
 def test_unsupported_tag_in_a_spec() -> None:
     text = pod("tagged").replace('image: "registry', 'image: !docker "registry')
     assert triples(validate(files({"apps/shop/tagged.yaml": text}))) == [
-        ("apps/shop/tagged.yaml:5:36", "unsupported-tag",
+        ("apps/shop/tagged.yaml:5:36", "yaml-tag",
          "YAML tag '!docker' is not supported in specs")]
 
 
@@ -278,11 +289,44 @@ def test_symlink_inside_root_is_followed(tmp_path: Path) -> None:
     assert "shared" in {e.resource.name for e in result.catalog.entries}
 
 
-def test_symlinked_directory_is_not_descended(tmp_path: Path) -> None:
+def test_a_symlinked_directory_outside_the_root_is_a_warning(tmp_path: Path) -> None:
     outside = write_tree(tmp_path / "outside", {"x.yaml": pod("Not-Valid")})
     root = write_tree(tmp_path / "repo", files())
     (root / "linked").symlink_to(outside, target_is_directory=True)
-    assert compile_path(root, revision="test").diagnostics == []
+    result = compile_path(root, revision="test")
+    assert result.diagnostics == []
+    assert triples(result.warnings) == [
+        ("linked:1:1", "folder-symlink-outside-root",
+         "folder symlink points outside the repository; skipped")]
+
+
+def test_a_symlinked_directory_inside_the_root_is_followed(tmp_path: Path) -> None:
+    root = write_tree(tmp_path, {**files(), ".shared/pods/one.yaml": pod("one")})
+    (root / "apps" / "pods").symlink_to("../.shared/pods", target_is_directory=True)
+    result = compile_path(root, revision="test")
+    assert (result.diagnostics, result.warnings) == ([], [])
+    assert "one" in {e.resource.name for e in result.catalog.entries}
+    assert "apps/pods/one.yaml" in result.sources
+
+
+def test_symlink_loops_are_warnings_and_the_walk_ends(tmp_path: Path) -> None:
+    root = write_tree(tmp_path, {**files(), "shared/pods/one.yaml": pod("one")})
+    (root / "shared" / "pods" / "up").symlink_to("..", target_is_directory=True)
+    (root / "shared" / "pods" / "root").symlink_to("../..", target_is_directory=True)
+    for n in range(20):  # two links to each next level: a walk without memory doubles
+        level = root / "chain" / f"l{n}"
+        level.mkdir(parents=True)
+        (level / "a").symlink_to(f"../l{n + 1}", target_is_directory=True)
+        (level / "b").symlink_to(f"../l{n + 1}", target_is_directory=True)
+    (root / "chain" / "l20").mkdir()
+    started = time.perf_counter()
+    result = compile_path(root, revision="test")
+    assert time.perf_counter() - started < 10
+    assert result.diagnostics == []
+    codes = {(w.file, w.code) for w in result.warnings}
+    assert ("shared/pods/root", "folder-symlink-loop") in codes
+    assert ("shared/pods/up", "folder-symlink-loop") in codes
+    assert {e.resource.name for e in result.catalog.entries} >= {"one"}
 
 
 def test_a_single_file_can_be_loaded() -> None:
@@ -296,3 +340,83 @@ def test_broken_spec_yaml_is_reported_but_broken_foreign_yaml_is_not() -> None:
     assert [(d.location(), d.code) for d in load_text("s.yaml", broken_spec).diagnostics] == [
         ("s.yaml:4:1", "yaml-syntax")]
     assert load_text("t.yaml", FOREIGN["chart/templates/svc.yaml"]).diagnostics == []
+
+
+# --- aliases bounded in bytes, integers in digits, tags refused where they stand ------------
+
+def alias_repeater(size: int) -> str:
+    """A PinPod of about ``size`` bytes whose args repeat one 100 KB string by alias."""
+    text = pod("rep").replace('image: "registry.internal/app:1.0"}',
+                              'image: "registry.internal/app:1.0", args: *args}')
+    head, spec = text.split("spec:\n")
+    head += f'x-long: &s "{"x" * 100_000}"\nx-args: &args\n'
+    lines = (size - len(head) - len(spec)) // 5
+    return head + "- *s\n" * lines + "spec:\n" + spec
+
+
+def peak_rss_mib(*command: str) -> tuple[int, str, float]:
+    """(exit code, stderr, peak RSS in MiB) of ``command`` run in a child process."""
+    probe = ("import resource, subprocess, sys\n"
+             "done = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+             "sys.stdout.write(str(done.returncode) + '\\n' + str("
+             "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) + '\\n' + done.stderr)")
+    out = subprocess.run([sys.executable, "-c", probe, *command], capture_output=True,
+                         text=True, timeout=120, check=True).stdout
+    code, kib, stderr = out.split("\n", 2)
+    return int(code), stderr, int(kib) / 1024
+
+
+@pytest.mark.parametrize("size", [1_000_000, 4_000_000])
+def test_aliases_repeating_a_long_string_are_refused_fast_and_small(
+        tmp_path: Path, size: int) -> None:
+    root = write_tree(tmp_path / "repo", files({"apps/rep.yaml": alias_repeater(size)}))
+    started = time.perf_counter()
+    code, stderr, peak = peak_rss_mib(sys.executable, "-m", "pincompile.cli", "compile",
+                                      str(root), "-o", str(tmp_path / "out"))
+    assert time.perf_counter() - started < 20
+    assert code == 1
+    assert stderr.splitlines()[0] == (
+        f"apps/rep.yaml:1:1: error[alias-bomb]: document expands to more than "
+        f"{MAX_EXPANDED_BYTES} bytes through YAML aliases; refused")
+    assert peak < 250, f"peak RSS {peak:.0f} MiB"
+
+
+def test_the_reference_loader_bounds_bytes_too() -> None:
+    text = alias_repeater(110_000).replace("x-long:", "x-long: !!str")  # a tag: ruamel reads it
+    result = load_text("rep.yaml", text)
+    assert triples(result.diagnostics) == [
+        ("rep.yaml:1:1", "alias-bomb", f"document expands to more than {MAX_EXPANDED_BYTES} "
+         "bytes through YAML aliases; refused")]
+
+
+def test_a_large_file_without_aliases_is_not_refused() -> None:
+    text = pod("big") + "x-data: [" + ", ".join(["y" * 1000] * 5000) + "]\n"
+    assert len(text) > MAX_EXPANDED_BYTES
+    result = load_text("big.yaml", text)
+    assert result.diagnostics == [] and len(result.documents) == 1
+
+
+@pytest.mark.parametrize("value", ["9" * 5000, "0x" + "f" * 4000, "-" + "1" * 1001])
+def test_an_integer_too_long_is_a_located_error(value: str) -> None:
+    text = pod("huge").replace("spec:\n", f"spec:\n  replicas: {value}\n")
+    for extra in ("", "x-tagged: !!int 1\n"):  # the libyaml loader and the reference one
+        assert triples(validate(files({"apps/huge.yaml": text + extra}))) == [
+            ("apps/huge.yaml:5:13", "yaml-number",
+             f"integer of {len(value)} characters; the limit is {MAX_INT_DIGITS}")]
+
+
+@pytest.mark.parametrize("tagged", [
+    "spec: !!omap [{containers: []}]", "spec: !!python/object:os.system {}",
+    "spec: !!set {a: null}", "spec: !!binary aGVsbG8=", "spec: !custom x"])
+def test_an_unknown_tag_is_a_located_yaml_tag_error(tagged: str) -> None:
+    text = pod("tagged").replace("spec:\n", "x-spec:\n") + tagged + "\n"
+    tag = tagged.split()[1]
+    assert triples(validate(files({"apps/tagged.yaml": text}))) == [
+        ("apps/tagged.yaml:6:7", "yaml-tag", f"YAML tag '{tag}' is not supported in specs")]
+
+
+def test_a_tag_on_the_document_is_located() -> None:
+    text = "--- !!python/object:os.system\n" + pod("tagged")
+    assert triples(validate(files({"apps/tagged.yaml": text}))) == [
+        ("apps/tagged.yaml:1:5", "yaml-tag",
+         "YAML tag '!!python/object:os.system' is not supported in specs")]

@@ -879,14 +879,14 @@ SCHEMA_CASES = [
         ('4:7', 'invalid-type',
          'spec: expected a mapping, got a list')],
         hint=None),
-    Case('unsupported-tag', """
+    Case('yaml-tag', """
         apiVersion: pincompute.io/v1
         kind: PinPod
         metadata: {name: bad, project: shop}
         spec:
           containers: [{name: main, image: !!python/object:os.system "registry.internal/app:1.0"}]
         """, [
-        ('5:36', 'unsupported-tag',
+        ('5:36', 'yaml-tag',
          "YAML tag '!!python/object:os.system' is not supported in specs")],
         hint='remove the tag: specs use plain YAML values (quote a string)'),
     Case('label-key-number', """

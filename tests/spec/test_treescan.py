@@ -42,7 +42,13 @@ def test_a_scan_names_what_read_tree_reads(tmp_path: Path) -> None:
     os.mkfifo(root / "apps" / "pipe.yaml")  # a located warning, never read
     (root / "apps" / "out.yaml").symlink_to(tmp_path / "elsewhere.yaml")
     (tmp_path / "elsewhere.yaml").write_text("kind: PinApp\n")
+    (root / "apps" / "followed").symlink_to("../platform", target_is_directory=True)
+    (root / "apps" / "outside").symlink_to(tmp_path, target_is_directory=True)
+    (root / "apps" / "loop").symlink_to("..", target_is_directory=True)
     read, walked = read_tree(root)
+    assert any(name.startswith("apps/followed/") for name, _ in read)
+    assert [w.code for w in walked.warnings] == [
+        "folder-symlink-loop", "folder-symlink-outside-root", "not-a-regular-file"]
     cache = tmp_path / "cache"
     scans = [lambda: scan_tree(root, None), lambda: scan_tree(root, Store(cache)),
              lambda: scan_tree(root, Store(cache)),  # with the index the first one stored
