@@ -117,7 +117,10 @@ def note_invalid(catalog: Catalog, documents: Iterable[Document]) -> None:
     valid = {id(e.doc) for e in catalog.entries}
     for doc in documents:
         data = doc.data
-        if id(doc) in valid or not isinstance(data, dict) or data.get("kind") not in KINDS:
+        if id(doc) in valid or not isinstance(data, dict):
+            continue
+        kind = data.get("kind")
+        if not isinstance(kind, str) or kind not in KINDS:  # a hostile kind may be a map
             continue
         meta = data.get("metadata")
         if isinstance(meta, dict) and isinstance(meta.get("name"), str):

@@ -56,3 +56,8 @@ def test_the_whole_pipeline_says_so_too() -> None:
 def test_an_unknown_name_still_gets_did_you_mean() -> None:
     tree = broken("apps/shop/web.yaml", "sidecars: [logging]", "sidecars: [loging]")
     assert {h for _, _, h in messages(tree, "unknown-sidecar")} == {"did you mean 'logging'?"}
+
+
+def test_a_kind_written_as_a_map_is_an_error_not_a_crash() -> None:
+    tree = broken("apps/shop/web.yaml", "kind: PinApp", "kind: {PinApp: 1}")
+    assert "unknown-target" in {d.code for d in compile_all(tree).diagnostics}
