@@ -22,7 +22,7 @@ from kubernetes.dynamic.exceptions import DynamicApiError
 
 from pincompile.manifest import Manifest
 from pincompile.pipeline import Result
-from reconciler import failover, rollout, status
+from reconciler import applied, failover, rollout, status
 from reconciler.cache import ClusterCache
 from reconciler.clients import read, write
 from reconciler.clients.connect import ClusterUnreachable, Connection
@@ -437,7 +437,7 @@ class Reconciler:
             def apply(cluster: str, obj: Obj) -> None:
                 conn = members[cluster].conn
                 assert conn is not None
-                members[cluster].live[key_of(obj)] = write.apply(conn, obj)
+                members[cluster].live[key_of(obj)] = write.apply(conn, applied.stamp(obj))
                 if members[cluster].report is not None:
                     members[cluster].report.updated.append(  # type: ignore[union-attr]
                         ObjectRef(cluster, obj["apiVersion"], obj["kind"],

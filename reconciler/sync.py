@@ -26,7 +26,7 @@ from typing import Any
 from kubernetes.dynamic.exceptions import DynamicApiError
 
 from pincompile.manifest import ANNOTATION_FAILOVER, MANAGED_BY, MANAGED_BY_VALUE
-from reconciler import conflict, diff, kinds
+from reconciler import applied, conflict, diff, kinds
 from reconciler.clients import read, write
 from reconciler.clients.connect import FIELD_MANAGER, Connection
 from reconciler.clients.read import Key, key_of
@@ -224,10 +224,13 @@ def _plan_object(conn: Connection, obj: Obj, live: dict[Key, Obj], options: Opti
             to_apply["spec"]["replicas"] = initial_replicas[key]
         elif current is not None:
             to_apply["spec"].pop("replicas", None)
+    # the record leaves out replicas an HPA owns: the same whether set (at creation) or not
+    to_apply = applied.stamp(to_apply, _without_replicas(to_apply) if key in scaled else None)
     if current is not None and _failed_pod_to_recreate(current):
         return Change(Action.REPLACE, key, desired=to_apply, live=current, predicted=to_apply,
                       reason="the pod failed and asks for failover")
-    if memo is not None and current is not None and memo.still_unchanged(key, to_apply, current):
+    if current is not None and (applied.unchanged(to_apply, current) or (
+            memo is not None and memo.still_unchanged(key, to_apply, current))):
         return Change(Action.UNCHANGED, key, desired=to_apply, live=current, predicted=current)
     try:
         predicted = write.apply(conn, to_apply, dry_run=True)
