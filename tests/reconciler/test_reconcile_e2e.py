@@ -333,6 +333,32 @@ def test_drift_is_shown_and_restored_and_other_managers_fields_stay(
     assert live.metadata.labels["oncall-note"] == "paged"
 
 
+def test_a_label_and_an_annotation_changed_by_another_manager_are_found_and_restored(
+        rt_fleet: fleet_mod.FleetState, repo: Path, api: Callable[[str], k8s.ApiClient]
+) -> None:
+    cluster = web_clusters(api)[0]
+    core = k8s.CoreV1Api(api(cluster))
+    before = Pass(rt_fleet, repo, wait=False)
+    assert before.writes[cluster] == 0, before.lines  # converged before the change
+    core.patch_namespaced_service(
+        "web", "shop", {"metadata": {"labels": {"pincompute.io/tier": "reserved"},
+                                     "annotations": {"pincompute.io/source": "x.yaml"}}},
+        field_manager="kubectl-label")
+    plan = CliRunner().invoke(cli, ["plan", str(repo), "--cluster", cluster, "--exit-code",
+                                    *at_sunday(rt_fleet)])
+    assert plan.exit_code == 1, plan.output
+    assert "update    Service/shop/web" in plan.output
+    assert "-    pincompute.io/tier: reserved" in plan.output
+    assert "+    pincompute.io/tier: ondemand" in plan.output
+    assert "-    pincompute.io/source: x.yaml" in plan.output
+    assert "+    pincompute.io/source: apps/shop/web.yaml" in plan.output
+    run = Pass(rt_fleet, repo, wait=False)
+    assert f"{cluster}: update Service/shop/web" in run.lines, run.lines
+    meta = core.read_namespaced_service("web", "shop").metadata
+    assert meta.labels["pincompute.io/tier"] == "ondemand"
+    assert meta.annotations["pincompute.io/source"] == "apps/shop/web.yaml"
+
+
 # --- 6. an unreachable cluster ----------------------------------------------------------------
 
 def test_unreachable_cluster_is_reported_and_the_others_converge(
