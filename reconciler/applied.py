@@ -22,15 +22,24 @@ import hashlib
 import json
 from typing import Any
 
-from reconciler.diff import ANNOTATION_APPLIED, VOLATILE_ANNOTATIONS, VOLATILE_METADATA, normalize
+from reconciler.diff import ANNOTATION_APPLIED, VOLATILE_ANNOTATIONS, VOLATILE_METADATA
 from reconciler.model import Obj
 
 ANNOTATION = ANNOTATION_APPLIED
 
 
 def digest(obj: Obj) -> str:
-    """A short digest of the content ``obj`` would apply (no revision, no record)."""
-    blob = json.dumps(normalize(obj), sort_keys=True, separators=(",", ":"))
+    """A short digest of the content ``obj`` would apply (what :func:`diff.normalize`
+    keeps: no revision, no record), without copying it."""
+    meta = obj.get("metadata") or {}
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
+                   if k not in VOLATILE_ANNOTATIONS}
+    kept = {k: v for k, v in meta.items()
+            if k not in VOLATILE_METADATA and k != "annotations"}
+    if annotations:
+        kept["annotations"] = annotations
+    content = {k: v for k, v in obj.items() if k not in ("status", "metadata")}
+    blob = json.dumps([kept, content], sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
