@@ -29,9 +29,12 @@ def immutable_fields(message: str) -> list[str]:
 
 
 def owners(live: Obj | None) -> list[str]:
-    """The field managers of an object (who created or changed it), in managedFields order."""
+    """The field managers of an object (who created or changed it; not a controller writing
+    its status), in managedFields order."""
     found: list[str] = []
     for entry in ((live or {}).get("metadata") or {}).get("managedFields") or []:
+        if entry.get("subresource"):
+            continue
         manager = str(entry.get("manager") or "")
         if manager and manager not in found:
             found.append(manager)

@@ -13,13 +13,13 @@ HELD = {"metadata": {"name": "newcomer", "managedFields": [
     {"manager": "kubectl-create", "operation": "Update"}]}}
 
 
-def test_an_immutable_selector_is_named_with_the_owners_field_managers() -> None:
+def test_an_immutable_selector_is_named_with_the_owners_not_the_status_writers() -> None:
     assert conflict.is_immutable(SELECTOR)
     assert conflict.immutable_fields(SELECTOR) == ["spec.selector"]
     text = conflict.describe(HELD, SELECTOR)
     assert text == ("held by an object pincompile does not manage (field manager "
-                    "kubectl-create, kube-controller-manager); spec.selector differs and "
-                    "cannot change in place; use --adopt to take it over")
+                    "kubectl-create); spec.selector differs and cannot change in place; use "
+                    "--adopt to take it over")
 
 
 def test_a_refusal_that_adopting_cannot_fix_says_so() -> None:
