@@ -216,32 +216,35 @@ def measure(apps: int, before: str | None) -> dict[str, Any]:
 def results_lines(r: dict[str, Any]) -> list[str]:
     def row(name: str, p: dict[str, Any], note: str = "") -> str:
         dry = sum(v for n, v in p["dry_runs"].items() if n != "host")
-        return (f"| {name} | {p['seconds']} | {p['member_writes']} | {dry} | "
-                f"{p['dry_runs'].get('host', 0)} | {p['lists']} (max "
-                f"{p['max_lists_per_resource']} per resource) | {note} |")
+        return (f"| {name} | {p['seconds']} | {p['member_writes']} | "
+                f"{p['writes'].get('host', 0)} | {dry} | {p['dry_runs'].get('host', 0)} | "
+                f"{p['lists']} (max {p['max_lists_per_resource']} per resource) | {note} |")
 
     first, noop = r["first_pass"], r["noop_pass"]
     lines = [f"{r['apps']} PinApps ({r['apps'] // 5} with a cpu PinScaler) -> "
              f"{first['objects']} objects in 3 member clusters; 2 CPUs shared with other "
              f"work (load average after the run {' '.join(map(str, r['loadavg']))}); "
              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.", "",
-             "| pass | wall s | writes to members | dry-runs (members) | dry-runs (host) "
-             "| LISTs | note |", "|---|---:|---:|---:|---:|---|---|",
+             "| pass | wall s | writes to members | writes to host | dry-runs (members) "
+             "| dry-runs (host) | LISTs | note |", "|---|---:|---:|---:|---:|---:|---|---|",
              row("first pass (creates everything)", first,
                  f"{sum(first['created'].values())} created")]
     if "before" in r:
-        lines.append(row(f"no-op pass, before (`{r['before']['revision']}`)",
-                         r["before"]["noop_pass"], "every object dry-run"))
+        lines.append(row(f"no-op pass by the reconciler of `{r['before']['revision']}`",
+                         r["before"]["noop_pass"],
+                         "every object dry-run; it also rewrote every object, to drop the "
+                         "record of the newer version (which it does not know)"))
     lines += [
         row("**no-op pass, now**", noop, "target <= 10 s at 1,000 apps, 0 writes"),
         row("no-op pass, now, again", r["noop_pass_again"], ""),
         f"| baseline: every object server-side applied again (one PATCH each, like "
         f"`kubectl apply --server-side` per cluster) | {r['reapply_everything']['seconds']} "
-        f"| | | | | {r['reapply_everything']['objects']} objects |",
-        row("no-op pass after that baseline (another manager now shares every field)",
-            r["noop_after_reapply"], ""),
+        f"| | | | | | {r['reapply_everything']['objects']} objects |",
+        row("no-op pass, now, over objects without a record", r["noop_after_reapply"],
+            "every object dry-run (the older reconciler dropped the records): the cost of "
+            "a no-op pass before, without its writes" if "before" in r else ""),
         f"| baseline: plain creation of rt-a's objects in a new namespace | "
-        f"{r['create_baseline_rt-a']['seconds']} | | | | | "
+        f"{r['create_baseline_rt-a']['seconds']} | | | | | | "
         f"{r['create_baseline_rt-a']['per_minute']} objects/min |",
     ]
     return lines
