@@ -14,7 +14,6 @@ Rules, each in one place below:
 
 from __future__ import annotations
 
-import copy
 import enum
 import json
 from collections.abc import Callable, Iterable
@@ -218,12 +217,14 @@ def _plan_object(conn: Connection, obj: Obj, live: dict[Key, Obj], options: Opti
                  initial_replicas: dict[Key, int], memo: PlanMemo | None = None) -> Change:
     key = key_of(obj)
     current = live.get(key)
-    to_apply = copy.deepcopy(obj)
+    to_apply = obj  # never changed in place below: a copy where it differs
     if key in scaled:
+        spec = dict(obj["spec"])
         if current is None and key in initial_replicas:
-            to_apply["spec"]["replicas"] = initial_replicas[key]
+            spec["replicas"] = initial_replicas[key]
         elif current is not None:
-            to_apply["spec"].pop("replicas", None)
+            spec.pop("replicas", None)
+        to_apply = {**obj, "spec": spec}
     # the record leaves out replicas an HPA owns: the same whether set (at creation) or not
     to_apply = applied.stamp(to_apply, _without_replicas(to_apply) if key in scaled else None)
     if current is not None and _failed_pod_to_recreate(current):
