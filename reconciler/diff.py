@@ -20,7 +20,10 @@ from reconciler.model import Obj
 
 VOLATILE_METADATA = ("managedFields", "resourceVersion", "uid", "generation",
                      "creationTimestamp", "selfLink")
-VOLATILE_ANNOTATIONS = (ANNOTATION_REVISION,
+ANNOTATION_APPLIED = "pincompute.io/applied-digest"
+"""pincompile's record of its last apply (see :mod:`reconciler.applied`): bookkeeping,
+never a difference."""
+VOLATILE_ANNOTATIONS = (ANNOTATION_REVISION, ANNOTATION_APPLIED,
                         "kubectl.kubernetes.io/last-applied-configuration")
 
 

@@ -22,7 +22,7 @@ from kubernetes.dynamic.exceptions import DynamicApiError
 
 from pincompile.manifest import Manifest
 from pincompile.pipeline import Result
-from reconciler import failover, rollout, status
+from reconciler import applied, failover, rollout, status
 from reconciler.cache import ClusterCache
 from reconciler.clients import read, write
 from reconciler.clients.connect import ClusterUnreachable, Connection, KubeconfigError
@@ -30,7 +30,16 @@ from reconciler.clients.read import Key, key_of
 from reconciler.health import assess
 from reconciler.host import AppKey
 from reconciler.kinds import MANAGED_KINDS
-from reconciler.model import ClusterReport, Obj, ObjectRef, PassReport, Phase
+from reconciler.model import (
+    ClusterReport,
+    Health,
+    Left,
+    Obj,
+    ObjectRef,
+    PassReport,
+    Phase,
+    Unconverged,
+)
 from reconciler.scaling import ScheduleError, hpa_floor, rebalance, with_scheduled_floor
 from reconciler.sync import (
     Action,
@@ -176,6 +185,7 @@ class Reconciler:
         self._in_parallel(members, self._plan)
         self._in_parallel(members, self._apply)
         self._advance(rollouts, members)
+        _report_halts(rollouts, members)
         if self.wait:
             self._wait_healthy(members)
         self._write_status(result, members, rollouts, stored, report, moves)
@@ -225,10 +235,11 @@ class Reconciler:
         member.report = ClusterReport(member.name)
         if plan.blocked:
             self.echo(f"{member.name}: prune refused: {plan.blocked}")
-            member.report.conflicts.append(plan.blocked)
+            member.report.unconverged.append(Unconverged(Left.PRUNE_HELD, "", plan.blocked))
         for change in plan.of(Action.CONFLICT, Action.INVALID):
-            member.report.conflicts.append(f"{change.name}: {change.reason}")
-            self.echo(f"{member.name}: {change.action} {change.name}: {change.reason}")
+            left = Left.CONFLICT if change.action is Action.CONFLICT else Left.REJECTED
+            member.report.unconverged.append(Unconverged(left, change.name, change.reason))
+            self.echo(f"{member.name}: {left} {change.name}: {change.reason}")
         done = execute(member.conn, plan, workers=self.options.workers, echo=self.echo)
         refs = {a: [c.ref(member.name) for c in cs] for a, cs in done.items()}
         member.report.created = refs[Action.CREATE]
@@ -427,7 +438,7 @@ class Reconciler:
             def apply(cluster: str, obj: Obj) -> None:
                 conn = members[cluster].conn
                 assert conn is not None
-                members[cluster].live[key_of(obj)] = write.apply(conn, obj)
+                members[cluster].live[key_of(obj)] = write.apply(conn, applied.stamp(obj))
                 if members[cluster].report is not None:
                     members[cluster].report.updated.append(  # type: ignore[union-attr]
                         ObjectRef(cluster, obj["apiVersion"], obj["kind"],
@@ -500,6 +511,7 @@ class Reconciler:
         written: set[AppKey] = set()
         for member in members.values():
             per_app: dict[AppKey, status.ClusterView] = {}
+            problems = _problems(member)
             for obj in member.desired:
                 app = status.app_of(obj)
                 if app is None:
@@ -510,6 +522,8 @@ class Reconciler:
                 ref = ObjectRef(member.name, obj["apiVersion"], obj["kind"], key[1] or None,
                                 key[2])
                 view.objects.append((ref, member.live.get(key)))
+                if key in problems:
+                    view.problems[ref] = problems[key]
             for app, view in per_app.items():
                 views[app].append(view)
             if member.plan is not None:
@@ -548,6 +562,30 @@ class Reconciler:
                                       warning=move.phase != "FailingBack")
             except (ClusterUnreachable, KubeconfigError, DynamicApiError, OSError) as exc:
                 report.clusters[HOST].error = _explain(exc)
+
+
+def _problems(member: MemberState) -> dict[Key, Health]:
+    """The objects of a member its plan could not apply, with the health they show."""
+    if member.plan is None:
+        return {}
+    out: dict[Key, Health] = {}
+    for change in member.plan.of(Action.CONFLICT, Action.INVALID):
+        left = Left.CONFLICT if change.action is Action.CONFLICT else Left.REJECTED
+        out[change.key] = Health(Phase.DEGRADED, f"{left}: {change.reason}")
+    return out
+
+
+def _report_halts(rollouts: dict[AppKey, rollout.AppRollout],
+                  members: dict[str, MemberState]) -> None:
+    """A halted rollout leaves every cluster that kept the old template unconverged."""
+    for app, plan in sorted(rollouts.items()):
+        if plan.state.phase != rollout.HALTED:
+            continue
+        for cluster in sorted(plan.desired):
+            report = members[cluster].report
+            if report is not None and not plan.allowed(cluster):
+                report.unconverged.append(Unconverged(
+                    Left.ROLLOUT_HALTED, "/".join(app), plan.state.message))
 
 
 def _by_app(members: Iterable[MemberState], wanted: Callable[[Obj, AppKey], bool]

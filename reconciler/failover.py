@@ -218,7 +218,8 @@ def arrange(normal: Mapping[str, list[Obj]], moved: Mapping[str, list[Obj]],
     blended back in steps toward ``normal`` while their clusters return.
 
     Objects that belong to no app (namespaces, quotas, platform daemons) come from
-    ``moved`` in the clusters that take the extra copies, from ``normal`` elsewhere."""
+    ``moved`` in the clusters that take the extra copies, from ``normal`` elsewhere and
+    everywhere once the last share is back."""
     lost = {c for c, s in states.items() if s.phase == LOST}
     returning = {c: s for c, s in states.items() if s.phase == RETURNING}
     out = Arrangement({c: [] for c in normal})
@@ -228,9 +229,6 @@ def arrange(normal: Mapping[str, list[Obj]], moved: Mapping[str, list[Obj]],
     gone = lost | set(returning)
     by_n = {c: _by_app(objs) for c, objs in normal.items()}
     by_f = {c: _by_app(moved.get(c, [])) for c in normal}
-    for cluster in normal:
-        source = by_n if cluster in gone else by_f
-        out.desired[cluster] += source[cluster].get(None, [])
     apps = sorted({a for split in (*by_n.values(), *by_f.values()) for a in split
                    if a is not None})
     scaled = {k for objs in (*normal.values(), *moved.values()) for k in autoscaled(objs)}
@@ -252,6 +250,11 @@ def arrange(normal: Mapping[str, list[Obj]], moved: Mapping[str, list[Obj]],
                     "failover: false, so it is not recreated elsewhere")
             continue
         _place_app(out, app, by_n, by_f, involved, lost, returning, step, scaled)
+    # the pass that moves the last share back also shrinks the grown quotas (not the next)
+    finished = not lost and not out.pending and all(s.steps > 0 for s in returning.values())
+    for cluster in normal:
+        source = by_n if cluster in gone or finished else by_f
+        out.desired[cluster] += source[cluster].get(None, [])
     return out
 
 

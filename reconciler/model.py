@@ -49,6 +49,36 @@ class ObjectRef:
         return f"{self.kind}/{where}{self.name}"
 
 
+class Left(enum.StrEnum):
+    """Why a pass left something different from the specs (each makes ``apply`` exit 1)."""
+
+    CONFLICT = "conflict"
+    """An object we do not manage holds a desired name."""
+    REJECTED = "rejected"
+    """The API server refused a desired object (it is invalid there)."""
+    PRUNE_HELD = "prune held"
+    """A prune over ``--max-prune`` was refused: nothing was pruned in that cluster."""
+    ROLLOUT_HALTED = "rollout halted"
+    """A zone-by-zone rollout halted: this cluster keeps the old template."""
+
+
+@dataclass(frozen=True)
+class Unconverged:
+    """One thing a pass left unconverged in one cluster: what, where and why."""
+
+    left: Left
+    target: str
+    """``Kind/namespace/name`` (or an app, ``PinApp/shop/web``); empty for the cluster."""
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.left} {self.target}: {self.message}" if self.target \
+            else f"{self.left}: {self.message}"
+
+    def to_json(self) -> dict[str, str]:
+        return {"reason": str(self.left), "object": self.target, "message": self.message}
+
+
 @dataclass
 class ClusterReport:
     """What one pass did in one member cluster."""
@@ -59,7 +89,8 @@ class ClusterReport:
     replaced: list[ObjectRef] = field(default_factory=list)
     pruned: list[ObjectRef] = field(default_factory=list)
     unchanged: int = 0
-    conflicts: list[str] = field(default_factory=list)
+    unconverged: list[Unconverged] = field(default_factory=list)
+    """What this pass could not make match the specs (conflicts, rejections, ...)."""
     error: str | None = None
     seconds: float = 0.0
 
@@ -85,3 +116,14 @@ class PassReport:
     @property
     def writes(self) -> int:
         return sum(c.writes for c in self.clusters.values())
+
+    @property
+    def unconverged(self) -> list[tuple[str, Unconverged]]:
+        """(cluster, item) for everything a reachable cluster was left different in."""
+        return [(name, item) for name, c in sorted(self.clusters.items())
+                for item in c.unconverged]
+
+    @property
+    def converged(self) -> bool:
+        """Every cluster reached and nothing left different from the specs (exit 0)."""
+        return self.ok and not self.unconverged

@@ -56,6 +56,9 @@ class ClusterView:
     cluster: str
     objects: list[tuple[ObjectRef, Obj | None]] = field(default_factory=list)
     error: str | None = None
+    problems: dict[ObjectRef, Health] = field(default_factory=dict)
+    """Objects the pass could not apply (a conflict, a rejection): their health instead
+    of their live state's (which is not ours, or absent)."""
 
 
 def cluster_status(view: ClusterView, revision: str) -> dict[str, Any]:
@@ -63,7 +66,7 @@ def cluster_status(view: ClusterView, revision: str) -> dict[str, Any]:
     if view.error is not None:
         return {"name": view.cluster, "phase": str(Phase.UNKNOWN),
                 "message": f"cluster unreachable: {view.error}"}
-    health = aggregate((ref, assess(obj)) for ref, obj in view.objects)
+    health = aggregate((ref, view.problems.get(ref) or assess(obj)) for ref, obj in view.objects)
     ready = desired = 0
     for _, obj in view.objects:
         if obj is not None and obj.get("kind") in PRIMARY:

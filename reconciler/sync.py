@@ -14,10 +14,8 @@ Rules, each in one place below:
 
 from __future__ import annotations
 
-import copy
 import enum
 import json
-import re
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -27,15 +25,13 @@ from typing import Any
 from kubernetes.dynamic.exceptions import DynamicApiError
 
 from pincompile.manifest import ANNOTATION_FAILOVER, MANAGED_BY, MANAGED_BY_VALUE
-from reconciler import diff, kinds
+from reconciler import applied, conflict, diff, kinds
 from reconciler.clients import read, write
 from reconciler.clients.connect import FIELD_MANAGER, Connection
 from reconciler.clients.read import Key, key_of
 from reconciler.model import Obj, ObjectRef
 
 INITIAL_REPLICAS_MANAGER = "pincompile-initial-replicas"
-_IMMUTABLE = re.compile(r"field is immutable|may not change fields|updates to \S+ spec for "
-                        r"fields other than|Forbidden: .*(?:immutable|cannot be changed)")
 
 
 class Action(enum.StrEnum):
@@ -221,27 +217,35 @@ def _plan_object(conn: Connection, obj: Obj, live: dict[Key, Obj], options: Opti
                  initial_replicas: dict[Key, int], memo: PlanMemo | None = None) -> Change:
     key = key_of(obj)
     current = live.get(key)
-    to_apply = copy.deepcopy(obj)
+    to_apply = obj  # never changed in place below: a copy where it differs
     if key in scaled:
+        spec = dict(obj["spec"])
         if current is None and key in initial_replicas:
-            to_apply["spec"]["replicas"] = initial_replicas[key]
+            spec["replicas"] = initial_replicas[key]
         elif current is not None:
-            to_apply["spec"].pop("replicas", None)
+            spec.pop("replicas", None)
+        to_apply = {**obj, "spec": spec}
+    # the record leaves out replicas an HPA owns: the same whether set (at creation) or not
+    to_apply = applied.stamp(to_apply, _without_replicas(to_apply) if key in scaled else None)
     if current is not None and _failed_pod_to_recreate(current):
         return Change(Action.REPLACE, key, desired=to_apply, live=current, predicted=to_apply,
                       reason="the pod failed and asks for failover")
-    if memo is not None and current is not None and memo.still_unchanged(key, to_apply, current):
+    if current is not None and (applied.unchanged(to_apply, current) or (
+            memo is not None and memo.still_unchanged(key, to_apply, current))):
         return Change(Action.UNCHANGED, key, desired=to_apply, live=current, predicted=current)
     try:
         predicted = write.apply(conn, to_apply, dry_run=True)
     except DynamicApiError as exc:
         message = _message(exc)
-        if current is not None and exc.status == 422 and _IMMUTABLE.search(message):
+        if current is not None and exc.status == 422 and conflict.is_immutable(message):
             return Change(Action.REPLACE, key, desired=to_apply, live=current,
                           predicted=to_apply, reason=message)
         if (current is None and exc.status == 404
                 and obj["metadata"].get("namespace") in creating_namespaces):
             return Change(Action.CREATE, key, desired=to_apply, predicted=to_apply)
+        held = read.get(conn, obj) if current is None else None
+        if held is not None:  # refused because of the object holding the name
+            return _held(key, to_apply, held, options, message)
         return Change(Action.INVALID, key, desired=to_apply, live=current, reason=message)
     if current is None:
         if not (predicted.get("metadata") or {}).get("resourceVersion"):
@@ -250,9 +254,7 @@ def _plan_object(conn: Connection, obj: Obj, live: dict[Key, Obj], options: Opti
         # do not manage (no LIST filtered by our label returned it)
         current = read.get(conn, obj)
         if not options.adopt:
-            return Change(Action.CONFLICT, key, desired=obj, live=current,
-                          reason="exists and is not managed by pincompile "
-                                 "(use --adopt to take it over)")
+            return _held(key, to_apply, current, options, None)
     compared: tuple[Obj | None, Obj | None] = (current, predicted)
     if key in scaled:  # an HPA may scale between our LIST and the dry-run: not drift
         compared = (_without_replicas(current), _without_replicas(predicted))
@@ -260,6 +262,19 @@ def _plan_object(conn: Connection, obj: Obj, live: dict[Key, Obj], options: Opti
         return Change(Action.UNCHANGED, key, desired=to_apply, live=current, predicted=predicted)
     return Change(Action.UPDATE, key, desired=to_apply, live=current, predicted=predicted,
                   reason="" if is_managed(current) else "adopted")
+
+
+def _held(key: Key, desired: Obj, held: Obj | None, options: Options,
+          rejection: str | None) -> Change:
+    """A desired name held by an object we do not manage: a conflict; with ``adopt`` and an
+    immutable field in the way, a replace (delete theirs, create ours)."""
+    if options.adopt and rejection is not None and conflict.is_immutable(rejection):
+        fields = ", ".join(conflict.immutable_fields(rejection)) or "an immutable field"
+        return Change(Action.REPLACE, key, desired=desired, live=held, predicted=desired,
+                      reason=f"adopted: {fields} cannot change in place, so the object is "
+                             "deleted and recreated")
+    return Change(Action.CONFLICT, key, desired=desired, live=held,
+                  reason=conflict.describe(held, rejection, adopting=options.adopt))
 
 
 def _without_replicas(obj: Obj | None) -> Obj | None:
@@ -280,8 +295,6 @@ def _failed_pod_to_recreate(live: Obj) -> bool:
 def _message(exc: DynamicApiError) -> str:
     body: Any = getattr(exc, "body", None)
     try:
-        import json
-
         return str(json.loads(body)["message"])
     except (TypeError, ValueError, KeyError):
         return str(getattr(exc, "summary", lambda: exc)())
@@ -309,6 +322,8 @@ def execute(conn: Connection, plan: ClusterPlan, *, workers: int = 8,
         elif change.action is Action.REPLACE:
             assert change.desired is not None and change.live is not None
             uid = change.live["metadata"].get("uid")
+            echo(f"{plan.cluster}: recreating {change.name} (delete, then create): "
+                 f"{_first_line(change.reason)}")
             write.delete(conn, change.live, propagation="Foreground")
             if not write.wait_gone(conn, change.live, uid=uid):
                 raise TimeoutError(f"{change.name}: the old object did not go away in time")
@@ -329,6 +344,11 @@ def execute(conn: Connection, plan: ClusterPlan, *, workers: int = 8,
                 if change is not None:
                     done[change.action].append(change)
     return done
+
+
+def _first_line(text: str, limit: int = 200) -> str:
+    line = text.splitlines()[0] if text else ""
+    return line if len(line) <= limit else line[:limit - 3] + "..."
 
 
 def _sole_replicas_owner(live: Obj | None) -> bool:

@@ -13,6 +13,9 @@ from pincompile.diagnostics import Diagnostic, render_human, render_json
 
 EXIT_OK = 0
 EXIT_INVALID = 1
+EXIT_UNCONVERGED = 1
+"""``apply``: a cluster was left different from the specs (conflict, rejected object,
+held prune, halted rollout)."""
 EXIT_USAGE = 2
 EXIT_CLUSTER = 3
 

@@ -9,6 +9,7 @@ from typing import Any
 from kubernetes.dynamic.exceptions import NotFoundError
 
 from reconciler.clients.connect import FIELD_MANAGER, Connection
+from reconciler.clients.read import plain
 from reconciler.model import Obj
 
 
@@ -22,7 +23,7 @@ def apply(conn: Connection, obj: Obj, *, dry_run: bool = False,
     extra: dict[str, Any] = {"dry_run": "All"} if dry_run else {}
     result: Obj = conn.dynamic.server_side_apply(
         resource, body=obj, name=meta["name"], namespace=meta.get("namespace"),
-        field_manager=manager, force_conflicts=True, **extra).to_dict()
+        field_manager=manager, force_conflicts=True, serializer=plain, **extra)
     return result
 
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import Counter
 from datetime import datetime
 from pathlib import Path
 
 import click
 
-from pincompile.commands.common import EXIT_CLUSTER, EXIT_OK
+from pincompile.commands.common import EXIT_CLUSTER, EXIT_OK, EXIT_UNCONVERGED
 from reconciler.commands.common import (
     check_clusters,
     clock_of,
@@ -22,6 +23,7 @@ from reconciler.commands.common import (
 from reconciler.commands.status import render_clusters, render_table
 from reconciler.engine import HOST, Reconciler
 from reconciler.host import AppKey
+from reconciler.model import PassReport
 from reconciler.sync import Options
 
 
@@ -71,9 +73,11 @@ def apply(ctx: click.Context, root: Path, kubeconfig: str | None, host_context: 
     A pass with nothing to change makes no write at all.
 
     \b
-    Exit codes: 0 applied, 1 invalid specs, 2 usage (also: the kubeconfig is missing or
-    unreadable, or has no --host-context), 3 a cluster failed, or its context is not in the
-    kubeconfig (the others were still reconciled; run again once it is back).
+    Exit codes: 0 every targeted cluster converged; 1 invalid specs, or unconverged: a
+    conflict, an object the API server rejected, a prune held by --max-prune or a halted
+    rollout (the pass ends with what is left and why); 2 usage (also: the kubeconfig is
+    missing or unreadable, or has no --host-context); 3 a cluster failed, or its context is
+    not in the kubeconfig (the others were still reconciled; run again once it is back).
     \b
     Examples:
       pincompile apply examples
@@ -109,22 +113,39 @@ def apply(ctx: click.Context, root: Path, kubeconfig: str | None, host_context: 
                 if s.phase != "Reachable"}
     finally:
         reconciler.close()
-    for name, cluster in sorted(report.clusters.items()):
-        if cluster.error:
-            click.echo(f"{name}: FAILED: {cluster.error}", err=True)
-        for conflict in cluster.conflicts:
-            click.echo(f"{name}: {conflict}", err=True)
     click.echo(_summary(report, writes, time.monotonic() - started))
     if not quiet and statuses:
         click.echo(render_table([_as_row(app, doc) for app, doc in statuses.items()],
                                 render_clusters(lost)))
-    sys.exit(EXIT_OK if report.ok else EXIT_CLUSTER)
+    left = _left(report)
+    if left:
+        click.echo(left, err=True)
+    if not report.ok:
+        sys.exit(EXIT_CLUSTER)
+    sys.exit(EXIT_OK if report.converged else EXIT_UNCONVERGED)
 
 
-def _summary(report: object, writes: dict[str, int], seconds: float) -> str:
-    from reconciler.model import PassReport
+def _left(report: PassReport) -> str:
+    """The closing summary of what the pass could not do, and why ("" when converged)."""
+    failed = [(n, c.error) for n, c in sorted(report.clusters.items()) if c.error]
+    items = report.unconverged
+    if not failed and not items:
+        return ""
+    lines = []
+    if failed:
+        lines.append(f"NOT CONVERGED: {len(failed)} cluster(s) could not be reconciled "
+                     "(exit 3):")
+        lines += [f"  {name}: FAILED: {error}" for name, error in failed]
+    if items:
+        counts = Counter(str(item.left) for _, item in items)
+        what = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items()))
+        lines.append(f"NOT CONVERGED: {len(items)} thing(s) left different from the specs "
+                     f"({what}):")
+        lines += [f"  {cluster}: {item}" for cluster, item in items]
+    return "\n".join(lines)
 
-    assert isinstance(report, PassReport)
+
+def _summary(report: PassReport, writes: dict[str, int], seconds: float) -> str:
     members = {n: c for n, c in report.clusters.items() if n != HOST}
     created = sum(len(c.created) for c in members.values())
     updated = sum(len(c.updated) for c in members.values())
@@ -141,6 +162,8 @@ def _summary(report: object, writes: dict[str, int], seconds: float) -> str:
             if member_writes == 0 else f"{member_writes} write requests to member clusters")
     tail += f", {host_writes} to the host (specs, status, events)"
     fail = f"; {failed} cluster(s) FAILED" if failed else ""
+    left = len(report.unconverged)
+    fail += f"; {left} left unconverged" if left else ""
     return f"{head}; {tail}{fail} ({seconds:.1f}s)"
 
 

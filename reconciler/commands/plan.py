@@ -42,12 +42,16 @@ def plan(root: Path, kubeconfig: str | None, host_context: str, clusters: tuple[
 
     Each desired object is sent to its cluster as a server-side dry-run apply and the
     answer is compared with the live object, so defaults the API server adds never show
-    as drift, and a commit that changes nothing for an object shows nothing. Objects that
-    pincompile manages but no longer compiles are listed as prunes.
+    as drift, and a commit that changes nothing for an object shows nothing — except an
+    object pincompile applied itself that provably did not change since (its record of
+    what was applied matches and every value it sets is live): no request for that one.
+    Objects that pincompile manages but no longer compiles are listed as prunes.
 
     \b
     Actions: create, update (with a diff), replace (an immutable field changed: delete
-    and recreate), prune, conflict (an unmanaged object holds the name; see --adopt).
+    and recreate), prune, conflict (an object pincompile does not manage holds the name:
+    its field managers and the immutable field that differs; see --adopt), invalid (the
+    API server rejects the object).
 
     \b
     Exit codes: 0 ok (with --exit-code: nothing to change), 1 invalid specs (or, with

@@ -33,8 +33,9 @@ class AuditRecord:
     subject: str
     trigger: str
     outcome: str
-    """``applied``, ``failed`` (some cluster failed), ``compile-failed``, ``fetch-failed`` or
-    ``reconcile-failed`` (the reconciler itself broke)."""
+    """``applied``, ``unconverged`` (applied, but something was left different from the
+    specs: see ``clusters``), ``failed`` (some cluster failed), ``compile-failed``,
+    ``fetch-failed`` or ``reconcile-failed`` (the reconciler itself broke)."""
     duration_seconds: float
     clusters: dict[str, dict[str, Any]] = field(default_factory=dict)
     error: str | None = None
@@ -55,6 +56,7 @@ class AuditRecord:
             return f"{head}: {self.error}"[:1000]
         parts = [f"{name}: +{c['created']} ~{c['changed']} -{c['pruned']} r{c['replaced']}"
                  + (f" error: {c['error']}" if c.get("error") else "")
+                 + (f" unconverged: {len(c['unconverged'])}" if c.get("unconverged") else "")
                  for name, c in sorted(self.clusters.items())]
         return f"{head} in {self.duration_seconds:.1f}s; " + "; ".join(parts) if parts \
             else f"{head} in {self.duration_seconds:.1f}s; no member cluster in scope"
@@ -63,10 +65,12 @@ class AuditRecord:
 def record_for(report: PassReport, *, author: str, subject: str, trigger: str,
                stage: str | None, shards: list[int] | None = None) -> AuditRecord:
     """The audit record of a finished pass (``stage``: what failed before any apply)."""
-    outcome = f"{stage}-failed" if stage else ("applied" if report.ok else "failed")
+    outcome = f"{stage}-failed" if stage else (
+        "failed" if not report.ok else "applied" if report.converged else "unconverged")
     clusters = {name: {"created": len(c.created), "changed": len(c.updated),
                        "pruned": len(c.pruned), "replaced": len(c.replaced),
-                       "unchanged": c.unchanged, "error": c.error}
+                       "unchanged": c.unchanged, "error": c.error,
+                       "unconverged": [str(u) for u in c.unconverged]}
                 for name, c in report.clusters.items()}
     return AuditRecord(
         time=dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
@@ -106,7 +110,8 @@ class EventAudit:
         from kubernetes import client
 
         now = dt.datetime.now(dt.UTC)
-        reason = {"applied": "PassApplied", "failed": "PassFailed",
+        reason = {"applied": "PassApplied", "unconverged": "PassUnconverged",
+                  "failed": "PassFailed",
                   "compile-failed": "CompileFailed", "fetch-failed": "FetchFailed"
                   }.get(record.outcome, "ReconcileFailed")
         event = client.CoreV1Event(

@@ -33,6 +33,13 @@ class Metrics:
             f"{PREFIX}_drift_objects_total", "Objects found changed in a member cluster and "
             "restored while the revision stayed the same (a resync that had to write)",
             ["cluster"], registry=r)
+        self.unconverged = Gauge(
+            f"{PREFIX}_unconverged_objects", "What the last pass left different from the "
+            "specs, by member cluster and reason (conflict, rejected, prune held, rollout "
+            "halted)", ["cluster", "reason"], registry=r)
+        self.unconverged_passes = Counter(
+            f"{PREFIX}_unconverged_passes_total", "Passes that reached every cluster but left "
+            "something different from the specs", registry=r)
         self.cluster_errors = Counter(
             f"{PREFIX}_cluster_errors_total", "Passes that failed in a member cluster",
             ["cluster"], registry=r)
@@ -58,6 +65,7 @@ class Metrics:
             f"{PREFIX}_leader", "1 while this process leads the shard", ["shard"], registry=r)
         self._applied_at: float | None = None
         self._revision: str | None = None
+        self._unconverged_seen: set[tuple[str, str]] = set()
 
     def _age(self) -> float:
         return -1.0 if self._applied_at is None else time.time() - self._applied_at
@@ -65,10 +73,12 @@ class Metrics:
     def observe_pass(self, report: PassReport, *, stage: str | None, drift: bool) -> None:
         """Record a finished pass; ``stage`` names what failed before any cluster was touched,
         ``drift`` says the revision was already applied (so any write corrected drift)."""
-        self.pass_seconds.labels("ok" if report.ok else "error").observe(report.seconds)
+        outcome = "error" if not report.ok else "ok" if report.converged else "unconverged"
+        self.pass_seconds.labels(outcome).observe(report.seconds)
         if stage is not None:
             self.pass_errors.labels(stage).inc()
             return
+        self._set_unconverged(report)
         for name, cluster in report.clusters.items():
             for action, refs in (("created", cluster.created), ("updated", cluster.updated),
                                  ("replaced", cluster.replaced), ("pruned", cluster.pruned)):
@@ -85,6 +95,19 @@ class Metrics:
             self.last_applied.labels(report.revision).set(1)
             self._applied_at = time.time()
             self.last_applied_time.set(self._applied_at)
+
+    def _set_unconverged(self, report: PassReport) -> None:
+        """The gauge holds the last pass's counts (zero for what was cleared since)."""
+        counts: dict[tuple[str, str], int] = {}
+        for cluster, item in report.unconverged:
+            counts[(cluster, str(item.left))] = counts.get((cluster, str(item.left)), 0) + 1
+        for labels in self._unconverged_seen - set(counts):
+            self.unconverged.labels(*labels).set(0)
+        for labels, n in counts.items():
+            self.unconverged.labels(*labels).set(n)
+        self._unconverged_seen |= set(counts)
+        if report.ok and not report.converged:
+            self.unconverged_passes.inc()
 
     def set_leading(self, shards: int, held: frozenset[int]) -> None:
         for shard in range(shards):

@@ -16,13 +16,16 @@ def report_json(report: PassReport) -> dict[str, Any]:
     document: dict[str, Any] = redact_data({
         "revision": report.revision,
         "ok": report.ok,
+        "converged": report.converged,
         "error": report.error,
         "seconds": round(report.seconds, 3),
         "writes": report.writes,
         "clusters": {
             name: {"created": [str(r) for r in c.created], "updated": [str(r) for r in c.updated],
                    "replaced": [str(r) for r in c.replaced], "pruned": [str(r) for r in c.pruned],
-                   "unchanged": c.unchanged, "conflicts": list(c.conflicts), "error": c.error,
+                   "unchanged": c.unchanged,
+                   "conflicts": [str(u) for u in c.unconverged],
+                   "unconverged": [u.to_json() for u in c.unconverged], "error": c.error,
                    "seconds": round(c.seconds, 3)}
             for name, c in sorted(report.clusters.items())},
     })

@@ -275,10 +275,9 @@ def test_when_fo_c_answers_again_its_share_moves_back_in_steps(
     assert step2.states["fo-c"]["phase"] == "Reachable"
     assert "failover" not in step2.statuses["PinApp/shop/web"]
     assert host_failover(api, "fo-c")["phase"] == "Reachable"
-    settle = Pass(fo_fleet, repo, back + 120)  # quotas shrink back to the specs' sizes
-    compiled = settle.result_quota("fo-a")
-    assert quota_cpu(api, "fo-a") == compiled, settle.lines
-    steady = Pass(fo_fleet, repo, back + 180)
+    # the grown quotas shrink back to the specs' sizes in that same pass
+    assert quota_cpu(api, "fo-a") == step2.result_quota("fo-a"), step2.lines
+    steady = Pass(fo_fleet, repo, back + 120)  # so the pass after it writes nothing
     assert member_writes(steady) == 0, steady.lines
     assert not any(line.startswith("fo-") for line in status_cli(fo_fleet).splitlines())
 

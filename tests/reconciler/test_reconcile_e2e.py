@@ -6,6 +6,7 @@ state the previous one left, as passes do in production.
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from collections import Counter
@@ -296,10 +297,13 @@ def test_removed_app_is_pruned_but_unmanaged_lookalikes_are_not_and_mass_prunes_
     for rel in ("apps/shop/web.yaml", "apps/shop/api.yaml", "apps/shop/notebook.yaml"):
         (repo / rel).unlink()
     git(repo, "commit", "-qam", "oops: delete the shop")
-    refused = Pass(rt_fleet, repo, max_prune="20%", wait=False)
-    assert not any(c.pruned for c in refused.report.clusters.values())
-    assert any("would be pruned" in m for c in refused.report.clusters.values()
-               for m in c.conflicts)
+    refused = CliRunner().invoke(cli, ["apply", str(repo), "--max-prune", "20%", "--no-wait",
+                                       *at_sunday(rt_fleet)])
+    # a held prune is not convergence: exit 1, and the pass ends saying what is left
+    assert refused.exit_code == 1, refused.output
+    assert "0 pruned" in refused.output
+    tail = refused.output[refused.output.index("NOT CONVERGED"):]
+    assert "prune held" in tail and "would be pruned, over --max-prune 20%" in tail, tail
     assert deployment(api, web_clusters(api)[0], "web")
     git(repo, "revert", "--no-edit", "HEAD")
     restored = Pass(rt_fleet, repo)
@@ -327,6 +331,32 @@ def test_drift_is_shown_and_restored_and_other_managers_fields_stay(
     live = deployment(api, cluster, "web")
     assert live.spec.progress_deadline_seconds == 60
     assert live.metadata.labels["oncall-note"] == "paged"
+
+
+def test_a_label_and_an_annotation_changed_by_another_manager_are_found_and_restored(
+        rt_fleet: fleet_mod.FleetState, repo: Path, api: Callable[[str], k8s.ApiClient]
+) -> None:
+    cluster = web_clusters(api)[0]
+    core = k8s.CoreV1Api(api(cluster))
+    before = Pass(rt_fleet, repo, wait=False)
+    assert before.writes[cluster] == 0, before.lines  # converged before the change
+    core.patch_namespaced_service(
+        "web", "shop", {"metadata": {"labels": {"pincompute.io/tier": "reserved"},
+                                     "annotations": {"pincompute.io/source": "x.yaml"}}},
+        field_manager="kubectl-label")
+    plan = CliRunner().invoke(cli, ["plan", str(repo), "--cluster", cluster, "--exit-code",
+                                    *at_sunday(rt_fleet)])
+    assert plan.exit_code == 1, plan.output
+    assert "update    Service/shop/web" in plan.output
+    assert "-    pincompute.io/tier: reserved" in plan.output
+    assert "+    pincompute.io/tier: ondemand" in plan.output
+    assert "-    pincompute.io/source: x.yaml" in plan.output
+    assert "+    pincompute.io/source: apps/shop/web.yaml" in plan.output
+    run = Pass(rt_fleet, repo, wait=False)
+    assert f"{cluster}: update Service/shop/web" in run.lines, run.lines
+    meta = core.read_namespaced_service("web", "shop").metadata
+    assert meta.labels["pincompute.io/tier"] == "ondemand"
+    assert meta.annotations["pincompute.io/source"] == "apps/shop/web.yaml"
 
 
 # --- 6. an unreachable cluster ----------------------------------------------------------------
@@ -486,13 +516,154 @@ def test_unmanaged_object_is_a_conflict_until_adopted(
         (repo / "apps/shop/web.yaml").read_text().replace("name: web", "name: cart"))
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "cart")
-    run = Pass(rt_fleet, repo)
-    assert any("Service/shop/cart" in m and "not managed" in m
-               for m in run.report.clusters[cluster].conflicts), run.report.clusters[cluster]
+    run = CliRunner().invoke(cli, ["apply", str(repo), "--timeout", "60",
+                                   *at_sunday(rt_fleet)])
+    assert run.exit_code == 1, run.output
+    assert (f"{cluster}: conflict Service/shop/cart: held by an object pincompile does not "
+            "manage (field manager ") in run.output, run.output
     svc = core.read_namespaced_service("cart", "shop")
     assert "app.kubernetes.io/managed-by" not in (svc.metadata.labels or {})
     assert svc.spec.ports[0].target_port == 9090
-    Pass(rt_fleet, repo, adopt=True)
+    adopted = CliRunner().invoke(cli, ["apply", str(repo), "--adopt", "--timeout", "60",
+                                       *at_sunday(rt_fleet)])
+    assert adopted.exit_code == 0, adopted.output
+    assert "NOT CONVERGED" not in adopted.output
     svc = core.read_namespaced_service("cart", "shop")
     assert svc.metadata.labels["app.kubernetes.io/managed-by"] == "pincompile"
     assert svc.spec.ports[0].target_port == 8080
+
+
+NEWCOMER = """apiVersion: pincompute.io/v1
+kind: PinterestService
+metadata: {name: newcomer, project: shop}
+spec:
+  replicas: 1
+  tier: ondemand
+  template:
+    containers:
+      - name: main
+        image: registry.internal/shop/newcomer:1.0.0
+        resources: {cpu: 100m, memory: 64Mi}
+  placement: {regions: [rt-east], spread: cluster, maxClusters: 1}
+  rollout: {strategy: all-at-once}
+"""
+
+
+def test_a_name_held_with_another_selector_is_a_conflict_until_adopted_by_replace(
+        rt_fleet: fleet_mod.FleetState, repo: Path, api: Callable[[str], k8s.ApiClient]
+) -> None:
+    Pass(rt_fleet, repo, wait=False)  # namespace shop exists (when run alone, too)
+    (repo / "apps/shop/newcomer.yaml").write_text(NEWCOMER)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "newcomer")
+    (cluster,) = {m.cluster for m in compile_path(repo).manifests
+                  if m.kind == "Deployment" and m.name == "newcomer"}
+    apps = k8s.AppsV1Api(api(cluster))
+    labels = {"app": "legacy-newcomer"}
+    apps.create_namespaced_deployment("shop", k8s.V1Deployment(
+        metadata=k8s.V1ObjectMeta(name="newcomer", labels={"owner": "legacy"}),
+        spec=k8s.V1DeploymentSpec(
+            replicas=1, selector=k8s.V1LabelSelector(match_labels=labels),
+            template=k8s.V1PodTemplateSpec(
+                metadata=k8s.V1ObjectMeta(labels=labels),
+                spec=k8s.V1PodSpec(containers=[k8s.V1Container(
+                    name="legacy", image="registry.internal/legacy:1")])))),
+        field_manager="legacy-deployer")
+    legacy_uid = apps.read_namespaced_deployment("newcomer", "shop").metadata.uid
+    why = ("conflict Deployment/shop/newcomer: held by an object pincompile does not manage "
+           "(field manager legacy-deployer")
+
+    plan = CliRunner().invoke(cli, ["plan", str(repo), "--cluster", cluster, "--exit-code",
+                                    *at_sunday(rt_fleet)])
+    assert plan.exit_code == 1, plan.output
+    assert "conflict  Deployment/shop/newcomer  (held by an object pincompile does not " \
+           "manage (field manager legacy-deployer" in plan.output, plan.output
+    assert "spec.selector differs and cannot change in place" in plan.output
+
+    run = CliRunner().invoke(cli, ["apply", str(repo), "--timeout", "60",
+                                   *at_sunday(rt_fleet)])
+    assert run.exit_code == 1, run.output
+    tail = run.output[run.output.index("NOT CONVERGED"):]
+    assert f"{cluster}: {why}" in tail and "spec.selector differs" in tail, tail
+    assert apps.read_namespaced_deployment("newcomer", "shop").metadata.uid == legacy_uid
+    shown = CliRunner().invoke(cli, ["status", "PinterestService/shop/newcomer", "-o", "json",
+                                     "--kubeconfig", str(rt_fleet.kubeconfig)])
+    (row,) = json.loads(shown.output)
+    assert row["status"]["phase"] == "Degraded", row
+    assert "conflict: held by an object pincompile does not manage (field manager " \
+           "legacy-deployer" in row["status"]["message"]
+    assert "spec.selector differs" in row["status"]["message"]
+
+    adopted = CliRunner().invoke(cli, ["apply", str(repo), "--adopt", "--timeout", "60",
+                                       *at_sunday(rt_fleet)])
+    assert adopted.exit_code == 0, adopted.output
+    assert f"{cluster}: recreating Deployment/shop/newcomer (delete, then create): adopted: " \
+           "spec.selector cannot change in place" in adopted.output, adopted.output
+    live = apps.read_namespaced_deployment("newcomer", "shop")
+    assert live.metadata.uid != legacy_uid
+    assert live.metadata.labels["app.kubernetes.io/managed-by"] == "pincompile"
+    assert live.spec.selector.match_labels != labels
+    again = Pass(rt_fleet, repo, wait=False)
+    assert again.report.converged and again.writes[cluster] == 0, again.lines
+
+
+def test_an_object_the_api_server_rejects_leaves_the_pass_unconverged(
+        rt_fleet: fleet_mod.FleetState, repo: Path, api: Callable[[str], k8s.ApiClient]
+) -> None:
+    (cluster,) = {m.cluster for m in compile_path(repo).manifests
+                  if m.kind == "Deployment" and m.name == "newcomer"}
+    admission = k8s.AdmissionregistrationV1Api(api(cluster))
+    admission.create_validating_admission_policy(k8s.V1ValidatingAdmissionPolicy(
+        metadata=k8s.V1ObjectMeta(name="no-v2"),
+        spec=k8s.V1ValidatingAdmissionPolicySpec(
+            failure_policy="Fail",
+            match_constraints=k8s.V1MatchResources(resource_rules=[
+                k8s.V1NamedRuleWithOperations(api_groups=["apps"], api_versions=["v1"],
+                                              operations=["CREATE", "UPDATE"],
+                                              resources=["deployments"])]),
+            validations=[k8s.V1Validation(
+                expression="!object.spec.template.spec.containers.exists(c, "
+                           "c.image.endsWith(':2.0.0-banned'))",
+                message="images tagged 2.0.0-banned are not allowed here")])))
+    admission.create_validating_admission_policy_binding(
+        k8s.V1ValidatingAdmissionPolicyBinding(
+            metadata=k8s.V1ObjectMeta(name="no-v2"),
+            spec=k8s.V1ValidatingAdmissionPolicyBindingSpec(policy_name="no-v2",
+                                                            validation_actions=["Deny"])))
+    try:
+        _wait_enforced(k8s.AppsV1Api(api(cluster)))
+        edit(repo, "apps/shop/newcomer.yaml",
+             set_image("registry.internal/shop/newcomer:2.0.0-banned"), "newcomer 2")
+        run = CliRunner().invoke(cli, ["apply", str(repo), "--no-wait", *at_sunday(rt_fleet)])
+        assert run.exit_code == 1, run.output
+        tail = run.output[run.output.index("NOT CONVERGED"):]
+        assert "(1 rejected)" in tail and f"{cluster}: rejected Deployment/shop/newcomer: " in tail
+        assert "images tagged 2.0.0-banned are not allowed here" in tail, tail
+        image = k8s.AppsV1Api(api(cluster)).read_namespaced_deployment(
+            "newcomer", "shop").spec.template.spec.containers[0].image
+        assert image.endswith("newcomer:1.0.0")
+    finally:
+        admission.delete_validating_admission_policy_binding("no-v2")
+        admission.delete_validating_admission_policy("no-v2")
+        (repo / "apps/shop/newcomer.yaml").unlink()
+        git(repo, "commit", "-qam", "no newcomer")
+
+
+def _wait_enforced(apps: k8s.AppsV1Api, timeout: float = 30.0) -> None:
+    """Until the API server enforces the new admission policy (it loads them async)."""
+    probe = k8s.V1Deployment(
+        metadata=k8s.V1ObjectMeta(name="policy-probe"),
+        spec=k8s.V1DeploymentSpec(
+            selector=k8s.V1LabelSelector(match_labels={"app": "probe"}),
+            template=k8s.V1PodTemplateSpec(
+                metadata=k8s.V1ObjectMeta(labels={"app": "probe"}),
+                spec=k8s.V1PodSpec(containers=[k8s.V1Container(
+                    name="c", image="registry.internal/probe:2.0.0-banned")]))))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            apps.create_namespaced_deployment("shop", probe, dry_run="All")
+        except k8s.ApiException:
+            return
+        time.sleep(0.5)
+    raise AssertionError("the admission policy was not enforced in time")

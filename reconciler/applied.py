@@ -1,0 +1,102 @@
+"""The record of what pincompile last applied to an object, kept on the object itself (an
+annotation every reconciler sees), so that a pass can tell without a dry-run that applying
+again would change nothing.
+
+An object is *provably unchanged* when both hold:
+
+* its record (:data:`ANNOTATION`, the digest of the content we applied, without the
+  revision annotation) equals the digest of what we would apply now: so the fields we
+  own are exactly the fields we would set (server-side apply gives a manager the fields
+  of its last apply), and no field we stopped setting would be removed;
+* every value we would set is the live value (:func:`covers`): nobody changed one of
+  our fields since (another manager's label on top is theirs, and stays).
+
+Anything else — no record, another digest, a value that differs, even only in form
+(``0.5`` against ``500m``), a list of another length — is *unsure*, and the object gets the
+server-side dry-run as before. So a field changed by anyone is still found.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from reconciler.diff import ANNOTATION_APPLIED, VOLATILE_ANNOTATIONS, VOLATILE_METADATA
+from reconciler.model import Obj
+
+ANNOTATION = ANNOTATION_APPLIED
+
+
+def digest(obj: Obj) -> str:
+    """A short digest of the content ``obj`` would apply (what :func:`diff.normalize`
+    keeps: no revision, no record), without copying it."""
+    meta = obj.get("metadata") or {}
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
+                   if k not in VOLATILE_ANNOTATIONS}
+    kept = {k: v for k, v in meta.items()
+            if k not in VOLATILE_METADATA and k != "annotations"}
+    if annotations:
+        kept["annotations"] = annotations
+    content = {k: v for k, v in obj.items() if k not in ("status", "metadata")}
+    blob = json.dumps([kept, content], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def stamp(obj: Obj, basis: Obj | None = None) -> Obj:
+    """``obj`` carrying the record of its content (of ``basis`` when given: an autoscaled
+    workload's content without the replicas its HPA owns). A shallow copy: ``obj`` is
+    left as it is."""
+    meta = obj["metadata"]
+    annotations = {**(meta.get("annotations") or {}),
+                   ANNOTATION: digest(obj if basis is None else basis)}
+    return {**obj, "metadata": {**meta, "annotations": annotations}}
+
+
+def recorded(obj: Obj | None) -> str | None:
+    return (((obj or {}).get("metadata") or {}).get("annotations") or {}).get(ANNOTATION)
+
+
+def unchanged(desired: Obj, live: Obj) -> bool:
+    """Whether applying ``desired`` (stamped) to ``live`` provably changes nothing."""
+    record = recorded(desired)
+    return record is not None and record == recorded(live) and covers(desired, live)
+
+
+def covers(desired: Obj, live: Obj) -> bool:
+    """Whether every value ``desired`` sets is already the live value (metadata the
+    server or the revision owns left out)."""
+    for key, want in desired.items():
+        if key == "status":
+            continue
+        if key == "metadata":
+            if not _covers_metadata(want, live.get("metadata") or {}):
+                return False
+        elif key not in live or not _covers(want, live[key]):
+            return False
+    return True
+
+
+def _covers_metadata(want: dict[str, Any], have: dict[str, Any]) -> bool:
+    for key, value in want.items():
+        if key in VOLATILE_METADATA:
+            continue
+        if key == "annotations":
+            mine = {k: v for k, v in (value or {}).items() if k not in VOLATILE_ANNOTATIONS}
+            if not _covers(mine, have.get("annotations") or {}):
+                return False
+        elif key not in have or not _covers(value, have[key]):
+            return False
+    return True
+
+
+def _covers(want: Any, have: Any) -> bool:
+    if isinstance(want, dict):
+        return isinstance(have, dict) and all(
+            k in have and _covers(v, have[k]) for k, v in want.items())
+    if isinstance(want, list):
+        return isinstance(have, list) and len(want) == len(have) and all(
+            _covers(w, h) for w, h in zip(want, have, strict=True))
+    if isinstance(want, bool) or isinstance(have, bool):
+        return want is have
+    return bool(want == have)
