@@ -1,9 +1,9 @@
 """The last line of ``make demo``: did every app of the examples end Healthy?
 
-``python -m reconciler.fleet.demo [KUBECONFIG]`` reads the apps' status from the local
-fleet's host cluster (as ``pincompile status`` does) and prints one line: how many apps are
-Healthy (a finished job is Healthy), how many the examples suspend on purpose (paused or
-stopped: Suspended), and every other one with its phase and reason. Exit code 0 when no
+``python -m reconciler.fleet.demo [KUBECONFIG]`` reads the status ``pincompile apply``
+stored on the local fleet's host cluster for every app and PinScaler and prints one line:
+how many are Healthy (a finished job is Healthy), how many the examples suspend on purpose
+(paused or stopped: Suspended), and every other one with its phase and reason. Exit code 0 when no
 app is in another phase, 1 otherwise, 3 when the host cannot be reached.
 """
 
@@ -36,13 +36,18 @@ def summary(rows: Iterable[dict[str, Any]]) -> tuple[str, bool]:
 
 
 def main(argv: list[str]) -> int:
+    from pincompile.models import WORKLOAD_KINDS
     from reconciler.clients.connect import ClusterUnreachable, Connection
     from reconciler.commands.common import default_kubeconfig
-    from reconciler.commands.status import read_rows
+    from reconciler.host import app_key, read_apps, spec_kinds
 
+    kinds = [k for k in spec_kinds() if k.kind in (*WORKLOAD_KINDS, "PinScaler")]
     conn = Connection("host", "host", argv[0] if argv else default_kubeconfig())
     try:
-        rows = read_rows(conn)
+        rows = [{"kind": key[0], "project": key[1], "name": key[2],
+                 "status": cr.get("status") or {}}
+                for key, cr in sorted(read_apps(conn, kinds).items(),
+                                      key=lambda i: app_key(i[1]))]
     except ClusterUnreachable as exc:
         print(f"demo: the fleet's host cluster cannot be reached: {exc}")
         return 3

@@ -66,6 +66,7 @@ def pod_usage(kube: Kube, context: str) -> tuple[float, float] | None:
     """(CPU in millicores, memory in MiB) of the probe pod as metrics.k8s.io serves it."""
     from kubernetes import client
     from kubernetes.client.rest import ApiException
+    from kubernetes.utils import parse_quantity as kube_quantity
 
     custom: Any = client.CustomObjectsApi(kube(context))
     try:
@@ -75,9 +76,9 @@ def pod_usage(kube: Kube, context: str) -> tuple[float, float] | None:
         if exc.status == 404:  # not scraped yet
             return None
         raise
-    usage = metrics["containers"][0]["usage"]
-    return (float(parse_quantity(usage["cpu"]) * 1000),
-            float(parse_quantity(usage["memory"]) / 2**20))
+    usage = metrics["containers"][0]["usage"]  # e.g. cpu 59926866n, memory 104857600
+    return (float(kube_quantity(usage["cpu"]) * 1000),
+            float(kube_quantity(usage["memory"]) / 2**20))
 
 
 def test_metrics_api_serves_nodes_and_pods_at_a_steady_share_of_requests(
@@ -86,8 +87,10 @@ def test_metrics_api_serves_nodes_and_pods_at_a_steady_share_of_requests(
 
     context = running_pod.context
     custom: Any = client.CustomObjectsApi(kube(context))
-    nodes = custom.list_cluster_custom_object("metrics.k8s.io", "v1beta1", "nodes")["items"]
-    assert nodes and all("cpu" in n["usage"] and "memory" in n["usage"] for n in nodes)
+    # as `kubectl top nodes`: every node, once metrics-server has scraped it
+    nodes = wait_for("metrics of every node", lambda: (items := custom.list_cluster_custom_object(
+        "metrics.k8s.io", "v1beta1", "nodes")["items"]) and items, timeout=90)
+    assert all("cpu" in n["usage"] and "memory" in n["usage"] for n in nodes)
     usage = wait_for("metrics of the pod", lambda: pod_usage(kube, context), timeout=90)
     # the default emulated usage: 30% of the CPU request, 40% of the memory request
     assert usage[0] == pytest.approx(0.3 * CPU_REQUEST_MILLI, rel=0.1), usage
