@@ -21,6 +21,7 @@ demo: setup
 	$(BIN)/pincompile compile examples -o out
 	$(BIN)/pincompile apply examples
 	@echo "manifests in out/; status any time: .venv/bin/pincompile status (fleet: make fleet-down)"
+	-@$(BIN)/python -m reconciler.fleet.demo
 
 lint: setup
 	$(BIN)/ruff check pincompile reconciler tests bench

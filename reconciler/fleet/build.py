@@ -1,9 +1,11 @@
-"""Build (once) and cache the fleet's binaries from ``hack/fleet/go.mod``.
+"""Build (once) and cache the fleet's binaries from ``hack/fleet/go.mod`` and
+``hack/metrics-server/go.mod``.
 
-Every version is pinned in that go.mod. The binaries land in
-``${PINCOMPILE_CACHE:-~/.cache/pincompile}/fleet-bin/<hash>/`` where the hash covers
-go.mod, go.sum, the build flags and the platform, so a version bump builds anew and an
-unchanged module reuses what is there.
+Every version is pinned in those go.mod files (metrics-server has its own module: it is
+built against the k8s.io libraries it was released with, not the fleet's Kubernetes
+pins). The binaries land in ``${PINCOMPILE_CACHE:-~/.cache/pincompile}/fleet-bin/<hash>/``
+where the hash covers both modules' go.mod and go.sum, the build flags and the platform,
+so a version bump builds anew and unchanged modules reuse what is there.
 """
 
 from __future__ import annotations
@@ -23,14 +25,21 @@ from pathlib import Path
 from reconciler.fleet.errors import FleetError
 from reconciler.fleet.progress import TOTAL_PREFIX, format_elapsed, read_build_log
 
-#: binary name -> Go package it is built from
-PACKAGES: dict[str, str] = {
+#: binary name -> Go package it is built from, for the fleet module (hack/fleet)
+FLEET_PACKAGES: dict[str, str] = {
     "etcd": "go.etcd.io/etcd/server/v3",
     "kube-apiserver": "k8s.io/kubernetes/cmd/kube-apiserver",
     "kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
     "kube-scheduler": "k8s.io/kubernetes/cmd/kube-scheduler",
     "kwok": "sigs.k8s.io/kwok/cmd/kwok",
 }
+#: the same for the metrics-server module (hack/metrics-server, next to hack/fleet)
+METRICS_SERVER_MODULE = "metrics-server"
+METRICS_SERVER_PACKAGES: dict[str, str] = {
+    "metrics-server": "sigs.k8s.io/metrics-server/cmd/metrics-server",
+}
+#: every binary of the fleet -> Go package
+PACKAGES: dict[str, str] = {**FLEET_PACKAGES, **METRICS_SERVER_PACKAGES}
 #: what `go build -o DIR/` names a package's binary, when it differs from ours
 _GO_NAMES = {"etcd": "server"}
 STAMP = ".complete"
@@ -52,20 +61,37 @@ def module_dir() -> Path:
     return path
 
 
-def versions(mod: Path | None = None) -> dict[str, str]:
-    """Pinned versions from go.mod: kubernetes, kwok, etcd."""
-    text = ((mod or module_dir()) / "go.mod").read_text()
+def metrics_server_module_dir(mod: Path | None = None) -> Path:
+    """The metrics-server Go module: ``hack/metrics-server``, next to the fleet module."""
+    return (mod or module_dir()).parent / METRICS_SERVER_MODULE
+
+
+def _pinned(path: Path, keys: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return {}
     found = {}
-    for key, module in (("kubernetes", "k8s.io/kubernetes"), ("kwok", "sigs.k8s.io/kwok"),
-                        ("etcd", "go.etcd.io/etcd/server/v3")):
+    for key, module in keys:
         match = re.search(rf"^\s*(?:require\s+)?{re.escape(module)}\s+(v\S+)", text, re.M)
         if match:
             found[key] = match.group(1)
     return found
 
 
+def versions(mod: Path | None = None) -> dict[str, str]:
+    """Pinned versions from the go.mod files: kubernetes, kwok, etcd, metrics-server."""
+    mod = mod or module_dir()
+    return {**_pinned(mod / "go.mod", (("kubernetes", "k8s.io/kubernetes"),
+                                       ("kwok", "sigs.k8s.io/kwok"),
+                                       ("etcd", "go.etcd.io/etcd/server/v3"))),
+            **_pinned(metrics_server_module_dir(mod) / "go.mod",
+                      (("metrics-server", "sigs.k8s.io/metrics-server"),))}
+
+
 def ldflags(mod: Path | None = None) -> str:
-    """-ldflags: strip symbols and stamp the Kubernetes version (as release builds do)."""
+    """-ldflags of the fleet module: strip symbols and stamp the Kubernetes version (as
+    release builds do)."""
     flags = ["-s", "-w"]
     version = versions(mod).get("kubernetes", "")
     match = re.match(r"v(\d+)\.(\d+)\.", version)
@@ -76,19 +102,35 @@ def ldflags(mod: Path | None = None) -> str:
     return " ".join(flags)
 
 
+def metrics_server_ldflags(mod: Path | None = None) -> str:
+    """-ldflags of metrics-server: strip symbols, stamp its version as its Makefile does."""
+    version = versions(mod).get("metrics-server", "")
+    stamp = [f"-X k8s.io/client-go/pkg/version.gitVersion={version}"] if version else []
+    return " ".join(["-s", "-w", *stamp])
+
+
 def build_args(mod: Path | None = None) -> list[str]:
-    """Arguments after ``go``."""
+    """Arguments after ``go`` (fleet module)."""
     return ["build", "-trimpath", f"-ldflags={ldflags(mod)}"]
 
 
-def version_hash(mod: Path | None = None) -> str:
-    """Cache key for the binaries: go.mod, go.sum, build flags, platform."""
+def builds(mod: Path | None = None) -> list[tuple[Path, list[str], dict[str, str]]]:
+    """Each module to build: (directory, arguments after ``go``, binary -> package)."""
     mod = mod or module_dir()
+    return [(mod, build_args(mod), FLEET_PACKAGES),
+            (metrics_server_module_dir(mod),
+             ["build", "-trimpath", f"-ldflags={metrics_server_ldflags(mod)}"],
+             METRICS_SERVER_PACKAGES)]
+
+
+def version_hash(mod: Path | None = None) -> str:
+    """Cache key for the binaries: both modules' go.mod and go.sum, build flags, platform."""
     digest = hashlib.sha256()
-    for name in ("go.mod", "go.sum"):
-        path = mod / name
-        digest.update(path.read_bytes() if path.exists() else b"")
-    digest.update(" ".join(build_args(mod)).encode())
+    for directory, args, _ in builds(mod):
+        for name in ("go.mod", "go.sum"):
+            path = directory / name
+            digest.update(path.read_bytes() if path.exists() else b"")
+        digest.update(" ".join(args).encode())
     digest.update(f"{platform.system()}/{platform.machine()}/cgo0".encode())
     return digest.hexdigest()[:16]
 
@@ -141,41 +183,41 @@ def _build_lock(path: Path, log: Path, echo: Callable[[str], None], progress: Pr
         yield
 
 
-def count_packages(go: str, mod: Path, env: dict[str, str]) -> int:
-    """How many packages (standard library included) the build compiles at most; 0 if
-    ``go list`` fails."""
+def listed_packages(go: str, mod: Path, env: dict[str, str],
+                    packages: dict[str, str]) -> set[str]:
+    """Packages (``import/path@version``, standard library included) that building
+    ``packages`` in ``mod`` compiles at most; empty if ``go list`` fails."""
+    fmt = "{{.ImportPath}}@{{with .Module}}{{.Version}}{{end}}"
     try:
-        out = subprocess.run([go, "list", "-deps", *PACKAGES.values()], cwd=mod, env=env,
+        out = subprocess.run([go, "list", "-deps", "-f", fmt, *packages.values()], cwd=mod,
+                             env=env,
                              capture_output=True, text=True, timeout=300, check=False)
     except (OSError, subprocess.TimeoutExpired):
-        return 0
-    return len(out.stdout.split()) if out.returncode == 0 else 0
+        return set()
+    return set(out.stdout.split()) if out.returncode == 0 else set()
 
 
-def go_build(go: str, mod: Path, out: Path, log: Path,
-             extra_env: dict[str, str] | None = None, progress: Progress | None = None,
-             every: float = 30.0) -> None:
-    """Build every binary of :data:`PACKAGES` into ``out`` (replaced), output to ``log``.
+def count_packages(go: str, mod: Path, env: dict[str, str]) -> int:
+    """How many packages the build of every module compiles at most (a package two
+    modules use at the same version counts once); 0 if ``go list`` fails for one."""
+    found: set[str] = set()
+    for directory, _args, packages in builds(mod):
+        listed = listed_packages(go, directory, env, packages)
+        if not listed:
+            return 0
+        found |= listed
+    return len(found)
 
-    Calls ``progress`` with a line saying what is compiled and the elapsed time every
-    ``every`` seconds while the build runs.
-    """
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
-    env = {**os.environ, "GOFLAGS": "-mod=mod", "CGO_ENABLED": "0", **(extra_env or {})}
-    # -v lists each package as it is compiled (progress); it is not part of version_hash
-    argv = [go, *build_args(mod), "-v", "-o", f"{out}/", *PACKAGES.values()]
-    start = time.monotonic()
-    with open(log, "w") as handle:
+
+def _run_logged(argv: list[str], cwd: Path, env: dict[str, str], log: Path,
+                progress: Progress | None, every: float, start: float) -> int:
+    """Run ``argv`` appending its output to ``log``; report progress every ``every`` s."""
+    with open(log, "a") as handle:
         handle.write(" ".join(argv) + "\n")
         handle.flush()
-        total = count_packages(go, mod, env) if progress else 0
-        if total:
-            handle.write(f"{TOTAL_PREFIX}{total}\n")
-            handle.flush()
-        proc = subprocess.Popen(argv, cwd=mod, env=env, stdout=handle,
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=handle,
                                 stderr=subprocess.STDOUT)
-        next_report = start + every
+        next_report = time.monotonic() + every
         try:
             while proc.poll() is None:
                 time.sleep(min(1.0, every))
@@ -186,10 +228,37 @@ def go_build(go: str, mod: Path, out: Path, log: Path,
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    if proc.returncode != 0:
-        shutil.rmtree(out, ignore_errors=True)
-        tail = "\n".join(log.read_text(errors="replace").splitlines()[-25:])
-        raise FleetError(f"building the fleet binaries failed (see {log})", tail)
+    return proc.returncode
+
+
+def go_build(go: str, mod: Path, out: Path, log: Path,
+             extra_env: dict[str, str] | None = None, progress: Progress | None = None,
+             every: float = 30.0) -> None:
+    """Build every binary of :data:`PACKAGES` (each module in turn, ``mod`` being the
+    fleet module) into ``out`` (replaced), output to ``log``.
+
+    Calls ``progress`` with a line saying what is compiled and the elapsed time every
+    ``every`` seconds while the build runs.
+    """
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    env = {**os.environ, "GOFLAGS": "-mod=mod", "CGO_ENABLED": "0", **(extra_env or {})}
+    start = time.monotonic()
+    log.write_text("")
+    for directory, _args, _packages in builds(mod):
+        if not (directory / "go.mod").is_file():
+            raise FleetError(f"fleet Go module not found at {directory} "
+                             "(it belongs next to the fleet module)")
+    total = count_packages(go, mod, env) if progress else 0
+    if total:
+        log.write_text(f"{TOTAL_PREFIX}{total}\n")
+    for directory, args, packages in builds(mod):
+        # -v lists each package as it is compiled (progress); it is not part of version_hash
+        argv = [go, *args, "-v", "-o", f"{out}/", *packages.values()]
+        if _run_logged(argv, directory, env, log, progress, every, start) != 0:
+            shutil.rmtree(out, ignore_errors=True)
+            tail = "\n".join(log.read_text(errors="replace").splitlines()[-25:])
+            raise FleetError(f"building the fleet binaries failed (see {log})", tail)
     for ours, gos in _GO_NAMES.items():
         (out / gos).rename(out / ours)
 

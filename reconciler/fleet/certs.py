@@ -1,4 +1,5 @@
-"""Self-signed PKI for a local fleet: a CA, one serving cert, client certs, an SA key."""
+"""Self-signed PKI for a local fleet: a CA, serving certs (the API servers and kwok, the
+metrics-servers), client certs, an SA key."""
 
 from __future__ import annotations
 
@@ -16,12 +17,16 @@ VALIDITY = dt.timedelta(days=3650)
 SERVING_DNS = ("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
                "kubernetes.default.svc.cluster.local")
 SERVING_IPS = ("127.0.0.1", "::1", "10.96.0.1")
+#: the name the API server's aggregator verifies when it proxies to metrics-server
+#: (``<service>.<namespace>.svc`` of the APIService's Service)
+METRICS_SERVER_DNS = ("metrics-server.kube-system.svc", "localhost")
 #: client certificates: file stem -> (common name, organizations)
 CLIENTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "admin": ("pincompile-admin", ("system:masters",)),
     "controller-manager": ("system:kube-controller-manager", ("system:masters",)),
     "scheduler": ("system:kube-scheduler", ("system:masters",)),
     "kwok": ("kwok-controller", ("system:masters",)),
+    "metrics-server": ("system:metrics-server", ("system:masters",)),
     # the apiserver's client identity towards aggregated API servers (request headers)
     "front-proxy-client": ("front-proxy-client", ()),
 }
@@ -44,6 +49,15 @@ class Pki:
     @property
     def serving_key(self) -> Path:
         return self.dir / "apiserver.key"
+
+    @property
+    def metrics_server_cert(self) -> Path:
+        """Serving cert of the metrics-servers, for the name the aggregator verifies."""
+        return self.dir / "metrics-server-serving.crt"
+
+    @property
+    def metrics_server_key(self) -> Path:
+        return self.dir / "metrics-server-serving.key"
 
     @property
     def sa_key(self) -> Path:
@@ -126,14 +140,17 @@ def generate_pki(directory: Path) -> Pki:
     _write(pki.ca_cert, ca_cert.public_bytes(pem))
     _write(pki.dir / "ca.key", _key_pem(ca_key), private=True)
 
-    key = _key()
-    sans: list[x509.GeneralName] = [x509.DNSName(d) for d in SERVING_DNS]
-    sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in SERVING_IPS]
-    cert = _issue(_name("kube-apiserver"), key, ca_cert, ca_key,
-                  usage=[ExtendedKeyUsageOID.SERVER_AUTH], sans=sans)
-    _write(pki.serving_cert, cert.public_bytes(pem))
-    _write(pki.serving_key, _key_pem(key), private=True)
-
+    for cert_path, key_path, cn, dns in (
+            (pki.serving_cert, pki.serving_key, "kube-apiserver", SERVING_DNS),
+            (pki.metrics_server_cert, pki.metrics_server_key, "metrics-server",
+             METRICS_SERVER_DNS)):
+        key = _key()
+        sans: list[x509.GeneralName] = [x509.DNSName(d) for d in dns]
+        sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in SERVING_IPS]
+        cert = _issue(_name(cn), key, ca_cert, ca_key,
+                      usage=[ExtendedKeyUsageOID.SERVER_AUTH], sans=sans)
+        _write(cert_path, cert.public_bytes(pem))
+        _write(key_path, _key_pem(key), private=True)
     for who, (cn, orgs) in CLIENTS.items():
         key = _key()
         cert = _issue(_name(cn, orgs), key, ca_cert, ca_key,

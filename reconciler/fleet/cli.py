@@ -14,7 +14,8 @@ from typing import Any
 import click
 import yaml
 
-from reconciler.fleet import build
+from reconciler.commands.serve import Duration
+from reconciler.fleet import build, load
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.clusters import ClusterSpecError
 from reconciler.fleet.errors import FleetError
@@ -82,6 +83,7 @@ def fleet() -> None:
       pincompile fleet status                # nodes Ready per cluster (exit 3 if not)
       pincompile fleet stop-cluster use1a-general-01    # simulate losing a cluster
       pincompile fleet start-cluster use1a-general-01   # and getting it back
+      pincompile fleet load PinApp/search/search-api --cpu 90% --for 5m
       pincompile fleet down
 
     Nodes stay Ready while the fleet runs: kwok renews one Lease per node, as a kubelet
@@ -281,3 +283,58 @@ def start_cluster_cmd(cluster: str, component: str, directory: Path | None) -> N
         start = time.monotonic()
         fleet_mod.start_component(state, cluster, component)
         click.echo(f"{component} of {cluster} ready in {time.monotonic() - start:.1f}s")
+
+
+@fleet.command("load")
+@click.argument("app", metavar="KIND/PROJECT/NAME")
+@click.option("--cpu", metavar="PERCENT", help="CPU usage of each container, as a share "
+              "of its CPU request (e.g. 90%).")
+@click.option("--memory", metavar="PERCENT", help="Memory usage, as a share of the request.")
+@click.option("--reset", is_flag=True, help="Back to the default usage (30% CPU, 40% "
+              "memory) for the resources named, or both when none is.")
+@click.option("--cluster", default=None, help="Only this member cluster [default: every "
+              "cluster that runs the app].")
+@click.option("--for", "duration", type=Duration(), default=None,
+              help="Only for this long (e.g. 5m), then back to the default usage.")
+@dir_option
+def load_cmd(app: str, cpu: str | None, memory: str | None, reset: bool, cluster: str | None,
+             duration: float | None, directory: Path | None) -> None:
+    """Set the emulated CPU / memory usage of an app's pods, as metrics-server and so the
+    HPA controller and `kubectl top` see it (from the next scrape, within 15 s).
+
+    It applies to every pod of the app in the cluster, including those started later.
+    Exit code 1 when no pod of the app runs there, 2 for a bad argument.
+
+    \b
+    Examples:
+      pincompile fleet load PinApp/search/search-api --cpu 90%
+      pincompile fleet load PinterestService/ads/ads-serving --cpu 10% --cluster use1a-general-01
+      pincompile fleet load PinApp/search/search-api --cpu 95% --for 5m
+      pincompile fleet load PinApp/search/search-api --reset
+    """
+    try:
+        ref = load.parse_app(app)
+        usage: dict[str, float | None] = {}
+        for resource, value in (("cpu", cpu), ("memory", memory)):
+            if value is not None:
+                usage[resource] = None if reset else load.parse_fraction(value)
+        if reset and not usage:
+            usage = dict.fromkeys(load.RESOURCES)
+    except load.LoadError as exc:
+        raise click.UsageError(str(exc)) from exc
+    if not usage:
+        raise click.UsageError("give --cpu and/or --memory (or --reset)")
+    if reset and duration:
+        raise click.UsageError("--for does not go with --reset")
+    with _errors():
+        state = _load(directory)
+        try:
+            done = load.set_load(state, ref, usage, cluster=cluster, duration=duration)
+        except load.LoadError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(1)
+        what = ", ".join(f"{r} {'default' if f is None else f'{f:.0%}'}"
+                         for r, f in usage.items())
+        span = f" for {duration:g}s" if duration else ""
+        for entry in done:
+            click.echo(f"{entry.cluster}: {ref} ({entry.pods} pods now) uses {what}{span}")

@@ -8,6 +8,10 @@ Layout of a fleet directory (default ``${PINCOMPILE_CACHE:-~/.cache/pincompile}/
     etcd/             the one etcd's data; each control plane has its own --etcd-prefix
     clusters/<name>/  component kubeconfigs
     logs/             one log file per process
+    pods/             what `kubectl logs` / `kubectl exec` of any pod reach (debugging.py)
+
+Every member cluster (not the host) also runs a metrics-server (see
+:mod:`reconciler.fleet.metrics`), so HPAs on CPU and memory and ``kubectl top`` work.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from reconciler.fleet import addons, build, storage
+from reconciler.fleet import addons, build, debugging, metrics, storage
 from reconciler.fleet.certs import Pki, generate_pki
 from reconciler.fleet.clusters import ClusterSpec, ClusterSpecError, load_clusters
 from reconciler.fleet.errors import FleetError
@@ -49,6 +53,8 @@ HOST = "host"
 STATE_FILE = "state.json"
 LOCK_FILE = ".lock"
 STAGES = Path(__file__).with_name("stages.yaml")
+#: kwok's emulated kubelet resource metrics and the containers' resource usage
+USAGE = Path(__file__).with_name("usage.yaml")
 SERVICE_CIDR = "10.96.0.0/16"
 APISERVER_TIMEOUT = 180.0
 SETTLE_TIMEOUT = 120.0
@@ -57,7 +63,8 @@ SETTLE_TIMEOUT = 120.0
 #: renewal, so nodes stay Ready while kwok runs and go NotReady when it stops.
 NODE_LEASE_SECONDS = 40
 #: components of a member cluster that :func:`stop_component` / :func:`start_component` manage
-COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok",
+              "metrics-server")
 #: controllers the fleet does not need (no cloud, no volumes to attach, no CSR signing)
 DISABLED_CONTROLLERS = (
     "bootstrap-signer-controller", "token-cleaner-controller",
@@ -69,7 +76,8 @@ DISABLED_CONTROLLERS = (
 )
 
 #: shutdown order: clients of the apiservers first, etcd last (all at once is slower)
-STOP_ORDER = ("kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd")
+STOP_ORDER = ("metrics-server", "kwok", "kube-scheduler", "kube-controller-manager",
+              "kube-apiserver", "etcd")
 
 Echo = Callable[[str], None]
 
@@ -112,6 +120,8 @@ class ClusterRuntime:
     etcd_prefix: str
     nodes: list[str] = field(default_factory=list)
     kwok_port: int = 0
+    #: 0 for the host, which runs no metrics-server
+    metrics_server_port: int = 0
 
     @property
     def server(self) -> str:
@@ -279,6 +289,11 @@ def apiserver_args(state: FleetState, runtime: ClusterRuntime, pki: Pki) -> list
         "--requestheader-extra-headers-prefix=X-Remote-Extra-",
         f"--proxy-client-cert-file={pki.client_cert('front-proxy-client')}",
         f"--proxy-client-key-file={pki.client_key('front-proxy-client')}",
+        # pod logs / exec / metrics: the nodes' kubelet is their cluster's kwok (HTTPS)
+        f"--kubelet-certificate-authority={pki.ca_cert}",
+        f"--kubelet-client-certificate={pki.client_cert('admin')}",
+        f"--kubelet-client-key={pki.client_key('admin')}",
+        "--kubelet-preferred-address-types=InternalIP",
         "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
         f"--service-account-key-file={pki.sa_pub}",
         f"--service-account-signing-key-file={pki.sa_key}",
@@ -322,14 +337,20 @@ def kwok_args(state: FleetState, index: int, kubeconfig: Path) -> list[str]:
     """Command line of one kwok (fakes the nodes annotated kwok.x-k8s.io/node=fake).
 
     As kwokctl runs it: per-node Leases (``--node-lease-duration-seconds``) carry node
-    liveness, and its HTTP server (``/healthz``) listens on the cluster's ``kwok_port``.
+    liveness, and its HTTPS server (``/healthz``, the nodes' emulated kubelet endpoints:
+    ``/metrics/nodes/<node>/metrics/resource``) listens on the cluster's ``kwok_port``,
+    which the nodes report as their kubelet port.
     """
     runtime = state.clusters[index]
+    pki = Pki(state.dir / "pki")
     return [f"{state.bin_dir}/kwok", f"--kubeconfig={kubeconfig}", f"--config={STAGES}",
+            f"--config={USAGE}", f"--config={debugging.kwok_config(state.dir)}",
             "--manage-all-nodes=false", f"--manage-nodes-with-annotation-selector={KWOK_SELECTOR}",
             "--node-ip=127.0.0.1", f"--cidr=10.{64 + index % 64}.0.1/16",
             f"--node-lease-duration-seconds={NODE_LEASE_SECONDS}",
-            f"--server-address=127.0.0.1:{runtime.kwok_port}", "--v=WARN"]
+            f"--server-address=127.0.0.1:{runtime.kwok_port}",
+            f"--node-port={runtime.kwok_port}", f"--tls-cert-file={pki.serving_cert}",
+            f"--tls-private-key-file={pki.serving_key}", "--v=WARN"]
 
 
 def _env() -> dict[str, str]:
@@ -370,8 +391,27 @@ def _create_nodes(state: FleetState, specs: dict[str, ClusterSpec]) -> None:
             api.close()
 
 
+def _register_metrics(state: FleetState) -> None:
+    """Register each member cluster's metrics-server as its ``metrics.k8s.io`` API."""
+    from kubernetes.client.rest import ApiException
+
+    pki = Pki(state.dir / "pki")
+    for runtime in state.clusters:
+        if not runtime.metrics_server_port:
+            continue
+        api = api_client(state, runtime.context)
+        try:
+            metrics.register(api, runtime.metrics_server_port, pki)
+        except ApiException as exc:
+            raise FleetError(f"cluster {runtime.name}: registering metrics-server failed: "
+                             f"{exc.status} {exc.reason}") from exc
+        finally:
+            api.close()
+
+
 def _wait_settled(state: FleetState, timeout: float) -> None:
-    """Wait until every cluster's nodes are Ready and its default ServiceAccount exists."""
+    """Wait until every cluster's nodes are Ready, its default ServiceAccount exists and
+    (member clusters) its metrics API is Available."""
     from kubernetes import client
     from kubernetes.client.rest import ApiException
 
@@ -398,12 +438,18 @@ def _wait_settled(state: FleetState, timeout: float) -> None:
                         still.append(runtime)
                         continue
                     core.read_namespaced_service_account("default", "default")
+                    reason = (metrics.unavailable_reason(clients[runtime.name])
+                              if runtime.metrics_server_port else None)
+                    if reason:
+                        why = f"{runtime.name}: {reason}"
+                        still.append(runtime)
                 except ApiException as exc:
                     why = f"{runtime.name}: {exc.status} {exc.reason}"
                     still.append(runtime)
             pending = still
             if pending and time.monotonic() > deadline:
-                kwok = next((p for p in state.procs if p.name.startswith("kwok")), None)
+                culprit = "metrics-server" if "APIService" in why else "kwok"
+                kwok = next((p for p in state.procs if p.name.startswith(culprit)), None)
                 tail = log_tail(kwok.log) if kwok else ""
                 raise FleetError(f"fleet did not settle within {timeout:.0f}s ({why})", tail)
             if pending:
@@ -474,7 +520,7 @@ def up(clusters_path: str | Path, directory: str | Path | None = None,
         return state
 
 
-PER_CLUSTER_PORTS = 4  # apiserver, controller-manager, scheduler, kwok
+PER_CLUSTER_PORTS = 5  # apiserver, controller-manager, scheduler, kwok, metrics-server
 
 
 def _kubeconfig_of(state: FleetState, runtime: ClusterRuntime, who: str) -> Path:
@@ -510,8 +556,16 @@ def _launch(state: FleetState, runtime: ClusterRuntime, component: str,
         ctx = _insecure_context()
     elif component == "kwok":
         argv = kwok_args(state, index, _kubeconfig_of(state, runtime, "kwok"))
-        url = f"http://127.0.0.1:{runtime.kwok_port}/healthz"
-        ctx = None
+        url = f"https://127.0.0.1:{runtime.kwok_port}/healthz"
+        ctx = client_ssl_context(pki.ca_cert, pki.client_cert("admin"),
+                                 pki.client_key("admin"))
+    elif component == "metrics-server" and runtime.metrics_server_port:
+        argv = metrics.metrics_server_args(
+            f"{state.bin_dir}/metrics-server", runtime.metrics_server_port, runtime.kwok_port,
+            pki, _kubeconfig_of(state, runtime, "metrics-server"))
+        url = f"https://127.0.0.1:{runtime.metrics_server_port}/livez"
+        ctx = client_ssl_context(pki.ca_cert, pki.client_cert("admin"),
+                                 pki.client_key("admin"))
     else:
         raise FleetError(f"unknown component {component!r} (one of: {', '.join(COMPONENTS)})")
     proc = spawn(f"{component}[{runtime.name}]", argv,
@@ -526,6 +580,7 @@ def _start(state: FleetState, specs: dict[str, ClusterSpec], echo: Echo,
     logs = directory / "logs"
     with _step("certificates", echo, timings):
         pki = generate_pki(directory / "pki")
+        debugging.write_kwok_config(directory)
     with _step("ports", echo, timings):
         ports = claim_ports(port_registry(), str(directory),
                             2 + PER_CLUSTER_PORTS * len(specs))
@@ -535,6 +590,7 @@ def _start(state: FleetState, specs: dict[str, ClusterSpec], echo: Echo,
         state.clusters.append(ClusterRuntime(name=name, context=spec.context, port=p[0],
                                              controller_manager_port=p[1],
                                              scheduler_port=p[2], kwok_port=p[3],
+                                             metrics_server_port=0 if name == HOST else p[4],
                                              etcd_prefix=f"/pincompile/{name}"))
     state.save()
     write_kubeconfig(state.kubeconfig, [(r.context, r.server) for r in state.clusters],
@@ -565,21 +621,25 @@ def _start(state: FleetState, specs: dict[str, ClusterSpec], echo: Echo,
     with _step("nodes, CRDs, storage classes", echo, timings):
         _create_nodes(state, specs)
 
-    with _step("controller-managers, schedulers, kwok", echo, timings):
+    with _step("controllers, kwok, metrics-servers", echo, timings):
         waits = []
         for runtime in state.clusters:
-            for who in ("controller-manager", "scheduler", "kwok"):
+            for who in ("controller-manager", "scheduler", "kwok", "metrics-server"):
                 path = _kubeconfig_of(state, runtime, who)
                 path.parent.mkdir(parents=True, exist_ok=True)
                 write_kubeconfig(path, [(runtime.context, runtime.server)], pki, who,
                                  embed=False)
             for component in COMPONENTS[1:]:
-                waits.append(_launch(state, runtime, component, env))
+                if component != "metrics-server" or runtime.metrics_server_port:
+                    waits.append(_launch(state, runtime, component, env))
         state.procs += [proc for proc, _, _ in waits]
+        state.procs.append(spawn(debugging.LOG_WRITER, debugging.log_writer_argv(),
+                                 debugging.log_file(directory), env=env))
         state.save()
         wait_until_ready(waits, timeout=SETTLE_TIMEOUT)
+        _register_metrics(state)
 
-    with _step("nodes Ready, service accounts", echo, timings):
+    with _step("nodes Ready, metrics API, service accounts", echo, timings):
         _wait_settled(state, timeout=SETTLE_TIMEOUT)
 
 

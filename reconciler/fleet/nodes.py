@@ -20,6 +20,8 @@ POOL_LABEL = "pincompute.io/node-pool"
 TIER_LABEL_PREFIX = "pincompute.io/tier-"
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 KWOK_SELECTOR = f"{KWOK_ANNOTATION}=fake"
+#: where metrics-server reads a node's kubelet resource metrics (kwok serves them there)
+METRICS_PATH_ANNOTATION = "metrics.k8s.io/resource-metrics-path"
 GENERAL_NODES = 3
 MAX_GPU_NODES_PER_TYPE = 2
 DEFAULT_PODS_PER_NODE = 1000
@@ -149,7 +151,9 @@ def generate_nodes(
             "metadata": {
                 "name": name,
                 "labels": labels,
-                "annotations": {KWOK_ANNOTATION: "fake", "node.alpha.kubernetes.io/ttl": "0"},
+                "annotations": {KWOK_ANNOTATION: "fake", "node.alpha.kubernetes.io/ttl": "0",
+                                METRICS_PATH_ANNOTATION:
+                                    f"/metrics/nodes/{name}/metrics/resource"},
             },
             "spec": node_spec,
             "status": {"allocatable": dict(share), "capacity": dict(share),

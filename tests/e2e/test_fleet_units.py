@@ -322,7 +322,7 @@ if [ "$1" = list ]; then printf 'runtime\\nexample.com/a\\nexample.com/b\\n'; ex
 out=""; prev=""
 for arg in "$@"; do [ "$prev" = "-o" ] && out="$arg"; prev="$arg"; done
 for pkg in runtime example.com/a example.com/b; do echo "$pkg"; sleep 0.4; done
-for bin in server kube-apiserver kube-controller-manager kube-scheduler kwok; do
+for bin in server kube-apiserver kube-controller-manager kube-scheduler kwok metrics-server; do
   touch "$out$bin"; done
 """
 
@@ -335,6 +335,9 @@ def fake_toolchain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     mod = tmp_path / "mod"
     mod.mkdir()
     (mod / "go.mod").write_text("module fake\n\nrequire k8s.io/kubernetes v1.36.3\n")
+    (tmp_path / "metrics-server").mkdir()
+    (tmp_path / "metrics-server" / "go.mod").write_text(
+        "module fake-metrics\n\nrequire sigs.k8s.io/metrics-server v0.8.0\n")
     monkeypatch.setenv("PINCOMPILE_GO", str(go))
     monkeypatch.setenv("PINCOMPILE_FLEET_MODULE", str(mod))
     monkeypatch.setenv("PINCOMPILE_CACHE", str(tmp_path / "cache"))
@@ -380,3 +383,98 @@ def test_waiting_for_another_build_reports_its_progress(fake_toolchain: Path) ->
                                "2/10 packages") for line in lines), lines
     assert lines[-2].startswith("fleet binaries built by another process")
     assert lines[-1] == str(target)
+
+
+def test_metrics_server_is_pinned_in_its_own_module_and_in_the_cache_key(
+        tmp_path: Path) -> None:
+    mod = build.module_dir()
+    assert build.versions(mod)["metrics-server"] == "v0.8.0"
+    assert build.metrics_server_module_dir(mod) == mod.parent / "metrics-server"
+    assert "metrics-server" in build.PACKAGES
+    # a version bump of metrics-server alone changes where the binaries are cached
+    copy = tmp_path / "fleet"
+    copy.mkdir()
+    for name in ("go.mod", "go.sum"):
+        (copy / name).write_text((mod / name).read_text())
+    (tmp_path / "metrics-server").mkdir()
+    (tmp_path / "metrics-server" / "go.mod").write_text(
+        (build.metrics_server_module_dir(mod) / "go.mod").read_text())
+    same = build.version_hash(copy)
+    (tmp_path / "metrics-server" / "go.mod").write_text(
+        (build.metrics_server_module_dir(mod) / "go.mod").read_text().replace(
+            "v0.8.0", "v0.8.1"))
+    assert build.version_hash(copy) != same
+    assert "gitVersion=v0.8.1" in build.metrics_server_ldflags(copy)
+
+
+def test_usage_config_serves_resource_metrics_and_reads_the_load_annotations() -> None:
+    from ruamel.yaml import YAML
+
+    from reconciler.fleet.fleet import USAGE
+    from reconciler.fleet.load import annotation_key
+
+    docs = {d["kind"]: d for d in YAML(typ="safe").load_all(USAGE.read_text())}
+    assert docs["Metric"]["spec"]["path"] == "/metrics/nodes/{nodeName}/metrics/resource"
+    usage = docs["ClusterResourceUsage"]["spec"]["usages"][0]["usage"]
+    assert annotation_key("NS", "APP", "KIND", "cpu") == "APP.NS.load.fleet.pincompute.io/KIND.cpu"
+    for resource in ("cpu", "memory"):
+        expression = " ".join(usage[resource]["expression"].split())
+        # the expression builds the key the CLI writes: APP.NS.<domain>/KIND.<resource>
+        key = ('pod.metadata.labels["pincompute.io/app"] + "." + pod.metadata.namespace + '
+               '".load.fleet.pincompute.io/" + pod.metadata.labels["pincompute.io/kind"] + '
+               f'".{resource}')
+        assert f'({key}") in node.metadata.annotations' in expression
+        assert f'({key}-until") in node.metadata.annotations' in expression
+        assert f'container.resources.requests["{resource}"]' in expression
+
+
+def test_load_arguments_are_checked() -> None:
+    from reconciler.fleet.load import LoadError, annotation_key, parse_app, parse_fraction
+
+    assert parse_fraction("90%") == pytest.approx(0.9)
+    assert parse_fraction("150%") == pytest.approx(1.5)
+    for bad in ("90", "-5%", "ninety%", "2000%"):
+        with pytest.raises(LoadError):
+            parse_fraction(bad)
+    app = parse_app("PinService/search/search-api")
+    assert (app.kind, app.project, app.name) == ("PinService", "search", "search-api")
+    for bad in ("search/search-api", "PinService/Search/x", "a/b/c/d"):
+        with pytest.raises(LoadError):
+            parse_app(bad)
+    # a valid annotation key: DNS-subdomain prefix, name part of at most 63 characters
+    key = annotation_key("search", "search-api", "PinService", "cpu-until")
+    prefix, name = key.split("/")
+    assert len(prefix) <= 253 and len(name) <= 63
+
+
+def test_metrics_server_verifies_kwok_and_serves_for_the_aggregator(tmp_path: Path) -> None:
+    from cryptography import x509
+
+    from reconciler.fleet.certs import generate_pki
+    from reconciler.fleet.metrics import metrics_server_args
+
+    pki = generate_pki(tmp_path)
+    args = metrics_server_args("/bin/metrics-server", 4443, 5555, pki, tmp_path / "kc")
+    assert "--kubelet-port=5555" in args and "--secure-port=4443" in args
+    assert f"--kubelet-certificate-authority={pki.ca_cert}" in args
+    assert not any("insecure" in a for a in args)
+    cert = x509.load_pem_x509_certificate(pki.metrics_server_cert.read_bytes())
+    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert "metrics-server.kube-system.svc" in names.get_values_for_type(x509.DNSName)
+
+
+def test_demo_summary_names_every_app_that_is_not_healthy_or_suspended() -> None:
+    from reconciler.fleet.demo import summary
+
+    def row(kind: str, name: str, phase: str, message: str = "") -> dict:
+        return {"kind": kind, "project": "p", "name": name,
+                "status": {"phase": phase, **({"message": message} if message else {})}}
+
+    line, ok = summary([row("PinApp", "a", "Healthy"), row("PinJob", "b", "Healthy"),
+                        row("PinApp", "c", "Suspended"), row("Cluster", "x", "Unknown")])
+    assert ok and line == ("demo: 2 of 3 apps Healthy, 1 Suspended on purpose (paused or "
+                           "stopped in the examples); every app is Healthy or Suspended")
+    line, ok = summary([row("PinApp", "a", "Healthy"),
+                        row("PinterestTrainingJob", "t", "Progressing", "waiting")])
+    assert not ok
+    assert line.endswith("NOT Healthy: PinterestTrainingJob/p/t Progressing (waiting)")
