@@ -21,7 +21,15 @@ from pathlib import Path
 from typing import IO
 
 from pincompile.diagnostics import Diagnostic
-from pincompile.loader import MAX_FILE_BYTES, YAML_SUFFIXES, LoadResult, load_text
+from pincompile.loader import (
+    MAX_FILE_BYTES,
+    UNREAD_TARGET_HINT,
+    YAML_SUFFIXES,
+    LoadResult,
+    hidden_path,
+    load_text,
+    unread_target,
+)
 
 GIT_TIMEOUT = 120
 _MODE_SYMLINK = "120000"
@@ -295,6 +303,10 @@ class _RevisionWalk:
 def _folder_problem(rel: str, target: str, parents: tuple[str, ...], linked: set[str]
                     ) -> Diagnostic | None:
     """Why the symlinked folder ``rel`` (to folder ``target`` of the tree) is skipped."""
+    if hidden_path(target):
+        return Diagnostic(rel, 1, 1, "folder-symlink-hidden",
+                          f"folder symlink leads into the hidden folder {target}, which the "
+                          "walk skips; skipped", UNREAD_TARGET_HINT)
     if target in parents:
         return Diagnostic(rel, 1, 1, "folder-symlink-loop",
                           "folder symlink leads back to a folder it is in; skipped")
@@ -325,6 +337,11 @@ def _follow(rel: str, path: str, tree: dict[str, TreeEntry], targets: dict[str, 
             return None, None, Diagnostic(
                 rel, 1, 1, "unreadable", f"cannot read: symlink target '{target}' does not exist")
         if entry.mode != _MODE_SYMLINK:
+            if unread_target(joined):
+                return None, None, Diagnostic(
+                    rel, 1, 1, "symlink-unread-target",
+                    f"symlink leads to {joined}, a file the walk does not read; not followed",
+                    UNREAD_TARGET_HINT)
             return entry.oid, None, None
         if joined not in targets:
             return None, None, Diagnostic(rel, 1, 1, "unreadable", "cannot read: symlink loop")

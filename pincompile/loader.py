@@ -143,7 +143,25 @@ def load_text(file: str, raw: bytes | str) -> LoadResult:
 
 #: Codes of the walk's problems that are warnings: the folder is skipped, the specs are
 #: not invalid for it.
-WALK_WARNINGS = frozenset({"folder-symlink-outside-root", "folder-symlink-loop"})
+WALK_WARNINGS = frozenset({"folder-symlink-outside-root", "folder-symlink-loop",
+                           "folder-symlink-hidden"})
+
+
+def hidden_path(path: str) -> bool:
+    """Whether ``path`` (relative to the spec root; "" or "." is the root) is, or is in, a
+    hidden file or folder, which the walk skips."""
+    return path not in ("", ".") and any(part.startswith(".") for part in path.split("/"))
+
+
+def unread_target(target: str) -> bool:
+    """Whether ``target`` (a path relative to the spec root) is a file the walk does not
+    read where it lies: hidden, or not YAML. A symlink may not lead there, or the spec it
+    loads would change without review by the code owners of the symlink's folder."""
+    return hidden_path(target) or not target.endswith(YAML_SUFFIXES)
+
+
+UNREAD_TARGET_HINT = ("a symlink may lead only to a spec file read where it lies (not hidden, "
+                      ".yaml or .yml), so that its folder's code owners review every change")
 
 
 def add_walk_problem(result: LoadResult, problem: Diagnostic) -> None:
@@ -209,6 +227,13 @@ def _walk(root: Path, folder: str, prefix: str, parents: tuple[str, ...], linked
                     "symlink points outside the repository; not followed",
                     "copy the file into the repository instead")
                 continue
+            inside = target.relative_to(root).as_posix()
+            if unread_target(inside):
+                yield rel, None, Diagnostic(
+                    rel, 1, 1, "symlink-unread-target",
+                    f"symlink leads to {inside}, a file the walk does not read; not followed",
+                    UNREAD_TARGET_HINT)
+                continue
         yield rel, entry.path, None
     for entry, real in dirs:
         yield from _walk(root, entry.path, f"{prefix}{entry.name}/", (*parents, real),
@@ -225,6 +250,11 @@ def _folder_link_problem(root: Path, rel: str, real: str, parents: tuple[str, ..
         return Diagnostic(rel, 1, 1, "folder-symlink-outside-root",
                           "folder symlink points outside the repository; skipped",
                           "copy the folder into the repository instead")
+    inside = Path(real).relative_to(root).as_posix()
+    if hidden_path(inside):
+        return Diagnostic(rel, 1, 1, "folder-symlink-hidden",
+                          f"folder symlink leads into the hidden folder {inside}, which the "
+                          "walk skips; skipped", UNREAD_TARGET_HINT)
     if real in parents:
         return Diagnostic(rel, 1, 1, "folder-symlink-loop",
                           "folder symlink leads back to a folder it is in; skipped")

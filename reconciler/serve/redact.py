@@ -1,4 +1,5 @@
-"""Credentials out of everything ``serve`` shows: the userinfo (``user:token@``) of URLs.
+"""Credentials out of everything ``serve`` shows: the userinfo (``user:token@``) and the
+query values (``?access_token=...``) of URLs.
 
 ``serve --repo https://user:TOKEN@host/r.git`` must fetch with the token, but the token must
 never reach a log line, ``/status``, a metric, the audit log or an Event. Every text those
@@ -14,12 +15,20 @@ from typing import Any
 
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s@]*(?:@[^/?#\s@]*)*@")
 """A URL's scheme followed by userinfo: everything up to the authority's last ``@``."""
+_URL = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^\s'\"<>]+")
+_QUERY_VALUE = re.compile(r"([?&][^=&#]*=)[^&#]*")
+HIDDEN = "<redacted>"
+
+
+def _clean(url: re.Match[str]) -> str:
+    text = _USERINFO.sub(r"\1", url.group(0))
+    return _QUERY_VALUE.sub(rf"\1{HIDDEN}", text) if "?" in text else text
 
 
 def redact(text: str) -> str:
-    """``text`` with the userinfo of every URL in it removed
-    (``https://u:t@host/r`` becomes ``https://host/r``)."""
-    return _USERINFO.sub(r"\1", text) if "@" in text else text
+    """``text`` with the userinfo and the query values of every URL in it removed
+    (``https://u:t@host/r?token=x`` becomes ``https://host/r?token=<redacted>``)."""
+    return _URL.sub(_clean, text) if "://" in text else text
 
 
 def redact_data(data: Any) -> Any:

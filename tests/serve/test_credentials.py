@@ -96,6 +96,9 @@ def test_event_texts_carry_no_token() -> None:
     ("fatal: 'http://tok@10.0.0.1:8080/x' said 403", "fatal: 'http://10.0.0.1:8080/x' said 403"),
     ("ssh://git@host/r.git and https://a:b@c@host/r", "ssh://host/r.git and https://host/r"),
     ("git@host:r.git, no scheme, no secret", "git@host:r.git, no scheme, no secret"),
+    ("fetch https://host/r.git?access_token=QSECRET&ref=main failed",
+     "fetch https://host/r.git?access_token=<redacted>&ref=<redacted> failed"),
+    ("https://u:t@host/r?private_token=T#frag", "https://host/r?private_token=<redacted>#frag"),
 ])
-def test_redact_removes_userinfo_from_urls_in_text(text: str, shown: str) -> None:
+def test_redact_removes_userinfo_and_query_values_from_urls_in_text(text: str, shown: str) -> None:
     assert redact(text) == shown

@@ -281,12 +281,20 @@ def test_symlink_outside_root_is_refused(tmp_path: Path) -> None:
     assert "secret" not in {e.resource.name for e in result.catalog.entries}
 
 
-def test_symlink_inside_root_is_followed(tmp_path: Path) -> None:
-    root = write_tree(tmp_path, {**files(), ".shared/common.yaml": pod("shared")})
+def test_a_symlink_to_a_file_the_walk_does_not_read_is_refused(tmp_path: Path) -> None:
+    """A spec behind a symlink must be read where it lies too, or changes to it would
+    escape the code owners of the symlink's folder (a hidden file has none)."""
+    root = write_tree(tmp_path, {**files(), ".shared/common.yaml": pod("shared"),
+                                 "docs/pod.txt": pod("text")})
     (root / "apps" / "shop" / "shared.yaml").symlink_to(root / ".shared" / "common.yaml")
+    (root / "apps" / "shop" / "text.yaml").symlink_to("../../docs/pod.txt")
     result = compile_path(root, revision="test")
-    assert result.diagnostics == []
-    assert "shared" in {e.resource.name for e in result.catalog.entries}
+    assert triples(result.diagnostics) == [
+        ("apps/shop/shared.yaml:1:1", "symlink-unread-target",
+         "symlink leads to .shared/common.yaml, a file the walk does not read; not followed"),
+        ("apps/shop/text.yaml:1:1", "symlink-unread-target",
+         "symlink leads to docs/pod.txt, a file the walk does not read; not followed")]
+    assert not {"shared", "text"} & {e.resource.name for e in result.catalog.entries}
 
 
 def test_a_symlinked_directory_outside_the_root_is_a_warning(tmp_path: Path) -> None:
@@ -300,19 +308,23 @@ def test_a_symlinked_directory_outside_the_root_is_a_warning(tmp_path: Path) -> 
          "folder symlink points outside the repository; skipped")]
 
 
-def test_a_symlinked_directory_inside_the_root_is_followed(tmp_path: Path) -> None:
+def test_a_symlinked_directory_into_a_hidden_folder_is_skipped(tmp_path: Path) -> None:
+    """apps/newp -> ../.x would deploy .x's specs as project newp's, reviewed by nobody."""
     root = write_tree(tmp_path, {**files(), ".shared/pods/one.yaml": pod("one")})
     (root / "apps" / "pods").symlink_to("../.shared/pods", target_is_directory=True)
     result = compile_path(root, revision="test")
-    assert (result.diagnostics, result.warnings) == ([], [])
-    assert "one" in {e.resource.name for e in result.catalog.entries}
-    assert "apps/pods/one.yaml" in result.sources
+    assert result.diagnostics == []
+    assert triples(result.warnings) == [
+        ("apps/pods:1:1", "folder-symlink-hidden", "folder symlink leads into the hidden "
+         "folder .shared/pods, which the walk skips; skipped")]
+    assert "one" not in {e.resource.name for e in result.catalog.entries}
 
 
 def test_symlink_loops_are_warnings_and_the_walk_ends(tmp_path: Path) -> None:
-    root = write_tree(tmp_path, {**files(), "shared/pods/one.yaml": pod("one")})
-    (root / "shared" / "pods" / "up").symlink_to("..", target_is_directory=True)
-    (root / "shared" / "pods" / "root").symlink_to("../..", target_is_directory=True)
+    root = write_tree(tmp_path, {**files(), "apps/shop/pods/one.yaml": pod("one")})
+    (root / "apps" / "shop" / "pods" / "up").symlink_to("..", target_is_directory=True)
+    (root / "apps" / "shop" / "pods" / "root").symlink_to("../../..",
+                                                           target_is_directory=True)
     for n in range(20):  # two links to each next level: a walk without memory doubles
         level = root / "chain" / f"l{n}"
         level.mkdir(parents=True)
@@ -324,8 +336,8 @@ def test_symlink_loops_are_warnings_and_the_walk_ends(tmp_path: Path) -> None:
     assert time.perf_counter() - started < 10
     assert result.diagnostics == []
     codes = {(w.file, w.code) for w in result.warnings}
-    assert ("shared/pods/root", "folder-symlink-loop") in codes
-    assert ("shared/pods/up", "folder-symlink-loop") in codes
+    assert ("apps/shop/pods/root", "folder-symlink-loop") in codes
+    assert ("apps/shop/pods/up", "folder-symlink-loop") in codes
     assert {e.resource.name for e in result.catalog.entries} >= {"one"}
 
 
