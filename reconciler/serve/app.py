@@ -9,6 +9,7 @@ import signal
 import socket
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -159,6 +160,7 @@ class ServeApp:
     def stop(self) -> bool:
         """Let the pass in flight finish (up to ``shutdown_timeout``), release the Leases,
         stop serving; whether the pass finished in time."""
+        deadline = time.monotonic() + self.options.shutdown_timeout
         self.service.stop()
         worker = next((t for t in self._threads if t.name == "reconcile"), None)
         finished = True
@@ -169,14 +171,17 @@ class ServeApp:
                 log.warning("the pass in flight did not finish within %.0fs; stopping anyway",
                             self.options.shutdown_timeout)
         self._stop_campaign.set()
+        def left() -> float:  # of --shutdown-timeout, for the steps after the pass
+            return max(0.1, deadline - time.monotonic())
+
         for t in self._threads:
             if t.name == "leader-election":
-                t.join(self.options.timing.renew_deadline)
+                t.join(min(self.options.timing.renew_deadline, left()))
         if self.campaign is not None:
             released = self.campaign.release()
             if released:
                 log.info("released %s", ", ".join(released))
-        self.http.shutdown()
+        self.http.shutdown(timeout=min(5.0, left()))
         self.http.server_close()
         if finished:
             self.service.close()

@@ -120,13 +120,14 @@ class ServeHTTPServer:
     def serve_forever(self) -> None:
         self._server.run()
 
-    def shutdown(self) -> None:
-        """Close the listening socket and every connection; stop the workers."""
+    def shutdown(self, timeout: float = 5.0) -> None:
+        """Close the listening socket and every connection; stop the workers (waiting at
+        most ``timeout`` seconds for them)."""
         server = self._server
         while server._map:
             for channel in list(server._map.values()):
                 channel.handle_close()
-        server.task_dispatcher.shutdown(timeout=5)
+        server.task_dispatcher.shutdown(timeout=timeout)
 
     def server_close(self) -> None:
         """Nothing left to close after :meth:`shutdown` (kept for the socketserver API)."""

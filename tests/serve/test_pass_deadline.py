@@ -93,7 +93,9 @@ def test_sigterm_ends_serve_within_the_shutdown_timeout_during_a_stuck_compile(
         start = time.monotonic()
         serve.proc.send_signal(signal.SIGTERM)
         assert serve.proc.wait(timeout=30) == 1
-        assert time.monotonic() - start < 2 + 5  # --shutdown-timeout, and a slow machine
+        # --shutdown-timeout, plus the interpreter's exit on a loaded machine (2.6 s
+        # measured under load; the HTTP workers were once given 5 s more)
+        assert time.monotonic() - start < 2 + 2.5
         assert "did not finish within 2s" in serve.log.read_text()
     finally:
         serve.stop()
