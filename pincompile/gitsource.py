@@ -26,7 +26,7 @@ from pincompile.loader import (
     UNREAD_TARGET_HINT,
     YAML_SUFFIXES,
     LoadResult,
-    hidden_path,
+    folder_link_problem,
     load_text,
     unread_target,
 )
@@ -283,7 +283,7 @@ class _RevisionWalk:
                 continue
             oid, target, problem = _follow(rel, path, self.tree, self.targets, self.dirs)
             if target is not None:
-                problem = _folder_problem(rel, target, parents, self.linked)
+                problem = folder_link_problem(rel, target, target, parents, self.linked)
                 if problem is None:
                     self.linked.add(target)
                     subfolders.append((rel, target))
@@ -298,22 +298,6 @@ class _RevisionWalk:
                 self.wanted.append((rel, oid))
         for rel, path in subfolders:
             self.folder(path, rel + "/", (*parents, path))
-
-
-def _folder_problem(rel: str, target: str, parents: tuple[str, ...], linked: set[str]
-                    ) -> Diagnostic | None:
-    """Why the symlinked folder ``rel`` (to folder ``target`` of the tree) is skipped."""
-    if hidden_path(target):
-        return Diagnostic(rel, 1, 1, "folder-symlink-hidden",
-                          f"folder symlink leads into the hidden folder {target}, which the "
-                          "walk skips; skipped", UNREAD_TARGET_HINT)
-    if target in parents:
-        return Diagnostic(rel, 1, 1, "folder-symlink-loop",
-                          "folder symlink leads back to a folder it is in; skipped")
-    if target in linked:
-        return Diagnostic(rel, 1, 1, "folder-symlink-loop",
-                          "folder symlink leads to a folder another symlink led to; skipped")
-    return None
 
 
 def _follow(rel: str, path: str, tree: dict[str, TreeEntry], targets: dict[str, bytes | int],

@@ -250,15 +250,24 @@ def _folder_link_problem(root: Path, rel: str, real: str, parents: tuple[str, ..
         return Diagnostic(rel, 1, 1, "folder-symlink-outside-root",
                           "folder symlink points outside the repository; skipped",
                           "copy the folder into the repository instead")
-    inside = Path(real).relative_to(root).as_posix()
+    return folder_link_problem(rel, Path(real).relative_to(root).as_posix(), real, parents,
+                               linked)
+
+
+def folder_link_problem(rel: str, inside: str, key: str, parents: tuple[str, ...],
+                        linked: set[str]) -> Diagnostic | None:
+    """Why the symlinked folder ``rel``, leading to ``inside`` (a folder of the spec root,
+    known to the walk as ``key``), is skipped, if it is: it leads into a hidden folder, to a
+    folder it is in (``parents``), or to one another symlink led to (``linked``). The
+    working-tree and the git-revision walks share it."""
     if hidden_path(inside):
         return Diagnostic(rel, 1, 1, "folder-symlink-hidden",
                           f"folder symlink leads into the hidden folder {inside}, which the "
                           "walk skips; skipped", UNREAD_TARGET_HINT)
-    if real in parents:
+    if key in parents:
         return Diagnostic(rel, 1, 1, "folder-symlink-loop",
                           "folder symlink leads back to a folder it is in; skipped")
-    if real in linked:
+    if key in linked:
         return Diagnostic(rel, 1, 1, "folder-symlink-loop",
                           "folder symlink leads to a folder another symlink led to; skipped")
     return None
