@@ -94,10 +94,10 @@ def generate(root: Path, apps: int) -> None:
     shutil.rmtree(root / "platform" / "projects")
     (root / "platform" / "projects").mkdir()
     (root / "platform" / "projects" / "bench.yaml").write_text(PROJECT)
-    (root / "apps").mkdir()
+    (root / "apps" / "bench").mkdir(parents=True)  # the project's folder
     for i in range(apps):
         text = APP.format(i=i) + (SCALER.format(i=i) if i % 5 == 0 else "")
-        (root / "apps" / f"app-{i:05d}.yaml").write_text(text)
+        (root / "apps" / "bench" / f"app-{i:05d}.yaml").write_text(text)
 
 
 def run_pass(kubeconfig: str, root: Path) -> dict[str, Any]:

@@ -96,8 +96,11 @@ print(json.dumps({"code": code, "peak_mib": peak / 1024}))
 def test_a_template_that_builds_gigabytes_stays_within_bounded_memory(tmp_path: Path,
                                                                       bomb: str) -> None:
     root = tree_with(tmp_path, BOMBS[bomb])
+    # a clean environment and a cache of its own: the peak is the bomb's, not a cache's
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path),
+           "XDG_CACHE_HOME": str(tmp_path / "cache")}
     done = subprocess.run([sys.executable, "-c", PEAK_RSS, str(root)], capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=120, env=env)
     outcome = json.loads(done.stdout.splitlines()[-1])
     assert outcome["code"] == 1, done.stderr
     assert f"{INDEXER}:39:7: error[template]: " in done.stderr

@@ -92,8 +92,8 @@ def compiled_for(fleet: fleet_mod.FleetState, cluster: ClusterSpec, root: Path
                 if isinstance(d, dict) and d.get("kind") == "Cluster"]
     with open(root / "platform" / "clusters.yaml", "w") as out:
         YAML().dump_all(clusters, out)
-    (root / "apps").mkdir()
-    (root / "apps" / "api.yaml").write_text(APP_SPEC.replace("CLUSTER", cluster.name))
+    # the Project and its app in one file: the platform folder may hold both
+    (root / "platform" / "api.yaml").write_text(APP_SPEC.replace("CLUSTER", cluster.name))
     result = compile_path(root, revision="e2e")
     assert result.ok, [str(d) for d in result.diagnostics]
     mine = [m for m in result.manifests if m.cluster == cluster.name and m.kind in APPLY_ORDER]

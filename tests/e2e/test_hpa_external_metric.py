@@ -121,8 +121,8 @@ def compiled(fleet: fleet_mod.FleetState, fleet_specs: dict[str, ClusterSpec],
     yaml = YAML()
     with open(root / "platform" / "clusters.yaml", "w") as out:
         yaml.dump_all(cluster_documents(Path(fleet.clusters_path)), out)
-    (root / "apps").mkdir()
-    (root / "apps" / "web.yaml").write_text(APP_SPEC.replace("CLUSTER", cluster.name))
+    # the Project and its app in one file: the platform folder may hold both
+    (root / "platform" / "web.yaml").write_text(APP_SPEC.replace("CLUSTER", cluster.name))
     result = compile_path(root, revision="e2e")
     assert result.ok, [str(d) for d in result.diagnostics]
     mine = [m for m in result.manifests if m.cluster == cluster.name]
