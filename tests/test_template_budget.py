@@ -105,4 +105,10 @@ def test_a_template_that_builds_gigabytes_stays_within_bounded_memory(tmp_path: 
     assert outcome["code"] == 1, done.stderr
     assert f"{INDEXER}:39:7: error[template]: " in done.stderr
     assert "output budget of 262144 characters" in done.stderr
-    assert outcome["peak_mib"] < 300, outcome
+    # Linux keeps the peak of the image a process was exec'd from (this pytest, hundreds
+    # of MiB late in a full run): compare with a plain validate measured the same way
+    plain = subprocess.run([sys.executable, "-c", PEAK_RSS, str(tree_with(
+        tmp_path / "plain", "{{ app.name }}"))], capture_output=True, text=True, timeout=120,
+        env=env)
+    baseline = json.loads(plain.stdout.splitlines()[-1])
+    assert outcome["peak_mib"] < baseline["peak_mib"] + 200, (outcome, baseline)
