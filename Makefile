@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test setup lint schemas fleet-up fleet-down clean
+.PHONY: demo test setup packages lint schemas fleet-up fleet-down clean
 
 $(BIN)/pincompile: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +27,10 @@ lint: setup
 	$(BIN)/ruff check pincompile reconciler tests bench
 	$(BIN)/mypy pincompile reconciler
 
-test: setup lint
+packages:
+	sh hack/packages.sh
+
+test: setup packages lint
 	$(BIN)/python -m pytest -q
 
 schemas: setup

@@ -1,0 +1,14 @@
+#!/bin/sh
+# Debian packages the tests run for real: PostgreSQL (the insight store's second backend).
+# Installed once by `make test`; a machine that has them skips this in milliseconds.
+set -eu
+missing=""
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$missing postgresql"
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+    echo "the tests need Debian packages:$missing (install them as root: apt-get install$missing)" >&2
+    exit 1
+fi
+echo "installing Debian packages:$missing"
+apt-get install -y --no-install-recommends $missing >/dev/null || {
+    apt-get update >/dev/null && apt-get install -y --no-install-recommends $missing >/dev/null; }

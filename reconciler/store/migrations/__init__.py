@@ -1,0 +1,1 @@
+"""Alembic migrations of the insight store (applied by ``Store.open``)."""

@@ -1,0 +1,51 @@
+"""What the store keeps, as plain values: an event on an app and an applied revision."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+AppKey = tuple[str, str, str]
+"""(kind, project, name) of an app, as everywhere in the reconciler."""
+
+MESSAGE_LIMIT = 4096
+"""Characters kept of an event message or a revision's detail (Kubernetes keeps 1 KiB)."""
+
+
+@dataclass(frozen=True)
+class EventRecord:
+    """One event of an app: a Kubernetes Event of one of its objects in a member cluster
+    (``source="kubernetes"``) or pincompile's own (applied, pruned, failed over, …).
+
+    ``uid`` identifies the event in its cluster; recording the same (cluster, uid) again
+    updates ``count``, ``last_seen`` and ``message`` instead of adding a row, the way
+    Kubernetes folds a repeated event."""
+
+    app: AppKey
+    reason: str
+    message: str
+    uid: str
+    last_seen: datetime
+    first_seen: datetime | None = None
+    cluster: str = ""
+    source: str = "pincompile"
+    warning: bool = False
+    object: str = ""
+    """The native object the event is about, ``Kind/namespace/name``; empty for the app."""
+    count: int = 1
+
+
+@dataclass(frozen=True)
+class RevisionRecord:
+    """One revision applied to an app: when, from which commit and push, with what result."""
+
+    app: AppKey
+    revision: str
+    applied_at: datetime
+    result: str
+    """``converged``, ``unconverged`` or ``failed``."""
+    commit: str = ""
+    author: str = ""
+    push: str = ""
+    """The webhook delivery that triggered the pass; empty for a one-shot ``apply``."""
+    detail: str = ""

@@ -1,0 +1,178 @@
+"""Open the store (migrating it to the newest schema), write events and revisions, read
+an app's timeline and history, and drop what is older than the retention."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, create_engine, delete, event, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.orm import Session
+
+from reconciler.store.records import MESSAGE_LIMIT, AppKey, EventRecord, RevisionRecord
+from reconciler.store.tables import AppEvent, AppRevision
+
+READ_LIMIT = 1000
+"""The most rows one read returns (a timeline is paged by ``since``)."""
+DEFAULT_RETENTION = timedelta(days=30)
+_MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+class StoreError(Exception):
+    """The store cannot be opened or used; the message names the store without secrets."""
+
+
+def _engine(url: str) -> Engine:
+    """An engine for ``url``: a SQLite file (WAL, waits for a writer) or PostgreSQL."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError as err:
+        raise StoreError(f"store URL is not a database URL: {err}") from None
+    if parsed.get_backend_name() not in {"sqlite", "postgresql"}:
+        raise StoreError(f"store {parsed.render_as_string(hide_password=True)}: "
+                         "only sqlite:/// and postgresql:// are supported")
+    if parsed.get_backend_name() == "postgresql" and parsed.drivername == "postgresql":
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    engine = create_engine(parsed, pool_pre_ping=True,
+                           connect_args={"timeout": 30} if parsed.get_backend_name() == "sqlite"
+                           else {"connect_timeout": 10})
+    if engine.dialect.name == "sqlite":
+        event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def _where(url: str) -> str:
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "store"
+
+
+class Store:
+    """Events and revisions of apps in one database. Thread-safe (a session per call)."""
+
+    def __init__(self, engine: Engine, retention: timedelta) -> None:
+        self.engine = engine
+        self.retention = retention
+
+    @classmethod
+    def open(cls, url: str, *, retention: timedelta = DEFAULT_RETENTION) -> Store:
+        """Connect and migrate to the newest schema (Alembic ``upgrade head``)."""
+        engine = _engine(url)
+        config = Config()
+        config.set_main_option("script_location", str(_MIGRATIONS))
+        try:
+            with engine.begin() as connection:
+                config.attributes["connection"] = connection
+                command.upgrade(config, "head")
+        except SQLAlchemyError as err:
+            engine.dispose()
+            orig = getattr(err, "orig", None)
+            reason = str(orig) if orig else type(err).__name__
+            raise StoreError(f"{_where(url)}: {reason.strip().splitlines()[0]}") from None
+        return cls(engine, retention)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def add_events(self, records: Iterable[EventRecord]) -> int:
+        """Insert events; a (cluster, uid) seen before is updated in place. Returns rows."""
+        rows = [_event_row(record) for record in records]
+        if not rows:
+            return 0
+        insert = (postgresql.insert if self.engine.dialect.name == "postgresql"
+                  else sqlite.insert)(AppEvent)
+        statement = insert.on_conflict_do_update(
+            index_elements=["cluster", "uid"],
+            set_={"count": insert.excluded.count, "message": insert.excluded.message,
+                  "last_seen": insert.excluded.last_seen, "type": insert.excluded.type})
+        with Session(self.engine) as session, session.begin():
+            session.execute(statement, rows)
+        return len(rows)
+
+    def events(self, app: AppKey, *, since: datetime | None = None,
+               limit: int = READ_LIMIT) -> list[EventRecord]:
+        """The app's events, oldest first, last seen at or after ``since``."""
+        kind, project, name = app
+        query = (select(AppEvent)
+                 .where(AppEvent.kind == kind, AppEvent.project == project,
+                        AppEvent.name == name)
+                 .order_by(AppEvent.last_seen, AppEvent.id)
+                 .limit(max(1, min(limit, READ_LIMIT))))
+        if since is not None:
+            query = query.where(AppEvent.last_seen >= since)
+        with Session(self.engine) as session:
+            return [_event_record(row) for row in session.scalars(query)]
+
+    def add_revision(self, record: RevisionRecord) -> None:
+        kind, project, name = record.app
+        row = AppRevision(kind=kind, project=project, name=name, revision=record.revision,
+                          commit=record.commit, author=record.author, push=record.push,
+                          result=record.result, detail=record.detail[:MESSAGE_LIMIT],
+                          applied_at=record.applied_at)
+        with Session(self.engine) as session, session.begin():
+            session.add(row)
+
+    def history(self, app: AppKey, *, limit: int = READ_LIMIT) -> list[RevisionRecord]:
+        """Revisions applied to the app, newest first."""
+        kind, project, name = app
+        query = (select(AppRevision)
+                 .where(AppRevision.kind == kind, AppRevision.project == project,
+                        AppRevision.name == name)
+                 .order_by(AppRevision.applied_at.desc(), AppRevision.id.desc())
+                 .limit(max(1, min(limit, READ_LIMIT))))
+        with Session(self.engine) as session:
+            return [_revision_record(row) for row in session.scalars(query)]
+
+    def prune(self, now: datetime | None = None) -> int:
+        """Drop events last seen and revisions applied before the retention. Returns rows."""
+        cutoff = (now or datetime.now(UTC)) - self.retention
+        with Session(self.engine) as session, session.begin():
+            events = session.execute(delete(AppEvent).where(AppEvent.last_seen < cutoff))
+            revisions = session.execute(
+                delete(AppRevision).where(AppRevision.applied_at < cutoff))
+        return int(events.rowcount or 0) + int(revisions.rowcount or 0)  # type: ignore[attr-defined]
+
+
+def _event_row(record: EventRecord) -> dict[str, Any]:
+    kind, project, name = record.app
+    return {"kind": kind, "project": project, "name": name, "cluster": record.cluster,
+            "uid": record.uid, "source": record.source,
+            "type": "Warning" if record.warning else "Normal", "reason": record.reason[:128],
+            "message": record.message[:MESSAGE_LIMIT], "object": record.object[:512],
+            "count": record.count, "first_seen": record.first_seen or record.last_seen,
+            "last_seen": record.last_seen}
+
+
+def _aware(stamp: datetime) -> datetime:
+    """SQLite hands back naive datetimes; every stamp the store writes is UTC."""
+    return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
+
+
+def _event_record(row: AppEvent) -> EventRecord:
+    return EventRecord(app=(row.kind, row.project, row.name), reason=row.reason,
+                       message=row.message, uid=row.uid, cluster=row.cluster,
+                       source=row.source, warning=row.type == "Warning", object=row.object,
+                       count=row.count, first_seen=_aware(row.first_seen),
+                       last_seen=_aware(row.last_seen))
+
+
+def _revision_record(row: AppRevision) -> RevisionRecord:
+    return RevisionRecord(app=(row.kind, row.project, row.name), revision=row.revision,
+                          applied_at=_aware(row.applied_at), result=row.result,
+                          commit=row.commit, author=row.author, push=row.push,
+                          detail=row.detail)

@@ -1,0 +1,60 @@
+"""The store's tables (SQLAlchemy 2 declarative). A change here needs a migration in
+``migrations/versions``; ``tests/store`` checks that the two agree."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import DateTime, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class Base(DeclarativeBase):
+    """Metadata of every table of the store."""
+
+
+class AppEvent(Base):
+    """An event of an app, folded by (cluster, uid)."""
+
+    __tablename__ = "app_events"
+    __table_args__ = (
+        UniqueConstraint("cluster", "uid", name="uq_app_events_cluster_uid"),
+        Index("ix_app_events_app_last_seen", "project", "kind", "name", "last_seen"),
+        Index("ix_app_events_last_seen", "last_seen"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(63))
+    project: Mapped[str] = mapped_column(String(63))
+    name: Mapped[str] = mapped_column(String(253))
+    cluster: Mapped[str] = mapped_column(String(253), default="")
+    uid: Mapped[str] = mapped_column(String(253))
+    source: Mapped[str] = mapped_column(String(32))
+    type: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str] = mapped_column(String(128))
+    message: Mapped[str] = mapped_column(Text)
+    object: Mapped[str] = mapped_column(String(512), default="")
+    count: Mapped[int] = mapped_column(Integer, default=1)
+    first_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    last_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class AppRevision(Base):
+    """A revision applied to an app."""
+
+    __tablename__ = "app_revisions"
+    __table_args__ = (
+        Index("ix_app_revisions_app_applied_at", "project", "kind", "name", "applied_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(63))
+    project: Mapped[str] = mapped_column(String(63))
+    name: Mapped[str] = mapped_column(String(253))
+    revision: Mapped[str] = mapped_column(String(128))
+    commit: Mapped[str] = mapped_column(String(64), default="")
+    author: Mapped[str] = mapped_column(String(253), default="")
+    push: Mapped[str] = mapped_column(String(128), default="")
+    result: Mapped[str] = mapped_column(String(16))
+    detail: Mapped[str] = mapped_column(Text, default="")
+    applied_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
