@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test setup packages lint schemas fleet-up fleet-down clean
+.PHONY: demo test setup packages lint schemas openapi fleet-up fleet-down clean
 
 $(BIN)/pincompile: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,9 @@ test: setup packages lint
 
 schemas: setup
 	$(BIN)/pincompile schema -o schemas
+
+openapi: setup
+	$(BIN)/python -m reconciler.api.openapi > docs/api/openapi.json
 
 fleet-up: setup
 	$(BIN)/pincompile fleet up

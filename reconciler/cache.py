@@ -12,7 +12,9 @@ import threading
 import time
 from typing import Any
 
+from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic.exceptions import DynamicApiError
+from urllib3.exceptions import HTTPError
 
 from reconciler import kinds
 from reconciler.clients import read
@@ -56,7 +58,13 @@ class KindWatch:
                     self.version = ""
                     continue
                 self.error = str(exc.summary())
-            except (ClusterUnreachable, OSError, ValueError) as exc:
+            except ApiException as exc:
+                if exc.status == 410:
+                    self.version = ""
+                    continue
+                self.error = f"{exc.status} {exc.reason}"
+            except (ClusterUnreachable, OSError, ValueError, HTTPError) as exc:
+                # HTTPError: the stream broke (an API server restarted): watch again
                 self.error = str(exc)
             self.stop.wait(backoff)
             backoff = min(backoff * 2, 10.0)

@@ -132,16 +132,20 @@ class TokenBucket:
         self.lock = threading.Lock()
 
     def take(self) -> None:
-        while True:
-            with self.lock:
-                now = time.monotonic()
-                self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.qps)
-                self.stamp = now
-                if self.tokens >= 1:
-                    self.tokens -= 1
-                    return
-                wait = (1 - self.tokens) / self.qps
+        """Take a token, waiting for one."""
+        while wait := self.try_take():
             time.sleep(wait)
+
+    def try_take(self) -> float:
+        """Take a token if there is one (0.0); else the seconds until there will be."""
+        with self.lock:
+            now = time.monotonic()
+            self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.qps)
+            self.stamp = now
+            if self.tokens >= 1:
+                self.tokens -= 1
+                return 0.0
+            return (1 - self.tokens) / self.qps
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,79 @@
+"""The API's documents (pydantic; they are the OpenAPI schema)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ClusterShare(BaseModel):
+    """An app in one member cluster."""
+
+    name: str
+    phase: str
+    replicas: int = 0
+    readyReplicas: int = 0
+    message: str = ""
+
+
+class AppSummary(BaseModel):
+    kind: str
+    project: str
+    name: str
+    phase: str = Field(description="Healthy, Progressing, Degraded, Failed, Suspended, "
+                                   "Missing, Conflict or Unknown")
+    ready: str = Field(description="ready/desired replicas across clusters")
+    replicas: int = 0
+    readyReplicas: int = 0
+    clusters: list[ClusterShare] = []
+    message: str = ""
+    lastAppliedRevision: str = ""
+    lastAppliedTime: str = ""
+
+
+class AppDetail(AppSummary):
+    """An app with its rollout, failover and conditions."""
+
+    rollout: dict[str, Any] | None = None
+    failover: dict[str, Any] | None = None
+    conditions: list[dict[str, Any]] = []
+
+
+class AppList(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    items: list[AppSummary]
+    continue_: str | None = Field(None, alias="continue",
+                                  description="pass as ?continue= for the next page")
+
+
+class AppEvent(BaseModel):
+    """One entry of an app's timeline."""
+
+    time: datetime = Field(description="when it was last seen")
+    firstSeen: datetime
+    count: int
+    cluster: str = Field(description="the member cluster, empty for the app itself")
+    source: str = Field(description="kubernetes (an Event of a native object) or pincompile")
+    type: str = Field(description="Normal or Warning")
+    reason: str
+    message: str
+    object: str = Field(description="Kind/namespace/name of the native object, if any")
+
+
+class AppRevision(BaseModel):
+    revision: str
+    appliedAt: datetime
+    result: str = Field(description="converged, unconverged or failed")
+    commit: str
+    author: str
+    push: str = Field(description="the webhook delivery that triggered the pass")
+    detail: str
+
+
+class Problem(BaseModel):
+    """Any refused call: 400, 401, 403, 404, 429 or 503."""
+
+    detail: str
