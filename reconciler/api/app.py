@@ -41,7 +41,8 @@ class Gateway:
     limits: RateLimits
 
 
-def create_app(gateway: Gateway) -> FastAPI:
+def create_app(gateway: Gateway | None) -> FastAPI:
+    """The API's app; with no gateway (no host cluster) every API call answers 503."""
     api = FastAPI(title="PinCompute API", version="1",
                   openapi_url=f"{PREFIX}/openapi.json", docs_url=None, redoc_url=None,
                   responses={code: {"model": Problem} for code in (401, 403, 429, 503)})
@@ -67,7 +68,9 @@ def create_app(gateway: Gateway) -> FastAPI:
 
 async def caller_of(request: Request) -> Caller:
     """The authenticated, rate-limited caller of a request."""
-    gateway: Gateway = request.app.state.gateway
+    gateway: Gateway | None = request.app.state.gateway
+    if gateway is None:
+        raise AccessError(503, "the API needs the host cluster (serve --host-context)")
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise AccessError(401, "send a bearer token: Authorization: Bearer TOKEN")

@@ -9,10 +9,9 @@ from typing import Any
 
 
 def document() -> dict[str, Any]:
-    from reconciler.api.app import Gateway, create_app
+    from reconciler.api.app import create_app
 
-    return create_app(Gateway(apps=None, store=None, access=None,  # type: ignore[arg-type]
-                              limits=None)).openapi()  # type: ignore[arg-type]
+    return create_app(None).openapi()
 
 
 def main() -> None:

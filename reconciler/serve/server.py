@@ -1,10 +1,11 @@
-"""The HTTP side of ``serve``: webhooks in, health, readiness, metrics and status out.
+"""The HTTP side of ``serve``: webhooks in, health, readiness, metrics and status out,
+and the PinCompute API (``reconciler/api``) on the same ASGI app.
 
 =========================  ======  ==================================================
 path                       method  answer
 =========================  ======  ==================================================
-``/webhooks/<provider>``   POST    202 queued, 200 ping/ignored, 401, 403, 409, 411,
-                                   413, 400
+``/webhooks/<provider>``   POST    202 queued, 200 ping/ignored, 401, 403, 404, 408,
+                                   409, 411, 413, 400
 ``/healthz``               GET     200 while the process runs
 ``/readyz``                GET     200 ready / 503 not yet (the reason in the body)
 ``/metrics``               GET     Prometheus text format (401 without the bearer token
@@ -12,27 +13,33 @@ path                       method  answer
 ``/status``                GET     JSON: ``apps`` (``pincompile status -o json``) and
                                    ``serve`` (leadership, last applied revision, last
                                    pass); 401 without the bearer token when configured
+``/api/v1/...``            GET     the PinCompute API (docs/api)
 =========================  ======  ==================================================
 
-Served by waitress: one I/O thread reads every request in full (headers and body, each
-connection dropped after ``read_timeout`` seconds without a byte, bodies over the webhook
-limit refused with 413 before they are read) and only then hands it to one of ``threads``
-workers, so slow or idle clients hold a socket, never a thread.
+Served by uvicorn on one event loop: a slow or idle client holds a coroutine, never a
+thread; a webhook body must arrive within ``read_timeout`` seconds per chunk (408 and the
+connection closed otherwise) and is refused with 413 when it announces or sends more than
+the limit. Blocking work (judging a webhook, reading status) runs in a bounded pool.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
-from collections.abc import Callable, Iterable
+import socket
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from waitress.channel import HTTPChannel
-from waitress.server import TcpWSGIServer
-from waitress.task import ErrorTask
+import uvicorn
+from fastapi import FastAPI, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from reconciler.api.app import Gateway, create_app
 from reconciler.serve.metrics import CONTENT_TYPE
 from reconciler.serve.redact import redact_data
 from reconciler.serve.service import Service
@@ -40,11 +47,7 @@ from reconciler.serve.status import AppStatusReader
 from reconciler.serve.webhooks import DEFAULT_MAX_BODY, PROVIDERS, Deliveries, Verdict, judge
 
 log = logging.getLogger("pincompile.serve.http")
-StartResponse = Callable[[str, list[tuple[str, str]]], Any]
-_REASONS = {200: "OK", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized",
-            403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 409: "Conflict",
-            411: "Length Required", 413: "Content Too Large", 415: "Unsupported Media Type",
-            503: "Service Unavailable"}
+_TEXT = "text/plain; charset=utf-8"
 
 
 @dataclass
@@ -60,32 +63,12 @@ class WebhookConfig:
 
 @dataclass(frozen=True)
 class HTTPLimits:
-    """What one client may cost: seconds without a byte before its connection is dropped,
-    worker threads, open connections, request header bytes."""
+    """What clients may cost: seconds without a byte of a request body before the request
+    is answered 408 and its connection closed, open connections, request header bytes."""
 
     read_timeout: int = 10
-    threads: int = 8
-    connections: int = 1000
+    connections: int = 4000
     header_bytes: int = 64 * 1024
-
-
-class _RefusalTask(ErrorTask):
-    """waitress's answer to a request it refused before the app saw it (a body over the
-    limit: 413), counted in the webhook metrics like the app's own refusals."""
-
-    def execute(self) -> None:
-        on_refused = getattr(self.channel.server, "on_refused", None)
-        if on_refused is not None:
-            on_refused(self.request.path or "", self.request.error.code)
-        super().execute()
-
-
-class _Channel(HTTPChannel):
-    error_task_class = _RefusalTask
-
-
-class _Server(TcpWSGIServer):
-    channel_class = _Channel
 
 
 class ServeHTTPServer:
@@ -94,116 +77,173 @@ class ServeHTTPServer:
 
     def __init__(self, address: tuple[str, int], service: Service, hooks: WebhookConfig,
                  repo: str, apps: AppStatusReader | None = None, *,
-                 status_token: bytes | None = None, limits: HTTPLimits | None = None
-                 ) -> None:
-        self.service = service
-        self.hooks = hooks
-        self.repo = repo
-        self.apps = apps
+                 status_token: bytes | None = None, limits: HTTPLimits | None = None,
+                 gateway: Gateway | None = None) -> None:
+        self.service, self.hooks, self.repo, self.apps = service, hooks, repo, apps
         self.status_token = status_token
         """When set, ``/status`` and ``/metrics`` need ``Authorization: Bearer <token>``."""
-        limits = limits or HTTPLimits()
-        server = _Server(
-            self.app, host=address[0], port=address[1], threads=limits.threads,
-            channel_timeout=limits.read_timeout, cleanup_interval=1,
-            connection_limit=limits.connections, max_request_header_size=limits.header_bytes,
-            max_request_body_size=hooks.max_body, ident="pincompile-serve",
-            asyncore_use_poll=True, clear_untrusted_proxy_headers=False,
-            expose_tracebacks=False)
-        self._server = server
-        server.on_refused = self._refused  # type: ignore[attr-defined]
+        self.limits = limits or HTTPLimits()
+        self.app = create_app(gateway)
+        self._routes(self.app)
+        self._socket = socket.create_server(address, backlog=1024)
+        front = BoundedBody(self.app, hooks.max_body, self.limits.read_timeout, self._refused)
+        self._server = uvicorn.Server(uvicorn.Config(
+            front, lifespan="off", access_log=False, log_level="warning",
+            limit_concurrency=self.limits.connections, server_header=False,
+            h11_max_incomplete_event_size=self.limits.header_bytes,
+            timeout_keep_alive=self.limits.read_timeout, http="h11"))
+        self._stopped = threading.Event()
 
     @property
     def server_address(self) -> tuple[str, int]:
-        return str(self._server.effective_host), int(self._server.effective_port)
+        host, port = self._socket.getsockname()[:2]
+        return str(host), int(port)
 
     def serve_forever(self) -> None:
-        self._server.run()
+        try:
+            asyncio.run(self._server.serve(sockets=[self._socket]))
+        finally:
+            self._stopped.set()
 
     def shutdown(self, timeout: float = 5.0) -> None:
-        """Close the listening socket and every connection; stop the workers (waiting at
-        most ``timeout`` seconds for them)."""
-        server = self._server
-        while server._map:
-            for channel in list(server._map.values()):
-                channel.handle_close()
-        server.task_dispatcher.shutdown(timeout=timeout)
+        """Stop accepting, give requests in flight up to ``timeout`` seconds, then stop."""
+        self._server.config.timeout_graceful_shutdown = max(1, int(timeout))
+        self._server.should_exit = True
+        if not self._stopped.wait(timeout + 2):
+            self._server.force_exit = True
+            self._stopped.wait(2)
 
     def server_close(self) -> None:
-        """Nothing left to close after :meth:`shutdown` (kept for the socketserver API)."""
+        self._socket.close()
+
+    # -- routes ---------------------------------------------------------------------------
+    def _routes(self, app: FastAPI) -> None:
+        service = self.service
+
+        @app.get("/healthz", include_in_schema=False)
+        async def healthz() -> Response:
+            return Response("ok\n", media_type=_TEXT)
+
+        @app.get("/readyz", include_in_schema=False)
+        async def readyz() -> Response:
+            ready, reason = service.ready()
+            return Response(reason + "\n", 200 if ready else 503, media_type=_TEXT)
+
+        @app.get("/metrics", include_in_schema=False)
+        async def metrics(request: Request) -> Response:
+            if not self._authorized(request):
+                return _needs_token()
+            return Response(service.metrics.exposition(), media_type=CONTENT_TYPE)
+
+        @app.get("/status", include_in_schema=False)
+        async def status(request: Request) -> Response:
+            if not self._authorized(request):
+                return _needs_token()
+            document = await run_in_threadpool(status_document, service, self.repo,
+                                               self.hooks.branch, self.apps)
+            return Response(json.dumps(document, indent=2) + "\n",
+                            media_type="application/json")
+
+        @app.api_route("/webhooks/{provider}", methods=["GET", "POST"],
+                       include_in_schema=False)
+        async def webhook(provider: str, request: Request) -> Response:
+            if request.method != "POST":
+                return Response("webhooks are POSTed\n", 405, media_type=_TEXT)
+            verdict = await self._webhook(provider, request)
+            if provider in PROVIDERS:
+                service.metrics.webhooks.labels(provider, verdict.result).inc()
+            if verdict.push is not None:
+                service.pushed(verdict.push.after)
+            log.info("webhook %s: %d %s", provider, verdict.status, verdict.message)
+            answer = {"result": verdict.result, "message": verdict.message}
+            return Response(json.dumps(answer, indent=2) + "\n", verdict.status,
+                            media_type="application/json")
 
     def _refused(self, path: str, status: int) -> None:
         provider = path.removeprefix("/webhooks/").strip("/")
-        if path.startswith("/webhooks/") and provider in PROVIDERS and status == 413:
-            self.service.metrics.webhooks.labels(provider, "too_large").inc()
+        if path.startswith("/webhooks/") and provider in PROVIDERS:
+            self.service.metrics.webhooks.labels(
+                provider, "too_large" if status == 413 else "bad_request").inc()
+        log.info("%s: %d (refused before the app)", path, status)
 
-    # -- the WSGI application ------------------------------------------------------------
-    def app(self, environ: dict[str, Any], start: StartResponse) -> Iterable[bytes]:
-        method = environ["REQUEST_METHOD"]
-        path = environ.get("PATH_INFO", "") or "/"
-        if method == "POST":
-            status, body, kind = self._post(path, environ)
-        elif method in ("GET", "HEAD"):
-            status, body, kind = self._get(path, environ)
-        else:
-            status, body, kind = 405, b"GET, HEAD or POST\n", "text/plain; charset=utf-8"
-        start(f"{status} {_REASONS.get(status, '')}".strip(),
-              [("Content-Type", kind), ("Content-Length", str(len(body)))])
-        return [b"" if method == "HEAD" else body]
-
-    def _get(self, path: str, environ: dict[str, Any]) -> tuple[int, bytes, str]:
-        service = self.service
-        text = "text/plain; charset=utf-8"
-        if path == "/healthz":
-            return 200, b"ok\n", text
-        if path == "/readyz":
-            ready, reason = service.ready()
-            return (200 if ready else 503), reason.encode() + b"\n", text
-        if path in ("/metrics", "/status") and not self._authorized(environ):
-            return 401, b"this endpoint needs Authorization: Bearer <status token>\n", text
-        if path == "/metrics":
-            return 200, service.metrics.exposition(), CONTENT_TYPE
-        if path == "/status":
-            document = status_document(service, self.repo, self.hooks.branch, self.apps)
-            return 200, json.dumps(document, indent=2).encode() + b"\n", "application/json"
-        if path.startswith("/webhooks/"):
-            return 405, b"webhooks are POSTed\n", text
-        return 404, b"not found; try /status, /metrics, /healthz, /readyz\n", text
-
-    def _authorized(self, environ: dict[str, Any]) -> bool:
+    def _authorized(self, request: Request) -> bool:
         if self.status_token is None:
             return True
-        given = str(environ.get("HTTP_AUTHORIZATION", ""))
-        scheme, _, token = given.partition(" ")
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
         return scheme.lower() == "bearer" and hmac.compare_digest(
             token.strip().encode("utf-8", "replace"), self.status_token)
 
-    def _post(self, path: str, environ: dict[str, Any]) -> tuple[int, bytes, str]:
-        if not path.startswith("/webhooks/"):
-            return (404, b"not found; webhooks go to /webhooks/<provider>\n",
-                    "text/plain; charset=utf-8")
-        provider = path.removeprefix("/webhooks/").strip("/")
-        verdict = self._webhook(provider, environ)
-        if provider in PROVIDERS:
-            self.service.metrics.webhooks.labels(provider, verdict.result).inc()
-        if verdict.push is not None:
-            self.service.pushed(verdict.push.after)
-        log.info("webhook %s: %d %s", provider, verdict.status, verdict.message)
-        answer = {"result": verdict.result, "message": verdict.message}
-        return verdict.status, json.dumps(answer, indent=2).encode() + b"\n", \
-            "application/json"
-
-    def _webhook(self, provider: str, environ: dict[str, Any]) -> Verdict:
+    async def _webhook(self, provider: str, request: Request) -> Verdict:
         hooks = self.hooks
-        length = str(environ.get("CONTENT_LENGTH") or "")
+        length = request.headers.get("content-length", "")
         if not length.isdigit():
             return Verdict(411, "bad_request", "a Content-Length header is required")
-        body = environ["wsgi.input"].read(int(length))
-        headers = {key[5:].replace("_", "-").lower(): str(value)
-                   for key, value in environ.items() if key.startswith("HTTP_")}
-        headers["content-type"] = str(environ.get("CONTENT_TYPE") or "")
-        return judge(provider, headers, body, hooks.secret, hooks.branch, repo=self.repo,
-                     deliveries=hooks.deliveries)
+        body = await request.body()  # whole and within limits: see BoundedBody
+        headers = {key.lower(): value for key, value in request.headers.items()}
+        return await run_in_threadpool(judge, provider, headers, body, hooks.secret,
+                                       hooks.branch, repo=self.repo,
+                                       deliveries=hooks.deliveries)
+
+
+class BoundedBody:
+    """ASGI front for request bodies: refuse one announced or sent over ``max_body`` (413),
+    or one whose next chunk takes over ``timeout`` seconds (408), answering from here and
+    closing the connection; otherwise hand the app the whole body at once. A slow client
+    so never reaches the app (or a thread), and costs a coroutine."""
+
+    def __init__(self, app: ASGIApp, max_body: int, timeout: float,
+                 on_refused: Callable[[str, int], None]) -> None:
+        self.app, self.max_body, self.timeout, self.on_refused = (app, max_body, timeout,
+                                                                  on_refused)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        length = headers.get(b"content-length", b"")
+        if length.isdigit() and int(length) > self.max_body:
+            await self._refuse(scope, send, 413, f"the body is over {self.max_body} bytes")
+            return
+        body = bytearray()
+        more = True
+        while more:
+            try:
+                message = await asyncio.wait_for(receive(), self.timeout)
+            except TimeoutError:
+                await self._refuse(scope, send, 408, f"no byte of the body for {self.timeout:g}s")
+                return
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > self.max_body:
+                await self._refuse(scope, send, 413, f"the body is over {self.max_body} bytes")
+                return
+        replayed = False
+
+        async def whole_body() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": bytes(body), "more_body": False}
+
+        await self.app(scope, whole_body, send)
+
+    async def _refuse(self, scope: Scope, send: Send, status: int, message: str) -> None:
+        self.on_refused(scope["path"], status)
+        answer = (json.dumps({"result": "too_large" if status == 413 else "bad_request",
+                              "message": message}, indent=2) + "\n").encode()
+        await send({"type": "http.response.start", "status": status, "headers": [
+            (b"content-type", b"application/json"), (b"connection", b"close"),
+            (b"content-length", str(len(answer)).encode())]})
+        await send({"type": "http.response.body", "body": answer})
+
+
+def _needs_token() -> Response:
+    return Response("this endpoint needs Authorization: Bearer <status token>\n", 401,
+                    media_type=_TEXT)
 
 
 def status_document(service: Service, repo: str, branch: str,
