@@ -29,8 +29,12 @@ WATCH_SECONDS = 240
 class KindWatch:
     """One kind's objects, kept current by a LIST and then a WATCH in a thread."""
 
-    def __init__(self, conn: Connection, kind: KindInfo, stop: threading.Event) -> None:
+    def __init__(self, conn: Connection, kind: KindInfo, stop: threading.Event, *,
+                 field_selector: str | None = None) -> None:
+        """Objects of ``kind`` that pincompile manages or, with ``field_selector``, every
+        object matching it (Events of app resources, say)."""
         self.conn, self.kind, self.stop = conn, kind, stop
+        self.field_selector = field_selector
         self.objects: dict[Key, Obj] = {}
         self.version = ""
         self.synced = threading.Event()
@@ -40,7 +44,8 @@ class KindWatch:
                                        name=f"watch-{conn.name}-{kind.kind}")
 
     def _relist(self) -> None:
-        objects, version = read.list_managed(self.conn, self.kind)
+        objects, version = read.list_managed(self.conn, self.kind,
+                                             field_selector=self.field_selector)
         with self.lock:
             self.objects, self.version = objects, version
         self.synced.set()
@@ -71,7 +76,9 @@ class KindWatch:
 
     def _watch(self) -> None:
         resource = self.conn.resource(self.kind.api_version, self.kind.kind)
-        stream = self.conn.dynamic.watch(resource, label_selector=MANAGED_SELECTOR,
+        selector = {"field_selector": self.field_selector} if self.field_selector \
+            else {"label_selector": MANAGED_SELECTOR}
+        stream = self.conn.dynamic.watch(resource, **selector,
                                          resource_version=self.version,
                                          timeout=WATCH_SECONDS, allow_watch_bookmarks=True)
         for event in stream:

@@ -38,14 +38,17 @@ def served(conn: Connection, kind: KindInfo) -> bool:
     return True
 
 
-def list_managed(conn: Connection, kind: KindInfo) -> tuple[dict[Key, Obj], str]:
-    """Every object of ``kind`` that pincompile manages in the cluster, and the list's
-    resourceVersion (for a watch to continue from). One LIST request.
+def list_managed(conn: Connection, kind: KindInfo, *, field_selector: str | None = None
+                 ) -> tuple[dict[Key, Obj], str]:
+    """Every object of ``kind`` that pincompile manages in the cluster (or, given
+    ``field_selector``, every one matching it), and the list's resourceVersion (for a
+    watch to continue from). One LIST request.
 
     Objects a controller made (with an ``ownerReference``: a Deployment's pods, a Job's
     pods, their volume claims) carry our labels from the template but are not ours."""
-    data: Obj = conn.resource(kind.api_version, kind.kind).get(
-        label_selector=MANAGED_SELECTOR, serializer=plain)
+    selector = {"field_selector": field_selector} if field_selector \
+        else {"label_selector": MANAGED_SELECTOR}
+    data: Obj = conn.resource(kind.api_version, kind.kind).get(**selector, serializer=plain)
     found: dict[Key, Obj] = {}
     for item in data.get("items") or []:
         if (item.get("metadata") or {}).get("ownerReferences"):

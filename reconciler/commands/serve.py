@@ -15,6 +15,7 @@ from pincompile.gitsource import GitError
 from reconciler.clients.connect import KubeconfigError
 from reconciler.commands.common import failover_options
 from reconciler.serve.redact import RedactingFormatter, redact
+from reconciler.store import StoreError
 
 SECRET_ENV = "PINCOMPILE_WEBHOOK_SECRET"
 STATUS_TOKEN_ENV = "PINCOMPILE_STATUS_TOKEN"
@@ -123,6 +124,14 @@ def read_secret(secret_file: Path | None, option: str = "--webhook-secret-file",
               help="A pass running longer turns /readyz not ready (the reason in /status) "
                    "until it ends; pushes meanwhile are queued.")
 @failover_options
+@click.option("--store", "store_url", envvar="PINCOMPILE_STORE", default=None, metavar="URL",
+              help="The API's insight store (events, history): sqlite:///FILE or "
+                   "postgresql://USER@HOST/DB (several replicas share one). "
+                   "[default: sqlite:///$PINCOMPILE_CACHE/insight.db]")
+@click.option("--store-retention", type=DURATION, default="720h", show_default=True,
+              help="Events and history older than this are dropped from the store.")
+@click.option("--api-rate", type=click.FloatRange(min=0.1), default=20.0, show_default=True,
+              help="API calls a second per user (bursts of twice that), then 429.")
 @click.option("--runner", hidden=True, default=None,
               help="module:callable returning a runner factory (for tests).")
 @click.option("-v", "--verbose", is_flag=True, help="Log every request and Lease attempt.")
@@ -134,8 +143,8 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
           shards: int, lease_duration: float, renew_deadline: float, retry_period: float,
           audit_log: Path | None, events: bool, mirror_dir: Path | None,
           shutdown_timeout: float, pass_deadline: float, failover_after: float,
-          failback_step: str,
-          runner: str | None, verbose: bool) -> None:
+          failback_step: str, store_url: str | None, store_retention: float,
+          api_rate: float, runner: str | None, verbose: bool) -> None:
     """Reconcile the member clusters after every git push, and periodically.
 
     Keeps a mirror of BRANCH of the repository; on a signed push webhook (or every
@@ -218,12 +227,13 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
         shards=shards, timing=timing, audit_log=audit_log, events=events,
         mirror_dir=mirror_dir, shutdown_timeout=shutdown_timeout, pass_deadline=pass_deadline,
         app_status=runner is None, status_token=status_token, read_timeout=read_timeout,
-        replay_window=replay_window)
+        replay_window=replay_window, store=store_url, store_retention=store_retention,
+        api_rate=api_rate)
     if identity:
         options.identity = identity
     try:
         app = ServeApp(options, runners)
-    except (GitError, ValueError, OSError, KubeconfigError) as exc:
+    except (GitError, ValueError, OSError, KubeconfigError, StoreError) as exc:
         fail(redact(str(exc)))
     except Exception as exc:  # the in-cluster configuration is unusable
         fail(f"cannot reach the host cluster (context {host_context}): {redact(str(exc))}",

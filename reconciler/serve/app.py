@@ -18,6 +18,7 @@ from reconciler.clients.connect import load_configuration
 from reconciler.clients.record import record_requests
 from reconciler.serve.audit import AuditSink, EventAudit, JsonLinesAudit
 from reconciler.serve.coalesce import Coalescer
+from reconciler.serve.gateway import open_api
 from reconciler.serve.leader import Campaign, Elector, LeaseTiming, Roster, lease_name
 from reconciler.serve.metrics import Metrics
 from reconciler.serve.mirror import Mirror
@@ -64,6 +65,12 @@ class ServeOptions:
     """Seconds a client may send nothing before its connection is dropped."""
     replay_window: float = DEFAULT_REPLAY_WINDOW
     """A webhook delivery seen within this many seconds is refused as a replay."""
+    store: str | None = None
+    """The insight store's URL (``sqlite:///FILE`` or ``postgresql://...``); ``None``: a
+    SQLite file in the cache folder."""
+    store_retention: float = 30 * 86400.0
+    api_rate: float = 20.0
+    """API calls a second per user (bursts of twice that)."""
 
 
 def host_client(kubeconfig: str | None, context: str) -> Any:
@@ -124,12 +131,17 @@ class ServeApp:
             self.service.relay = self.campaign.relay
         self.apps = (AppStatusReader(options.kubeconfig, options.host_context)
                      if options.app_status else None)
+        self.served_api = open_api(
+            options.kubeconfig, options.host_context, self.mirror, store_url=options.store,
+            retention=options.store_retention, rate=options.api_rate,
+        ) if options.app_status else None
         self.http = ServeHTTPServer(
             parse_listen(options.listen), self.service,
             WebhookConfig(options.secret, options.branch, options.max_body,
                           Deliveries(options.replay_window)),
             self.mirror.url, self.apps, status_token=options.status_token,
-            limits=HTTPLimits(read_timeout=max(1, round(options.read_timeout))))
+            limits=HTTPLimits(read_timeout=max(1, round(options.read_timeout))),
+            gateway=self.served_api.gateway if self.served_api else None)
         self.shutdown = threading.Event()
         self._stop_campaign = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -189,6 +201,8 @@ class ServeApp:
             self.api.close()
         if self.apps is not None:
             self.apps.close()
+        if self.served_api is not None:
+            self.served_api.close()
         if self._own_mirror:
             shutil.rmtree(self.mirror.directory, ignore_errors=True)
         return finished

@@ -94,8 +94,7 @@ class Store:
         rows = [_event_row(record) for record in records]
         if not rows:
             return 0
-        insert = (postgresql.insert if self.engine.dialect.name == "postgresql"
-                  else sqlite.insert)(AppEvent)
+        insert = self._insert(AppEvent)
         statement = insert.on_conflict_do_update(
             index_elements=["cluster", "uid"],
             set_={"count": insert.excluded.count, "message": insert.excluded.message,
@@ -118,14 +117,22 @@ class Store:
         with Session(self.engine) as session:
             return [_event_record(row) for row in session.scalars(query)]
 
-    def add_revision(self, record: RevisionRecord) -> None:
+    def add_revision(self, record: RevisionRecord) -> bool:
+        """Record a revision applied to an app; ``False`` when that very record (app,
+        revision, time) is there already (another replica wrote it)."""
         kind, project, name = record.app
-        row = AppRevision(kind=kind, project=project, name=name, revision=record.revision,
-                          commit=record.commit, author=record.author, push=record.push,
-                          result=record.result, detail=record.detail[:MESSAGE_LIMIT],
-                          applied_at=record.applied_at)
+        insert = self._insert(AppRevision).values(
+            kind=kind, project=project, name=name, revision=record.revision,
+            commit=record.commit, author=record.author, push=record.push,
+            result=record.result, detail=record.detail[:MESSAGE_LIMIT],
+            applied_at=record.applied_at).on_conflict_do_nothing().returning(AppRevision.id)
         with Session(self.engine) as session, session.begin():
-            session.add(row)
+            return session.execute(insert).first() is not None
+
+    def _insert(self, table: Any) -> Any:
+        """INSERT that can say ON CONFLICT, in this store's dialect."""
+        return (postgresql.insert if self.engine.dialect.name == "postgresql"
+                else sqlite.insert)(table)
 
     def history(self, app: AppKey, *, limit: int = READ_LIMIT) -> list[RevisionRecord]:
         """Revisions applied to the app, newest first."""

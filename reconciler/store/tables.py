@@ -44,6 +44,8 @@ class AppRevision(Base):
 
     __tablename__ = "app_revisions"
     __table_args__ = (
+        UniqueConstraint("kind", "project", "name", "revision", "applied_at",
+                         name="uq_app_revisions_app_revision_time"),
         Index("ix_app_revisions_app_applied_at", "project", "kind", "name", "applied_at"),
     )
 

@@ -14,11 +14,11 @@ from fastapi.testclient import TestClient
 from kubernetes import client as k8s
 
 from pincompile import crds
+from pincompile.manifest import MANAGED_BY, MANAGED_BY_VALUE
 from reconciler.api.access import HostAccess, RateLimits
 from reconciler.api.app import Gateway, create_app
 from reconciler.api.sources import HostApps
 from reconciler.clients.connect import Connection
-from pincompile.manifest import MANAGED_BY, MANAGED_BY_VALUE
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.host import ensure_crds, write_status
 from reconciler.store import Store

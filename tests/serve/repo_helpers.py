@@ -126,7 +126,10 @@ class ServeProcess:
                        if k not in ("PINCOMPILE_WEBHOOK_SECRET", "PINCOMPILE_STATUS_TOKEN")}
         environment |= {"PYTHONPATH": str(Path(__file__).parent),
                         "SERVE_FAKE_RECORD": str(record), "SERVE_FAKE_DELAY": str(delay),
-                        "SERVE_FAKE_IDENTITY": identity, **(env or {})}
+                        "SERVE_FAKE_IDENTITY": identity,
+                        "PINCOMPILE_STORE": "sqlite:///" + str(
+                            record.with_suffix(f".{identity or 'serve'}.db")),
+                        **(env or {})}
         command = [sys.executable, "-m", "pincompile.cli", "serve", "--repo", str(repo),
                    "--listen", "127.0.0.1:0", "--coalesce", "0.2", *args]
         if not real:

@@ -292,6 +292,53 @@ def test_status_serves_the_document_of_pincompile_status(
         serve_status(serve.base)["lastApplied"]["revision"]
 
 
+def tenant_token(api: Callable[[str], Any], project: str) -> str:
+    """A host ServiceAccount token allowed to get and list PinApps in ``project`` only."""
+    from kubernetes import client
+
+    core, rbac = client.CoreV1Api(api("host")), client.RbacAuthorizationV1Api(api("host"))
+    core.create_namespace({"metadata": {"name": "tenants"}})
+    core.create_namespaced_service_account("tenants", {"metadata": {"name": "reader"}})
+    rbac.create_namespaced_role(project, {
+        "metadata": {"name": "app-reader"},
+        "rules": [{"apiGroups": ["pincompute.io"], "resources": ["pinapps"],
+                   "verbs": ["get", "list"]}]})
+    rbac.create_namespaced_role_binding(project, {
+        "metadata": {"name": "reader"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                    "name": "app-reader"},
+        "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": "tenants"}]})
+    return str(core.create_namespaced_service_account_token(
+        "reader", "tenants", {"spec": {"expirationSeconds": 3600}}).status.token)
+
+
+def test_the_api_serves_a_tenant_its_apps_history_and_events(
+        serve: ServeProcess, repo: SpecRepo, api: Callable[[str], Any]) -> None:
+    wait_for(lambda: (serve_status(serve.base)["lastPass"] or {}).get("ok"), timeout=300,
+             what="serve's first pass succeeds")
+    applied = serve_status(serve.base)["lastApplied"]["revision"]
+    auth = {"Authorization": f"Bearer {tenant_token(api, 'shop')}"}
+    listed = json.loads(http("GET", f"{serve.base}/api/v1/apps", headers=auth)[1])["items"]
+    assert {a["project"] for a in listed} == {"shop"}
+    assert {"api", "web"} <= {a["name"] for a in listed if a["kind"] == "PinApp"}
+    assert http("GET", f"{serve.base}/api/v1/apps")[0] == 401
+
+    def history() -> Any:
+        status, body = http("GET", f"{serve.base}/api/v1/apps/PinApp/shop/api/history",
+                            headers=auth)
+        if status == 429:  # polled faster than --api-rate allows
+            return None
+        assert status == 200, body
+        return [r for r in json.loads(body) if r["revision"] == applied]
+
+    (revision,) = wait_for(lambda: time.sleep(0.2) or history(), timeout=30,
+                           what="the applied revision in the history")
+    assert revision["commit"] == applied and revision["author"]
+    events = json.loads(http("GET", f"{serve.base}/api/v1/apps/PinApp/shop/api/events",
+                             headers=auth)[1])
+    assert events and all(e["source"] == "pincompile" for e in events)
+
+
 def _check_requests(path: Path) -> list[AccessRequest]:
     """Every recorded request, each allowed by the shipped RBAC of its cluster."""
     rules = {"host": grants("rbac-host.yaml"), "member": grants("rbac-member.yaml")}

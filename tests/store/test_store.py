@@ -78,6 +78,13 @@ def test_history_is_newest_first_with_commit_push_and_result(store: Store) -> No
     assert store.history(OTHER) == []
 
 
+def test_a_revision_two_replicas_record_is_kept_once(store: Store) -> None:
+    record = RevisionRecord(app=APP, revision="r1", result="Healthy", applied_at=T0)
+    assert store.add_revision(record) is True
+    assert store.add_revision(record) is False
+    assert len(store.history(APP)) == 1
+
+
 def test_prune_drops_only_what_is_older_than_the_retention(store: Store) -> None:
     now = T0 + timedelta(days=10)
     store.add_events([event("old", 0), event("new", 60 * 24 * 5)])

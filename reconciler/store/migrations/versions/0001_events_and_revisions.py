@@ -50,6 +50,8 @@ def upgrade() -> None:
         sa.Column("result", sa.String(16), nullable=False),
         sa.Column("detail", sa.Text, nullable=False),
         sa.Column("applied_at", sa.DateTime(timezone=True), nullable=False),
+        sa.UniqueConstraint("kind", "project", "name", "revision", "applied_at",
+                            name="uq_app_revisions_app_revision_time"),
     )
     op.create_index("ix_app_revisions_app_applied_at", "app_revisions",
                     ["project", "kind", "name", "applied_at"])

@@ -1,0 +1,68 @@
+"""The PinCompute API inside ``serve``: a watch of the host's apps, access checks on the
+host, the insight store and the collector that feeds it."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from pincompile.gitsource import GitError
+from reconciler.api.access import HostAccess, RateLimits
+from reconciler.api.app import Gateway
+from reconciler.api.sources import HostApps
+from reconciler.clients.connect import ClusterUnreachable, Connection, KubeconfigError
+from reconciler.fleet.build import cache_root
+from reconciler.serve.mirror import Mirror
+from reconciler.store import Store
+from reconciler.store.collect import HostCollector
+
+log = logging.getLogger("pincompile.serve.api")
+
+
+def default_store_url() -> str:
+    """SQLite in the cache folder (``$PINCOMPILE_CACHE``, else ``~/.cache/pincompile``)."""
+    return f"sqlite:///{cache_root() / 'insight.db'}"
+
+
+@dataclass
+class ServedAPI:
+    gateway: Gateway
+    collector: HostCollector
+    apps: HostApps
+
+    def close(self) -> None:
+        self.collector.close()
+        self.apps.close()
+        self.gateway.store.close()
+
+
+def open_api(kubeconfig: str | None, context: str, mirror: Mirror, *, store_url: str | None,
+             retention: float, rate: float) -> ServedAPI | None:
+    """The API's parts, started; ``None`` (the API answers 503) when the host cannot be
+    read now. A store that cannot be opened is an error (``StoreError``)."""
+    from datetime import timedelta
+
+    try:
+        host = Connection("host", context, kubeconfig)
+        apps = HostApps(host)
+    except (ClusterUnreachable, KubeconfigError) as exc:
+        log.warning("the API is off: the host cluster cannot be read (%s)", exc)
+        return None
+    try:
+        store = Store.open(store_url or default_store_url(),
+                           retention=timedelta(seconds=retention))
+    except Exception:
+        apps.close()
+        raise
+
+    def author_of(commit: str) -> str:
+        try:
+            return mirror.commit(commit).author
+        except GitError:  # a commit the mirror does not have (yet)
+            return ""
+
+    collector = HostCollector(host, store, apps.statuses, author_of=author_of)
+    collector.start()
+    gateway = Gateway(apps=apps, store=store, access=HostAccess(host),
+                      limits=RateLimits(rate, max(1, round(rate * 2))))
+    return ServedAPI(gateway, collector, apps)

@@ -1,0 +1,144 @@
+"""Feed the store from the host cluster, so an app's timeline and history outlive the API
+servers' event TTL: pincompile's own Events on app resources (applied, pruned, rollout
+halted, failed over, ...), each app's Ready transitions, and every revision applied to it.
+
+The decisions (:func:`event_of`, :func:`transition_of`, :func:`revision_of`) are pure;
+:class:`HostCollector` reads the host through watches and writes what is new. Every
+``serve`` replica may run one: records are keyed so that two replicas write each once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.exc import SQLAlchemyError
+
+from reconciler.cache import KindWatch
+from reconciler.clients.connect import Connection
+from reconciler.kinds import KindInfo
+from reconciler.store.records import AppKey, EventRecord, RevisionRecord
+from reconciler.store.store import Store
+
+log = logging.getLogger("pincompile.store")
+APP_EVENTS = "involvedObject.apiVersion=pincompute.io/v1"
+"""Events whose object is an app resource on the host: the ones pincompile records."""
+EVENT_KIND = KindInfo("v1", "Event")
+
+
+def _time(stamp: Any) -> datetime | None:
+    if not stamp:
+        return None
+    try:
+        return datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def event_of(event: Mapping[str, Any]) -> EventRecord | None:
+    """The store's record of a host Event on an app resource (``None`` for another)."""
+    involved = event.get("involvedObject") or {}
+    meta = event.get("metadata") or {}
+    seen = _time(event.get("lastTimestamp") or event.get("eventTime")
+                 or meta.get("creationTimestamp"))
+    if not (involved.get("kind") and involved.get("name") and meta.get("uid") and seen):
+        return None
+    return EventRecord(
+        app=(str(involved["kind"]), str(involved.get("namespace") or ""),
+             str(involved["name"])),
+        reason=str(event.get("reason") or ""), message=str(event.get("message") or ""),
+        uid=str(meta["uid"]), last_seen=seen, first_seen=_time(event.get("firstTimestamp")),
+        source="pincompile", warning=event.get("type") == "Warning",
+        count=int(event.get("count") or 1))
+
+
+def transition_of(app: AppKey, status: Mapping[str, Any]) -> EventRecord | None:
+    """The app's Ready condition as an event at the time it last changed: ``Healthy``
+    (ready) or the phase that made it not ready, with its message."""
+    ready = {c.get("type"): c for c in status.get("conditions") or []}.get("Ready") or {}
+    since = _time(ready.get("lastTransitionTime"))
+    if since is None:
+        return None
+    reason = str(ready.get("reason") or status.get("phase") or "Unknown")
+    return EventRecord(app=app, reason=f"Became{reason}",
+                       message=str(ready.get("message") or ""),
+                       uid=f"ready:{'/'.join(app)}:{ready.get('lastTransitionTime')}:{reason}",
+                       last_seen=since, source="pincompile",
+                       warning=ready.get("status") != "True")
+
+
+def revision_of(app: AppKey, status: Mapping[str, Any],
+                author_of: Callable[[str], str]) -> RevisionRecord | None:
+    """The revision last applied to the app, with the phase it had when first seen."""
+    revision, applied = status.get("lastAppliedRevision"), _time(status.get("lastAppliedTime"))
+    if not revision or applied is None:
+        return None
+    commit = str(revision) if len(str(revision)) == 40 else ""
+    return RevisionRecord(app=app, revision=str(revision), applied_at=applied,
+                          result=str(status.get("phase") or "Unknown"), commit=commit,
+                          author=author_of(commit) if commit else "",
+                          detail=str(status.get("message") or ""))
+
+
+class HostCollector:
+    """Every ``interval`` seconds, write to the store what is new on the host: Events of
+    app resources (one watch) and, from the apps' statuses (``statuses``, kept by a
+    watch elsewhere), Ready transitions and applied revisions. Drops what is past the
+    store's retention once an hour."""
+
+    def __init__(self, host: Connection, store: Store,
+                 statuses: Callable[[], Mapping[AppKey, Mapping[str, Any]]], *,
+                 author_of: Callable[[str], str] = lambda _commit: "",
+                 interval: float = 2.0) -> None:
+        self.store, self.statuses, self.author_of = store, statuses, author_of
+        self.interval = interval
+        self.stop = threading.Event()
+        self._events = KindWatch(host, EVENT_KIND, self.stop, field_selector=APP_EVENTS)
+        self._seen_events: dict[str, tuple[int, datetime]] = {}
+        self._seen_apps: dict[AppKey, tuple[Any, Any]] = {}
+        self.thread = threading.Thread(target=self._run, daemon=True, name="store-collector")
+
+    def start(self) -> None:
+        self._events.thread.start()
+        self.thread.start()
+
+    def close(self) -> None:
+        self.stop.set()
+
+    def _run(self) -> None:
+        ticks = 0
+        while not self.stop.wait(self.interval):
+            try:
+                self.collect()
+                ticks += 1
+                if ticks % max(1, round(3600 / self.interval)) == 0:
+                    self.store.prune()
+            except SQLAlchemyError as exc:
+                log.warning("the insight store refused a write: %s",
+                            str(getattr(exc, "orig", exc)).splitlines()[0])
+
+    def collect(self) -> int:
+        """One round; the number of records written. What was seen is remembered only
+        for the events and apps there now, so memory follows the host, not its past."""
+        with self._events.lock:
+            events = [r for r in map(event_of, self._events.objects.values()) if r is not None]
+        seen_events = {r.uid: (r.count, r.last_seen) for r in events}
+        fresh = [r for r in events if self._seen_events.get(r.uid) != seen_events[r.uid]]
+        seen_apps: dict[AppKey, tuple[Any, Any]] = {}
+        revisions: list[RevisionRecord] = []
+        for app, status in self.statuses().items():
+            change = transition_of(app, status)
+            revision = revision_of(app, status, self.author_of)
+            seen_apps[app] = (change and change.uid,
+                              revision and (revision.revision, revision.applied_at))
+            before = self._seen_apps.get(app, (None, None))
+            if change is not None and before[0] != seen_apps[app][0]:
+                fresh.append(change)
+            if revision is not None and before[1] != seen_apps[app][1]:
+                revisions.append(revision)
+        written = self.store.add_events(fresh) + sum(map(self.store.add_revision, revisions))
+        self._seen_events, self._seen_apps = seen_events, seen_apps  # only once written
+        return written

@@ -1,0 +1,52 @@
+"""What the collector makes of the host's Events and app statuses (pure decisions)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from reconciler.store.collect import event_of, revision_of, transition_of
+
+APP = ("PinApp", "shop", "web")
+SHA = "a" * 40
+
+
+def test_an_event_on_an_app_resource_becomes_a_record_of_that_app() -> None:
+    record = event_of({
+        "metadata": {"uid": "u-1", "creationTimestamp": "2026-11-01T10:00:00Z"},
+        "involvedObject": {"apiVersion": "pincompute.io/v1", "kind": "PinApp",
+                           "namespace": "shop", "name": "web"},
+        "reason": "RolloutHalted", "message": "zone b failed", "type": "Warning",
+        "count": 3, "firstTimestamp": "2026-11-01T09:00:00Z",
+        "lastTimestamp": "2026-11-01T10:00:00Z"})
+    assert record is not None and record.app == APP and record.warning and record.count == 3
+    assert record.last_seen == datetime(2026, 11, 1, 10, tzinfo=UTC)
+    assert record.first_seen == datetime(2026, 11, 1, 9, tzinfo=UTC)
+
+
+def test_an_event_without_an_object_uid_or_time_is_skipped() -> None:
+    assert event_of({"metadata": {"uid": "u"}, "involvedObject": {"kind": "PinApp"}}) is None
+    assert event_of({"metadata": {}, "involvedObject": {"kind": "PinApp", "name": "w"},
+                     "lastTimestamp": "2026-11-01T10:00:00Z"}) is None
+    assert event_of({"metadata": {"uid": "u"}, "lastTimestamp": "not a time",
+                     "involvedObject": {"kind": "PinApp", "name": "w"}}) is None
+
+
+def test_a_ready_transition_is_one_event_keyed_by_its_time() -> None:
+    status = {"phase": "Degraded", "conditions": [{
+        "type": "Ready", "status": "False", "reason": "Degraded", "message": "1/3 ready",
+        "lastTransitionTime": "2026-11-01T10:00:00Z"}]}
+    first, again = transition_of(APP, status), transition_of(APP, dict(status))
+    assert first is not None and first == again  # two replicas write the same record
+    assert (first.reason, first.warning, first.message) == ("BecameDegraded", True, "1/3 ready")
+    assert transition_of(APP, {"phase": "Healthy"}) is None
+
+
+def test_a_revision_names_its_commit_and_author_when_it_is_a_commit() -> None:
+    status = {"phase": "Healthy", "lastAppliedRevision": SHA,
+              "lastAppliedTime": "2026-11-01T10:00:00Z"}
+    record = revision_of(APP, status, lambda commit: f"author of {commit[:4]}")
+    assert record is not None and (record.commit, record.author, record.result) == (
+        SHA, "author of aaaa", "Healthy")
+    local = revision_of(APP, status | {"lastAppliedRevision": "dirty-tree"}, lambda c: "x")
+    assert local is not None and (local.commit, local.author) == ("", "")
+    assert revision_of(APP, {"phase": "Healthy"}, lambda c: "x") is None
