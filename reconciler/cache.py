@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
-from kubernetes.dynamic.exceptions import DynamicApiError
+from kubernetes.dynamic.exceptions import DynamicApiError, ResourceNotFoundError
 from urllib3.exceptions import HTTPError
 
 from reconciler import kinds
@@ -63,6 +63,12 @@ class KindWatch:
                     self.version = ""
                     continue
                 self.error = str(exc.summary())
+            except ResourceNotFoundError:
+                # not served (yet): a CRD the first pass installs. Nothing there, so far;
+                # look again (discovery afresh) after the back-off
+                self.error = f"{self.kind.kind} is not served (yet)"
+                self.synced.set()
+                self.conn.dynamic.resources.invalidate_cache()
             except ApiException as exc:
                 if exc.status == 410:
                     self.version = ""

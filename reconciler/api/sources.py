@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from reconciler.cache import KindWatch
-from reconciler.clients import read
 from reconciler.clients.connect import ClusterUnreachable, Connection
 from reconciler.host import app_key, spec_kinds
 from reconciler.status import APP_KINDS
@@ -22,8 +21,9 @@ class HostApps:
 
     def __init__(self, host: Connection) -> None:
         self._stop = threading.Event()
+        # every app kind, served or not yet (the first pass installs the CRDs)
         self._watches = [KindWatch(host, kind, self._stop) for kind in spec_kinds()
-                         if kind.kind in APP_KINDS and read.served(host, kind)]
+                         if kind.kind in APP_KINDS]
         for watch in self._watches:
             watch.thread.start()
 

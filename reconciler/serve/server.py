@@ -91,7 +91,8 @@ class ServeHTTPServer:
             front, lifespan="off", access_log=False, log_level="warning",
             limit_concurrency=self.limits.connections, server_header=False,
             h11_max_incomplete_event_size=self.limits.header_bytes,
-            timeout_keep_alive=self.limits.read_timeout, http="h11"))
+            timeout_keep_alive=self.limits.read_timeout, http="h11",
+            timeout_graceful_shutdown=5))
         self._stopped = threading.Event()
 
     @property
@@ -106,12 +107,12 @@ class ServeHTTPServer:
             self._stopped.set()
 
     def shutdown(self, timeout: float = 5.0) -> None:
-        """Stop accepting, give requests in flight up to ``timeout`` seconds, then stop."""
-        self._server.config.timeout_graceful_shutdown = max(1, int(timeout))
+        """Stop accepting and give requests in flight up to ``timeout`` seconds; then stop
+        regardless."""
         self._server.should_exit = True
-        if not self._stopped.wait(timeout + 2):
+        if not self._stopped.wait(timeout):
             self._server.force_exit = True
-            self._stopped.wait(2)
+            self._stopped.wait(1.0)
 
     def server_close(self) -> None:
         self._socket.close()

@@ -38,6 +38,12 @@ def _engine(url: str) -> Engine:
     if parsed.get_backend_name() not in {"sqlite", "postgresql"}:
         raise StoreError(f"store {parsed.render_as_string(hide_password=True)}: "
                          "only sqlite:/// and postgresql:// are supported")
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        try:
+            Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True,
+                                                            mode=0o700)
+        except OSError as err:
+            raise StoreError(f"store {parsed.database}: {err.strerror}") from None
     if parsed.get_backend_name() == "postgresql" and parsed.drivername == "postgresql":
         parsed = parsed.set(drivername="postgresql+psycopg")
     engine = create_engine(parsed, pool_pre_ping=True,

@@ -318,7 +318,12 @@ def test_the_api_serves_a_tenant_its_apps_history_and_events(
              what="serve's first pass succeeds")
     applied = serve_status(serve.base)["lastApplied"]["revision"]
     auth = {"Authorization": f"Bearer {tenant_token(api, 'shop')}"}
-    listed = json.loads(http("GET", f"{serve.base}/api/v1/apps", headers=auth)[1])["items"]
+
+    def listed() -> Any:  # the first pass installed the CRDs: the API's watch finds them
+        time.sleep(0.5)
+        return json.loads(http("GET", f"{serve.base}/api/v1/apps", headers=auth)[1])["items"]
+
+    listed = wait_for(listed, timeout=30, what="the API lists the tenant's apps")
     assert {a["project"] for a in listed} == {"shop"}
     assert {"api", "web"} <= {a["name"] for a in listed if a["kind"] == "PinApp"}
     assert http("GET", f"{serve.base}/api/v1/apps")[0] == 401

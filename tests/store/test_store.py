@@ -119,6 +119,12 @@ def test_replicas_open_the_same_store_and_write_at_once(url: str) -> None:
     second.close()
 
 
+def test_a_sqlite_store_makes_its_folder(tmp_path: Path) -> None:
+    store = Store.open(f"sqlite:///{tmp_path / 'new' / 'folder' / 'insight.db'}")
+    store.close()
+    assert (tmp_path / "new" / "folder" / "insight.db").is_file()
+
+
 def test_a_bad_store_url_is_a_clear_error_that_hides_the_password(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="only sqlite"):
         Store.open("mysql://u:hunter2@db/x")
