@@ -10,6 +10,7 @@ from typing import Any
 import click
 import yaml
 
+from pincompile.appref import AppRef, AppRefError, parse_app_ref
 from pincompile.commands.common import EXIT_OK, EXIT_USAGE, fail
 from reconciler.clients.connect import Connection
 from reconciler.commands.common import cluster_errors, usable_kubeconfig
@@ -78,13 +79,13 @@ def status(app: str | None, kubeconfig: str | None, host_context: str, fmt: str,
     sys.exit(EXIT_OK)
 
 
-def _parse(app: str | None) -> tuple[str, str, str] | None:
+def _parse(app: str | None) -> AppRef | None:
     if not app:
         return None
-    parts = app.split("/")
-    if len(parts) != 3:
-        fail(f"expected KIND/PROJECT/NAME, got {app!r}", EXIT_USAGE)
-    return parts[0], parts[1], parts[2]
+    try:
+        return parse_app_ref(app)
+    except AppRefError as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def read_rows(conn: Connection) -> list[dict[str, Any]]:
