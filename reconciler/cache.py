@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from kubernetes.dynamic.exceptions import DynamicApiError
+from urllib3.exceptions import HTTPError
 
 from reconciler import kinds
 from reconciler.clients import read
@@ -22,13 +24,17 @@ from reconciler.kinds import KindInfo
 from reconciler.model import Obj
 
 WATCH_SECONDS = 240
+OnChange = Callable[[Obj], None]
+"""Called (from the watch thread) with each object added, modified or deleted."""
 
 
 class KindWatch:
     """One kind's objects, kept current by a LIST and then a WATCH in a thread."""
 
-    def __init__(self, conn: Connection, kind: KindInfo, stop: threading.Event) -> None:
+    def __init__(self, conn: Connection, kind: KindInfo, stop: threading.Event,
+                 on_change: OnChange | None = None) -> None:
         self.conn, self.kind, self.stop = conn, kind, stop
+        self.on_change = on_change
         self.objects: dict[Key, Obj] = {}
         self.version = ""
         self.synced = threading.Event()
@@ -56,7 +62,8 @@ class KindWatch:
                     self.version = ""
                     continue
                 self.error = str(exc.summary())
-            except (ClusterUnreachable, OSError, ValueError) as exc:
+            except (ClusterUnreachable, OSError, ValueError, HTTPError) as exc:
+                # HTTPError: a watch the server or a closed pool cut mid-stream
                 self.error = str(exc)
             self.stop.wait(backoff)
             backoff = min(backoff * 2, 10.0)
@@ -85,6 +92,8 @@ class KindWatch:
                         self.objects.pop(key_of(raw), None)
                     else:
                         self.objects[key_of(raw)] = raw
+                if self.on_change is not None:
+                    self.on_change(raw)
             if version:
                 self.version = str(version)
         self.error = None
@@ -93,10 +102,10 @@ class KindWatch:
 class ClusterCache:
     """Every managed kind of one cluster, watched."""
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, on_change: OnChange | None = None) -> None:
         self.conn = conn
         self.stop = threading.Event()
-        self.watches = [KindWatch(conn, k, self.stop) for k in kinds.MANAGED_KINDS
+        self.watches = [KindWatch(conn, k, self.stop, on_change) for k in kinds.MANAGED_KINDS
                         if read.served(conn, k)]
         for watch in self.watches:
             watch.thread.start()
