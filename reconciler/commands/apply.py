@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from collections import Counter
@@ -121,8 +122,9 @@ def apply(ctx: click.Context, root: Path, kubeconfig: str | None, host_context: 
         reconciler.close()
     click.echo(_summary(report, writes, time.monotonic() - started))
     if not quiet and statuses:
+        width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
         click.echo(render_table([_as_row(app, doc) for app, doc in statuses.items()],
-                                render_clusters(lost)))
+                                render_clusters(lost), width=width))
     left = _left(report)
     if left:
         click.echo(left, err=True)
