@@ -252,7 +252,10 @@ class Reconciler:
     def _write_one(self, app: AppKey, doc: dict[str, Any]) -> None:
         from reconciler import host
 
-        host.write_status(self.connections[HOST], app, doc)
+        conn = self.connections.get(HOST)
+        if conn is None:
+            raise ClusterUnreachable("the host cluster is not connected yet")
+        host.write_status(conn, app, doc)
 
     def _plan(self, member: MemberState) -> None:
         assert member.conn is not None
