@@ -20,7 +20,7 @@ demo: setup
 	$(BIN)/pincompile validate examples
 	$(BIN)/pincompile compile examples -o out
 	$(BIN)/pincompile apply examples
-	@echo "manifests in out/; status any time: .venv/bin/pincompile status (fleet: make fleet-down)"
+	@echo "manifests in out/; status any time: .venv/bin/pincompile status --live (fleet: make fleet-down)"
 	-@$(BIN)/python -m reconciler.fleet.demo
 
 lint: setup

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
@@ -24,16 +25,20 @@ from reconciler.kinds import KindInfo
 from reconciler.model import Obj
 
 WATCH_SECONDS = 240
+OnChange = Callable[[Obj], None]
+"""Called (from the watch thread) with each object added, modified or deleted."""
 
 
 class KindWatch:
     """One kind's objects, kept current by a LIST and then a WATCH in a thread."""
 
-    def __init__(self, conn: Connection, kind: KindInfo, stop: threading.Event, *,
+    def __init__(self, conn: Connection, kind: KindInfo, stop: threading.Event,
+                 on_change: OnChange | None = None, *,
                  field_selector: str | None = None) -> None:
         """Objects of ``kind`` that pincompile manages or, with ``field_selector``, every
         object matching it (Events of app resources, say)."""
         self.conn, self.kind, self.stop = conn, kind, stop
+        self.on_change = on_change
         self.field_selector = field_selector
         self.objects: dict[Key, Obj] = {}
         self.version = ""
@@ -106,6 +111,8 @@ class KindWatch:
                         self.objects.pop(key_of(raw), None)
                     else:
                         self.objects[key_of(raw)] = raw
+                if self.on_change is not None:
+                    self.on_change(raw)
             if version:
                 self.version = str(version)
         self.error = None
@@ -114,10 +121,10 @@ class KindWatch:
 class ClusterCache:
     """Every managed kind of one cluster, watched."""
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, on_change: OnChange | None = None) -> None:
         self.conn = conn
         self.stop = threading.Event()
-        self.watches = [KindWatch(conn, k, self.stop) for k in kinds.MANAGED_KINDS
+        self.watches = [KindWatch(conn, k, self.stop, on_change) for k in kinds.MANAGED_KINDS
                         if read.served(conn, k)]
         for watch in self.watches:
             watch.thread.start()

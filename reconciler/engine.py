@@ -10,6 +10,7 @@ is reported (its apps say Unknown) and never stops the others.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable
@@ -27,6 +28,7 @@ from reconciler.cache import ClusterCache
 from reconciler.clients import read, write
 from reconciler.clients.connect import ClusterUnreachable, Connection, KubeconfigError
 from reconciler.clients.read import Key, key_of
+from reconciler.follow import StatusFollower
 from reconciler.health import assess
 from reconciler.host import AppKey
 from reconciler.kinds import MANAGED_KINDS
@@ -40,6 +42,7 @@ from reconciler.model import (
     Phase,
     Unconverged,
 )
+from reconciler.progress import Progress
 from reconciler.scaling import ScheduleError, hpa_floor, rebalance, with_scheduled_floor
 from reconciler.sync import (
     Action,
@@ -90,7 +93,8 @@ class Reconciler:
                  watch: bool = False, clock: Callable[[], datetime] | None = None,
                  failover_after: float = failover.DEFAULT_GRACE,
                  failback_step: str = failover.DEFAULT_STEP,
-                 failover_clock: Callable[[], float] = time.time) -> None:
+                 failover_clock: Callable[[], float] = time.time,
+                 progress: Progress | None = None) -> None:
         self.kubeconfig, self.host_context = kubeconfig, host_context
         self.only = set(clusters) if clusters else None
         self.options = options or Options()
@@ -115,6 +119,13 @@ class Reconciler:
         """Problems of the last pass's placement without the lost clusters."""
         self.rebalanced: dict[AppKey, dict[str, Any]] = {}
         """PinScalers whose HPA maxima were moved between clusters: ``status.rebalance``."""
+        self.progress = progress or Progress()
+        """Told how far each cluster is (``apply``'s progress display)."""
+        self.passing = threading.Lock()
+        """Held while a pass runs."""
+        self.follower = StatusFollower(lambda: self.statuses, self._cached, self._write_one,
+                                       self.passing, echo=echo) if watch else None
+        """Long-running (``watch``): app statuses follow member objects between passes."""
 
     # --- connections -----------------------------------------------------------------------
 
@@ -124,6 +135,8 @@ class Reconciler:
         return self.connections[name]
 
     def close(self) -> None:
+        if self.follower is not None:
+            self.follower.close()
         for cache in self.caches.values():
             cache.close()
         self.caches.clear()
@@ -169,6 +182,10 @@ class Reconciler:
 
     def run(self, result: Result) -> PassReport:
         """One pass. Never raises for a cluster's failure: it is in the report."""
+        with self.passing:
+            return self._pass(result)
+
+    def _pass(self, result: Result) -> PassReport:
         started = time.monotonic()
         report = PassReport(revision=_revision(result))
         if not result.ok:
@@ -207,6 +224,7 @@ class Reconciler:
                     TimeoutError) as exc:
                 member.error = _explain(exc)
                 self.echo(f"{member.name}: FAILED: {member.error}")
+                self.progress.failed(member.name, member.error)
 
         with ThreadPoolExecutor(max_workers=max(1, min(8, len(members)))) as pool:
             list(pool.map(guarded, members.values()))
@@ -217,13 +235,33 @@ class Reconciler:
             member.live = read_live(member.conn)
             return
         if member.name not in self.caches:
-            self.caches[member.name] = ClusterCache(member.conn)
+            self.caches[member.name] = ClusterCache(
+                member.conn, self.follower.changed if self.follower else None)
         member.live = self.caches[member.name].snapshot()
+
+    def _cached(self, cluster: str) -> dict[Key, Obj] | str | None:
+        """A member's watch cache (for the follower): None when this reconciler has none."""
+        cache = self.caches.get(cluster)
+        if cache is None:
+            return None
+        try:
+            return cache.snapshot(timeout=5.0)
+        except ClusterUnreachable as exc:
+            return str(exc)
+
+    def _write_one(self, app: AppKey, doc: dict[str, Any]) -> None:
+        from reconciler import host
+
+        conn = self.connections.get(HOST)
+        if conn is None:
+            raise ClusterUnreachable("the host cluster is not connected yet")
+        host.write_status(conn, app, doc)
 
     def _plan(self, member: MemberState) -> None:
         assert member.conn is not None
         member.plan = plan_cluster(member.conn, member.desired, member.live, self.options,
                                    member.initial_replicas, self._memo(member.name))
+        self.progress.planned(member.name, len(member.desired), len(member.plan.pending))
 
     def _memo(self, cluster: str) -> PlanMemo | None:
         return self.memos.setdefault(cluster, PlanMemo()) if self.watch else None
@@ -240,7 +278,8 @@ class Reconciler:
             left = Left.CONFLICT if change.action is Action.CONFLICT else Left.REJECTED
             member.report.unconverged.append(Unconverged(left, change.name, change.reason))
             self.echo(f"{member.name}: {left} {change.name}: {change.reason}")
-        done = execute(member.conn, plan, workers=self.options.workers, echo=self.echo)
+        done = execute(member.conn, plan, workers=self.options.workers, echo=self.echo,
+                       on_done=lambda _change: self.progress.applied(member.name))
         refs = {a: [c.ref(member.name) for c in cs] for a, cs in done.items()}
         member.report.created = refs[Action.CREATE]
         member.report.updated = refs[Action.UPDATE]
@@ -487,6 +526,7 @@ class Reconciler:
             waiting = [c.desired for c in member.plan.pending
                        if c.action is not Action.PRUNE and c.desired is not None
                        and c.desired["kind"] not in UNWAITED_KINDS]
+            total = len(waiting)
             while waiting and time.monotonic() < deadline:
                 still = []
                 for obj in waiting:
@@ -496,6 +536,7 @@ class Reconciler:
                     if live is None or assess(live).phase is Phase.PROGRESSING:
                         still.append(obj)
                 waiting = still
+                self.progress.health(member.name, total - len(waiting), total)
                 if waiting:
                     time.sleep(1.0)
 

@@ -92,7 +92,7 @@ def app_status(views: Iterable[ClusterView], *, revision: str,
     ready = sum(c.get("readyReplicas", 0) for c in clusters)
     desired = sum(c.get("replicas", 0) for c in clusters)
     previous = previous or {}
-    stamp = _iso(now if now is not None else time.time())
+    stamp = iso_time(now if now is not None else time.time())
     status: dict[str, Any] = {
         "phase": str(health.phase), "ready": f"{ready}/{desired}",
         "replicas": desired, "readyReplicas": ready, "observedRevision": revision,
@@ -126,5 +126,6 @@ def changed(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:
     return bool(strip(old) != strip(new))
 
 
-def _iso(epoch: float) -> str:
+def iso_time(epoch: float) -> str:
+    """RFC 3339 UTC, to the second (as Kubernetes writes times)."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))

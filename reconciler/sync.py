@@ -301,10 +301,11 @@ def _message(exc: DynamicApiError) -> str:
 
 
 def execute(conn: Connection, plan: ClusterPlan, *, workers: int = 8,
-            echo: Callable[[str], None] = lambda _m: None) -> dict[Action, list[Change]]:
+            echo: Callable[[str], None] = lambda _m: None,
+            on_done: Callable[[Change], None] = lambda _c: None) -> dict[Action, list[Change]]:
     """Carry out a plan: applies in dependency order (objects of one kind in parallel, a
     kind only once the kinds before it are done), replaces, then prunes in reverse order.
-    Returns what was done, by action."""
+    Returns what was done, by action; ``on_done`` is told of each change once written."""
     scaled = autoscaled(c.desired for c in plan.changes if c.desired is not None)
 
     def one(change: Change) -> Change | None:
@@ -334,6 +335,7 @@ def execute(conn: Connection, plan: ClusterPlan, *, workers: int = 8,
         else:
             return None
         echo(f"{plan.cluster}: {change.action} {change.name}")
+        on_done(change)
         return change
 
     done: dict[Action, list[Change]] = {a: [] for a in Action}

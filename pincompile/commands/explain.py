@@ -12,10 +12,11 @@ from typing import Any
 
 import click
 
+from pincompile.appref import AppRefError, parse_app_ref
 from pincompile.catalog import Entry
 from pincompile.commands.common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, report
 from pincompile.manifest import Manifest
-from pincompile.models import KINDS, WORKLOAD_KINDS, PinScaler
+from pincompile.models import WORKLOAD_KINDS, PinScaler
 from pincompile.models.types import format_quantity
 from pincompile.pipeline import Result, compile_path
 from pincompile.placement import Decision, Plan
@@ -74,12 +75,10 @@ def explain(ref: str, root: Path, fmt: str) -> None:
 # --- finding the workload -------------------------------------------------------------------
 
 def _parse_ref(ref: str) -> Key:
-    parts = ref.split("/")
-    if len(parts) != 3 or not all(parts):
-        raise click.UsageError(
-            f"'{ref}' is not KIND/PROJECT/NAME, e.g. PinApp/search/search-api")
-    kind = {k.lower(): k for k in KINDS}.get(parts[0].lower(), parts[0])
-    return (kind, parts[1], parts[2])
+    try:
+        return parse_app_ref(ref)
+    except AppRefError as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def _resolve(key: Key, result: Result, plan: Plan | None
@@ -109,11 +108,7 @@ def _not_found(ref: str, key: Key, result: Result) -> None:
         click.echo(f"error: '{ref}' is not among the valid specs (see the errors above)",
                    err=True)
         sys.exit(EXIT_INVALID)
-    if key[0] not in KINDS:
-        close = difflib.get_close_matches(key[0], list(KINDS), 1)
-        hint = f"; did you mean '{close[0]}'?" if close else ""
-        message = f"'{key[0]}' is not a kind{hint}"
-    elif key[0] not in (*WORKLOAD_KINDS, PinScaler.KIND):
+    if key[0] not in (*WORKLOAD_KINDS, PinScaler.KIND):
         message = f"explain works on workloads and PinScalers, not {key[0]}"
     elif key in {e.resource.key for e in result.catalog.scalers}:
         message = f"PinScaler '{ref}' targets no PinApp or PinterestService"

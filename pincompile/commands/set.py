@@ -19,6 +19,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from pincompile.appref import AppRefError, parse_app_ref
 from pincompile.commands.common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, fail, report
 from pincompile.loader import read_tree
 from pincompile.output import to_yaml
@@ -101,10 +102,10 @@ def _image_path(data: Any, container: str, spec: str) -> tuple[str | int, ...]:
 
 
 def _edit(root: Path, spec: str, find: Any, value: Any) -> None:
-    parts = spec.split("/")
-    if len(parts) != 3 or not all(parts[::2]):
-        fail(f"name the spec as KIND/PROJECT/NAME, got '{spec}'", EXIT_USAGE)
-    key = (parts[0], parts[1], parts[2])
+    try:
+        key = parse_app_ref(spec)
+    except AppRefError as exc:
+        fail(str(exc), EXIT_USAGE)
     files, walked = read_tree(root)
     compiler = Compiler(remember=False)
     before = compiler.compile(files, revision="set", expand=False, loaded=walked)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from collections import Counter
@@ -24,6 +25,9 @@ from reconciler.commands.status import render_clusters, render_table
 from reconciler.engine import HOST, Reconciler
 from reconciler.host import AppKey
 from reconciler.model import PassReport
+from reconciler.progress import Progress
+from reconciler.progress import for_output as progress_for
+from reconciler.status import iso_time
 from reconciler.sync import Options
 
 
@@ -95,15 +99,17 @@ def apply(ctx: click.Context, root: Path, kubeconfig: str | None, host_context: 
     started = time.monotonic()
     result = compile_or_exit(root)
     check_clusters(result, clusters)
-    echo = (lambda _m: None) if quiet else (lambda m: click.echo(m, err=True))
-    echo(f"compiled {len(result.manifests)} objects for "
-         f"{len({m.cluster for m in result.manifests})} clusters")
+    path = usable_kubeconfig(kubeconfig, host_context)
+    progress = Progress() if quiet else progress_for(lambda m: click.echo(m, err=True),
+                                                     terminal=sys.stdout.isatty())
+    progress.line(f"compiled {len(result.manifests)} objects for "
+                  f"{len({m.cluster for m in result.manifests})} clusters")
     reconciler = Reconciler(
-        usable_kubeconfig(kubeconfig, host_context), host_context, clusters=clusters or None,
+        path, host_context, clusters=clusters or None,
         options=Options(adopt=adopt, prune=not no_prune, max_prune=max_prune,
                         prune_data=prune_data),
-        wait=not no_wait, timeout=timeout, echo=echo, clock=clock_of(at),
-        failover_after=failover_after, failback_step=failback_step)
+        wait=not no_wait, timeout=timeout, echo=progress.line, clock=clock_of(at),
+        failover_after=failover_after, failback_step=failback_step, progress=progress)
     try:
         with cluster_errors("a cluster"):
             report = reconciler.run(result)
@@ -112,11 +118,13 @@ def apply(ctx: click.Context, root: Path, kubeconfig: str | None, host_context: 
         lost = {n: s.to_json() for n, s in reconciler.cluster_states.items()
                 if s.phase != "Reachable"}
     finally:
+        progress.close()
         reconciler.close()
     click.echo(_summary(report, writes, time.monotonic() - started))
     if not quiet and statuses:
+        width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
         click.echo(render_table([_as_row(app, doc) for app, doc in statuses.items()],
-                                render_clusters(lost)))
+                                render_clusters(lost), width=width))
     left = _left(report)
     if left:
         click.echo(left, err=True)
@@ -169,4 +177,5 @@ def _summary(report: PassReport, writes: dict[str, int], seconds: float) -> str:
 
 def _as_row(app: AppKey, doc: dict[str, object]) -> dict[str, object]:
     kind, project, name = app
-    return {"kind": kind, "project": project, "name": name, "status": doc}
+    return {"kind": kind, "project": project, "name": name,
+            "statusTime": iso_time(time.time()), "status": doc}

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import time
+from datetime import datetime
 from typing import Any
 
 import click
 import yaml
 
+from pincompile.appref import AppRef, AppRefError, parse_app_ref
 from pincompile.commands.common import EXIT_OK, EXIT_USAGE, fail
 from reconciler.clients.connect import Connection
 from reconciler.commands.common import cluster_errors, usable_kubeconfig
+from reconciler.live import live_rows, member_contexts, read_members
 
 
 @click.command("status")
@@ -23,16 +27,24 @@ from reconciler.commands.common import cluster_errors, usable_kubeconfig
               help="kubeconfig context of the host cluster.")
 @click.option("-o", "--output", "fmt", type=click.Choice(["table", "json", "yaml"]),
               default="table", show_default=True)
+@click.option("--live", is_flag=True,
+              help="Compute each app's status now from its objects in the member clusters "
+                   "(one LIST per kind and cluster) instead of the host's record.")
 @click.option("-w", "--watch", is_flag=True, help="Keep showing changes (Ctrl-C to stop).")
 def status(app: str | None, kubeconfig: str | None, host_context: str, fmt: str,
-           watch: bool) -> None:
+           live: bool, watch: bool) -> None:
     """One row per app: phase, ready/desired per cluster, rollout position, failover, last
     applied revision and the reason for anything not Healthy; then every member cluster
     that is unreachable, lost (its share runs elsewhere) or returning (shares moving back
     step by step).
 
-    Read from the host cluster (where `pincompile apply` stores it), so it works from any
-    machine with the kubeconfig.
+    Read from the host cluster (where `pincompile apply` and `serve` store it), so it
+    works from any machine with the kubeconfig. AGE is how long ago the host's record of
+    the row was last written (with -o json|yaml: statusTime); `serve` rewrites it within
+    seconds of a change in the member clusters, a pass that changes nothing leaves it.
+    With --live each app's status is computed now from its objects in every member
+    cluster, with the same health rules (a cluster that cannot be read shows Unknown);
+    what only a pass knows (rollout, failover, revision) still comes from the host.
 
     \b
     Phases: Healthy, Progressing, Degraded, Failed, Suspended, Missing, Unknown (a
@@ -48,29 +60,37 @@ def status(app: str | None, kubeconfig: str | None, host_context: str, fmt: str,
     Examples:
       pincompile status
       pincompile status PinApp/search/search-api -o yaml
+      pincompile status --live
       pincompile status --watch
     """
     wanted = _parse(app)
+    path = usable_kubeconfig(kubeconfig, host_context)
     with cluster_errors("host cluster"):
-        conn = Connection("host", host_context, usable_kubeconfig(kubeconfig, host_context))
+        conn = Connection("host", host_context, path)
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
     previous = None
     try:
         while True:
             with cluster_errors("host cluster"):
                 rows = read_rows(conn)
-            if wanted:
-                rows = [r for r in rows if (r["kind"], r["project"], r["name"]) == wanted]
-                if not rows:
-                    fail(f"no app {app} on the host (has `pincompile apply` run?)", EXIT_USAGE)
-            text = render(rows, fmt)
-            if text != previous:
+                if wanted:
+                    rows = [r for r in rows if (r["kind"], r["project"], r["name"]) == wanted]
+                    if not rows:
+                        fail(f"no app {app} on the host (has `pincompile apply` run?)",
+                             EXIT_USAGE)
+                if live:
+                    rows = live_rows(rows, read_members(path, _contexts(conn, rows, wanted)))
+            # a row's age grows by itself: show the table again when something else changed
+            seen = json.dumps([{k: v for k, v in r.items() if k != "statusTime"}
+                               for r in rows], sort_keys=True)
+            if seen != previous:
                 if watch and previous is not None:
                     click.echo(f"--- {time.strftime('%H:%M:%S')}")
-                click.echo(text)
-                previous = text
+                click.echo(render(rows, fmt, width))
+                previous = seen
             if not watch:
                 break
-            time.sleep(2.0)
+            time.sleep(5.0 if live else 2.0)
     except KeyboardInterrupt:
         pass
     finally:
@@ -78,18 +98,30 @@ def status(app: str | None, kubeconfig: str | None, host_context: str, fmt: str,
     sys.exit(EXIT_OK)
 
 
-def _parse(app: str | None) -> tuple[str, str, str] | None:
+def _contexts(conn: Connection, rows: list[dict[str, Any]], wanted: AppRef | None
+              ) -> dict[str, str]:
+    """The member clusters --live reads: every one, or only those the one app asked for
+    is placed in."""
+    contexts = member_contexts(conn)
+    if wanted is None:
+        return contexts
+    placed = {c.get("name") for r in rows for c in r["status"].get("clusters") or []}
+    return {name: context for name, context in contexts.items() if name in placed}
+
+
+def _parse(app: str | None) -> AppRef | None:
     if not app:
         return None
-    parts = app.split("/")
-    if len(parts) != 3:
-        fail(f"expected KIND/PROJECT/NAME, got {app!r}", EXIT_USAGE)
-    return parts[0], parts[1], parts[2]
+    try:
+        return parse_app_ref(app)
+    except AppRefError as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def read_rows(conn: Connection) -> list[dict[str, Any]]:
     """Every workload's stored status on the host; then a row per member cluster that is
-    not simply reachable (kind ``Cluster``, its ``status.failover``)."""
+    not simply reachable (kind ``Cluster``, its ``status.failover``). ``statusTime``: when
+    the status was last written (the API server's record of that write)."""
     from pincompile.models import WORKLOAD_KINDS
     from reconciler.host import app_key, read_apps, spec_kinds
 
@@ -100,24 +132,61 @@ def read_rows(conn: Connection) -> list[dict[str, Any]]:
         if key[0] == "Cluster" and (st.get("failover") or {}).get("phase", "Reachable") \
                 == "Reachable":
             continue
-        rows.append({"kind": key[0], "project": key[1], "name": key[2], "status": st})
+        rows.append({"kind": key[0], "project": key[1], "name": key[2],
+                     "statusTime": status_time(cr), "status": st})
     return [r for r in rows if r["kind"] != "Cluster"] + [r for r in rows
                                                           if r["kind"] == "Cluster"]
 
 
-def render(rows: list[dict[str, Any]], fmt: str) -> str:
+def status_time(cr: dict[str, Any]) -> str | None:
+    """When the resource's status was last written: the newest ``managedFields`` time of
+    the status subresource (None when it never was)."""
+    times = [str(m["time"]) for m in (cr.get("metadata") or {}).get("managedFields") or []
+             if m.get("subresource") == "status" and m.get("time")]
+    return max(times, default=None)
+
+
+def render(rows: list[dict[str, Any]], fmt: str, width: int | None = None) -> str:
     if fmt == "json":
         return json.dumps(rows, indent=2)
     if fmt == "yaml":
         return yaml.safe_dump(rows, sort_keys=False).rstrip()
-    return render_table(rows)
+    return render_table(rows, width=width)
 
 
-def render_table(rows: list[dict[str, Any]], clusters_text: str = "") -> str:
-    """kubectl-like columns: APP PHASE READY CLUSTERS ROLLOUT FAILOVER REVISION APPLIED
-    MESSAGE; then the member clusters that are unreachable, lost or returning."""
+def age(stamp: str | None, now: float | None = None) -> str:
+    """How long ago an RFC 3339 instant was, as kubectl's AGE column says it (``45s``,
+    ``3m12s``, ``17m``, ``5h40m``, ``2d3h``); ``-`` when unknown."""
+    if not stamp:
+        return "-"
+    try:
+        then = datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return "-"
+    seconds = max(0, int((now if now is not None else time.time()) - then))
+    minutes, hours, days = seconds // 60, seconds // 3600, seconds // 86400
+    if seconds < 120:
+        return f"{seconds}s"
+    if seconds < 600:
+        return f"{minutes}m{seconds % 60}s" if seconds % 60 else f"{minutes}m"
+    if hours < 3:
+        return f"{minutes}m"
+    if hours < 8:
+        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if days < 8:
+        return f"{days}d{hours % 24}h" if hours % 24 else f"{days}d"
+    return f"{days}d"
+
+
+def render_table(rows: list[dict[str, Any]], clusters_text: str = "",
+                 width: int | None = None) -> str:
+    """kubectl-like columns: APP PHASE READY CLUSTERS ROLLOUT FAILOVER REVISION APPLIED AGE
+    MESSAGE; then the member clusters that are unreachable, lost or returning. With a
+    ``width`` (a terminal's), each line is cut to fit it."""
     header = ["APP", "PHASE", "READY", "CLUSTERS", "ROLLOUT", "FAILOVER", "REVISION",
-              "APPLIED", "MESSAGE"]
+              "APPLIED", "AGE", "MESSAGE"]
     table = [header]
     lost = {r["name"]: r["status"].get("failover") or {} for r in rows if r["kind"] == "Cluster"}
     clusters_text = clusters_text or render_clusters(lost)
@@ -137,9 +206,9 @@ def render_table(rows: list[dict[str, Any]], clusters_text: str = "") -> str:
                       st.get("ready", "-"), clusters or "-", position or "-",
                       _failover_cell(st.get("failover") or {}),
                       str(st.get("lastAppliedRevision", "-"))[:12],
-                      str(st.get("lastAppliedTime", "-")),
+                      str(st.get("lastAppliedTime", "-")), age(row.get("statusTime")),
                       (st.get("message") or "")[:160]])
-    text = _columns(table)
+    text = _columns(table, width)
     return f"{text}\n\n{clusters_text}" if clusters_text else text
 
 
@@ -165,7 +234,12 @@ def render_clusters(states: dict[str, dict[str, Any]]) -> str:
     return _columns(table) if len(table) > 1 else ""
 
 
-def _columns(table: list[list[Any]]) -> str:
+def _columns(table: list[list[Any]], width: int | None = None) -> str:
+    """Aligned columns; the last one (a message) cut so each line fits ``width``."""
     widths = [max(len(str(r[i])) for r in table) for i in range(len(table[0]) - 1)]
-    return "\n".join("   ".join(str(c).ljust(w) for c, w in zip(r[:-1], widths, strict=True))
-                     + "   " + str(r[-1]) for r in table).rstrip()
+    lines = ["   ".join(str(c).ljust(w) for c, w in zip(r[:-1], widths, strict=True))
+             + "   " + str(r[-1]) for r in table]
+    if width:
+        lines = [line if len(line) <= width else line[:max(width - 3, 1)] + "..."
+                 for line in lines]
+    return "\n".join(line.rstrip() for line in lines)

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from pincompile.appref import AppRef, AppRefError, parse_app_ref
 from pincompile.manifest import LABEL_APP, LABEL_KIND, LABEL_PROJECT
 
 DOMAIN = "load.fleet.pincompute.io"
@@ -22,31 +23,19 @@ RESOURCES = ("cpu", "memory")
 #: at most 10x the requests (a container may use more than it requests, up to its limit)
 MAX_FRACTION = 10.0
 _PERCENT = re.compile(r"^(\d+(?:\.\d+)?)%$")
-_APP = re.compile(r"^([A-Za-z][A-Za-z0-9]*)/([a-z0-9][a-z0-9-]*)/([a-z0-9][a-z0-9.-]*)$")
 
 
 class LoadError(ValueError):
     """The app or the load asked for is not valid (or the app has no pods)."""
 
 
-@dataclass(frozen=True)
-class AppRef:
-    """``KIND/PROJECT/NAME`` as ``pincompile status`` prints an app."""
-
-    kind: str
-    project: str
-    name: str
-
-    def __str__(self) -> str:
-        return f"{self.kind}/{self.project}/{self.name}"
-
-
 def parse_app(text: str) -> AppRef:
-    """``PinApp/search/search-api`` -> AppRef. Raises LoadError."""
-    match = _APP.match(text.strip())
-    if not match:
-        raise LoadError(f"'{text}' is not KIND/PROJECT/NAME (e.g. PinApp/search/search-api)")
-    return AppRef(*match.groups())
+    """``PinApp/search/search-api`` -> AppRef (:func:`pincompile.appref.parse_app_ref`).
+    Raises LoadError."""
+    try:
+        return parse_app_ref(text)
+    except AppRefError as exc:
+        raise LoadError(str(exc)) from None
 
 
 def parse_fraction(text: str) -> float:

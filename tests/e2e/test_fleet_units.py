@@ -436,9 +436,9 @@ def test_load_arguments_are_checked() -> None:
     for bad in ("90", "-5%", "ninety%", "2000%"):
         with pytest.raises(LoadError):
             parse_fraction(bad)
-    app = parse_app("PinService/search/search-api")
-    assert (app.kind, app.project, app.name) == ("PinService", "search", "search-api")
-    for bad in ("search/search-api", "PinService/Search/x", "a/b/c/d"):
+    app = parse_app("PinterestService/search/search-api")
+    assert (app.kind, app.project, app.name) == ("PinterestService", "search", "search-api")
+    for bad in ("search/search-api", "PinterestService/Search/x", "a/b/c/d"):
         with pytest.raises(LoadError):
             parse_app(bad)
     # a valid annotation key: DNS-subdomain prefix, name part of at most 63 characters

@@ -88,6 +88,7 @@ def serve(serve_fleet: fleet_mod.FleetState, repo: SpecRepo, host_ns: str,
         repo.bare, workdir / "audit.jsonl", "--kubeconfig", str(serve_fleet.kubeconfig),
         "--namespace", host_ns, "--audit-log", str(workdir / "audit.jsonl"),
         "--lease-duration", "8s", "--renew-deadline", "5s", "--retry-period", "1s",
+        "--resync", "30m",  # passes come from pushes only: a test can tell one ran
         identity="serve-e2e", real=True,
         env={"PINCOMPILE_WEBHOOK_SECRET": SECRET,
              "PINCOMPILE_RECORD_REQUESTS": str(workdir / "requests.jsonl")})
@@ -342,6 +343,40 @@ def test_the_api_serves_a_tenant_its_apps_history_and_events(
     events = json.loads(http("GET", f"{serve.base}/api/v1/apps/PinApp/shop/api/events",
                              headers=auth)[1])
     assert events and all(e["source"] == "pincompile" for e in events)
+
+
+def test_host_status_follows_member_objects_between_passes(
+        serve: ServeProcess, api: Callable[[str], Any]) -> None:
+    """Someone scales web in rt-a: its host status says so within seconds, no pass run."""
+    from kubernetes import client, watch
+
+    wait_for(lambda: not serve_status(serve.base)["busy"], what="serve idle")
+    last_pass = serve_status(serve.base)["lastPass"]
+    apps = client.AppsV1Api(api("rt-a"))
+    replicas = int(apps.read_namespaced_deployment("web", "shop").spec.replicas) + 1
+    apps.patch_namespaced_deployment_scale("web", "shop", {"spec": {"replicas": replicas}},
+                                           field_manager="e2e-operator")
+    stream = watch.Watch()
+    for event in stream.stream(apps.list_namespaced_deployment, "shop",
+                               field_selector="metadata.name=web", timeout_seconds=90):
+        if (event["object"].status.ready_replicas or 0) == replicas:
+            stream.stop()
+    ready = time.monotonic()
+    custom = client.CustomObjectsApi(api("host"))
+    for event in stream.stream(custom.list_namespaced_custom_object, "pincompute.io", "v1",
+                               "shop", "pinapps", field_selector="metadata.name=web",
+                               timeout_seconds=30):
+        clusters = {c["name"]: c for c in (event["object"].get("status") or {})
+                    .get("clusters") or []}
+        if clusters.get("rt-a", {}).get("readyReplicas") == replicas:
+            stream.stop()
+            break
+    else:
+        pytest.fail("web's host status never showed rt-a scaled")
+    followed = time.monotonic() - ready
+    print(f"host status followed {followed:.1f}s after the pods were ready")
+    assert followed < 5.0
+    assert serve_status(serve.base)["lastPass"] == last_pass  # no pass wrote it
 
 
 def _check_requests(path: Path) -> list[AccessRequest]:
