@@ -174,9 +174,11 @@ class Reconciler:
         if not result.ok:
             report.error = f"{len(result.diagnostics)} error(s) in the specs: nothing applied"
             return report
-        host = self._host_sync(result, report)
-        members = self.members(result)
-        self._in_parallel(members, self._read)
+        with ThreadPoolExecutor(max_workers=1) as pool:  # the host beside the members' reads
+            host_synced = pool.submit(self._host_sync, result, report)
+            members = self.members(result)
+            self._in_parallel(members, self._read)
+            host = host_synced.result()
         stored = {k: (cr.get("status") or {}) for k, cr in host.items()}
         moves = self._failover(result, members, stored, report)
         if not moves:  # while shares move between clusters, bounds do not
