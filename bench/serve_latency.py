@@ -112,9 +112,11 @@ def serve_round(api: Any, repo: SpecRepo, serve: ServeProcess, target: Target, i
     # where the time to the write went: each step's end, relative to the 202
     steps = {"to pass start (coalesce, fetch, compile)": span["run"][0] - wall}
     previous = span["run"][0]
-    for step in ("host_sync", "read", "plan", "apply"):
-        steps[step] = span[step][1] - previous
-        previous = span[step][1]
+    for step, ends in (("host sync and read (in parallel)", ("host_sync", "read")),
+                       ("plan", ("plan",)), ("apply", ("apply",))):
+        end = max(span[e][1] for e in ends)
+        steps[step] = end - previous
+        previous = end
     return {"latency": done - accepted, "pass_seconds": last["seconds"],
             "load": round(os.getloadavg()[0], 1),
             "pass_end_after_push": last["push_to_applied_seconds"], "steps": steps}
