@@ -120,7 +120,7 @@ def run_pass(kubeconfig: str, root: Path) -> dict[str, Any]:
             "dry_runs": {n: s.by_verb["dry-run"] for n, s in stats.items()},
             "gets": sum(s.by_verb["get"] for s in stats.values()),
             "max_lists_per_resource": max(lists.values()) if lists else 0,
-            "lists": sum(lists.values())}
+            "lists": sum(lists.values()), "load": round(os.getloadavg()[0], 1)}
 
 
 def pass_with(revision: str, kubeconfig: str, root: Path) -> dict[str, Any]:
@@ -139,9 +139,63 @@ def pass_with(revision: str, kubeconfig: str, root: Path) -> dict[str, Any]:
     return data
 
 
+def kubectl() -> str | None:
+    """The ``kubectl`` on PATH (the baselines fall back to the reconciler's client)."""
+    return shutil.which("kubectl")
+
+
+def cluster_lists(root: Path, clusters: list[str], out: Path,
+                  namespace: str | None = None) -> dict[str, Path]:
+    """The compiled tree, one ``v1/List`` file per cluster in apply order (namespaces
+    first), for ``kubectl apply -f``; with ``namespace``, the objects of namespace bench
+    moved there (a Namespace of that name first)."""
+    from reconciler import kinds
+
+    result = compile_path(root, revision="bench")
+    files: dict[str, Path] = {}
+    for cluster in clusters:
+        objs = sorted((m.obj for m in result.manifests if m.cluster == cluster),
+                      key=lambda o: kinds.order(o["kind"]))
+        if namespace is not None:
+            objs = [{**o, "metadata": {**o["metadata"], "namespace": namespace}}
+                    for o in objs if o["metadata"].get("namespace") == "bench"]
+            objs.insert(0, {"apiVersion": "v1", "kind": "Namespace",
+                            "metadata": {"name": namespace}})
+        files[cluster] = out / f"{cluster}{'-' + namespace if namespace else ''}.json"
+        files[cluster].write_text(json.dumps({"apiVersion": "v1", "kind": "List",
+                                              "items": objs}))
+    return files
+
+
+def kubectl_apply(kubeconfig: str, files: dict[str, Path]) -> dict[str, Any]:
+    """``kubectl apply --server-side`` of each cluster's file, the clusters in parallel."""
+    binary = kubectl()
+    assert binary is not None
+
+    def one(cluster: str) -> int:
+        run = subprocess.run(
+            [binary, "--kubeconfig", kubeconfig, "--context", cluster, "apply",
+             "--server-side", "--force-conflicts", "--field-manager", "kubectl-bench",
+             "-f", str(files[cluster])], capture_output=True, text=True)
+        if run.returncode != 0:
+            raise SystemExit(f"kubectl apply ({cluster}) failed: {run.stderr[-2000:]}")
+        return len(run.stdout.splitlines())
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=len(files)) as pool:
+        objects = sum(pool.map(one, list(files)))
+    return {"objects": objects, "seconds": round(time.monotonic() - started, 1),
+            "tool": "kubectl apply --server-side", "load": round(os.getloadavg()[0], 1)}
+
+
 def reapply_everything(kubeconfig: str, root: Path, clusters: list[str]) -> dict[str, Any]:
-    """Every compiled object server-side applied again (one PATCH each), the clusters in
-    parallel, 8 requests at a time per cluster: the baseline for a no-op pass."""
+    """Every compiled object server-side applied again, the clusters in parallel: with
+    ``kubectl apply --server-side`` of each cluster's compiled tree when kubectl is on
+    PATH, else one PATCH each through the reconciler's client, 8 at a time per cluster
+    (the same requests): the baseline for a no-op pass."""
+    if kubectl():
+        with tempfile.TemporaryDirectory() as tmp:
+            return kubectl_apply(kubeconfig, cluster_lists(root, clusters, Path(tmp)))
     result = compile_path(root, revision="bench")
     by_cluster = {c: [m.obj for m in result.manifests if m.cluster == c] for c in clusters}
     conns = {c: Connection(c, c, kubeconfig) for c in clusters}
@@ -158,57 +212,82 @@ def reapply_everything(kubeconfig: str, root: Path, clusters: list[str]) -> dict
     seconds = time.monotonic() - started
     for conn in conns.values():
         conn.close()
-    return {"objects": sum(len(v) for v in by_cluster.values()), "seconds": round(seconds, 1)}
+    return {"objects": sum(len(v) for v in by_cluster.values()), "seconds": round(seconds, 1),
+            "tool": "the reconciler's client (no kubectl on PATH)",
+            "load": round(os.getloadavg()[0], 1)}
 
 
-def create_baseline(kubeconfig: str, root: Path, cluster: str) -> dict[str, Any]:
-    """Plain server-side applies of one cluster's objects, into namespace bench-baseline."""
-    result = compile_path(root, revision="bench")
-    conn = Connection(cluster, cluster, kubeconfig)
-    objs = [m.obj for m in result.manifests if m.cluster == cluster and m.namespace == "bench"]
-    write.apply(conn, {"apiVersion": "v1", "kind": "Namespace",
-                       "metadata": {"name": "bench-baseline"}})
+def create_baseline(kubeconfig: str, root: Path, clusters: list[str]) -> dict[str, Any]:
+    """The first apply's baseline: every cluster's objects of namespace bench created in a
+    new namespace, bench-baseline, by ``kubectl apply --server-side`` of the compiled tree
+    per cluster, the clusters in parallel (without kubectl: plain server-side applies
+    through the reconciler's client, 8 at a time per cluster)."""
+    if kubectl():
+        with tempfile.TemporaryDirectory() as tmp:
+            out = kubectl_apply(kubeconfig, cluster_lists(root, clusters, Path(tmp),
+                                                          namespace="bench-baseline"))
+    else:
+        result = compile_path(root, revision="bench")
+        conns = {c: Connection(c, c, kubeconfig) for c in clusters}
 
-    def one(obj: dict[str, Any]) -> None:
-        obj = json.loads(json.dumps(obj))
-        obj["metadata"]["namespace"] = "bench-baseline"
-        write.apply(conn, obj)
+        def one_cluster(cluster: str) -> int:
+            conn = conns[cluster]
+            objs = [{**m.obj, "metadata": {**m.obj["metadata"], "namespace": "bench-baseline"}}
+                    for m in result.manifests
+                    if m.cluster == cluster and m.namespace == "bench"]
+            write.apply(conn, {"apiVersion": "v1", "kind": "Namespace",
+                               "metadata": {"name": "bench-baseline"}})
+            with ThreadPoolExecutor(max_workers=8) as pool:
+                list(pool.map(lambda o: write.apply(conn, o), objs))
+            return len(objs) + 1
 
-    started = time.monotonic()
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        list(pool.map(one, objs))
-    seconds = time.monotonic() - started
-    conn.close()
-    return {"objects": len(objs), "seconds": round(seconds, 1),
-            "per_minute": round(len(objs) / seconds * 60)}
+        started = time.monotonic()
+        with ThreadPoolExecutor(max_workers=len(clusters)) as pool:
+            objects = sum(pool.map(one_cluster, clusters))
+        out = {"objects": objects, "seconds": round(time.monotonic() - started, 1),
+               "tool": "the reconciler's client (no kubectl on PATH)",
+               "load": round(os.getloadavg()[0], 1)}
+        for conn in conns.values():
+            conn.close()
+    out["per_minute_per_cluster"] = round(out["objects"] / len(clusters) / out["seconds"] * 60)
+    return out
 
 
-def measure(apps: int, before: str | None) -> dict[str, Any]:
+def measure(apps: int, before: str | None, fleet: Path | None = None) -> dict[str, Any]:
+    """The passes and baselines on a fleet of this bench's own, or (``fleet``) on the
+    running fleet in that directory, which already holds the same apps: then no first
+    pass and no creation baseline, and the fleet is left running."""
     build.ensure_binaries(echo=lambda m: print(m, file=sys.stderr))
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "repo"
         generate(root, apps)
-        directory = build.cache_root() / "fleet-bench-reconcile"
+        directory = fleet or build.cache_root() / "fleet-bench-reconcile"
         state = fleet_mod.up(PLATFORM, directory, echo=lambda m: print(m, file=sys.stderr))
         try:
             kubeconfig = str(state.kubeconfig)
-            out: dict[str, Any] = {"apps": apps, "first_pass": run_pass(kubeconfig, root)}
-            print(f"first pass: {out['first_pass']}", file=sys.stderr)
+            out: dict[str, Any] = {"apps": apps}
+            if fleet is None:
+                out["first_pass"] = run_pass(kubeconfig, root)
+                print(f"first pass: {out['first_pass']}", file=sys.stderr)
             out["noop_pass"] = run_pass(kubeconfig, root)
+            print(f"no-op pass: {out['noop_pass']}", file=sys.stderr)
             out["noop_pass_again"] = run_pass(kubeconfig, root)
             if before:
                 out["before"] = {"revision": before,
                                  "noop_pass": pass_with(before, kubeconfig, root)}
-            clusters = sorted(out["first_pass"]["created"])
+            clusters = sorted(out["noop_pass"]["created"])
             out["reapply_everything"] = reapply_everything(kubeconfig, root, clusters)
             out["noop_after_reapply"] = run_pass(kubeconfig, root)
-            out["create_baseline_rt-a"] = create_baseline(kubeconfig, root, "rt-a")
+            if fleet is None:
+                out["create_baseline"] = create_baseline(kubeconfig, root, clusters)
         finally:
-            fleet_mod.down(directory, echo=lambda _m: None)
-            shutil.rmtree(directory, ignore_errors=True)
-    first = out["first_pass"]
-    out["writes_per_minute_per_cluster"] = {
-        n: round(k / first["seconds"] * 60) for n, k in first["created"].items()}
+            if fleet is None:
+                fleet_mod.down(directory, echo=lambda _m: None)
+                shutil.rmtree(directory, ignore_errors=True)
+    if "first_pass" in out:
+        first = out["first_pass"]
+        out["writes_per_minute_per_cluster"] = {
+            n: round(k / first["seconds"] * 60) for n, k in first["created"].items()}
     out["loadavg"] = [round(x, 1) for x in os.getloadavg()]
     return out
 
@@ -218,34 +297,45 @@ def results_lines(r: dict[str, Any]) -> list[str]:
         dry = sum(v for n, v in p["dry_runs"].items() if n != "host")
         return (f"| {name} | {p['seconds']} | {p['member_writes']} | "
                 f"{p['writes'].get('host', 0)} | {dry} | {p['dry_runs'].get('host', 0)} | "
-                f"{p['lists']} (max {p['max_lists_per_resource']} per resource) | {note} |")
+                f"{p['lists']} (max {p['max_lists_per_resource']} per resource) | "
+                f"{p.get('load', '')} | {note} |")
 
-    first, noop = r["first_pass"], r["noop_pass"]
+    noop = r["noop_pass"]
     lines = [f"{r['apps']} PinApps ({r['apps'] // 5} with a cpu PinScaler) -> "
-             f"{first['objects']} objects in 3 member clusters; 2 CPUs shared with other "
-             f"work (load average after the run {' '.join(map(str, r['loadavg']))}); "
+             f"{noop['objects']} objects in 3 member clusters; 2 CPUs shared with other "
+             f"work (load: the 1-minute load average at the end of each row's run; "
+             f"after the run {' '.join(map(str, r['loadavg']))}); "
              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.", "",
              "| pass | wall s | writes to members | writes to host | dry-runs (members) "
-             "| dry-runs (host) | LISTs | note |", "|---|---:|---:|---:|---:|---:|---|---|",
-             row("first pass (creates everything)", first,
-                 f"{sum(first['created'].values())} created")]
+             "| dry-runs (host) | LISTs | load | note |",
+             "|---|---:|---:|---:|---:|---:|---|---:|---|"]
+    if "first_pass" in r:
+        first = r["first_pass"]
+        lines.append(row("first pass (creates everything)", first,
+                         f"{sum(first['created'].values())} created"))
+    else:
+        lines.append("| first pass | | | | | | | | not measured: run on a fleet that "
+                     "already held these apps (`--fleet`) |")
     if "before" in r:
         lines.append(row(f"no-op pass by the reconciler of `{r['before']['revision']}`",
                          r["before"]["noop_pass"],
                          "every object dry-run; it also rewrote every object, to drop the "
                          "record of the newer version (which it does not know)"))
+    reapply, create = r["reapply_everything"], r.get("create_baseline")
+    if create:
+        lines.append(
+            f"| baseline: `{create['tool']}` of the same objects into a new namespace, "
+            f"every cluster in parallel | {create['seconds']} | {create['objects']} | | | | "
+            f"| {create['load']} | {create['per_minute_per_cluster']} objects/min per "
+            "cluster |")
     lines += [
         row("**no-op pass, now**", noop, "target <= 10 s at 1,000 apps, 0 writes"),
         row("no-op pass, now, again", r["noop_pass_again"], ""),
-        f"| baseline: every object server-side applied again (one PATCH each, like "
-        f"`kubectl apply --server-side` per cluster) | {r['reapply_everything']['seconds']} "
-        f"| | | | | | {r['reapply_everything']['objects']} objects |",
-        row("no-op pass, now, over objects without a record", r["noop_after_reapply"],
-            "every object dry-run (the older reconciler dropped the records): the cost of "
-            "a no-op pass before, without its writes" if "before" in r else ""),
-        f"| baseline: plain creation of rt-a's objects in a new namespace | "
-        f"{r['create_baseline_rt-a']['seconds']} | | | | | | "
-        f"{r['create_baseline_rt-a']['per_minute']} objects/min |",
+        f"| baseline: every object server-side applied again, `{reapply['tool']}` of "
+        f"each cluster's compiled tree, in parallel | {reapply['seconds']} | "
+        f"{reapply['objects']} | | | | | {reapply['load']} | |",
+        row("no-op pass, now, after that re-apply", r["noop_after_reapply"],
+            "the re-apply's field manager now shares our fields; nothing to change"),
     ]
     return lines
 
@@ -255,6 +345,9 @@ def main() -> int:
     parser.add_argument("--apps", type=int, default=1000)
     parser.add_argument("--before", metavar="REV",
                         help="also time the no-op pass of the reconciler at git revision REV")
+    parser.add_argument("--fleet", type=Path, metavar="DIR",
+                        help="use the running fleet in DIR, which already holds these apps "
+                             "(no first pass, no creation baseline; left running)")
     parser.add_argument("--results", action="store_true", help="write bench/RESULTS.md")
     parser.add_argument("--one-pass", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--kubeconfig", help=argparse.SUPPRESS)
@@ -263,11 +356,12 @@ def main() -> int:
     if args.one_pass:  # a child of --before: one pass with this tree's reconciler
         print(json.dumps(run_pass(args.kubeconfig, args.root)))
         return 0
-    out = measure(args.apps, args.before)
+    out = measure(args.apps, args.before, args.fleet)
     print(json.dumps(out, indent=2))
     if args.results:
         command = "python bench/reconcile_bench.py --apps " + str(args.apps) + (
-            f" --before {args.before}" if args.before else "") + " --results"
+            f" --before {args.before}" if args.before else "") + (
+            f" --fleet {args.fleet}" if args.fleet else "") + " --results"
         write_section(f"reconcile_bench apps={args.apps}",
                       f"reconcile_bench.py, {args.apps} apps", command, results_lines(out))
     return 0

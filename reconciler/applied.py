@@ -20,7 +20,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any
+
+import orjson
 
 from reconciler.diff import ANNOTATION_APPLIED, VOLATILE_ANNOTATIONS, VOLATILE_METADATA
 from reconciler.model import Obj
@@ -39,8 +42,28 @@ def digest(obj: Obj) -> str:
     if annotations:
         kept["annotations"] = annotations
     content = {k: v for k, v in obj.items() if k not in ("status", "metadata")}
-    blob = json.dumps([kept, content], sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+    return hashlib.sha256(_canonical([kept, content])).hexdigest()[:20]
+
+
+_SMALL_FLOAT = re.compile(rb"\de-\d")
+_NOT_AS_JSON_DUMPS = (b"0.0000", b"null", b"\x7f")
+"""Where orjson's bytes may differ from ``json.dumps``'s: a float below 1e-4 (``1e-05``
+against ``0.00001``, ``2.5e-07`` against ``2.5e-7``), NaN and infinities (``null``), DEL
+(which json escapes)."""
+
+
+def _canonical(value: Any) -> bytes:
+    """``json.dumps(value, sort_keys=True, separators=(",", ":"))`` as bytes — the form
+    every record was made with — by orjson (10x faster, in C) where its bytes are provably
+    the same: ASCII output without the forms above; else by ``json`` itself."""
+    try:
+        blob = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # an integer past 64 bits
+        blob = b"\x80"
+    if blob.isascii() and not any(part in blob for part in _NOT_AS_JSON_DUMPS) and (
+            b"e-" not in blob or not _SMALL_FLOAT.search(blob)):
+        return blob
+    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
 
 
 def stamp(obj: Obj, basis: Obj | None = None) -> Obj:

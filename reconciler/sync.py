@@ -110,7 +110,9 @@ class PlanMemo:
 
 
 def _memo_entry(desired: Obj, live: Obj) -> tuple[str, str]:
-    fingerprint = json.dumps(diff.normalize(desired), sort_keys=True, separators=(",", ":"))
+    """The desired content's record (every desired object of a plan is stamped: see
+    :func:`applied.stamp`) and the live ``resourceVersion``."""
+    fingerprint = applied.recorded(desired) or applied.digest(desired)
     return fingerprint, str((live.get("metadata") or {}).get("resourceVersion") or "")
 
 
@@ -149,12 +151,10 @@ def autoscaled(desired: Iterable[Obj]) -> set[Key]:
 
 
 def read_live(conn: Connection) -> dict[Key, Obj]:
-    """Everything pincompile manages in the cluster: one LIST per served kind."""
-    live: dict[Key, Obj] = {}
-    for kind in kinds.MANAGED_KINDS:
-        if read.served(conn, kind):
-            live.update(read.list_managed(conn, kind)[0])
-    return live
+    """Everything pincompile manages in the cluster: one LIST per served kind, the LISTs
+    in parallel (one after the other they took the sum of their times: 18 s at 1,000
+    apps on a loaded machine, where Deployments alone took 9 s)."""
+    return read.list_many(conn, [k for k in kinds.MANAGED_KINDS if read.served(conn, k)])
 
 
 def plan_cluster(conn: Connection, desired: list[Obj], live: dict[Key, Obj],

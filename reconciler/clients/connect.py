@@ -211,16 +211,26 @@ def _reason(exc: BaseException) -> str:
     return str(reason).split(": ", 1)[-1][:300]
 
 
+POOL_SIZE = 64
+"""Kept-alive connections per cluster: one for every thread that may talk to it at once —
+a watch per managed kind (``serve``'s cache, 19 kinds), the pass's workers (8 per step,
+two steps at once at most) and the status writers. The client's default is 5 per CPU (10
+on 2 cores): every request over it opened a new TLS connection and threw it away
+(``Connection pool is full, discarding connection``). Connections open only when used."""
+
+
 class Connection:
     """A client for one kubeconfig context: typed API client, dynamic client and stats."""
 
     def __init__(self, name: str, context: str, kubeconfig: str | None, *,
                  qps: float = 100.0, burst: int = 200, retry: RetryPolicy | None = None,
-                 timeout: tuple[float, float] = (3.0, 30.0)) -> None:
+                 timeout: tuple[float, float] = (3.0, 30.0), pool_size: int = POOL_SIZE
+                 ) -> None:
         self.name, self.context = name, context
         self.stats = RequestStats()
         cfg = load_configuration(kubeconfig, context)
         cfg.retries = 0  # retries happen in the hook, once, with back-off
+        cfg.connection_pool_maxsize = max(pool_size, cfg.connection_pool_maxsize or 0)
         self.api = k8s.ApiClient(cfg)
         rest = self.api.rest_client
         hook = _Hook(rest.request, self.stats, TokenBucket(qps, burst),

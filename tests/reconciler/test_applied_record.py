@@ -74,3 +74,22 @@ def test_a_basis_leaves_out_what_an_hpa_owns_and_stamping_copies() -> None:
     original = desired()
     applied.stamp(original)
     assert applied.ANNOTATION not in original["metadata"]["annotations"]
+
+
+def test_records_are_the_digest_of_json_dumps_whatever_the_values() -> None:
+    """Records written before (with ``json.dumps``) stay valid: the fast serializer is
+    used only where its bytes are the same."""
+    import hashlib
+    import json
+
+    values = [1e-05, 2.5e-07, 1e16, 0.1, -0.0, 2**70, float("nan"), "é", "a\x7fb",
+              "\u2028", "rt-east", "1e-5", None, True, 0, "null"]
+    for value in values:
+        obj = desired()
+        obj["spec"]["template"]["metadata"] = {"annotations": {"v": value}}  # type: ignore[index]
+        obj["spec"]["extra"] = [value, {"k": value}]
+        meta = {k: v for k, v in obj["metadata"].items() if k != "annotations"}
+        meta["annotations"] = {"team": "x"}
+        content = {k: v for k, v in obj.items() if k != "metadata"}
+        blob = json.dumps([meta, content], sort_keys=True, separators=(",", ":"))
+        assert applied.digest(obj) == hashlib.sha256(blob.encode()).hexdigest()[:20], value

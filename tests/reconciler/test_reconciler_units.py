@@ -200,3 +200,28 @@ def test_status_of_an_app_with_an_unreachable_cluster_and_a_halted_rollout() -> 
     assert halted["lastAppliedRevision"] == "r1"  # nothing applied in this pass
     assert not status.changed(doc, {**doc, "lastAppliedTime": "later"})
     assert status.changed(doc, halted)
+
+
+def test_a_connection_keeps_a_connection_for_every_watch_and_worker(tmp_path: Any) -> None:
+    """serve watches every managed kind while a pass's workers send requests: each of
+    those threads gets a kept-alive connection (the client's default, 5 per CPU, made
+    serve log 'Connection pool is full, discarding connection' and open a new TLS
+    connection per request)."""
+    import yaml
+
+    from reconciler import kinds
+    from reconciler.clients.connect import Connection
+    from reconciler.sync import Options
+
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "a",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:9"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "a", "context": {"cluster": "c", "user": "u"}}]}))
+    conn = Connection("a", "a", str(path))
+    try:
+        pool = conn.api.rest_client.pool_manager.connection_pool_kw["maxsize"]
+        assert pool >= len(kinds.MANAGED_KINDS) + 2 * Options().workers
+    finally:
+        conn.close()
