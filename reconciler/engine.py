@@ -115,6 +115,9 @@ class Reconciler:
         """Problems of the last pass's placement without the lost clusters."""
         self.rebalanced: dict[AppKey, dict[str, Any]] = {}
         """PinScalers whose HPA maxima were moved between clusters: ``status.rebalance``."""
+        self.held: dict[AppKey, int] = {}
+        """Apps an HPA scales whose replicas in lost clusters the survivors' floors hold:
+        the replicas the app runs in all (its status counts against them)."""
 
     # --- connections -----------------------------------------------------------------------
 
@@ -288,7 +291,7 @@ class Reconciler:
                   ) -> dict[AppKey, failover.AppMove]:
         """Decide which members are lost or returning (state kept on the host) and, if
         any, re-place their share of every app on the others. Returns what moved."""
-        self.failover_notes = []
+        self.failover_notes, self.held = [], {}
         if report.clusters.get(HOST) is None or report.clusters[HOST].error is not None:
             self.cluster_states = {}
             return {}  # the state lives on the host: without it, nothing moves
@@ -336,6 +339,7 @@ class Reconciler:
             member.initial_replicas = _shares(result.plan, name, member.desired)
             member.initial_replicas.update(_shares(moved_plan, name, [
                 o for o in member.desired if status.app_of(o) in arranged.moved_apps]))
+        self._hold_capacity(members, stored, arranged.moves, states)
         for name, state in self.cluster_states.items():
             if state.phase == failover.RETURNING and state.steps > 0 \
                     and name not in arranged.pending and members[name].error is None:
@@ -346,6 +350,41 @@ class Reconciler:
             if state.phase != failover.REACHABLE:
                 self.echo(f"{name}: failover: {state.phase}: {state.reason}")
         return arranged.moves
+
+    def _hold_capacity(self, members: dict[str, MemberState],
+                       stored: dict[AppKey, dict[str, Any]],
+                       moves: dict[AppKey, failover.AppMove],
+                       states: dict[str, failover.ClusterState]) -> None:
+        """Raise the surviving HPAs' floors of every PinScaler that ran in a lost cluster so
+        they take over the replicas it ran there (see :func:`failover.hold_capacity`)."""
+        hpas = _by_app((m for m in members.values() if m.error is None), lambda obj, app: (
+            obj["kind"] == "HorizontalPodAutoscaler" and app[0] == "PinScaler"))
+        for app, placed in sorted(hpas.items()):
+            move = moves.get(app)
+            lost = [c for c in (move.clusters if move else []) if states[c].phase
+                    == failover.LOST]
+            if not lost:
+                continue
+            seen = (stored.get(app) or {}).get("clusterReplicas") or {}
+            previous = failover.Capacity.from_json(
+                ((stored.get(app) or {}).get("failover") or {}).get("capacity"))
+            running = {c: _target_replicas(members[c], obj) for c, (_, obj) in placed.items()}
+            bounds = {c: (int(o["spec"].get("minReplicas", 1)), int(o["spec"]["maxReplicas"]))
+                      for c, (_, o) in placed.items()}
+            held = failover.hold_capacity({c: _int_or_none(seen.get(c)) for c in lost},
+                                          {c: n for c, n in running.items() if n is not None},
+                                          bounds, previous)
+            if held is None or move is None:
+                continue
+            for cluster, (index, obj) in placed.items():
+                members[cluster].desired[index] = failover.with_floor(obj, held.floors[cluster])
+            move.capacity = held
+            floors = ", ".join(f"{c}={n}" for c, n in sorted(held.floors.items()))
+            move.message += (f"; the floors hold its {held.total} replicas "
+                             f"({sum(held.carried.values())} from {', '.join(lost)}): {floors}")
+            target = _target_app(members, placed)
+            if target is not None:
+                self.held[target] = held.total
 
     def _write_cluster_states(self, stored: dict[AppKey, dict[str, Any]],
                               report: PassReport) -> None:
@@ -539,8 +578,13 @@ class Reconciler:
                 views[app], revision=report.revision,
                 rollout=plan.state.to_json() if plan else None,
                 previous=stored.get(app), applied=app in written)
+            if app in self.held:
+                _count_held(doc, self.held[app])
             if app[0] == "PinScaler":
                 doc.update(_floor_status(app, members, self.clock()))
+                seen = _replicas_seen(app, members, stored.get(app))
+                if seen:
+                    doc["clusterReplicas"] = seen
                 if app in self.rebalanced:
                     doc["rebalance"] = self.rebalanced[app]
             move = (moves or {}).get(app)
@@ -649,6 +693,69 @@ def _shares(plan: Any, cluster: str, desired: list[Obj]) -> dict[Key, int]:
             if shard.cluster == cluster and shard.min_replicas is not None:
                 out[key_of(obj)] = shard.replicas
     return out
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _target_key(hpa: Obj) -> Key:
+    """The Deployment an HPA scales."""
+    return ("Deployment", str(hpa["metadata"].get("namespace") or ""),
+            str(hpa["spec"]["scaleTargetRef"]["name"]))
+
+
+def _target_replicas(member: MemberState, hpa: Obj) -> int | None:
+    """``spec.replicas`` of the live Deployment ``hpa`` scales in ``member`` (None: none)."""
+    live = member.live.get(_target_key(hpa))
+    replicas = (live or {}).get("spec", {}).get("replicas") if live else None
+    return _int_or_none(replicas)
+
+
+def _target_app(members: dict[str, MemberState],
+                placed: dict[str, tuple[int, Obj]]) -> AppKey | None:
+    """The app whose Deployment the HPAs in ``placed`` scale."""
+    for cluster, (_, hpa) in sorted(placed.items()):
+        key = _target_key(hpa)
+        for obj in members[cluster].desired:
+            if key_of(obj) == key:
+                return status.app_of(obj)
+    return None
+
+
+def _replicas_seen(app: AppKey, members: dict[str, MemberState],
+                   previous: dict[str, Any] | None) -> dict[str, int]:
+    """Per cluster, the replicas the Deployment a PinScaler's HPA scales ran when that
+    cluster was last read (kept for a cluster that fails: failover carries them)."""
+    old = (previous or {}).get("clusterReplicas") or {}
+    out = {str(c): n for c, n in old.items() if _int_or_none(n) is not None}
+    for member in members.values():
+        for obj in member.desired:
+            if obj["kind"] == "HorizontalPodAutoscaler" and status.app_of(obj) == app:
+                if member.error is not None:
+                    continue
+                replicas = _target_replicas(member, obj)
+                if replicas is None:
+                    out.pop(member.name, None)
+                else:
+                    out[member.name] = replicas
+    return dict(sorted(out.items()))
+
+
+def _count_held(doc: dict[str, Any], total: int) -> None:
+    """Count an app's status against the replicas the floors hold for it in all."""
+    if doc.get("replicas", 0) >= total:
+        return
+    ready = int(doc.get("readyReplicas", 0))
+    doc["replicas"], doc["ready"] = total, f"{ready}/{total}"
+    if ready >= total or doc.get("phase") != str(Phase.HEALTHY):
+        return
+    doc["phase"] = str(Phase.PROGRESSING)
+    doc["message"] = (f"{ready} of its {total} replicas ready: the other clusters take over "
+                      "a lost cluster's")
+    for condition in doc.get("conditions") or []:
+        if condition.get("type") == "Ready":
+            condition.update(status="False", reason=doc["phase"], message=doc["message"])
 
 
 def _revision(result: Result) -> str:
