@@ -2,9 +2,9 @@
 
 A member cluster is *lost* when its spec says ``schedulable: false`` (cordoned) or when it
 has not answered for longer than the grace period (``--failover-after``); a cluster that
-fails for less (slow, restarting) is only *unreachable*, and nothing moves. The engine then
+fails for less (slow, restarting) is only *unreachable*, and nothing moves. The pass then
 places the fleet a second time with the lost clusters left out
-(``pincompile.placement.plan(catalog, lost=...)``) and every app that ran in a lost cluster
+(``pincompile.contract.place_without``) and every app that ran in a lost cluster
 runs from that placement: its replicas appear in the other eligible clusters, within their
 capacity and quota; a PinPod with ``failover: false`` stays where it was (gone with its
 cluster). Nothing is pruned from a lost cluster: it cannot be reached.
@@ -16,9 +16,10 @@ and kinds without divisible replicas (PinPods, jobs, daemons), move back in one 
 a cluster is lost, the other clusters' HPA floors hold the replicas an HPA ran there
 (:func:`hold_capacity`).
 
-This module only decides (no I/O). The state lives in the host cluster: each Cluster
-resource's ``status.failover`` (:class:`ClusterState`) and each app's ``status.failover``
-(:class:`AppMove`), so a restarted reconciler continues where the last one stopped.
+This module only decides (no I/O; :mod:`reconciler.failover.step` does it). The state
+lives in the host cluster: each Cluster resource's ``status.failover``
+(:class:`ClusterState`) and each app's ``status.failover`` (:class:`AppMove`), so a
+restarted reconciler continues where the last one stopped.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pincompile.manifest import ANNOTATION_FAILOVER
+from pincompile.contract import ANNOTATION_FAILOVER
 from reconciler.clients.read import Key, key_of
 from reconciler.model import Obj
 from reconciler.status import AppKey, app_of
