@@ -20,12 +20,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pincompile.contract import Result
-from reconciler import failover, publish
+from reconciler import desired, failover, publish
 from reconciler.cache import ClusterCache
 from reconciler.clients import read
 from reconciler.clients.connect import Connection
 from reconciler.clients.read import Key, key_of
-from reconciler.desired import Echo, MemberState, members, with_floor
+from reconciler.desired import Echo, MemberState, with_floor
 from reconciler.errors import CLUSTER_ERRORS, explain
 from reconciler.failover import step as failover_step
 from reconciler.health import assess
@@ -100,7 +100,8 @@ class Reconciler:
     # --- the pass --------------------------------------------------------------------------
 
     def members(self, result: Result) -> dict[str, MemberState]:
-        return members(result, self.only, self.clock(), self.echo)
+        """The member clusters this reconciler targets, with their desired objects."""
+        return desired.members(result, self.only, self.clock(), self.echo)
 
     def plan(self, result: Result) -> dict[str, MemberState]:
         """Read and plan every member cluster; writes nothing (``pincompile plan``)."""
