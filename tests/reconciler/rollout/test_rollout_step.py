@@ -59,8 +59,9 @@ def test_a_failed_member_takes_no_part_and_a_halt_leaves_the_held_unconverged() 
     rollouts = hold_zones(found, {}, "rev2")
     assert set(rollouts[APP].desired) == {"a", "b"} and found["c"].desired == before
     rollouts[APP].state.phase, rollouts[APP].state.message = HALTED, "zone z1 timed out"
-    for member in found.values():
-        member.report = ClusterReport(member.name)
+    reports = {c: ClusterReport(c) for c in found}
+    for cluster, member in found.items():
+        member.report = reports[cluster]
     report_halts(rollouts, found)
-    assert [u.left for u in found["b"].report.unconverged] == [Left.ROLLOUT_HALTED]
-    assert found["a"].report.unconverged == [] and found["c"].report.unconverged == []
+    assert [u.left for u in reports["b"].unconverged] == [Left.ROLLOUT_HALTED]
+    assert reports["a"].unconverged == [] and reports["c"].unconverged == []
