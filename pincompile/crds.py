@@ -400,6 +400,16 @@ def _app_failover_status() -> dict[str, Any]:
             "failback": {"type": "object", "description": "Progress moving back.",
                          "properties": {"back": _int("Replicas back already."),
                                         "of": _int("Replicas to move back in all.")}},
+            "capacity": {
+                "type": "object",
+                "description": "A PinScaler: the other clusters' HPA floors hold the replicas "
+                               "the lost clusters ran, until they return.",
+                "properties": {
+                    "carried": {**copy.deepcopy(counts),
+                                "description": "Replicas each lost cluster ran when last read."},
+                    "floors": {**copy.deepcopy(counts),
+                               "description": "minReplicas per other cluster, holding them."},
+                }},
         },
     }
 
@@ -412,6 +422,10 @@ def scaler_status() -> dict[str, Any]:
             "currentReplicas": _int("Replicas running over all clusters."),
             "desiredReplicas": _int("Replicas the scaler last asked for."),
             "floor": _int("The effective minimum now (a schedule may raise minReplicas)."),
+            "clusterReplicas": {
+                "type": "object", "additionalProperties": {"type": "integer"},
+                "description": "Per cluster, the target's replicas when it was last read "
+                               "(failover carries a lost cluster's to the others)."},
             "activeSchedule": _str("The cron of the schedule in force, if any."),
             "lastScaleTime": {**_TIME, "description": "When the replica count last changed."},
             "rebalance": {

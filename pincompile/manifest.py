@@ -22,6 +22,8 @@ ANNOTATION_SOURCE = "pincompute.io/source"
 ANNOTATION_REVISION = "pincompute.io/revision"
 #: On a PinPod's Pod: "true" when it is recreated in another cluster if its cluster is lost.
 ANNOTATION_FAILOVER = "pincompute.io/failover"
+#: A PinScaler HPA's scheduled floors (JSON), which the reconciler applies.
+ANNOTATION_SCALE_SCHEDULES = "pincompute.io/scale-schedules"
 
 
 @dataclass

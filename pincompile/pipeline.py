@@ -18,7 +18,7 @@ from pincompile.cache import FileState, Store, file_digest
 from pincompile.catalog import Catalog, note_invalid
 from pincompile.diagnostics import Diagnostic, add_new
 from pincompile.loader import LoadResult, load_text
-from pincompile.manifest import Manifest
+from pincompile.manifest import ANNOTATION_REVISION, Manifest
 from pincompile.parse import parse, parse_document
 from pincompile.readahead import Loading, ReadTree, load_ahead, read_ahead
 from pincompile.repoconfig import repo_config
@@ -42,6 +42,15 @@ class Result:
     @property
     def ok(self) -> bool:
         return not self.diagnostics
+
+    @property
+    def revision(self) -> str:
+        """The git revision the manifests were compiled from ("unknown" without one)."""
+        for manifest in self.manifests:
+            rev = (manifest.obj["metadata"].get("annotations") or {}).get(ANNOTATION_REVISION)
+            if rev:
+                return str(rev)
+        return "unknown"
 
 
 def run(loaded: LoadResult, *, revision: str = "unknown", expand: bool = True) -> Result:

@@ -1,87 +1,50 @@
 """One reconcile pass over the fleet: compile result in, clusters converged, status out.
 
-The pass: the host first (CRDs, every spec as its custom resource, stored rollout state),
-then every member cluster in parallel — read live state (one LIST per kind), plan through
-server-side dry-runs, apply in dependency order, prune — then zone-by-zone gates, a wait
-for health, and one aggregated status per app written to the host. A cluster that fails
-is reported (its apps say Unknown) and never stops the others.
+The pass (:meth:`Reconciler.run`) is a sequence of steps, each in the folder of its
+concern with its pure decision beside it: the host first (CRDs, every spec as its custom
+resource, stored state), then every member cluster in parallel is read (one LIST per
+kind); failover (``failover/``) and PinScaler rebalancing (``scaling/``) rewrite the
+desired objects; zone-by-zone rollouts (``rollout/``) hold later zones; every member is
+planned through server-side dry-runs and applied in dependency order, with pruning; the
+rollouts advance; a wait for health; and one aggregated status per app is written to the
+host (``publish.py``). A cluster that fails is reported (its apps say Unknown) and never
+stops the others.
 """
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
-from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from kubernetes.dynamic.exceptions import DynamicApiError
-
-from pincompile.manifest import Manifest
-from pincompile.pipeline import Result
-from reconciler import applied, failover, rollout, status
+from pincompile.contract import Result
+from reconciler import desired, failover, publish
 from reconciler.cache import ClusterCache
-from reconciler.clients import read, write
-from reconciler.clients.connect import ClusterUnreachable, Connection, KubeconfigError
+from reconciler.clients import read
+from reconciler.clients.connect import ClusterUnreachable, Connection
 from reconciler.clients.read import Key, key_of
+from reconciler.desired import Echo, MemberState, with_floor
+from reconciler.errors import CLUSTER_ERRORS, explain
+from reconciler.failover import step as failover_step
 from reconciler.follow import StatusFollower
 from reconciler.health import assess
-from reconciler.host import AppKey
 from reconciler.kinds import MANAGED_KINDS
-from reconciler.model import (
-    ClusterReport,
-    Health,
-    Left,
-    Obj,
-    ObjectRef,
-    PassReport,
-    Phase,
-    Unconverged,
-)
+from reconciler.model import ClusterReport, Left, Obj, PassReport, Phase, Unconverged
 from reconciler.progress import Progress
-from reconciler.scaling import ScheduleError, hpa_floor, rebalance, with_scheduled_floor
-from reconciler.sync import (
-    Action,
-    ClusterPlan,
-    Options,
-    PlanMemo,
-    execute,
-    plan_cluster,
-    read_live,
-)
+from reconciler.rollout import step as rollout_step
+from reconciler.scaling import step as scaling_step
+from reconciler.status import AppKey
+from reconciler.sync import Action, Options, PlanMemo, execute, plan_cluster, read_live
+
+__all__ = ["HOST", "MemberState", "Reconciler"]
 
 HOST = "host"
 NAMESPACE = next(k for k in MANAGED_KINDS if k.kind == "Namespace")
-Echo = Callable[[str], None]
 #: Run-to-completion kinds: ``apply`` waits for them to start, not to finish.
 UNWAITED_KINDS = ("Job", "CronJob", "TFJob", "PyTorchJob")
-
-
-@dataclass
-class MemberState:
-    """One member cluster during a pass."""
-
-    name: str
-    context: str
-    zone: str
-    desired: list[Obj] = field(default_factory=list)
-    initial_replicas: dict[Key, int] = field(default_factory=dict)
-    """Autoscaled workloads: their share of the app's replicas here (set at creation)."""
-    conn: Connection | None = None
-    live: dict[Key, Obj] = field(default_factory=dict)
-    plan: ClusterPlan | None = None
-    report: ClusterReport | None = None
-    error: str | None = None
-
-
-def _explain(exc: BaseException) -> str:
-    if isinstance(exc, DynamicApiError):
-        return f"API error {exc.status}: {exc.summary()}"
-    return str(exc) or type(exc).__name__
 
 
 class Reconciler:
@@ -119,6 +82,9 @@ class Reconciler:
         """Problems of the last pass's placement without the lost clusters."""
         self.rebalanced: dict[AppKey, dict[str, Any]] = {}
         """PinScalers whose HPA maxima were moved between clusters: ``status.rebalance``."""
+        self.held: dict[AppKey, int] = {}
+        """Apps an HPA scales whose replicas in lost clusters the survivors' floors hold:
+        the replicas the app runs in all (its status counts against them)."""
         self.progress = progress or Progress()
         """Told how far each cluster is (``apply``'s progress display)."""
         self.passing = threading.Lock()
@@ -147,38 +113,16 @@ class Reconciler:
     # --- the pass --------------------------------------------------------------------------
 
     def members(self, result: Result) -> dict[str, MemberState]:
-        now = self.clock()
-        by_cluster: dict[str, list[Manifest]] = defaultdict(list)
-        for manifest in result.manifests:
-            by_cluster[manifest.cluster].append(manifest)
-        out: dict[str, MemberState] = {}
-        for name, entry in sorted(result.catalog.clusters.items()):
-            if self.only is not None and name not in self.only:
-                continue
-            spec = entry.resource
-            desired = [self._with_floor(m.obj, now) for m in by_cluster.get(name, [])]
-            out[name] = MemberState(name, spec.context, spec.spec.zone, desired,
-                                    _shares(result.plan, name, desired))
-        return out
-
-    def _with_floor(self, obj: Obj, now: datetime) -> Obj:
-        """An HPA with ``minReplicas`` raised to its scheduled floor at ``now``."""
-        if obj["kind"] != "HorizontalPodAutoscaler":
-            return obj
-        try:
-            return with_scheduled_floor(obj, now)
-        except ScheduleError as exc:
-            self.echo(f"HorizontalPodAutoscaler/{obj['metadata']['name']}: schedules ignored: "
-                      f"{exc}")
-            return obj
+        """The member clusters this reconciler targets, with their desired objects."""
+        return desired.members(result, self.only, self.clock(), self.echo)
 
     def plan(self, result: Result) -> dict[str, MemberState]:
         """Read and plan every member cluster; writes nothing (``pincompile plan``)."""
-        members = self.members(result)
-        self._in_parallel(members, self._read)
-        self._hold_zones(result, members, stored={})
-        self._in_parallel(members, self._plan)
-        return members
+        found = self.members(result)
+        self._in_parallel(found, self._read)
+        rollout_step.hold_zones(found, {}, result.revision)
+        self._in_parallel(found, self._plan)
+        return found
 
     def run(self, result: Result) -> PassReport:
         """One pass. Never raises for a cluster's failure: it is in the report."""
@@ -187,29 +131,30 @@ class Reconciler:
 
     def _pass(self, result: Result) -> PassReport:
         started = time.monotonic()
-        report = PassReport(revision=_revision(result))
+        report = PassReport(revision=result.revision)
         if not result.ok:
             report.error = f"{len(result.diagnostics)} error(s) in the specs: nothing applied"
             return report
         with ThreadPoolExecutor(max_workers=1) as pool:  # the host beside the members' reads
             host_synced = pool.submit(self._host_sync, result, report)
-            members = self.members(result)
-            self._in_parallel(members, self._read)
+            found = self.members(result)
+            self._in_parallel(found, self._read)
             host = host_synced.result()
         stored = {k: (cr.get("status") or {}) for k, cr in host.items()}
-        moves = self._failover(result, members, stored, report)
+        moves = self._failover(result, found, stored, report)
         if not moves:  # while shares move between clusters, bounds do not
-            self._rebalance(result, members, stored)
-        rollouts = self._hold_zones(result, members, stored)
-        self._in_parallel(members, self._plan)
-        self._in_parallel(members, self._apply)
-        self._advance(rollouts, members)
-        _report_halts(rollouts, members)
+            self.rebalanced = scaling_step.rebalance_all(result, found, stored, self.echo)
+        rollouts = rollout_step.hold_zones(found, stored, report.revision)
+        self._in_parallel(found, self._plan)
+        self._in_parallel(found, self._apply)
+        rollout_step.advance(rollouts, found, self.connections.get(HOST), self.echo)
+        rollout_step.report_halts(rollouts, found)
         if self.wait:
-            self._wait_healthy(members)
-        self._write_status(result, members, rollouts, stored, report, moves)
-        self._write_cluster_states(stored, report)
-        for member in members.values():
+            self._wait_healthy(found)
+        self._publish(found, stored, report, publish.Decided(
+            rollouts, moves, self.held, self.rebalanced))
+        self._store_cluster_states(stored, report)
+        for member in found.values():
             report.clusters[member.name] = member.report or ClusterReport(
                 member.name, error=member.error)
         report.seconds = time.monotonic() - started
@@ -222,9 +167,8 @@ class Reconciler:
                 return
             try:
                 step(member)
-            except (ClusterUnreachable, KubeconfigError, DynamicApiError, OSError,
-                    TimeoutError) as exc:
-                member.error = _explain(exc)
+            except CLUSTER_ERRORS as exc:  # TimeoutError is an OSError
+                member.error = explain(exc)
                 self.echo(f"{member.name}: FAILED: {member.error}")
                 self.progress.failed(member.name, member.error)
 
@@ -317,205 +261,45 @@ class Reconciler:
             report.clusters[HOST] = host_report
             return host.read_apps(conn, kinds) if plan.pending else {
                 host.app_key(o): o for k, o in live.items() if k[0] != "Namespace"}
-        except (ClusterUnreachable, KubeconfigError, DynamicApiError, OSError) as exc:
-            report.clusters[HOST] = ClusterReport(HOST, error=_explain(exc))
-            self.echo(f"host: FAILED: {_explain(exc)}")
+        except CLUSTER_ERRORS as exc:
+            report.clusters[HOST] = ClusterReport(HOST, error=explain(exc))
+            self.echo(f"host: FAILED: {explain(exc)}")
             return {}
+
+    def _host_ok(self, report: PassReport) -> Connection | None:
+        """The host's connection when this pass reached it without an error."""
+        conn = self.connections.get(HOST)
+        if conn is None or HOST not in report.clusters or \
+                report.clusters[HOST].error is not None:
+            return None
+        return conn
 
     # --- failover ----------------------------------------------------------------------------
 
-    def _failover(self, result: Result, members: dict[str, MemberState],
+    def _failover(self, result: Result, found: dict[str, MemberState],
                   stored: dict[AppKey, dict[str, Any]], report: PassReport
                   ) -> dict[AppKey, failover.AppMove]:
-        """Decide which members are lost or returning (state kept on the host) and, if
-        any, re-place their share of every app on the others. Returns what moved."""
-        self.failover_notes = []
+        """The failover step (see :mod:`reconciler.failover.step`); returns what moved."""
+        self.failover_notes, self.held = [], {}
         if report.clusters.get(HOST) is None or report.clusters[HOST].error is not None:
             self.cluster_states = {}
             return {}  # the state lives on the host: without it, nothing moves
-        now = self.failover_clock()
-        states: dict[str, failover.ClusterState] = {}
-        for name, entry in sorted(result.catalog.clusters.items()):
-            previous = failover.ClusterState.from_json(
-                name, stored.get(("Cluster", "", name), {}).get("failover"))
-            cordoned = not entry.resource.spec.schedulable
-            if name in members:
-                states[name] = failover.observe(previous, name, error=members[name].error,
-                                                cordoned=cordoned, now=now,
-                                                grace=self.failover_after)
-            elif cordoned:  # another reconciler (--cluster, a serve shard) watches it
-                states[name] = failover.observe(previous, name, error=None, cordoned=True,
-                                                now=now, grace=self.failover_after)
-            else:
-                states[name] = previous
-        self.cluster_states = {n: s for n, s in states.items() if n in members}
-        gone = failover.excluded(states)
-        if not gone:
-            return {}
-        from pincompile.expand import expand_all
-        from pincompile.placement import plan as place
+        done = failover_step.fail_over(
+            result, found, stored, grace=self.failover_after, step=self.failback_step,
+            now=self.failover_clock(), instant=self.clock(),
+            floor=lambda obj, at: with_floor(obj, at, self.echo), echo=self.echo)
+        self.cluster_states, self.failover_notes = done.states, done.notes
+        self.held = done.held
+        return done.moves
 
-        moved_plan, problems = place(result.catalog, lost=gone)
-        manifests, more = expand_all(result.catalog, moved_plan, revision=_revision(result))
-        self.failover_notes = sorted({d.message for d in [*problems, *more]})
-        for note in self.failover_notes:
-            self.echo(f"failover: {note}")
-        instant = self.clock()
-        # every cluster's part, members or not: an app's share in a cluster another
-        # reconciler watches moves too
-        normal: dict[str, list[Obj]] = {n: [] for n in result.catalog.clusters}
-        for manifest in result.manifests:
-            if manifest.cluster not in members:
-                normal[manifest.cluster].append(self._with_floor(manifest.obj, instant))
-        normal.update({n: m.desired for n, m in members.items()})
-        moved: dict[str, list[Obj]] = defaultdict(list)
-        for manifest in manifests:
-            moved[manifest.cluster].append(self._with_floor(manifest.obj, instant))
-        arranged = failover.arrange(normal, moved, states, self.failback_step)
-        for name, member in members.items():
-            member.desired = arranged.desired[name]
-            member.initial_replicas = _shares(result.plan, name, member.desired)
-            member.initial_replicas.update(_shares(moved_plan, name, [
-                o for o in member.desired if status.app_of(o) in arranged.moved_apps]))
-        for name, state in self.cluster_states.items():
-            if state.phase == failover.RETURNING and state.steps > 0 \
-                    and name not in arranged.pending and members[name].error is None:
-                self.cluster_states[name] = failover.ClusterState(name, failover.REACHABLE,
-                                                                  since=now)
-                self.echo(f"{name}: failback complete: every app is back")
-        for name, state in self.cluster_states.items():
-            if state.phase != failover.REACHABLE:
-                self.echo(f"{name}: failover: {state.phase}: {state.reason}")
-        return arranged.moves
-
-    def _write_cluster_states(self, stored: dict[AppKey, dict[str, Any]],
+    def _store_cluster_states(self, stored: dict[AppKey, dict[str, Any]],
                               report: PassReport) -> None:
-        from reconciler import host
-
         host_conn = self.connections.get(HOST)
         if host_conn is None or report.clusters.get(HOST) is None:
             return
-        for name, state in sorted(self.cluster_states.items()):
-            doc = state.to_json()
-            if stored.get(("Cluster", "", name), {}).get("failover") == doc:
-                continue
-            try:
-                host.write_cluster_status(host_conn, name, {"failover": doc})
-            except (ClusterUnreachable, KubeconfigError, DynamicApiError, OSError) as exc:
-                report.clusters[HOST].error = _explain(exc)
-                return
-
-    # --- rebalancing ---------------------------------------------------------------------------
-
-    def _rebalance(self, result: Result, members: dict[str, MemberState],
-                   stored: dict[AppKey, dict[str, Any]]) -> None:
-        """Move PinScalers' HPA maxima toward clusters running at their maximum (see
-        :mod:`reconciler.scaling.rebalance`); the moved bounds are kept on the host."""
-        self.rebalanced = {}
-        hpas = _by_app(members.values(), lambda obj, app: (
-            obj["kind"] == "HorizontalPodAutoscaler" and app[0] == "PinScaler"))
-        for app, placed in sorted(hpas.items()):
-            if any(members[c].error is not None for c in placed) or len(placed) < 2:
-                continue
-            compiled = {c: rebalance.Bounds(int(o["spec"].get("minReplicas", 1)),
-                                            int(o["spec"]["maxReplicas"]))
-                        for c, (_, o) in placed.items()}
-            state = (stored.get(app) or {}).get("rebalance")
-            bounds = rebalance.stored_bounds(state, compiled)
-            observed = {c: rebalance.observe(members[c].live.get(key_of(o)))
-                        for c, (_, o) in placed.items()}
-            target = result.plan.scaler_targets.get(app) if result.plan else None
-            decision = result.plan.decision(target) if target else None
-            caps = {c: _pods_held(result, decision, c) for c in placed}
-            step = rebalance.step_for(sum(b.max for b in compiled.values()))
-            moved = rebalance.rebalance(bounds, observed, caps, step, compiled)
-            if moved.moves:
-                reason = "; ".join(moved.moves)
-                self.echo(f"{'/'.join(app)}: rebalanced: {reason}")
-                self.rebalanced[app] = rebalance.state_of(compiled, moved.bounds, reason)
-            elif bounds != compiled and state is not None:
-                self.rebalanced[app] = dict(state)
-            for cluster, (index, obj) in placed.items():
-                b = moved.bounds[cluster]
-                if b != compiled[cluster]:
-                    members[cluster].desired[index] = {**obj, "spec": {
-                        **obj["spec"], "minReplicas": b.min, "maxReplicas": b.max}}
-
-    # --- zone-by-zone ------------------------------------------------------------------------
-
-    def _hold_zones(self, result: Result, members: dict[str, MemberState],
-                    stored: dict[AppKey, dict[str, Any]]) -> dict[AppKey, rollout.AppRollout]:
-        """Decide each zone-by-zone app's rollout and keep later zones on the old template."""
-        by_app = _by_app((m for m in members.values() if m.error is None),
-                         lambda obj, _app: rollout.is_zone_by_zone(obj))
-        rollouts: dict[AppKey, rollout.AppRollout] = {}
-        for app, placed in by_app.items():
-            desired = {c: obj for c, (_, obj) in placed.items()}
-            live = {c: members[c].live.get(key_of(obj)) for c, obj in desired.items()}
-            state = rollout.State.from_json((stored.get(app) or {}).get("rollout"))
-            plan = rollout.begin(app, desired, {c: members[c].zone for c in desired}, live,
-                                 state, _revision(result))
-            rollouts[app] = plan
-            for cluster, (index, _) in placed.items():
-                current = live[cluster]
-                if plan.allowed(cluster) or current is None:
-                    members[cluster].desired[index] = plan.desired[cluster]
-                else:
-                    members[cluster].desired[index] = rollout.hold(plan.desired[cluster],
-                                                                   current)
-        return rollouts
-
-    def _advance(self, rollouts: dict[AppKey, rollout.AppRollout],
-                 members: dict[str, MemberState]) -> None:
-        from reconciler import host
-
-        host_conn = self.connections.get(HOST)
-        active = {a: r for a, r in rollouts.items() if r.state.phase == rollout.PROGRESSING
-                  and all(members[c].error is None for c in r.desired)}
-
-        def one(item: tuple[AppKey, rollout.AppRollout]) -> None:
-            app, plan = item
-
-            def apply(cluster: str, obj: Obj) -> None:
-                conn = members[cluster].conn
-                assert conn is not None
-                members[cluster].live[key_of(obj)] = write.apply(conn, applied.stamp(obj))
-                if members[cluster].report is not None:
-                    members[cluster].report.updated.append(  # type: ignore[union-attr]
-                        ObjectRef(cluster, obj["apiVersion"], obj["kind"],
-                                  obj["metadata"].get("namespace"), obj["metadata"]["name"]))
-                self.echo(f"{cluster}: rollout {obj['metadata']['name']} "
-                          f"(zone {members[cluster].zone})")
-
-            def fetch(cluster: str, obj: Obj) -> Obj | None:
-                conn = members[cluster].conn
-                assert conn is not None
-                live = read.get(conn, obj)
-                if live is not None:
-                    members[cluster].live[key_of(obj)] = live
-                return live
-
-            def record(reason: str, message: str) -> None:
-                self.echo(f"{app[0]}/{app[1]}/{app[2]}: {reason}: {message}")
-                if host_conn is not None:
-                    with contextlib.suppress(ClusterUnreachable, DynamicApiError, OSError):
-                        host.record_event(host_conn, app, reason, message,
-                                          warning=reason == "RolloutHalted")
-
-            def save(state: rollout.State) -> None:
-                if host_conn is not None:
-                    with contextlib.suppress(ClusterUnreachable, DynamicApiError, OSError):
-                        host.write_status(host_conn, app, {"rollout": state.to_json()})
-
-            if plan.started_new:
-                save(plan.state)
-            try:
-                rollout.advance(plan, apply=apply, fetch=fetch, record=record, save=save)
-            except (ClusterUnreachable, KubeconfigError, DynamicApiError, OSError) as exc:
-                plan.state.message = f"rollout interrupted: {_explain(exc)}"
-
-        with ThreadPoolExecutor(max_workers=max(1, min(8, len(active)))) as pool:
-            list(pool.map(one, active.items()))
+        error = failover_step.write_states(host_conn, self.cluster_states, stored)
+        if error is not None:
+            report.clusters[HOST].error = error
 
     # --- health and status ---------------------------------------------------------------------
 
@@ -544,211 +328,15 @@ class Reconciler:
 
         self._in_parallel(members, one)
 
-    def _write_status(self, result: Result, members: dict[str, MemberState],
-                      rollouts: dict[AppKey, rollout.AppRollout],
-                      stored: dict[AppKey, dict[str, Any]], report: PassReport,
-                      moves: dict[AppKey, failover.AppMove] | None = None) -> None:
-
-        views: dict[AppKey, list[status.ClusterView]] = defaultdict(list)
-        for member in members.values():
-            per_app: dict[AppKey, status.ClusterView] = {}
-            problems = _problems(member)
-            for obj in member.desired:
-                app = status.app_of(obj)
-                if app is None:
-                    continue
-                view = per_app.setdefault(app, status.ClusterView(member.name,
-                                                                  error=member.error))
-                key = key_of(obj)
-                ref = ObjectRef(member.name, obj["apiVersion"], obj["kind"], key[1] or None,
-                                key[2])
-                view.objects.append((ref, member.live.get(key)))
-                if key in problems:
-                    view.problems[ref] = problems[key]
-            for app, view in per_app.items():
-                views[app].append(view)
-        written = _pending_by_app(members)
-        floors = _hpas_by_app(members)
-        self.statuses = {}
-        host_conn = self.connections.get(HOST)
-        for app in sorted(views):
-            plan = rollouts.get(app)
-            doc = status.app_status(
-                views[app], revision=report.revision,
-                rollout=plan.state.to_json() if plan else None,
-                previous=stored.get(app), applied=app in written)
-            if app[0] == "PinScaler":
-                doc.update(_floor_status(floors.get(app, []), self.clock()))
-                if app in self.rebalanced:
-                    doc["rebalance"] = self.rebalanced[app]
-            move = (moves or {}).get(app)
-            if move is not None:
-                doc["failover"] = move.to_json()
-                doc["message"] = "; ".join(m for m in (move.message, doc["message"]) if m)
-            self.statuses[app] = doc
-        if host_conn is not None and HOST in report.clusters:
-            self._store_statuses(host_conn, stored, written, moves or {}, report)
-
-    def _store_statuses(self, conn: Connection, stored: dict[AppKey, dict[str, Any]],
-                        written: dict[AppKey, list[tuple[str, Action, str]]],
-                        moves: dict[AppKey, failover.AppMove], report: PassReport) -> None:
-        """Each changed status and this pass's events written to the host, 8 apps at a
-        time (one by one, 1,200 changed statuses took 126 s); after a failure, no more."""
-        from reconciler import host
-
-        host_report = report.clusters[HOST]
-
-        def one(app: AppKey) -> None:
-            if host_report.error is not None:
-                return
-            doc, move = self.statuses[app], moves.get(app)
-            try:
-                if status.changed(stored.get(app), doc):
-                    host.write_status(conn, app, doc)
-                for reason, text in _events(written.get(app, []), report.revision):
-                    host.record_event(conn, app, reason, text)
-                if move is not None and (stored.get(app) or {}).get("failover") \
-                        != doc["failover"]:
-                    host.record_event(conn, app, move.phase, move.message,
-                                      warning=move.phase != "FailingBack")
-            except (ClusterUnreachable, KubeconfigError, DynamicApiError, OSError) as exc:
-                host_report.error = _explain(exc)
-
-        with ThreadPoolExecutor(max_workers=8) as pool:
-            list(pool.map(one, sorted(self.statuses)))
-
-
-def _problems(member: MemberState) -> dict[Key, Health]:
-    """The objects of a member its plan could not apply, with the health they show."""
-    if member.plan is None:
-        return {}
-    out: dict[Key, Health] = {}
-    for change in member.plan.of(Action.CONFLICT, Action.INVALID):
-        left = Left.CONFLICT if change.action is Action.CONFLICT else Left.REJECTED
-        out[change.key] = Health(Phase.DEGRADED, f"{left}: {change.reason}")
-    return out
-
-
-def _report_halts(rollouts: dict[AppKey, rollout.AppRollout],
-                  members: dict[str, MemberState]) -> None:
-    """A halted rollout leaves every cluster that kept the old template unconverged."""
-    for app, plan in sorted(rollouts.items()):
-        if plan.state.phase != rollout.HALTED:
-            continue
-        for cluster in sorted(plan.desired):
-            report = members[cluster].report
-            if report is not None and not plan.allowed(cluster):
-                report.unconverged.append(Unconverged(
-                    Left.ROLLOUT_HALTED, "/".join(app), plan.state.message))
-
-
-def _by_app(members: Iterable[MemberState], wanted: Callable[[Obj, AppKey], bool]
-            ) -> dict[AppKey, dict[str, tuple[int, Obj]]]:
-    """The desired objects of apps that ``wanted`` picks: app -> cluster -> (index in that
-    member's ``desired``, object), so a step can replace them in place."""
-    out: dict[AppKey, dict[str, tuple[int, Obj]]] = defaultdict(dict)
-    for member in members:
-        for index, obj in enumerate(member.desired):
-            app = status.app_of(obj)
-            if app and wanted(obj, app):
-                out[app][member.name] = (index, obj)
-    return out
-
-
-def _hpas_by_app(members: dict[str, MemberState]) -> dict[AppKey, list[Obj]]:
-    """Every desired HPA, by app (one walk over the desired objects, not one per app)."""
-    out: dict[AppKey, list[Obj]] = defaultdict(list)
-    for member in members.values():
-        for obj in member.desired:
-            if obj["kind"] == "HorizontalPodAutoscaler" and (app := status.app_of(obj)):
-                out[app].append(obj)
-    return out
-
-
-def _floor_status(hpas: list[Obj], now: datetime) -> dict[str, Any]:
-    """A PinScaler's floor now (the sum of its ``hpas``' minReplicas) and the window
-    raising it."""
-    floor, active = 0, []
-    for obj in hpas:
-        floor += int(obj["spec"].get("minReplicas", 1))
-        try:
-            found = hpa_floor(obj, now)
-        except ScheduleError:
-            found = None
-        # ``obj`` already carries the floor, so an open window is what tells
-        if found is not None and found.active:
-            active += [f"{w.schedule.cron} ({w.schedule.timezone}) until "
-                       f"{w.end.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"
-                       for w in found.active]
-    out: dict[str, Any] = {"floor": floor}
-    if active:
-        out["activeSchedule"] = sorted(set(active))[0]
-    return out
-
-
-def _pods_held(result: Result, decision: Any, cluster: str) -> int | None:
-    """Pods of a placed app the capacity of ``cluster`` (the app's tier's pool) holds, as
-    placement counts them (None: not limited)."""
-    from pincompile.placement.context import pods_fit, pool_capacity, whole
-
-    entry = result.catalog.clusters.get(cluster)
-    if decision is None or entry is None:
-        return None
-    fit = pods_fit(pool_capacity(entry.resource, decision.tier), decision.pod_requests)
-    return None if fit is None else whole(fit)
-
-
-def _shares(plan: Any, cluster: str, desired: list[Obj]) -> dict[Key, int]:
-    """Each autoscaled workload's share of its app's replicas in ``cluster`` (``plan``: a
-    placement :class:`~pincompile.placement.Plan`)."""
-    out: dict[Key, int] = {}
-    for obj in desired:
-        app = status.app_of(obj)
-        decision = plan.decision(app) if app and plan else None
-        if obj["kind"] != "Deployment" or decision is None:
-            continue
-        for shard in decision.shards:
-            if shard.cluster == cluster and shard.min_replicas is not None:
-                out[key_of(obj)] = shard.replicas
-    return out
-
-
-def _revision(result: Result) -> str:
-    for manifest in result.manifests:
-        rev = (manifest.obj["metadata"].get("annotations") or {}).get("pincompute.io/revision")
-        if rev:
-            return str(rev)
-    return "unknown"
-
-
-#: Event reason for each kind of write a pass makes.
-EVENT_REASONS = {Action.CREATE: "Applied", Action.UPDATE: "Applied",
-                 Action.REPLACE: "Replaced", Action.PRUNE: "Pruned"}
-
-
-def _pending_by_app(members: dict[str, MemberState]
-                    ) -> dict[AppKey, list[tuple[str, Action, str]]]:
-    """The writes this pass made, by app: (cluster, action, object name), the clusters in
-    name order (one walk over the plans, not one per app)."""
-    out: dict[AppKey, list[tuple[str, Action, str]]] = defaultdict(list)
-    for member in sorted(members.values(), key=lambda m: m.name):
-        if member.plan is None:
-            continue
-        for change in member.plan.pending:
-            app = status.app_of(change.desired or change.live or {})
-            if app is not None:
-                out[app].append((member.name, change.action, change.name))
-    return out
-
-
-def _events(writes: list[tuple[str, Action, str]], revision: str) -> list[tuple[str, str]]:
-    """One (reason, message) per kind of write this pass made for an app (its
-    :func:`_pending_by_app` entry)."""
-    by_reason: dict[str, list[str]] = defaultdict(list)
-    for cluster, action, name in writes:
-        by_reason[EVENT_REASONS[action]].append(f"{cluster}: {action} {name}")
-    out = []
-    for reason, lines in sorted(by_reason.items()):
-        more = f" (+{len(lines) - 8} more)" if len(lines) > 8 else ""
-        out.append((reason, f"revision {revision}: " + "; ".join(lines[:8]) + more))
-    return out
+    def _publish(self, found: dict[str, MemberState], stored: dict[AppKey, dict[str, Any]],
+                 report: PassReport, decided: publish.Decided) -> None:
+        """Every app's status document, written to the host when it changed."""
+        self.statuses = publish.documents(found, stored, report.revision, decided,
+                                          self.clock())
+        host_conn = self._host_ok(report)
+        if host_conn is None:
+            return
+        error = publish.write(host_conn, self.statuses, stored, found, report.revision,
+                              decided.moves)
+        if error is not None:
+            report.clusters[HOST].error = error

@@ -28,12 +28,12 @@ from pincompile.expand.context import (
     Obj,
     WorkloadTarget,
 )
+from pincompile.manifest import ANNOTATION_SCALE_SCHEDULES as ANNOTATION_SCHEDULES
 from pincompile.models import PinApp, PinScaler, PinterestService
 from pincompile.models.types import duration_seconds
 from pincompile.models.workloads import ResourceMetric
 from pincompile.placement.quota import apportion
 
-ANNOTATION_SCHEDULES = "pincompute.io/scale-schedules"
 METRIC_QUERY_PREFIX = "metrics.pincompute.io/"
 MAX_STABILIZATION_SECONDS = 3600
 

@@ -34,8 +34,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
 
-from pincompile.expand.scaler import ANNOTATION_SCHEDULES
-from pincompile.models.types import duration_seconds
+from pincompile.contract import ANNOTATION_SCALE_SCHEDULES as ANNOTATION_SCHEDULES
+from pincompile.contract import duration_seconds
 
 #: how far ahead ``until`` is looked for
 LOOKAHEAD = timedelta(days=8)

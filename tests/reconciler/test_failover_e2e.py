@@ -1,12 +1,15 @@
 """Cluster failover end to end, on a fleet of real control planes (kwok nodes).
 
 Three zonal members carry PinApp ``web`` (12 replicas, 4 per zone), PinApp ``api`` with a
-PinScaler (3..9, HPA bounds 1..3 per zone) and, in ``fo-c``, two PinPods: ``notebook``
-(failover: true) and ``scratch`` (failover: false). The tests run in
+PinScaler (3..9, HPA bounds 1..3 per zone), PinApp ``cart`` with a PinScaler running above
+its floor (9 replicas, 3 per zone, HPA bounds 1..6) and, in ``fo-c``, two PinPods:
+``notebook`` (failover: true) and ``scratch`` (failover: false). The tests run in
 file order against one fleet: ``fo-c``'s API server is stopped past the grace period, its
-share moves to ``fo-a`` and ``fo-b``; it is started again and the share moves back in
-steps; then ``fo-a`` is cordoned in the specs and uncordoned; last, ``api``'s HPA in
-``fo-b`` runs at its maximum and the next pass moves maxReplicas share to it.
+share moves to ``fo-a`` and ``fo-b`` (cart's 3 replicas there held by the survivors' HPA
+floors); it is started again and the share moves back in steps; then ``fo-a`` is cordoned
+in the specs and uncordoned; last, ``pincompile fleet load`` holds ``api``'s pods in ``fo-b``
+at 90% cpu, its real HPA scales to its maximum, and the next pass moves maxReplicas share
+to it.
 
 The failover clock is injected (epoch seconds): the grace period is the default 5 minutes
 and no test sleeps through it.
@@ -15,6 +18,7 @@ and no test sleeps through it.
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -143,13 +147,13 @@ def host_failover(api: Callable[[str], k8s.ApiClient], cluster: str) -> dict[str
     return dict((cr.get("status") or {}).get("failover") or {})
 
 
-def hpa_bounds(api: Callable[[str], k8s.ApiClient], clusters: tuple[str, ...] = MEMBERS
-               ) -> dict[str, tuple[int, int]]:
-    """(minReplicas, maxReplicas) of HPA shop/api per cluster."""
+def hpa_bounds(api: Callable[[str], k8s.ApiClient], clusters: tuple[str, ...] = MEMBERS,
+               name: str = "api") -> dict[str, tuple[int, int]]:
+    """(minReplicas, maxReplicas) of HPA shop/``name`` per cluster."""
     out = {}
     for c in clusters:
         spec = k8s.AutoscalingV2Api(api(c)).read_namespaced_horizontal_pod_autoscaler(
-            "api", "shop").spec
+            name, "shop").spec
         out[c] = (int(spec.min_replicas), int(spec.max_replicas))
     return out
 
@@ -162,6 +166,32 @@ def status_cli(fleet: fleet_mod.FleetState, *args: str) -> str:
     run = CliRunner().invoke(cli, ["status", "--kubeconfig", str(fleet.kubeconfig), *args])
     assert run.exit_code == 0, run.output
     return run.output
+
+
+def deployment_replicas(api: Callable[[str], k8s.ApiClient], name: str,
+                        clusters: tuple[str, ...] = MEMBERS) -> dict[str, int]:
+    """``spec.replicas`` of Deployment shop/``name`` per cluster."""
+    return {c: int(k8s.AppsV1Api(api(c)).read_namespaced_deployment(name, "shop").spec
+                   .replicas) for c in clusters}
+
+
+def ready_replicas(api: Callable[[str], k8s.ApiClient], name: str,
+                   clusters: tuple[str, ...]) -> int:
+    """Ready pods of Deployment shop/``name`` over ``clusters``."""
+    return sum(int(k8s.AppsV1Api(api(c)).read_namespaced_deployment(name, "shop").status
+                   .ready_replicas or 0) for c in clusters)
+
+
+def watch_ready(api: Callable[[str], k8s.ApiClient], name: str, clusters: tuple[str, ...],
+                seconds: float) -> set[int]:
+    """Every Ready count of Deployment shop/``name`` over ``clusters`` seen in ``seconds``
+    (read every 2 s)."""
+    seen = set()
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        seen.add(ready_replicas(api, name, clusters))
+        time.sleep(2)
+    return seen
 
 
 def member_writes(run: Pass) -> int:
@@ -179,6 +209,9 @@ def test_apply_places_web_in_three_zones_and_both_pods_in_fo_c(
     assert ready_web(api, MEMBERS) == {"fo-a": 4, "fo-b": 4, "fo-c": 4}
     assert pods_named(api, "fo-c") == {"notebook", "scratch"}
     assert hpa_bounds(api) == {c: (1, 3) for c in MEMBERS}
+    assert hpa_bounds(api, name="cart") == {c: (1, 6) for c in MEMBERS}
+    wait_for("cart's 9 replicas Ready", lambda: ready_replicas(api, "cart", MEMBERS) == 9,
+             timeout=120, interval=2)
     assert first.states == {c: {"phase": "Reachable"} for c in MEMBERS}
     assert not any("failover" in s for s in first.statuses.values())
 
@@ -188,6 +221,7 @@ def test_apply_places_web_in_three_zones_and_both_pods_in_fo_c(
 def test_an_outage_under_the_grace_moves_nothing_and_past_it_fo_c_share_moves(
         fo_fleet: fleet_mod.FleetState, repo: Path, api: Callable[[str], k8s.ApiClient]
 ) -> None:
+    cart_before = deployment_replicas(api, "cart")  # 3 each, unless a metric dipped
     fleet_mod.stop_component(fo_fleet, "fo-c", "kube-apiserver")
     down = T0 + 1000
     slow = Pass(fo_fleet, repo, down)
@@ -225,6 +259,22 @@ def test_an_outage_under_the_grace_moves_nothing_and_past_it_fo_c_share_moves(
     assert sum(high for _, high in bounds.values()) == 9, bounds
     assert lost.statuses["PinScaler/shop/api"]["failover"]["phase"] == "FailedOver"
     assert host_failover(api, "fo-c")["phase"] == "Lost"
+    # cart ran a third of its replicas in fo-c: the survivors' floors take them over
+    total = sum(cart_before.values())
+    cart = lost.statuses["PinScaler/shop/cart"]["failover"]["capacity"]
+    assert cart["carried"] == {"fo-c": cart_before["fo-c"]}, (cart, lost.lines)
+    assert sum(cart["floors"].values()) == total, (cart, cart_before)
+    bounds = hpa_bounds(api, ("fo-a", "fo-b"), "cart")
+    assert {c: low for c, (low, _) in bounds.items()} == cart["floors"], bounds
+    assert sum(high for _, high in bounds.values()) == 18, bounds
+    # its status counts against the app's replicas, not against what is left
+    assert lost.statuses["PinApp/shop/cart"]["replicas"] == total
+    assert lost.statuses["PinApp/shop/cart"]["ready"].endswith(f"/{total}")
+    wait_for(f"cart's {total} replicas Ready in fo-a and fo-b",
+             lambda: ready_replicas(api, "cart", ("fo-a", "fo-b")) == total, timeout=120,
+             interval=2)
+    # and they stay so, past the HPAs' 15 s scale-down window and their next syncs
+    assert watch_ready(api, "cart", ("fo-a", "fo-b"), 50) == {total}
 
     # pincompile status tells the story, as a table and as JSON
     table = status_cli(fo_fleet)
@@ -242,6 +292,8 @@ def test_an_outage_under_the_grace_moves_nothing_and_past_it_fo_c_share_moves(
     assert again.states["fo-c"]["phase"] == "Lost"
     assert again.states["fo-c"]["since"] == lost.states["fo-c"]["since"]
     assert member_writes(again) == 0, again.lines
+    assert again.statuses["PinApp/shop/cart"]["ready"] == f"{total}/{total}"
+    assert again.statuses["PinApp/shop/cart"]["phase"] == "Healthy"
 
 
 # --- 3. back: shares return in steps -------------------------------------------------------------
@@ -267,6 +319,11 @@ def test_when_fo_c_answers_again_its_share_moves_back_in_steps(
                for line in table.splitlines()), table
     # the autoscaled app's bounds and the PinPod move back at once
     assert hpa_bounds(api) == {c: (1, 3) for c in MEMBERS}
+    assert hpa_bounds(api, name="cart") == {c: (1, 6) for c in MEMBERS}
+    assert "failover" not in step1.statuses["PinScaler/shop/cart"]
+    wait_for("cart's replicas in fo-c back beside the ones the others held", lambda:
+             ready_replicas(api, "cart", MEMBERS) >= sum(deployment_replicas(api, "cart")
+                                                         .values()) >= 9, timeout=120)
     assert pods_named(api, "fo-c") == {"notebook", "scratch"}  # the original is kept
     assert not (pods_named(api, "fo-a") | pods_named(api, "fo-b"))
 
@@ -317,27 +374,33 @@ def test_a_cordon_moves_shares_out_and_uncordoning_moves_them_back_in_steps(
 # --- 5. a PinScaler's bounds follow the load -----------------------------------------------------
 
 
+def fleet_load(fleet: fleet_mod.FleetState, *args: str) -> None:
+    """``pincompile fleet load ARGS`` against this module's fleet."""
+    run = CliRunner().invoke(cli, ["fleet", "load", *args, "--dir", str(fleet.dir)])
+    assert run.exit_code == 0, run.output
 
 
+def hpa_status(api: Callable[[str], k8s.ApiClient], cluster: str) -> tuple[int, str]:
+    """HPA shop/api's current replicas in ``cluster`` and why its scaling is limited
+    (its ScalingLimited reason when True, else "")."""
+    hpa = k8s.AutoscalingV2Api(api(cluster)).read_namespaced_horizontal_pod_autoscaler(
+        "api", "shop")
+    limited = [c for c in hpa.status.conditions or [] if c.type == "ScalingLimited"
+               and c.status == "True"]
+    return int(hpa.status.current_replicas or 0), limited[0].reason if limited else ""
 
-@pytest.mark.skip(reason="the fleet now runs metrics-server: fo-b's real HPA sees 30% cpu and "
-                  "no longer sits at its maximum as this test assumes; to be rewritten with "
-                  "`pincompile fleet load` holding fo-b's pods at full load")
+
 def test_a_cluster_whose_hpa_sits_at_its_maximum_gets_max_share_from_the_others(
         fo_fleet: fleet_mod.FleetState, repo: Path, api: Callable[[str], k8s.ApiClient]
 ) -> None:
     at = T0 + 20000
     Pass(fo_fleet, repo, at)
     assert hpa_maxima(api) == {"fo-a": 3, "fo-b": 3, "fo-c": 3}
-    # fo-b's HPA reaches its maximum (as if its load rose): the real HPA controller reports
-    # currentReplicas 3 of maxReplicas 3 (the fleet serves no cpu metrics, so it scales
-    # neither up nor down)
-    k8s.AppsV1Api(api("fo-b")).patch_namespaced_deployment_scale(
-        "api", "shop", {"spec": {"replicas": 3}}, field_manager="horizontal-pod-autoscaler")
-    hpas = k8s.AutoscalingV2Api(api("fo-b"))
-    wait_for("fo-b's HPA controller to report 3 replicas", lambda: hpas.
-             read_namespaced_horizontal_pod_autoscaler("api", "shop").status.current_replicas
-             == 3, timeout=120, interval=2)
+    # api's pods in fo-b use 90% of their cpu (target 60%): the real HPA scales to its
+    # maximum and wants more
+    fleet_load(fo_fleet, "PinApp/shop/api", "--cpu", "90%", "--cluster", "fo-b")
+    wait_for("fo-b's HPA at its maximum 3, limited", lambda: hpa_status(api, "fo-b")
+             == (3, "TooManyReplicas"), timeout=240, interval=3)
     moved = Pass(fo_fleet, repo, at + 60)
     maxima = hpa_maxima(api)
     assert maxima["fo-b"] == 5 and sum(maxima.values()) == 9, (maxima, moved.lines)
@@ -345,7 +408,14 @@ def test_a_cluster_whose_hpa_sits_at_its_maximum_gets_max_share_from_the_others(
     scaler = moved.statuses["PinScaler/shop/api"]["rebalance"]
     assert "fo-b ran at its maximum (3/3)" in scaler["reason"]
     assert scaler["maxReplicas"] == maxima
-    # the next reconciler (state from the host) keeps the moved bounds: nothing to write
+    # the HPA uses the share it got
+    wait_for("fo-b's HPA to scale to 5", lambda: hpa_status(api, "fo-b")[0] == 5,
+             timeout=180, interval=3)
+    # the load ends: fo-b no longer wants more, and a new reconciler (state from the host)
+    # keeps the moved bounds: nothing to write
+    fleet_load(fo_fleet, "PinApp/shop/api", "--reset", "--cluster", "fo-b")
+    wait_for("fo-b's HPA no longer limited", lambda: hpa_status(api, "fo-b")[1] == "",
+             timeout=180, interval=3)
     steady = Pass(fo_fleet, repo, at + 120)
     assert hpa_maxima(api) == maxima
     assert member_writes(steady) == 0, steady.lines

@@ -2,9 +2,9 @@
 
 A member cluster is *lost* when its spec says ``schedulable: false`` (cordoned) or when it
 has not answered for longer than the grace period (``--failover-after``); a cluster that
-fails for less (slow, restarting) is only *unreachable*, and nothing moves. The engine then
+fails for less (slow, restarting) is only *unreachable*, and nothing moves. The pass then
 places the fleet a second time with the lost clusters left out
-(``pincompile.placement.plan(catalog, lost=...)``) and every app that ran in a lost cluster
+(``pincompile.contract.place_without``) and every app that ran in a lost cluster
 runs from that placement: its replicas appear in the other eligible clusters, within their
 capacity and quota; a PinPod with ``failover: false`` stays where it was (gone with its
 cluster). Nothing is pruned from a lost cluster: it cannot be reached.
@@ -12,11 +12,14 @@ cluster). Nothing is pruned from a lost cluster: it cannot be reached.
 When a lost cluster answers again it is *returning*: each app's share moves back in steps
 of at most ``--failback-step`` of the app's replicas per pass, and the extra copies
 elsewhere shrink by as much, until the app is where the specs put it. Apps an HPA scales,
-and kinds without divisible replicas (PinPods, jobs, daemons), move back in one step.
+and kinds without divisible replicas (PinPods, jobs, daemons), move back in one step; while
+a cluster is lost, the other clusters' HPA floors hold the replicas an HPA ran there
+(:func:`hold_capacity`).
 
-This module only decides (no I/O). The state lives in the host cluster: each Cluster
-resource's ``status.failover`` (:class:`ClusterState`) and each app's ``status.failover``
-(:class:`AppMove`), so a restarted reconciler continues where the last one stopped.
+This module only decides (no I/O; :mod:`reconciler.failover.step` does it). The state
+lives in the host cluster: each Cluster resource's ``status.failover``
+(:class:`ClusterState`) and each app's ``status.failover`` (:class:`AppMove`), so a
+restarted reconciler continues where the last one stopped.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pincompile.manifest import ANNOTATION_FAILOVER
+from pincompile.contract import ANNOTATION_FAILOVER
 from reconciler.clients.read import Key, key_of
 from reconciler.model import Obj
 from reconciler.status import AppKey, app_of
@@ -167,6 +170,81 @@ def blend(normal: Mapping[str, int], moved: Mapping[str, int], returning: Sequen
 # --- per app -------------------------------------------------------------------------------
 
 @dataclass
+class Capacity:
+    """How a scaled app keeps its replicas while clusters are lost: ``carried``, the
+    replicas each lost cluster ran when last read; ``floors``, the HPA ``minReplicas`` per
+    surviving cluster that hold them (its own replicas then, plus its part of those)."""
+
+    carried: dict[str, int]
+    floors: dict[str, int]
+
+    @property
+    def total(self) -> int:
+        """The replicas the floors hold: the app's replicas before the loss."""
+        return sum(self.floors.values())
+
+    def to_json(self) -> dict[str, Any]:
+        return {"carried": dict(sorted(self.carried.items())),
+                "floors": dict(sorted(self.floors.items()))}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> Capacity | None:
+        if not isinstance(data, Mapping):
+            return None
+        try:
+            return cls({str(c): int(n) for c, n in (data.get("carried") or {}).items()},
+                       {str(c): int(n) for c, n in (data.get("floors") or {}).items()})
+        except (TypeError, ValueError, AttributeError):
+            return None
+
+
+def hold_capacity(lost: Mapping[str, int | None], running: Mapping[str, int],
+                  bounds: Mapping[str, tuple[int, int]], previous: Capacity | None
+                  ) -> Capacity | None:
+    """The survivors' floors that keep a scaled app's replicas while ``lost`` clusters are
+    gone (``lost``: the replicas each ran when last read, None when never read).
+
+    ``running``: the replicas each survivor runs now; ``bounds``: its HPA's (min, max) in
+    the placement without the lost clusters. A survivor's floor is what it runs plus its
+    part of the lost replicas (each replica goes first to a survivor below its HPA's
+    minimum, then to the one with the fewest; name order breaks ties), and never below that
+    minimum. The floors stay as ``previous`` set them while the same clusters are lost (the
+    survivors' replicas grow because of them); a newly lost cluster's replicas are added.
+    The floors add up to at most the survivors' maxima (the
+    PinScaler's maxReplicas)."""
+    survivors = sorted(bounds)
+    if not lost or not survivors:
+        return None
+    before = previous.carried if previous is not None else {}
+    if previous is not None and set(before) == set(lost) \
+            and set(previous.floors) == set(survivors):
+        return previous
+    carried = {c: before[c] if c in before else (lost[c] or 0) for c in sorted(lost)}
+    # the survivors' replicas already hold what earlier lost clusters ran
+    fresh = sum(n for c, n in carried.items() if c not in before)
+    ceiling = sum(high for _, high in bounds.values())
+    floors = {s: min(running.get(s, 0), high) for s, (_, high) in bounds.items()}
+    for _ in range(min(fresh, ceiling)):  # one replica at a time, to the fewest first
+        fewest = min(survivors, key=lambda s: (floors[s] >= bounds[s][0], floors[s], s))
+        floors[fewest] += 1
+    floors = {s: max(n, bounds[s][0]) for s, n in floors.items()}
+    while sum(floors.values()) > ceiling:
+        largest = sorted(survivors, key=lambda s: (-floors[s], s))[0]
+        floors[largest] -= 1
+    return Capacity(carried, floors)
+
+
+def with_floor(hpa: Obj, floor: int) -> Obj:
+    """An HPA whose ``minReplicas`` is at least ``floor`` (``maxReplicas`` no lower)."""
+    spec = hpa["spec"]
+    low = max(int(spec.get("minReplicas", 1)), floor)
+    high = max(int(spec["maxReplicas"]), low)
+    if low == spec.get("minReplicas", 1) and high == spec["maxReplicas"]:
+        return hpa
+    return {**hpa, "spec": {**spec, "minReplicas": low, "maxReplicas": high}}
+
+
+@dataclass
 class AppMove:
     """What failover did to one app (stored as its ``status.failover``)."""
 
@@ -181,6 +259,8 @@ class AppMove:
     """Replicas per cluster where the specs put them."""
     back: int = 0
     to_return: int = 0
+    capacity: Capacity | None = None
+    """A PinScaler: the survivors' floors holding the lost clusters' replicas."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"phase": self.phase, "clusters": list(self.clusters),
@@ -188,6 +268,8 @@ class AppMove:
         if self.replicas or self.normal:
             out["replicas"] = dict(sorted(self.replicas.items()))
             out["normalReplicas"] = dict(sorted(self.normal.items()))
+        if self.capacity is not None:
+            out["capacity"] = self.capacity.to_json()
         if self.phase == "FailingBack":
             out["failback"] = {"back": self.back, "of": self.to_return}
         return out

@@ -230,3 +230,68 @@ def test_an_app_its_hpa_scales_moves_with_its_bounds_and_comes_back_in_one_step(
     back = failover.arrange(normal, moved, {**lost, "c": ClusterState("c", RETURNING,
                                                                       steps=1)}, "25%")
     assert back.desired == {c: normal[c] for c in "abc"} and not back.pending
+
+
+# --- a scaled app keeps its replicas: the survivors' floors hold the lost cluster's -------
+
+def test_the_survivors_floors_take_over_the_lost_clusters_replicas() -> None:
+    # 9 replicas, 3 per cluster; c lost: its 3 go to a (2) and b (1), the total holds
+    held = failover.hold_capacity({"c": 3}, {"a": 3, "b": 3}, {"a": (2, 9), "b": (1, 9)},
+                                  None)
+    assert held is not None
+    assert held.floors == {"a": 5, "b": 4} and held.carried == {"c": 3}
+    assert held.total == 9
+
+
+def test_a_floor_is_never_below_the_hpas_own_minimum() -> None:
+    # api: 1 replica each, min 3 divided 2+1 over the survivors: still 3 in all, not 4
+    held = failover.hold_capacity({"c": 1}, {"a": 1, "b": 1}, {"a": (2, 5), "b": (1, 4)},
+                                  None)
+    assert held is not None and held.floors == {"a": 2, "b": 1}
+    held = failover.hold_capacity({"c": 1}, {"a": 1, "b": 1}, {"a": (1, 4), "b": (2, 5)},
+                                  None)
+    assert held is not None and held.floors == {"a": 1, "b": 2}
+
+
+def test_floors_stay_while_the_same_clusters_are_lost_although_the_survivors_grew() -> None:
+    first = failover.hold_capacity({"c": 3}, {"a": 3, "b": 3}, {"a": (2, 9), "b": (1, 9)},
+                                   None)
+    again = failover.hold_capacity({"c": None}, {"a": 5, "b": 4},
+                                   {"a": (2, 9), "b": (1, 9)}, first)
+    assert again == first
+
+
+def test_a_second_lost_cluster_adds_its_replicas_to_the_last_survivor() -> None:
+    first = failover.hold_capacity({"c": 3}, {"a": 3, "b": 3}, {"a": (2, 9), "b": (1, 9)},
+                                   None)
+    both = failover.hold_capacity({"b": 4, "c": None}, {"a": 5}, {"a": (3, 18)}, first)
+    assert both is not None
+    assert both.carried == {"b": 4, "c": 3} and both.floors == {"a": 9}
+
+
+def test_floors_add_up_to_at_most_the_survivors_maxima() -> None:
+    held = failover.hold_capacity({"c": 8}, {"a": 6, "b": 6}, {"a": (1, 8), "b": (1, 8)},
+                                  None)
+    assert held is not None and held.floors == {"a": 8, "b": 8}
+
+
+def test_a_lost_cluster_never_read_and_no_survivor_hold_nothing() -> None:
+    assert failover.hold_capacity({}, {"a": 3}, {"a": (1, 6)}, None) is None
+    assert failover.hold_capacity({"c": 3}, {}, {}, None) is None
+    held = failover.hold_capacity({"c": None}, {"a": 3}, {"a": (1, 6)}, None)
+    assert held is not None and held.floors == {"a": 3}
+
+
+def test_capacity_survives_its_json_round_trip_and_bad_json_is_none() -> None:
+    held = failover.Capacity({"c": 3}, {"a": 5, "b": 4})
+    assert failover.Capacity.from_json(held.to_json()) == held
+    assert failover.Capacity.from_json({"carried": {"c": "x"}}) is None
+    assert failover.Capacity.from_json("nonsense") is None
+
+
+def test_with_floor_raises_min_and_max_only_when_needed() -> None:
+    hpa = {"kind": "HorizontalPodAutoscaler", "spec": {"minReplicas": 2, "maxReplicas": 4}}
+    assert failover.with_floor(hpa, 1) is hpa
+    assert failover.with_floor(hpa, 3)["spec"] == {"minReplicas": 3, "maxReplicas": 4}
+    assert failover.with_floor(hpa, 6)["spec"] == {"minReplicas": 6, "maxReplicas": 6}
+    assert hpa["spec"] == {"minReplicas": 2, "maxReplicas": 4}

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pincompile.models.types import duration_seconds
+from pincompile.contract import duration_seconds
 from reconciler.model import Obj
 
 STRATEGY_ANNOTATION = "pincompute.io/rollout-strategy"

@@ -1,0 +1,74 @@
+"""The compiler's contract with the reconciler: everything a reconcile pass needs from
+``pincompile``, and nothing else (``tests/reconciler/test_contract.py`` holds the
+reconciler's pass to it).
+
+A pass reads a compile :class:`Result` (its manifests, its catalog of specs, its placement
+plan and :attr:`Result.revision`); during failover it asks for the placement without the
+lost clusters (:func:`place_without`); rebalancing asks how many of a scaled app's pods
+a cluster's capacity holds (:func:`pods_held`). The labels and annotations both sides read
+are named in :mod:`pincompile.manifest`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pincompile.manifest import (
+    ANNOTATION_FAILOVER,
+    ANNOTATION_REVISION,
+    ANNOTATION_SCALE_SCHEDULES,
+    LABEL_APP,
+    LABEL_KIND,
+    LABEL_PROJECT,
+    MANAGED_BY,
+    MANAGED_BY_VALUE,
+    Manifest,
+)
+from pincompile.models.types import duration_seconds
+from pincompile.pipeline import Result
+
+__all__ = [
+    "ANNOTATION_FAILOVER", "ANNOTATION_REVISION", "ANNOTATION_SCALE_SCHEDULES", "LABEL_APP",
+    "LABEL_KIND", "LABEL_PROJECT", "MANAGED_BY", "MANAGED_BY_VALUE", "Manifest", "Placed",
+    "Result", "duration_seconds", "place_without", "pods_held",
+]
+
+
+@dataclass
+class Placed:
+    """The fleet placed and expanded again without some clusters."""
+
+    plan: Any
+    """The placement :class:`~pincompile.placement.Plan`."""
+    manifests: list[Manifest] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """What could not be placed or expanded, for people (sorted, each once)."""
+
+
+def place_without(result: Result, lost: Mapping[str, str]) -> Placed:
+    """``result``'s specs placed and expanded as if the ``lost`` clusters (name → why) were
+    cordoned, at the same revision."""
+    from pincompile.expand import expand_all
+    from pincompile.placement import plan as place
+
+    plan, problems = place(result.catalog, lost=lost)
+    manifests, more = expand_all(result.catalog, plan, revision=result.revision)
+    return Placed(plan, manifests, sorted({d.message for d in [*problems, *more]}))
+
+
+def pods_held(result: Result, scaler: Any, cluster: str) -> int | None:
+    """Pods of the app PinScaler ``scaler`` (its key) scales that ``cluster``'s capacity
+    for the app's tier holds, as placement counts them (None: not limited, or not
+    placed)."""
+    from pincompile.placement.context import pods_fit, pool_capacity, whole
+
+    plan = result.plan
+    target = plan.scaler_targets.get(scaler) if plan is not None else None
+    decision = plan.decision(target) if target else None
+    entry = result.catalog.clusters.get(cluster)
+    if decision is None or entry is None:
+        return None
+    fit = pods_fit(pool_capacity(entry.resource, decision.tier), decision.pod_requests)
+    return None if fit is None else whole(fit)

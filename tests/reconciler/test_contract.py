@@ -1,0 +1,64 @@
+"""The reconciler's pass uses the compiler only through ``pincompile.contract``."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import reconciler
+
+ROOT = Path(reconciler.__file__).parent
+#: The pass: its coordinator and every step with its decision.
+PASS = ["engine.py", "desired.py", "publish.py", "errors.py", "failover", "rollout",
+        "scaling"]
+
+
+def pincompile_imports(path: Path) -> set[str]:
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        out |= {n for n in names if n == "pincompile" or n.startswith("pincompile.")}
+    return out
+
+
+def test_the_pass_imports_from_pincompile_only_its_contract() -> None:
+    files = [p for name in PASS for p in ([ROOT / name] if name.endswith(".py")
+                                          else sorted((ROOT / name).rglob("*.py")))]
+    assert len(files) >= 12
+    found = {str(p.relative_to(ROOT)): pincompile_imports(p) for p in files}
+    assert {f: i for f, i in found.items() if i - {"pincompile.contract"}} == {}
+    assert any(found.values())  # the check reads real imports
+
+
+def test_the_contract_answers_what_the_pass_asks() -> None:
+    from pincompile import contract
+    from pincompile.pipeline import Result
+
+    assert contract.Result is Result
+    assert {"place_without", "pods_held", "ANNOTATION_SCALE_SCHEDULES"} <= set(contract.__all__)
+
+
+def test_the_placement_without_a_lost_cluster_keeps_the_revision_and_skips_it() -> None:
+    from pincompile import contract
+    from pincompile.contract import place_without, pods_held
+    from pincompile.pipeline import compile_path
+
+    fixture = Path(__file__).parent / "fixtures" / "failover"
+    result = compile_path(fixture, revision="abc123")
+    assert result.ok and result.revision == "abc123"
+    def deployed(manifests: list[contract.Manifest]) -> set[str]:
+        return {m.cluster for m in manifests if m.obj["kind"] == "Deployment"}
+
+    assert deployed(result.manifests) == {"fo-a", "fo-b", "fo-c"}
+    placed = place_without(result, {"fo-c": "unreachable"})
+    assert deployed(placed.manifests) == {"fo-a", "fo-b"}
+    assert {m.obj["metadata"]["annotations"]["pincompute.io/revision"]
+            for m in placed.manifests if m.obj["metadata"].get("annotations")} == {"abc123"}
+    # fo-a's 16 cpu hold 160 of api's pods (100m each); an unknown scaler nothing
+    assert pods_held(result, ("PinScaler", "shop", "api"), "fo-a") == 160
+    assert pods_held(result, ("PinScaler", "shop", "none"), "fo-a") is None
