@@ -4,12 +4,13 @@
 reconcile pass over ``ROOT`` (default ``examples``) every :data:`INTERVAL` seconds, as
 ``pincompile apply --no-wait`` would (the first, right after ``apply``, writes nothing but
 the apps' status), until every app and PinScaler is Healthy (a finished job is Healthy:
-Completed) or Suspended on purpose (the examples pause or stop some), or until the
-timeout. Right after ``apply`` some are still on their way — HPAs until metrics-server
-has scraped the new pods, the JobSet's indexer shards, the training jobs — and each
-wait reports which ones and why. The last line says how many are Healthy and how many
-Suspended, and names every other one with its phase and reason. Exit code 0 when no app
-is in another phase, 1 otherwise, 3 when the host cannot be reached.
+Completed) or Suspended on purpose (the examples pause or stop some) — or Failed, which
+needs a fix rather than time — or until the timeout. Right after ``apply`` some are
+still on their way — HPAs until metrics-server has scraped the new pods, the JobSet's
+indexer shards, the training jobs — and each wait reports which ones and why. The last
+line says how many are Healthy and how many Suspended, and names every other one with its
+phase and reason. Exit code 0 when no app is in another phase, 1 otherwise, 3 when the
+host cannot be reached.
 """
 
 from __future__ import annotations
@@ -89,13 +90,14 @@ def one_pass(kubeconfig: str | None, root: Path) -> None:
 def wait_until_settled(kubeconfig: str | None, root: Path, timeout: float,
                        echo: Callable[[str], None] = print,
                        interval: float = INTERVAL) -> list[dict[str, Any]]:
-    """Run passes until every app is Healthy or Suspended, or ``timeout`` seconds passed;
-    report what is still on its way after each pass. The last rows read."""
+    """Run passes until every app is Healthy, Suspended or Failed, or ``timeout`` seconds
+    passed; report what is still on its way after each pass. The last rows read."""
     start = time.monotonic()
     while True:
         one_pass(kubeconfig, root)
         rows = read_rows(kubeconfig)
-        waiting = not_ok(rows)
+        # a Failed app needs a fix, not time
+        waiting = [r for r in not_ok(rows) if r["status"].get("phase") != Phase.FAILED.value]
         elapsed = time.monotonic() - start
         if not waiting or elapsed + interval > timeout:
             return rows
