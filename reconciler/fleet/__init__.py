@@ -2,5 +2,9 @@
 
 One etcd, one *host* control plane and one control plane per ``Cluster`` spec, each with
 kube-apiserver, kube-controller-manager, kube-scheduler and a kwok process that fakes the
-cluster's nodes. Binaries come from ``hack/fleet/go.mod`` and are cached outside the repo.
+cluster's nodes; member clusters add metrics-server and, with the ``kubeflow-training``
+addon, the Kubeflow training operator. Binaries come from the Go modules under ``hack/``
+and are cached outside the repo (:mod:`.build`). :mod:`.fleet` brings a fleet up and down
+(its state: :mod:`.state`; the components' command lines: :mod:`.components`; the
+kubeconfigs: :mod:`.kubeconfig`).
 """

@@ -1,21 +1,27 @@
-"""Stand-in CRDs for the addons a Cluster lists (``spec.addons``).
+"""The CRDs of the addons a Cluster lists (``spec.addons``).
 
-Only the API types are installed (schema-less, ``x-kubernetes-preserve-unknown-fields``) so
-that objects for an addon can be applied to the clusters that offer it and are rejected by
-the others. No operator runs: a TFJob or ScaledObject is stored, not acted upon.
+``kubeflow-training``: the CRDs of the kinds the fleet's Kubeflow training operator serves
+(TFJob, PyTorchJob), as its release ships them (stored with the fleet's binaries, see
+:mod:`reconciler.fleet.build`); the operator itself runs for that cluster
+(:mod:`reconciler.fleet.training`).
+
+Other addons (``keda``): only stand-in API types are installed (schema-less,
+``x-kubernetes-preserve-unknown-fields``) so that objects for an addon can be applied to the
+clusters that offer it and are rejected by the others. No operator runs: a ScaledObject is
+stored, not acted upon.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
-#: addon name -> (group, version, [(kind, plural)])
+from reconciler.fleet import build, training
+
+LABEL = "pincompute.io/fleet-addon"
+#: stand-in addons: addon name -> (group, version, [(kind, plural)])
 ADDON_CRDS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
-    "kubeflow-training": ("kubeflow.org", "v1", [
-        ("TFJob", "tfjobs"), ("PyTorchJob", "pytorchjobs"), ("MPIJob", "mpijobs"),
-        ("XGBoostJob", "xgboostjobs"), ("PaddleJob", "paddlejobs"), ("JAXJob", "jaxjobs"),
-    ]),
     "keda": ("keda.sh", "v1alpha1", [
         ("ScaledObject", "scaledobjects"), ("ScaledJob", "scaledjobs"),
         ("TriggerAuthentication", "triggerauthentications"),
@@ -23,10 +29,22 @@ ADDON_CRDS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
 }
 
 
-def crds_for(addons: Iterable[str]) -> list[dict[str, Any]]:
+def training_crds(bin_dir: Path) -> list[dict[str, Any]]:
+    """The training operator's CRDs stored with the binaries in ``bin_dir``."""
+    crds = []
+    for name in build.TRAINING_OPERATOR_CRDS:
+        crd = build.load_crd(bin_dir, name)
+        crd.setdefault("metadata", {}).setdefault("labels", {})[LABEL] = training.ADDON
+        crds.append(crd)
+    return crds
+
+
+def crds_for(addons: Iterable[str], bin_dir: Path) -> list[dict[str, Any]]:
     """CustomResourceDefinition objects for the known addons (unknown ones are skipped)."""
     crds = []
     for addon in addons:
+        if addon == training.ADDON:
+            crds += training_crds(bin_dir)
         if addon not in ADDON_CRDS:
             continue
         group, version, kinds = ADDON_CRDS[addon]
@@ -35,7 +53,7 @@ def crds_for(addons: Iterable[str]) -> list[dict[str, Any]]:
                 "apiVersion": "apiextensions.k8s.io/v1",
                 "kind": "CustomResourceDefinition",
                 "metadata": {"name": f"{plural}.{group}",
-                             "labels": {"pincompute.io/fleet-addon": addon}},
+                             "labels": {LABEL: addon}},
                 "spec": {
                     "group": group, "scope": "Namespaced",
                     "names": {"kind": kind, "plural": plural, "singular": kind.lower(),
@@ -51,10 +69,10 @@ def crds_for(addons: Iterable[str]) -> list[dict[str, Any]]:
     return crds
 
 
-def install(api_client: Any, addons: Iterable[str]) -> None:
+def install(api_client: Any, addons: Iterable[str], bin_dir: Path) -> None:
     """Create the addon CRDs through ``api_client`` (a kubernetes.client.ApiClient)."""
     from kubernetes import client
 
     ext: Any = client.ApiextensionsV1Api(api_client)
-    for crd in crds_for(addons):
+    for crd in crds_for(addons, bin_dir):
         ext.create_custom_resource_definition(body=crd)

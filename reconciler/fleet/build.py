@@ -1,11 +1,14 @@
-"""Build (once) and cache the fleet's binaries from ``hack/fleet/go.mod`` and
-``hack/metrics-server/go.mod``.
+"""Build (once) and cache the fleet's binaries from ``hack/fleet/go.mod``,
+``hack/metrics-server/go.mod`` and ``hack/training-operator/go.mod``.
 
-Every version is pinned in those go.mod files (metrics-server has its own module: it is
-built against the k8s.io libraries it was released with, not the fleet's Kubernetes
-pins). The binaries land in ``${PINCOMPILE_CACHE:-~/.cache/pincompile}/fleet-bin/<hash>/``
-where the hash covers both modules' go.mod and go.sum, the build flags and the platform,
-so a version bump builds anew and unchanged modules reuse what is there.
+Every version is pinned in those go.mod files (metrics-server and the Kubeflow training
+operator have modules of their own: each is built against the k8s.io libraries it was
+released with, not the fleet's Kubernetes pins). The binaries land in
+``${PINCOMPILE_CACHE:-~/.cache/pincompile}/fleet-bin/<hash>/`` where the hash covers every
+module's go.mod and go.sum, the build flags and the platform, so a version bump builds
+anew and unchanged modules reuse what is there. The training operator's CRDs (the ones
+of the release that is built, from its module) are stored next to the binaries, as JSON
+(:data:`CRD_DIR`).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import json
 import os
 import platform
 import re
@@ -21,6 +25,9 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from reconciler.fleet.errors import FleetError
 from reconciler.fleet.progress import TOTAL_PREFIX, format_elapsed, read_build_log
@@ -38,10 +45,21 @@ METRICS_SERVER_MODULE = "metrics-server"
 METRICS_SERVER_PACKAGES: dict[str, str] = {
     "metrics-server": "sigs.k8s.io/metrics-server/cmd/metrics-server",
 }
+#: the same for the Kubeflow training operator (hack/training-operator)
+TRAINING_OPERATOR_MODULE = "training-operator"
+TRAINING_OPERATOR_GO_MODULE = "github.com/kubeflow/training-operator"
+TRAINING_OPERATOR_PACKAGES: dict[str, str] = {
+    "training-operator": f"{TRAINING_OPERATOR_GO_MODULE}/cmd/training-operator.v1",
+}
+#: the CRDs of the kinds the fleet's training operator serves, as the release ships them
+#: (``manifests/base/crds/`` of its module) -> stored in ``<bin dir>/CRD_DIR/<name>.json``
+TRAINING_OPERATOR_CRDS = ("kubeflow.org_tfjobs", "kubeflow.org_pytorchjobs")
+CRD_DIR = "crds"
 #: every binary of the fleet -> Go package
-PACKAGES: dict[str, str] = {**FLEET_PACKAGES, **METRICS_SERVER_PACKAGES}
+PACKAGES: dict[str, str] = {**FLEET_PACKAGES, **METRICS_SERVER_PACKAGES,
+                            **TRAINING_OPERATOR_PACKAGES}
 #: what `go build -o DIR/` names a package's binary, when it differs from ours
-_GO_NAMES = {"etcd": "server"}
+_GO_NAMES = {"etcd": "server", "training-operator": "training-operator.v1"}
 STAMP = ".complete"
 ENABLE_HINT = "install Go >= 1.26 (https://go.dev/dl/) or set PINCOMPILE_GO to its `go` binary"
 
@@ -66,6 +84,11 @@ def metrics_server_module_dir(mod: Path | None = None) -> Path:
     return (mod or module_dir()).parent / METRICS_SERVER_MODULE
 
 
+def training_operator_module_dir(mod: Path | None = None) -> Path:
+    """The training operator's Go module: ``hack/training-operator``."""
+    return (mod or module_dir()).parent / TRAINING_OPERATOR_MODULE
+
+
 def _pinned(path: Path, keys: tuple[tuple[str, str], ...]) -> dict[str, str]:
     try:
         text = path.read_text()
@@ -80,13 +103,16 @@ def _pinned(path: Path, keys: tuple[tuple[str, str], ...]) -> dict[str, str]:
 
 
 def versions(mod: Path | None = None) -> dict[str, str]:
-    """Pinned versions from the go.mod files: kubernetes, kwok, etcd, metrics-server."""
+    """Pinned versions from the go.mod files: kubernetes, kwok, etcd, metrics-server,
+    training-operator."""
     mod = mod or module_dir()
     return {**_pinned(mod / "go.mod", (("kubernetes", "k8s.io/kubernetes"),
                                        ("kwok", "sigs.k8s.io/kwok"),
                                        ("etcd", "go.etcd.io/etcd/server/v3"))),
             **_pinned(metrics_server_module_dir(mod) / "go.mod",
-                      (("metrics-server", "sigs.k8s.io/metrics-server"),))}
+                      (("metrics-server", "sigs.k8s.io/metrics-server"),)),
+            **_pinned(training_operator_module_dir(mod) / "go.mod",
+                      (("training-operator", TRAINING_OPERATOR_GO_MODULE),))}
 
 
 def ldflags(mod: Path | None = None) -> str:
@@ -120,11 +146,14 @@ def builds(mod: Path | None = None) -> list[tuple[Path, list[str], dict[str, str
     return [(mod, build_args(mod), FLEET_PACKAGES),
             (metrics_server_module_dir(mod),
              ["build", "-trimpath", f"-ldflags={metrics_server_ldflags(mod)}"],
-             METRICS_SERVER_PACKAGES)]
+             METRICS_SERVER_PACKAGES),
+            (training_operator_module_dir(mod), ["build", "-trimpath", "-ldflags=-s -w"],
+             TRAINING_OPERATOR_PACKAGES)]
 
 
 def version_hash(mod: Path | None = None) -> str:
-    """Cache key for the binaries: both modules' go.mod and go.sum, build flags, platform."""
+    """Cache key for the binaries: every module's go.mod and go.sum, build flags,
+    platform, and which CRDs are stored."""
     digest = hashlib.sha256()
     for directory, args, _ in builds(mod):
         for name in ("go.mod", "go.sum"):
@@ -132,6 +161,7 @@ def version_hash(mod: Path | None = None) -> str:
             digest.update(path.read_bytes() if path.exists() else b"")
         digest.update(" ".join(args).encode())
     digest.update(f"{platform.system()}/{platform.machine()}/cgo0".encode())
+    digest.update(" ".join(TRAINING_OPERATOR_CRDS).encode())
     return digest.hexdigest()[:16]
 
 
@@ -142,7 +172,39 @@ def bin_dir(mod: Path | None = None) -> Path:
 
 def binaries_present(directory: Path) -> bool:
     """True when a complete build is in ``directory``."""
-    return (directory / STAMP).exists() and all((directory / n).is_file() for n in PACKAGES)
+    return ((directory / STAMP).exists() and all((directory / n).is_file() for n in PACKAGES)
+            and all(crd_path(directory, n).is_file() for n in TRAINING_OPERATOR_CRDS))
+
+
+def crd_path(directory: Path, name: str) -> Path:
+    """Where a stored CRD of the build in ``directory`` is."""
+    return directory / CRD_DIR / f"{name}.json"
+
+
+def load_crd(directory: Path, name: str) -> dict[str, Any]:
+    """A CRD stored with the binaries in ``directory`` (one of
+    :data:`TRAINING_OPERATOR_CRDS`)."""
+    data = json.loads(crd_path(directory, name).read_text())
+    if not isinstance(data, dict):
+        raise FleetError(f"{crd_path(directory, name)} is not a CRD")
+    return data
+
+
+def store_crds(go: str, mod: Path, out: Path, env: dict[str, str]) -> None:
+    """Copy the training operator's CRDs from its module (in Go's module cache) into
+    ``out/CRD_DIR`` as JSON (loading 540 KB of YAML each fleet up is slow)."""
+    operator = training_operator_module_dir(mod)
+    listed = subprocess.run([go, "list", "-m", "-f", "{{.Dir}}", TRAINING_OPERATOR_GO_MODULE],
+                            cwd=operator, env=env, capture_output=True, text=True,
+                            timeout=300, check=False)
+    source = Path(listed.stdout.strip()) / "manifests" / "base" / "crds"
+    if listed.returncode != 0 or not source.is_dir():
+        raise FleetError(f"the training operator's CRDs were not found in {source}",
+                         listed.stderr[-2000:])
+    (out / CRD_DIR).mkdir()
+    for name in TRAINING_OPERATOR_CRDS:
+        crd = yaml.safe_load((source / f"{name}.yaml").read_text())
+        crd_path(out, name).write_text(json.dumps(crd))
 
 
 def find_go() -> str | None:
@@ -235,7 +297,8 @@ def go_build(go: str, mod: Path, out: Path, log: Path,
              extra_env: dict[str, str] | None = None, progress: Progress | None = None,
              every: float = 30.0) -> None:
     """Build every binary of :data:`PACKAGES` (each module in turn, ``mod`` being the
-    fleet module) into ``out`` (replaced), output to ``log``.
+    fleet module) into ``out`` (replaced), output to ``log``; store the training
+    operator's CRDs there too.
 
     Calls ``progress`` with a line saying what is compiled and the elapsed time every
     ``every`` seconds while the build runs.
@@ -261,6 +324,7 @@ def go_build(go: str, mod: Path, out: Path, log: Path,
             raise FleetError(f"building the fleet binaries failed (see {log})", tail)
     for ours, gos in _GO_NAMES.items():
         (out / gos).rename(out / ours)
+    store_crds(go, mod, out, env)
 
 
 def ensure_binaries(echo: Callable[[str], None] = print, force: bool = False,

@@ -27,6 +27,8 @@ CLIENTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "scheduler": ("system:kube-scheduler", ("system:masters",)),
     "kwok": ("kwok-controller", ("system:masters",)),
     "metrics-server": ("system:metrics-server", ("system:masters",)),
+    "training-operator": ("system:serviceaccount:kubeflow:training-operator",
+                          ("system:masters",)),
     # the apiserver's client identity towards aggregated API servers (request headers)
     "front-proxy-client": ("front-proxy-client", ()),
 }

@@ -8,15 +8,17 @@ Layout of a fleet directory (default ``${PINCOMPILE_CACHE:-~/.cache/pincompile}/
     etcd/             the one etcd's data; each control plane has its own --etcd-prefix
     clusters/<name>/  component kubeconfigs
     logs/             one log file per process
+    clusters/<name>/training-operator-tmp/  the training operator's TMPDIR (webhook certs)
     pods/             what `kubectl logs` / `kubectl exec` of any pod reach (debugging.py)
 
 Every member cluster (not the host) also runs a metrics-server (see
-:mod:`reconciler.fleet.metrics`), so HPAs on CPU and memory and ``kubectl top`` work.
+:mod:`reconciler.fleet.metrics`), so HPAs on CPU and memory and ``kubectl top`` work, and
+every member cluster that lists the ``kubeflow-training`` addon runs the Kubeflow training
+operator (:mod:`reconciler.fleet.training`).
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import fcntl
 import json
@@ -27,17 +29,31 @@ import ssl
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
-
-from reconciler.fleet import addons, build, debugging, metrics, storage
+from reconciler.fleet import addons, build, debugging, metrics, storage, training
 from reconciler.fleet.certs import Pki, generate_pki
 from reconciler.fleet.clusters import ClusterSpec, ClusterSpecError, load_clusters
+from reconciler.fleet.components import (
+    NODE_LEASE_SECONDS,
+    STAGES,
+    USAGE,
+    apiserver_args,
+    controller_manager_args,
+    environment,
+    kwok_args,
+    launch,
+    scheduler_args,
+)
 from reconciler.fleet.errors import FleetError
-from reconciler.fleet.nodes import KWOK_SELECTOR, generate_nodes, host_cluster
+from reconciler.fleet.kubeconfig import (
+    api_client,
+    cluster_dir,
+    kubeconfig_of,
+    write_kubeconfig,
+)
+from reconciler.fleet.nodes import generate_nodes, host_cluster
 from reconciler.fleet.ports import claim_ports, release_ports
 from reconciler.fleet.processes import (
     Proc,
@@ -48,36 +64,35 @@ from reconciler.fleet.processes import (
     stop,
     wait_until_ready,
 )
-
-HOST = "host"
-STATE_FILE = "state.json"
-LOCK_FILE = ".lock"
-STAGES = Path(__file__).with_name("stages.yaml")
-#: kwok's emulated kubelet resource metrics and the containers' resource usage
-USAGE = Path(__file__).with_name("usage.yaml")
-SERVICE_CIDR = "10.96.0.0/16"
-APISERVER_TIMEOUT = 180.0
-SETTLE_TIMEOUT = 120.0
-#: kwok renews one Lease per node (kube-node-lease) every quarter of this, like a kubelet;
-#: the node controller's grace period (50 s by default, left as is) counts from the last
-#: renewal, so nodes stay Ready while kwok runs and go NotReady when it stops.
-NODE_LEASE_SECONDS = 40
-#: components of a member cluster that :func:`stop_component` / :func:`start_component` manage
-COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok",
-              "metrics-server")
-#: controllers the fleet does not need (no cloud, no volumes to attach, no CSR signing)
-DISABLED_CONTROLLERS = (
-    "bootstrap-signer-controller", "token-cleaner-controller",
-    "cloud-node-lifecycle-controller", "service-lb-controller", "node-route-controller",
-    "node-ipam-controller", "persistentvolume-attach-detach-controller",
-    "persistentvolume-expander-controller", "certificatesigningrequest-signing-controller",
-    "certificatesigningrequest-approving-controller",
-    "certificatesigningrequest-cleaner-controller",
+from reconciler.fleet.state import (
+    COMPONENTS,
+    HOST,
+    STATE_FILE,
+    ClusterRuntime,
+    FleetState,
+    default_dir,
+    is_running,
+    port_registry,
+    read_state,
 )
 
+#: what other modules and tests reach through this module (defined in its neighbours)
+__all__ = [
+    "COMPONENTS", "HOST", "NODE_LEASE_SECONDS", "STAGES", "STATE_FILE", "USAGE",
+    "ClusterRuntime", "FleetState", "api_client", "apiserver_args",
+    "controller_manager_args", "default_dir", "down", "is_running", "kwok_args",
+    "node_monitor_grace_period", "parse_go_duration", "port_registry", "read_state",
+    "scheduler_args", "start_component", "stop_component", "stop_fleet", "up",
+    "write_kubeconfig",
+]
+
+LOCK_FILE = ".lock"
+APISERVER_TIMEOUT = 180.0
+SETTLE_TIMEOUT = 120.0
+
 #: shutdown order: clients of the apiservers first, etcd last (all at once is slower)
-STOP_ORDER = ("metrics-server", "kwok", "kube-scheduler", "kube-controller-manager",
-              "kube-apiserver", "etcd")
+STOP_ORDER = ("training-operator", "metrics-server", "kwok", "kube-scheduler",
+              "kube-controller-manager", "kube-apiserver", "etcd")
 
 Echo = Callable[[str], None]
 
@@ -97,116 +112,6 @@ def stop_fleet(procs: list[Proc]) -> list[Proc]:
 def _clusters(count: int) -> str:
     return f"{count} cluster{'' if count == 1 else 's'}"
 
-
-def default_dir() -> Path:
-    """``${PINCOMPILE_CACHE:-~/.cache/pincompile}/fleet``."""
-    return build.cache_root() / "fleet"
-
-
-def port_registry() -> Path:
-    """The file in which fleets claim their ports."""
-    return build.cache_root() / "fleet-ports.json"
-
-
-@dataclass
-class ClusterRuntime:
-    """One running control plane of the fleet."""
-
-    name: str
-    context: str
-    port: int
-    controller_manager_port: int
-    scheduler_port: int
-    etcd_prefix: str
-    nodes: list[str] = field(default_factory=list)
-    kwok_port: int = 0
-    #: 0 for the host, which runs no metrics-server
-    metrics_server_port: int = 0
-
-    @property
-    def server(self) -> str:
-        return f"https://127.0.0.1:{self.port}"
-
-
-@dataclass
-class FleetState:
-    """Everything ``up`` recorded about a fleet (persisted as ``state.json``)."""
-
-    dir: Path
-    phase: str = "starting"
-    owner_pid: int = 0
-    bin_dir: str = ""
-    versions: dict[str, str] = field(default_factory=dict)
-    clusters_path: str = ""
-    etcd_port: int = 0
-    etcd_peer_port: int = 0
-    clusters: list[ClusterRuntime] = field(default_factory=list)
-    procs: list[Proc] = field(default_factory=list)
-    started_at: float = 0.0
-    timings: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def kubeconfig(self) -> Path:
-        return self.dir / "kubeconfig"
-
-    @property
-    def contexts(self) -> dict[str, str]:
-        """Cluster name -> kubeconfig context (includes ``host``)."""
-        return {c.name: c.context for c in self.clusters}
-
-    def cluster(self, name: str) -> ClusterRuntime:
-        for runtime in self.clusters:
-            if name in (runtime.name, runtime.context):
-                return runtime
-        raise KeyError(name)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "dir": str(self.dir), "phase": self.phase, "owner_pid": self.owner_pid,
-            "bin_dir": self.bin_dir, "versions": self.versions,
-            "clusters_path": self.clusters_path, "kubeconfig": str(self.kubeconfig),
-            "etcd_port": self.etcd_port, "etcd_peer_port": self.etcd_peer_port,
-            "clusters": [{**vars(c), "server": c.server} for c in self.clusters],
-            "procs": [p.to_json() for p in self.procs],
-            "started_at": self.started_at, "timings": self.timings,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> FleetState:
-        clusters = [ClusterRuntime(**{k: v for k, v in c.items() if k != "server"})
-                    for c in data.get("clusters", [])]
-        return cls(
-            dir=Path(data["dir"]), phase=data.get("phase", "starting"),
-            owner_pid=int(data.get("owner_pid", 0)), bin_dir=data.get("bin_dir", ""),
-            versions=dict(data.get("versions", {})),
-            clusters_path=data.get("clusters_path", ""),
-            etcd_port=int(data.get("etcd_port", 0)),
-            etcd_peer_port=int(data.get("etcd_peer_port", 0)), clusters=clusters,
-            procs=[Proc.from_json(p) for p in data.get("procs", [])],
-            started_at=float(data.get("started_at", 0.0)),
-            timings=dict(data.get("timings", {})),
-        )
-
-    def save(self) -> None:
-        tmp = self.dir / f"{STATE_FILE}.tmp"
-        tmp.write_text(json.dumps(self.to_json(), indent=2))
-        tmp.replace(self.dir / STATE_FILE)
-
-
-def read_state(directory: Path) -> FleetState | None:
-    """The recorded state of the fleet in ``directory``, if any."""
-    path = directory / STATE_FILE
-    try:
-        return FleetState.from_json(json.loads(path.read_text()))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise FleetError(f"{path} is unreadable ({exc}); remove {directory} by hand") from exc
-
-
-def is_running(state: FleetState) -> bool:
-    """True when the fleet finished starting and all its processes still run."""
-    return state.phase == "up" and bool(state.procs) and all(is_alive(p) for p in state.procs)
 
 
 @contextlib.contextmanager
@@ -241,131 +146,6 @@ def _clean(directory: Path) -> None:
             child.unlink(missing_ok=True)
 
 
-def _b64(path: Path) -> str:
-    return base64.b64encode(path.read_bytes()).decode()
-
-
-def write_kubeconfig(path: Path, entries: list[tuple[str, str]], pki: Pki, who: str,
-                     embed: bool = True, current: str | None = None) -> None:
-    """Write a kubeconfig with one context per (context, server), all as user ``who``."""
-    def files(kind: str, p: Path) -> dict[str, str]:
-        return {f"{kind}-data": _b64(p)} if embed else {kind: str(p)}
-
-    config = {
-        "apiVersion": "v1", "kind": "Config",
-        "clusters": [{"name": ctx, "cluster": {"server": server,
-                                               **files("certificate-authority", pki.ca_cert)}}
-                     for ctx, server in entries],
-        "users": [{"name": f"fleet-{who}",
-                   "user": {**files("client-certificate", pki.client_cert(who)),
-                            **files("client-key", pki.client_key(who))}}],
-        "contexts": [{"name": ctx, "context": {"cluster": ctx, "user": f"fleet-{who}"}}
-                     for ctx, _ in entries],
-        "current-context": current or entries[0][0],
-    }
-    yaml = YAML()
-    yaml.default_flow_style = False
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w") as out:
-        yaml.dump(config, out)
-    tmp.chmod(0o600)
-    tmp.replace(path)
-
-
-def apiserver_args(state: FleetState, runtime: ClusterRuntime, pki: Pki) -> list[str]:
-    """Command line of one kube-apiserver."""
-    return [
-        f"{state.bin_dir}/kube-apiserver",
-        "--bind-address=127.0.0.1", f"--secure-port={runtime.port}",
-        "--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none",
-        f"--etcd-servers=http://127.0.0.1:{state.etcd_port}",
-        f"--etcd-prefix={runtime.etcd_prefix}",
-        f"--tls-cert-file={pki.serving_cert}", f"--tls-private-key-file={pki.serving_key}",
-        f"--client-ca-file={pki.ca_cert}",
-        f"--requestheader-client-ca-file={pki.ca_cert}",
-        "--requestheader-allowed-names=front-proxy-client",
-        "--requestheader-username-headers=X-Remote-User",
-        "--requestheader-group-headers=X-Remote-Group",
-        "--requestheader-extra-headers-prefix=X-Remote-Extra-",
-        f"--proxy-client-cert-file={pki.client_cert('front-proxy-client')}",
-        f"--proxy-client-key-file={pki.client_key('front-proxy-client')}",
-        # pod logs / exec / metrics: the nodes' kubelet is their cluster's kwok (HTTPS)
-        f"--kubelet-certificate-authority={pki.ca_cert}",
-        f"--kubelet-client-certificate={pki.client_cert('admin')}",
-        f"--kubelet-client-key={pki.client_key('admin')}",
-        "--kubelet-preferred-address-types=InternalIP",
-        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-        f"--service-account-key-file={pki.sa_pub}",
-        f"--service-account-signing-key-file={pki.sa_key}",
-        f"--service-cluster-ip-range={SERVICE_CIDR}",
-        "--authorization-mode=RBAC", "--allow-privileged=true",
-        # GPU nodes are tainted nvidia.com/gpu; pods requesting GPUs get the toleration.
-        "--enable-admission-plugins=ExtendedResourceToleration",
-        "--enable-priority-and-fairness=false", "--profiling=false",
-        "--event-ttl=30m",
-    ]
-
-
-def _component_common(kubeconfig: Path, port: int) -> list[str]:
-    return [f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
-            f"--authorization-kubeconfig={kubeconfig}", "--bind-address=127.0.0.1",
-            f"--secure-port={port}", "--leader-elect=false"]
-
-
-def controller_manager_args(state: FleetState, runtime: ClusterRuntime, pki: Pki,
-                            kubeconfig: Path) -> list[str]:
-    """Command line of one kube-controller-manager."""
-    disabled = ",".join(f"-{c}" for c in DISABLED_CONTROLLERS)
-    return [
-        f"{state.bin_dir}/kube-controller-manager",
-        *_component_common(kubeconfig, runtime.controller_manager_port),
-        f"--controllers=*,{disabled}", f"--cluster-name={runtime.name}",
-        f"--service-account-private-key-file={pki.sa_key}", f"--root-ca-file={pki.ca_cert}",
-        f"--service-cluster-ip-range={SERVICE_CIDR}",
-        "--kube-api-qps=200", "--kube-api-burst=400",
-    ]
-
-
-def scheduler_args(state: FleetState, runtime: ClusterRuntime, kubeconfig: Path) -> list[str]:
-    """Command line of one kube-scheduler."""
-    return [f"{state.bin_dir}/kube-scheduler",
-            *_component_common(kubeconfig, runtime.scheduler_port),
-            "--kube-api-qps=200", "--kube-api-burst=400"]
-
-
-def kwok_args(state: FleetState, index: int, kubeconfig: Path) -> list[str]:
-    """Command line of one kwok (fakes the nodes annotated kwok.x-k8s.io/node=fake).
-
-    As kwokctl runs it: per-node Leases (``--node-lease-duration-seconds``) carry node
-    liveness, and its HTTPS server (``/healthz``, the nodes' emulated kubelet endpoints:
-    ``/metrics/nodes/<node>/metrics/resource``) listens on the cluster's ``kwok_port``,
-    which the nodes report as their kubelet port.
-    """
-    runtime = state.clusters[index]
-    pki = Pki(state.dir / "pki")
-    return [f"{state.bin_dir}/kwok", f"--kubeconfig={kubeconfig}", f"--config={STAGES}",
-            f"--config={USAGE}", f"--config={debugging.kwok_config(state.dir)}",
-            "--manage-all-nodes=false", f"--manage-nodes-with-annotation-selector={KWOK_SELECTOR}",
-            "--node-ip=127.0.0.1", f"--cidr=10.{64 + index % 64}.0.1/16",
-            f"--node-lease-duration-seconds={NODE_LEASE_SECONDS}",
-            f"--server-address=127.0.0.1:{runtime.kwok_port}",
-            f"--node-port={runtime.kwok_port}", f"--tls-cert-file={pki.serving_cert}",
-            f"--tls-private-key-file={pki.serving_key}", "--v=WARN"]
-
-
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "GOFLAGS")}
-    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
-    return env
-
-
-def api_client(state: FleetState, context: str) -> Any:
-    """A kubernetes ApiClient for one context of the fleet (close it when done)."""
-    from kubernetes import config as kconfig
-
-    return kconfig.new_client_from_config(config_file=str(state.kubeconfig), context=context)
-
-
 def _create_nodes(state: FleetState, specs: dict[str, ClusterSpec]) -> None:
     """Create every cluster's kwok Node objects, addon CRDs and storage classes."""
     from kubernetes import client
@@ -382,7 +162,9 @@ def _create_nodes(state: FleetState, specs: dict[str, ClusterSpec]) -> None:
                 # status is not always kept on create; set it explicitly (kwok keeps it)
                 core.patch_node_status(node["metadata"]["name"], {"status": node["status"]})
             runtime.nodes = [n["metadata"]["name"] for n in nodes]
-            addons.install(api, spec.addons)
+            addons.install(api, spec.addons, Path(state.bin_dir))
+            if runtime.training_operator_port:
+                training.prepare(api)
             storage.install(api)
         except ApiException as exc:
             raise FleetError(f"cluster {runtime.name}: creating nodes failed: "
@@ -520,63 +302,15 @@ def up(clusters_path: str | Path, directory: str | Path | None = None,
         return state
 
 
-PER_CLUSTER_PORTS = 5  # apiserver, controller-manager, scheduler, kwok, metrics-server
+#: apiserver, controller-manager, scheduler, kwok, metrics-server, training operator x2
+PER_CLUSTER_PORTS = 7
 
-
-def _kubeconfig_of(state: FleetState, runtime: ClusterRuntime, who: str) -> Path:
-    return state.dir / "clusters" / runtime.name / f"{who}.kubeconfig"
-
-
-def _insecure_context() -> ssl.SSLContext:
-    """For the components' self-signed serving certs (health probes only)."""
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    return ctx
-
-
-def _launch(state: FleetState, runtime: ClusterRuntime, component: str,
-            env: dict[str, str]) -> tuple[Proc, str, ssl.SSLContext | None]:
-    """Spawn one component of a cluster; return it with the URL that says it is ready."""
-    pki = Pki(state.dir / "pki")
-    index = state.clusters.index(runtime)
-    if component == "kube-apiserver":
-        argv = apiserver_args(state, runtime, pki)
-        url = f"{runtime.server}/readyz"
-        ctx: ssl.SSLContext | None = client_ssl_context(
-            pki.ca_cert, pki.client_cert("admin"), pki.client_key("admin"))
-    elif component == "kube-controller-manager":
-        argv = controller_manager_args(state, runtime, pki,
-                                       _kubeconfig_of(state, runtime, "controller-manager"))
-        url = f"https://127.0.0.1:{runtime.controller_manager_port}/healthz"
-        ctx = _insecure_context()
-    elif component == "kube-scheduler":
-        argv = scheduler_args(state, runtime, _kubeconfig_of(state, runtime, "scheduler"))
-        url = f"https://127.0.0.1:{runtime.scheduler_port}/readyz"
-        ctx = _insecure_context()
-    elif component == "kwok":
-        argv = kwok_args(state, index, _kubeconfig_of(state, runtime, "kwok"))
-        url = f"https://127.0.0.1:{runtime.kwok_port}/healthz"
-        ctx = client_ssl_context(pki.ca_cert, pki.client_cert("admin"),
-                                 pki.client_key("admin"))
-    elif component == "metrics-server" and runtime.metrics_server_port:
-        argv = metrics.metrics_server_args(
-            f"{state.bin_dir}/metrics-server", runtime.metrics_server_port, runtime.kwok_port,
-            pki, _kubeconfig_of(state, runtime, "metrics-server"))
-        url = f"https://127.0.0.1:{runtime.metrics_server_port}/livez"
-        ctx = client_ssl_context(pki.ca_cert, pki.client_cert("admin"),
-                                 pki.client_key("admin"))
-    else:
-        raise FleetError(f"unknown component {component!r} (one of: {', '.join(COMPONENTS)})")
-    proc = spawn(f"{component}[{runtime.name}]", argv,
-                 state.dir / "logs" / f"{runtime.name}.{component}.log", env=env)
-    return proc, url, ctx
 
 
 def _start(state: FleetState, specs: dict[str, ClusterSpec], echo: Echo,
            timings: dict[str, float]) -> None:
     directory = state.dir
-    env = _env()
+    env = environment()
     logs = directory / "logs"
     with _step("certificates", echo, timings):
         pki = generate_pki(directory / "pki")
@@ -587,10 +321,14 @@ def _start(state: FleetState, specs: dict[str, ClusterSpec], echo: Echo,
     state.etcd_port, state.etcd_peer_port = ports[0], ports[1]
     for i, (name, spec) in enumerate(specs.items()):
         p = ports[2 + PER_CLUSTER_PORTS * i: 2 + PER_CLUSTER_PORTS * (i + 1)]
+        member = name != HOST
+        trains = member and training.ADDON in spec.addons
         state.clusters.append(ClusterRuntime(name=name, context=spec.context, port=p[0],
                                              controller_manager_port=p[1],
                                              scheduler_port=p[2], kwok_port=p[3],
-                                             metrics_server_port=0 if name == HOST else p[4],
+                                             metrics_server_port=p[4] if member else 0,
+                                             training_operator_port=p[5] if trains else 0,
+                                             training_webhook_port=p[6] if trains else 0,
                                              etcd_prefix=f"/pincompile/{name}"))
     state.save()
     write_kubeconfig(state.kubeconfig, [(r.context, r.server) for r in state.clusters],
@@ -613,7 +351,7 @@ def _start(state: FleetState, specs: dict[str, ClusterSpec], echo: Echo,
         wait_until_ready([(etcd, f"{etcd_url}/health", None)], timeout=60)
 
     with _step(f"kube-apiserver x{len(state.clusters)}", echo, timings):
-        waits = [_launch(state, runtime, "kube-apiserver", env) for runtime in state.clusters]
+        waits = [launch(state, runtime, "kube-apiserver", env) for runtime in state.clusters]
         state.procs += [proc for proc, _, _ in waits]
         state.save()
         wait_until_ready(waits, timeout=APISERVER_TIMEOUT)
@@ -621,17 +359,19 @@ def _start(state: FleetState, specs: dict[str, ClusterSpec], echo: Echo,
     with _step("nodes, CRDs, storage classes", echo, timings):
         _create_nodes(state, specs)
 
-    with _step("controllers, kwok, metrics-servers", echo, timings):
+    with _step("controllers, kwok, metrics, training", echo, timings):
         waits = []
         for runtime in state.clusters:
-            for who in ("controller-manager", "scheduler", "kwok", "metrics-server"):
-                path = _kubeconfig_of(state, runtime, who)
+            for who in ("controller-manager", "scheduler", "kwok", "metrics-server",
+                        "training-operator"):
+                path = kubeconfig_of(state, runtime, who)
                 path.parent.mkdir(parents=True, exist_ok=True)
                 write_kubeconfig(path, [(runtime.context, runtime.server)], pki, who,
                                  embed=False)
-            for component in COMPONENTS[1:]:
-                if component != "metrics-server" or runtime.metrics_server_port:
-                    waits.append(_launch(state, runtime, component, env))
+            if runtime.training_operator_port:
+                training.write_certificates(cluster_dir(state, runtime), pki)
+            for component in runtime.components[1:]:
+                waits.append(launch(state, runtime, component, env))
         state.procs += [proc for proc, _, _ in waits]
         state.procs.append(spawn(debugging.LOG_WRITER, debugging.log_writer_argv(),
                                  debugging.log_file(directory), env=env))
@@ -684,6 +424,8 @@ def _component_proc(state: FleetState, cluster: str, component: str) -> tuple[
     except KeyError:
         names = ", ".join(c.name for c in state.clusters)
         raise FleetError(f"no cluster {cluster!r} in the fleet (clusters: {names})") from None
+    if component not in runtime.components:
+        raise FleetError(f"cluster {runtime.name} runs no {component}")
     name = f"{component}[{runtime.name}]"
     for index, proc in enumerate(state.procs):
         if proc.name == name:
@@ -738,7 +480,7 @@ def start_component(state: FleetState, cluster: str, component: str,
         if is_alive(current.procs[index]):
             state.procs[:] = current.procs
             return
-        proc, url, ctx = _launch(current, runtime, component, _env())
+        proc, url, ctx = launch(current, runtime, component, environment())
         current.procs[index] = proc
         current.save()
         state.procs[:] = current.procs

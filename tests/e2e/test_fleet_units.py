@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.fleet import addons, build, ports, storage
+from reconciler.fleet import addons, build, ports, storage, training
 from reconciler.fleet.clusters import ClusterSpec, ClusterSpecError, load_clusters
 from reconciler.fleet.fleet import STAGES
 from reconciler.fleet.nodes import (
@@ -133,9 +133,45 @@ def test_host_cluster_is_small() -> None:
     assert len(nodes) == 1 and nodes[0]["metadata"]["name"] == "host-general-0"
 
 
-def test_addon_crds() -> None:
-    names = {c["metadata"]["name"] for c in addons.crds_for(["kubeflow-training", "nope"])}
-    assert {"tfjobs.kubeflow.org", "pytorchjobs.kubeflow.org"} <= names
+def test_addon_crds_are_the_operators_for_training_and_stand_ins_for_keda(
+        tmp_path: Path) -> None:
+    (tmp_path / build.CRD_DIR).mkdir()
+    for name in build.TRAINING_OPERATOR_CRDS:
+        group_plural = name.split("_", 1)[1] + ".kubeflow.org"
+        build.crd_path(tmp_path, name).write_text(json.dumps(
+            {"kind": "CustomResourceDefinition", "metadata": {"name": group_plural}}))
+    crds = {c["metadata"]["name"]: c
+            for c in addons.crds_for(["kubeflow-training", "keda", "nope"], tmp_path)}
+    assert set(crds) == {"tfjobs.kubeflow.org", "pytorchjobs.kubeflow.org",
+                         "scaledobjects.keda.sh", "scaledjobs.keda.sh",
+                         "triggerauthentications.keda.sh"}
+    assert crds["tfjobs.kubeflow.org"]["metadata"]["labels"] == {
+        addons.LABEL: "kubeflow-training"}
+    assert "spec" not in crds["tfjobs.kubeflow.org"]  # as stored: the release's own schema
+
+
+def test_training_operator_listens_on_loopback_and_serves_tfjob_and_pytorchjob() -> None:
+    args = training.training_operator_args("/bin/op", 2001, 2002, Path("/k"))
+    assert "--health-probe-bind-address=127.0.0.1:2001" in args
+    assert "--metrics-bind-address=0" in args and "--webhook-server-port=2002" in args
+    assert [a for a in args if a.startswith("--enable-scheme=")] == [
+        "--enable-scheme=tfjob", "--enable-scheme=pytorchjob"]
+    env = training.environment({"PATH": "/bin"}, Path("/fleet/clusters/c"))
+    assert env["TMPDIR"] == "/fleet/clusters/c/training-operator-tmp"
+    assert env["MY_POD_NAMESPACE"] == training.NAMESPACE
+
+
+def test_a_cluster_runs_the_components_it_has_ports_for() -> None:
+    from reconciler.fleet.fleet import ClusterRuntime
+
+    host = ClusterRuntime("host", "host", 1, 2, 3, "/h", kwok_port=4)
+    member = ClusterRuntime("m", "m", 1, 2, 3, "/m", kwok_port=4, metrics_server_port=5)
+    trains = ClusterRuntime("t", "t", 1, 2, 3, "/t", kwok_port=4, metrics_server_port=5,
+                            training_operator_port=6, training_webhook_port=7)
+    control = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+    assert host.components == control
+    assert member.components == (*control, "metrics-server")
+    assert trains.components == (*control, "metrics-server", "training-operator")
 
 
 def test_choose_ports_are_distinct_free_and_not_excluded() -> None:
@@ -232,13 +268,36 @@ def test_pods_recover_only_where_no_other_stage_applies() -> None:
     again = stages["pod-ready-again"]["spec"]["selector"]["matchExpressions"]
     policy = next(e for e in again if e.get("key") == ".spec.restartPolicy")
     assert policy["operator"] == "In" and policy["values"] == ["Always"]
-    for name in ("pod-complete", "pod-fail"):
+    policies = {}
+    for name in ("pod-complete", "pod-fail", "pod-restart-on-failure"):
         other = stages[name]["spec"]["selector"]["matchExpressions"]
         rule = next(e for e in other if e.get("key") == ".spec.restartPolicy")
-        assert rule["operator"] == "NotIn" and rule["values"] == ["Always"]
+        policies[name] = (rule["operator"], rule["values"])
+    assert policies == {"pod-complete": ("NotIn", ["Always"]),
+                        "pod-fail": ("In", ["Never"]),
+                        "pod-restart-on-failure": ("In", ["OnFailure"])}
     assert "!self.spec.containers.exists" in json.dumps(again)
     template = stages["pod-ready-again"]["spec"]["next"]["statusTemplate"]
     assert 'status: "True"\n  type: Ready' in template
+
+
+def test_a_failing_pod_ends_failed_under_never_and_restarts_under_on_failure() -> None:
+    """Only one stage applies to a running run-to-completion pod: it completes without
+    the exit-code annotation; with it, it fails (Never) or its containers restart
+    (OnFailure), as a kubelet does, so restarts count against a backoff limit."""
+    stages = _stages()
+
+    def annotation(name: str) -> str:
+        rules = stages[name]["spec"]["selector"]["matchExpressions"]
+        return next(e["operator"] for e in rules if "exit-code" in e.get("key", ""))
+
+    assert annotation("pod-complete") == "DoesNotExist"
+    assert annotation("pod-fail") == annotation("pod-restart-on-failure") == "Exists"
+    restart = stages["pod-restart-on-failure"]["spec"]
+    assert restart["delay"]["durationMilliseconds"] == 10000  # a kubelet's first back-off
+    template = restart["next"]["statusTemplate"]
+    assert "restartCount: {{ add1 .restartCount }}" in template
+    assert "phase" not in template  # the pod stays Running
 
 
 def test_kwok_runs_with_node_leases_and_a_health_port(tmp_path: Path) -> None:
@@ -316,13 +375,16 @@ def test_node_health_summary() -> None:
 
 
 FAKE_GO = """#!/bin/sh
-# a stand-in for `go`: `go list -deps` names 3 packages, `go build -v -o DIR/ ...` prints
-# them slowly and writes the binaries
+# a stand-in for `go`: `go list -m` names the training operator's module directory,
+# `go list -deps` names 3 packages, `go build -v -o DIR/ ...` prints them slowly and writes
+# the binaries
+if [ "$1" = list ] && [ "$2" = -m ]; then echo "$FAKE_OPERATOR_DIR"; exit 0; fi
 if [ "$1" = list ]; then printf 'runtime\\nexample.com/a\\nexample.com/b\\n'; exit 0; fi
 out=""; prev=""
 for arg in "$@"; do [ "$prev" = "-o" ] && out="$arg"; prev="$arg"; done
 for pkg in runtime example.com/a example.com/b; do echo "$pkg"; sleep 0.4; done
-for bin in server kube-apiserver kube-controller-manager kube-scheduler kwok metrics-server; do
+for bin in server kube-apiserver kube-controller-manager kube-scheduler kwok metrics-server \
+    training-operator.v1; do
   touch "$out$bin"; done
 """
 
@@ -338,6 +400,15 @@ def fake_toolchain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "metrics-server").mkdir()
     (tmp_path / "metrics-server" / "go.mod").write_text(
         "module fake-metrics\n\nrequire sigs.k8s.io/metrics-server v0.8.0\n")
+    (tmp_path / "training-operator").mkdir()
+    (tmp_path / "training-operator" / "go.mod").write_text(
+        "module fake-training\n\nrequire github.com/kubeflow/training-operator v1.8.1\n")
+    crds = tmp_path / "operator-module" / "manifests" / "base" / "crds"
+    crds.mkdir(parents=True)
+    for name in build.TRAINING_OPERATOR_CRDS:
+        (crds / f"{name}.yaml").write_text(f"kind: CustomResourceDefinition\n"
+                                           f"metadata: {{name: {name}}}\n")
+    monkeypatch.setenv("FAKE_OPERATOR_DIR", str(tmp_path / "operator-module"))
     monkeypatch.setenv("PINCOMPILE_GO", str(go))
     monkeypatch.setenv("PINCOMPILE_FLEET_MODULE", str(mod))
     monkeypatch.setenv("PINCOMPILE_CACHE", str(tmp_path / "cache"))
@@ -348,6 +419,9 @@ def test_first_build_reports_packages_and_elapsed_time(fake_toolchain: Path) -> 
     lines: list[str] = []
     path = build.ensure_binaries(echo=lines.append, every=0.3)
     assert build.binaries_present(path) and (path / "etcd").is_file()
+    # the training operator's CRDs of the release built, stored as JSON with the binaries
+    assert build.load_crd(path, "kubeflow.org_tfjobs") == {
+        "kind": "CustomResourceDefinition", "metadata": {"name": "kubeflow.org_tfjobs"}}
     progress = [line for line in lines if line.startswith("building the fleet binaries:")]
     assert progress, lines
     assert any("/3 packages" in line and "elapsed (compiling example.com/" in line
@@ -375,6 +449,9 @@ def test_waiting_for_another_build_reports_its_progress(fake_toolchain: Path) ->
         target.mkdir()
         for name in build.PACKAGES:
             (target / name).write_text("")
+        (target / build.CRD_DIR).mkdir()
+        for name in build.TRAINING_OPERATOR_CRDS:
+            build.crd_path(target, name).write_text("{}")
         (target / build.STAMP).write_text("done")
         fcntl.flock(other, fcntl.LOCK_UN)
     waiter.join(timeout=10)
@@ -383,6 +460,24 @@ def test_waiting_for_another_build_reports_its_progress(fake_toolchain: Path) ->
                                "2/10 packages") for line in lines), lines
     assert lines[-2].startswith("fleet binaries built by another process")
     assert lines[-1] == str(target)
+
+
+def test_training_operator_is_pinned_in_its_own_module_and_in_the_cache_key(
+        tmp_path: Path) -> None:
+    mod = build.module_dir()
+    assert build.versions(mod)["training-operator"] == "v1.8.1"
+    assert build.training_operator_module_dir(mod) == mod.parent / "training-operator"
+    assert "training-operator" in build.PACKAGES
+    copy = tmp_path / "fleet"
+    copy.mkdir()
+    for name in ("go.mod", "go.sum"):
+        (copy / name).write_text((mod / name).read_text())
+    (tmp_path / "training-operator").mkdir()
+    pinned = (build.training_operator_module_dir(mod) / "go.mod").read_text()
+    (tmp_path / "training-operator" / "go.mod").write_text(pinned)
+    same = build.version_hash(copy)
+    (tmp_path / "training-operator" / "go.mod").write_text(pinned.replace("v1.8.1", "v1.9.0"))
+    assert build.version_hash(copy) != same
 
 
 def test_metrics_server_is_pinned_in_its_own_module_and_in_the_cache_key(
@@ -472,8 +567,9 @@ def test_demo_summary_names_every_app_that_is_not_healthy_or_suspended() -> None
 
     line, ok = summary([row("PinApp", "a", "Healthy"), row("PinJob", "b", "Healthy"),
                         row("PinApp", "c", "Suspended"), row("Cluster", "x", "Unknown")])
-    assert ok and line == ("demo: 2 of 3 apps Healthy, 1 Suspended on purpose (paused or "
-                           "stopped in the examples); every app is Healthy or Suspended")
+    assert ok and line == ("demo: 2 of 3 apps Healthy (finished jobs: Completed), 1 "
+                           "Suspended on purpose (paused or stopped in the examples); every "
+                           "app is Healthy, Completed or Suspended on purpose")
     line, ok = summary([row("PinApp", "a", "Healthy"),
                         row("PinterestTrainingJob", "t", "Progressing", "waiting")])
     assert not ok

@@ -13,20 +13,21 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from ruamel.yaml import YAML
 
-from pincompile.manifest import Manifest
-from pincompile.pipeline import compile_path
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.cli import fleet as fleet_cli
 from reconciler.fleet.clusters import ClusterSpec
-from reconciler.fleet.nodes import GPU, parse_quantity
-from tests.e2e.support import wait_for
+from tests.e2e.support import (
+    apply_all,
+    compile_for,
+    general_cluster,
+    project_and_app,
+    wait_for,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -35,31 +36,9 @@ APP = "api"
 TARGET = 50  # targetUtilization (% of the CPU request)
 MAX = 4
 SCALE_DOWN_WINDOW = 30  # cooldown.scaleDown, seconds
-APPLY_ORDER = ("Namespace", "PriorityClass", "ResourceQuota", "Deployment",
-               "PodDisruptionBudget", "HorizontalPodAutoscaler")
 Kube = Callable[[str], Any]
 
-APP_SPEC = f"""\
-apiVersion: pincompute.io/v1
-kind: Project
-metadata: {{name: {PROJECT}}}
-spec:
-  owners: [e2e]
-  quota:
-    reserved: {{cpu: "8", memory: 16Gi}}
----
-apiVersion: pincompute.io/v1
-kind: PinApp
-metadata: {{name: {APP}, project: {PROJECT}}}
-spec:
-  replicas: 1
-  tier: reserved
-  placement: {{clusters: [CLUSTER]}}
-  template:
-    containers:
-      - name: main
-        image: registry.internal/e2e/api:1.0
-        resources: {{cpu: 100m, memory: 64Mi}}
+SCALER_SPEC = f"""\
 ---
 apiVersion: pincompute.io/v1
 kind: PinScaler
@@ -72,32 +51,6 @@ spec:
     - {{type: cpu, targetUtilization: {TARGET}}}
   cooldown: {{scaleUp: 0s, scaleDown: {SCALE_DOWN_WINDOW}s}}
 """
-
-
-def general_cluster(specs: dict[str, ClusterSpec]) -> ClusterSpec:
-    for spec in specs.values():
-        if spec.schedulable and parse_quantity(spec.capacity.get(GPU, "0")) == 0:
-            return spec
-    pytest.skip("the fleet has no schedulable general cluster")
-
-
-def compiled_for(fleet: fleet_mod.FleetState, cluster: ClusterSpec, root: Path
-                 ) -> list[Manifest]:
-    """The objects ``pincompile compile`` makes of APP_SPEC for ``cluster``, in apply order."""
-    (root / "platform").mkdir()
-    files = sorted(Path(fleet.clusters_path).rglob("*.yaml")) if Path(
-        fleet.clusters_path).is_dir() else [Path(fleet.clusters_path)]
-    yaml = YAML(typ="safe")
-    clusters = [d for f in files for d in yaml.load_all(f.read_text())
-                if isinstance(d, dict) and d.get("kind") == "Cluster"]
-    with open(root / "platform" / "clusters.yaml", "w") as out:
-        YAML().dump_all(clusters, out)
-    # the Project and its app in one file: the platform folder may hold both
-    (root / "platform" / "api.yaml").write_text(APP_SPEC.replace("CLUSTER", cluster.name))
-    result = compile_path(root, revision="e2e")
-    assert result.ok, [str(d) for d in result.diagnostics]
-    mine = [m for m in result.manifests if m.cluster == cluster.name and m.kind in APPLY_ORDER]
-    return sorted(mine, key=lambda m: APPLY_ORDER.index(m.kind))
 
 
 @dataclass
@@ -115,26 +68,14 @@ class ReplicaWatch:
 def deployment(fleet: fleet_mod.FleetState, fleet_specs: dict[str, ClusterSpec], kube: Kube,
                tmp_path_factory: pytest.TempPathFactory
                ) -> Iterator[tuple[ClusterSpec, ReplicaWatch]]:
-    from kubernetes import client, dynamic, watch
-    from kubernetes.client.rest import ApiException
+    from kubernetes import client, watch
 
     cluster = general_cluster(fleet_specs)
     context = cluster.context
-    scheduling: Any = client.SchedulingV1Api(kube(context))
-    created_classes = []
-    for manifest in compiled_for(fleet, cluster, tmp_path_factory.mktemp("cpu-specs")):
-        if manifest.kind == "PriorityClass":  # shared by the cluster's apps: only if absent
-            try:
-                scheduling.create_priority_class(manifest.obj)
-                created_classes.append(manifest.name)
-            except ApiException as exc:
-                if exc.status != 409:
-                    raise
-            continue
-        resource = dynamic.DynamicClient(kube(context)).resources.get(
-            api_version=manifest.api_version, kind=manifest.kind)
-        resource.server_side_apply(body=manifest.obj, namespace=manifest.namespace,
-                                   field_manager="pincompile-e2e", force_conflicts=True)
+    specs = project_and_app(PROJECT, APP, cluster.name, "registry.internal/e2e/api:1.0")
+    manifests = compile_for(fleet.clusters_path, cluster.name, specs + SCALER_SPEC,
+                            tmp_path_factory.mktemp("cpu-specs"))
+    created_classes = apply_all(kube(context), manifests)
     apps: Any = client.AppsV1Api(kube(context))
     seen = ReplicaWatch()
 
@@ -156,7 +97,7 @@ def deployment(fleet: fleet_mod.FleetState, fleet_specs: dict[str, ClusterSpec],
         thread.join(timeout=15)
         client.CoreV1Api(kube(context)).delete_namespace(PROJECT)
         for name in created_classes:
-            scheduling.delete_priority_class(name)
+            client.SchedulingV1Api(kube(context)).delete_priority_class(name)
 
 
 def cpu_reading(kube: Kube, context: str) -> tuple[int | None, dict[str, Any]]:

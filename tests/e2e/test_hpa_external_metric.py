@@ -14,21 +14,24 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
 from metrics_server import ExternalMetricsServer, register, unregister
-from ruamel.yaml import YAML
 
 from pincompile.manifest import LABEL_APP, LABEL_CLUSTER, LABEL_PROJECT, Manifest
-from pincompile.pipeline import compile_path
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.clusters import ClusterSpec
-from reconciler.fleet.nodes import GPU, parse_quantity
 from reconciler.scaling import hpa_floor, with_scheduled_floor
-from tests.e2e.support import wait_for
+from tests.e2e.support import (
+    apply_all,
+    compile_for,
+    general_cluster,
+    project_and_app,
+    server_side_apply,
+    wait_for,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -42,31 +45,9 @@ SCALE_DOWN_WINDOW = 30  # cooldown.scaleDown, seconds
 LA = ZoneInfo("America/Los_Angeles")
 WINDOW_OPEN = datetime(2026, 6, 8, 10, 0, tzinfo=LA)  # a Monday, inside 09:00-17:00
 WINDOW_CLOSED = datetime(2026, 6, 6, 10, 0, tzinfo=LA)  # a Saturday
-APPLY_ORDER = ("Namespace", "PriorityClass", "ResourceQuota", "Deployment",
-               "PodDisruptionBudget", "HorizontalPodAutoscaler")
 Kube = Callable[[str], Any]
 
-APP_SPEC = f"""\
-apiVersion: pincompute.io/v1
-kind: Project
-metadata: {{name: {PROJECT}}}
-spec:
-  owners: [e2e]
-  quota:
-    reserved: {{cpu: "8", memory: 16Gi}}
----
-apiVersion: pincompute.io/v1
-kind: PinApp
-metadata: {{name: {APP}, project: {PROJECT}}}
-spec:
-  replicas: 1
-  tier: reserved
-  placement: {{clusters: [CLUSTER]}}
-  template:
-    containers:
-      - name: main
-        image: registry.internal/e2e/web:1.0
-        resources: {{cpu: 100m, memory: 64Mi}}
+SCALER_SPEC = f"""\
 ---
 apiVersion: pincompute.io/v1
 kind: PinScaler
@@ -88,21 +69,6 @@ spec:
 
 
 # --- the compiled app ----------------------------------------------------------------------
-def cluster_for_test(specs: dict[str, ClusterSpec]) -> ClusterSpec:
-    """A schedulable cluster without GPUs."""
-    for spec in specs.values():
-        if spec.schedulable and parse_quantity(spec.capacity.get(GPU, "0")) == 0:
-            return spec
-    pytest.skip("the fleet has no schedulable general cluster")
-
-
-def cluster_documents(path: Path) -> list[dict[str, Any]]:
-    files = sorted(path.rglob("*.yaml")) if path.is_dir() else [path]
-    yaml = YAML(typ="safe")
-    return [doc for f in files for doc in yaml.load_all(f.read_text())
-            if isinstance(doc, dict) and doc.get("kind") == "Cluster"]
-
-
 @dataclass
 class CompiledApp:
     cluster: ClusterSpec
@@ -115,28 +81,15 @@ class CompiledApp:
 @pytest.fixture(scope="module")
 def compiled(fleet: fleet_mod.FleetState, fleet_specs: dict[str, ClusterSpec],
              tmp_path_factory: pytest.TempPathFactory) -> CompiledApp:
-    cluster = cluster_for_test(fleet_specs)
-    root = tmp_path_factory.mktemp("hpa-specs")
-    (root / "platform").mkdir()
-    yaml = YAML()
-    with open(root / "platform" / "clusters.yaml", "w") as out:
-        yaml.dump_all(cluster_documents(Path(fleet.clusters_path)), out)
-    # the Project and its app in one file: the platform folder may hold both
-    (root / "platform" / "web.yaml").write_text(APP_SPEC.replace("CLUSTER", cluster.name))
-    result = compile_path(root, revision="e2e")
-    assert result.ok, [str(d) for d in result.diagnostics]
-    mine = [m for m in result.manifests if m.cluster == cluster.name]
-    return CompiledApp(cluster, sorted(
-        (m for m in mine if m.kind in APPLY_ORDER), key=lambda m: APPLY_ORDER.index(m.kind)))
+    cluster = general_cluster(fleet_specs)
+    specs = project_and_app(PROJECT, APP, cluster.name, "registry.internal/e2e/web:1.0")
+    return CompiledApp(cluster, compile_for(fleet.clusters_path, cluster.name,
+                                            specs + SCALER_SPEC,
+                                            tmp_path_factory.mktemp("hpa-specs")))
 
 
 def apply(kube: Kube, context: str, obj: dict[str, Any]) -> None:
-    from kubernetes import dynamic
-
-    resource = dynamic.DynamicClient(kube(context)).resources.get(
-        api_version=obj["apiVersion"], kind=obj["kind"])
-    resource.server_side_apply(body=obj, namespace=obj["metadata"].get("namespace"),
-                               field_manager="pincompile-e2e", force_conflicts=True)
+    server_side_apply(kube(context), obj)
 
 
 # --- the metrics server and the running app ------------------------------------------------
@@ -175,24 +128,15 @@ class DeploymentWatch:
 def deployment(compiled: CompiledApp, metrics: ExternalMetricsServer,
                kube: Kube) -> Iterator[DeploymentWatch]:
     from kubernetes import client, watch
-    from kubernetes.client.rest import ApiException
 
     context = compiled.cluster.context
-    scheduling: Any = client.SchedulingV1Api(kube(context))
-    created_classes = []
-    for manifest in compiled.manifests:
-        obj = manifest.obj
-        if manifest.kind == "PriorityClass":  # shared by the cluster's apps: only if absent
-            try:
-                scheduling.create_priority_class(obj)
-                created_classes.append(manifest.name)
-            except ApiException as exc:
-                if exc.status != 409:
-                    raise
-            continue
+
+    def at_base_floor(manifest: Manifest) -> dict[str, Any]:
         if manifest.kind == "HorizontalPodAutoscaler":
-            obj = with_scheduled_floor(obj, WINDOW_CLOSED)  # the base floor
-        apply(kube, context, obj)
+            return with_scheduled_floor(manifest.obj, WINDOW_CLOSED)  # the base floor
+        return manifest.obj
+
+    created_classes = apply_all(kube(context), compiled.manifests, at_base_floor)
     apps: Any = client.AppsV1Api(kube(context))
     seen = DeploymentWatch()
 
@@ -217,7 +161,7 @@ def deployment(compiled: CompiledApp, metrics: ExternalMetricsServer,
         thread.join(timeout=15)
         client.CoreV1Api(kube(context)).delete_namespace(PROJECT)
         for name in created_classes:
-            scheduling.delete_priority_class(name)
+            client.SchedulingV1Api(kube(context)).delete_priority_class(name)
 
 
 def hpa_status(kube: Kube, context: str) -> Any:
