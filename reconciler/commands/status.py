@@ -13,6 +13,7 @@ import yaml
 from pincompile.commands.common import EXIT_OK, EXIT_USAGE, fail
 from reconciler.clients.connect import Connection
 from reconciler.commands.common import cluster_errors, usable_kubeconfig
+from reconciler.host import read_rows
 
 
 @click.command("status")
@@ -85,24 +86,6 @@ def _parse(app: str | None) -> tuple[str, str, str] | None:
     if len(parts) != 3:
         fail(f"expected KIND/PROJECT/NAME, got {app!r}", EXIT_USAGE)
     return parts[0], parts[1], parts[2]
-
-
-def read_rows(conn: Connection) -> list[dict[str, Any]]:
-    """Every workload's stored status on the host; then a row per member cluster that is
-    not simply reachable (kind ``Cluster``, its ``status.failover``)."""
-    from pincompile.models import WORKLOAD_KINDS
-    from reconciler.host import app_key, read_apps, spec_kinds
-
-    kinds = [k for k in spec_kinds() if k.kind in (*WORKLOAD_KINDS, "Cluster")]
-    rows = []
-    for key, cr in sorted(read_apps(conn, kinds).items(), key=lambda i: app_key(i[1])):
-        st = cr.get("status") or {}
-        if key[0] == "Cluster" and (st.get("failover") or {}).get("phase", "Reachable") \
-                == "Reachable":
-            continue
-        rows.append({"kind": key[0], "project": key[1], "name": key[2], "status": st})
-    return [r for r in rows if r["kind"] != "Cluster"] + [r for r in rows
-                                                          if r["kind"] == "Cluster"]
 
 
 def render(rows: list[dict[str, Any]], fmt: str) -> str:
