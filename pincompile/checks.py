@@ -146,7 +146,7 @@ def _used_by(user: tuple[str, Entry[Any] | None]) -> str:
 
 class _Later:
     """A location found only when a problem is reported there (finding one may load its
-    file again with positions: see :class:`~pincompile.positioned.Positions`)."""
+    file again with positions: see :class:`~pincompile.source.positioned.Positions`)."""
 
     def __init__(self, entry: Entry[Any], path: tuple[str | int, ...], *, key: bool = False
                  ) -> None:

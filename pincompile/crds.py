@@ -643,7 +643,7 @@ def custom_resource(document: Mapping[str, Any], *, namespace: str | None = None
 
 
 def to_yaml(documents: list[dict[str, Any]]) -> str:
-    """Multi-document YAML in the project's canonical form (``pincompile.output``)."""
-    from pincompile.output import to_yaml as canonical_yaml
+    """Multi-document YAML in the project's canonical form (``pincompile.emit.output``)."""
+    from pincompile.emit.output import to_yaml as canonical_yaml
 
     return "---\n".join(canonical_yaml(d) for d in documents)

@@ -48,15 +48,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pincompile.cache import FileState
 from pincompile.catalog import Catalog, Entry, note_invalid
 from pincompile.diagnostics import Diagnostic, add_new
+from pincompile.emit.output import PLACEMENT_FILE, json_text, manifest_path, serialize
 from pincompile.manifest import Manifest
 from pincompile.models import PinApp, PinScaler, PinterestService, Resource, Workload
-from pincompile.output import PLACEMENT_FILE, json_text, manifest_path, serialize
 from pincompile.placement.model import Decision, Key, Plan
 from pincompile.placement.plan import counts
 from pincompile.repoconfig import CONFIG_FILE, repo_config
+from pincompile.source.cache import FileState
 
 SCALABLE = (PinApp.KIND, PinterestService.KIND)
 Claim = tuple[str, ...]
@@ -209,8 +209,8 @@ class Snapshot:
         """Whether directory ``out`` holds exactly this snapshot's files (its marker aside):
         one ``listdir`` per directory, so a stray or deleted file (or directory) sends a
         compile down the full path."""
-        from pincompile.output import MARKER
-        from pincompile.treescan import RACY_MARGIN_NS
+        from pincompile.emit.output import MARKER
+        from pincompile.source.treescan import RACY_MARGIN_NS
 
         taken, seen = self.dirs_seen
         for folder, names in self.tree.items():
@@ -483,7 +483,7 @@ def fragments_of(text: str) -> dict[Key, str] | None:
 
 
 def placement_text(plan: Plan, fragments: Mapping[Key, str]) -> str:
-    """``placement.json``: :func:`pincompile.output.to_json` of ``plan.to_json()``, with
+    """``placement.json``: :func:`pincompile.emit.output.to_json` of ``plan.to_json()``, with
     every workload's entry taken from ``fragments`` (``workloads`` sorts last)."""
     whole = plan.to_json()
     whole.pop("workloads")
@@ -710,8 +710,8 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
                     catalog.add(entry)
 
     from pincompile.checks import check
+    from pincompile.emit.output import too_large_all
     from pincompile.expand import expand_all
-    from pincompile.output import too_large_all
     from pincompile.placement import plan as place
 
     note_invalid(catalog, (d for name in affected_files for d in states[name].loaded.documents))
@@ -840,7 +840,7 @@ def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]
 
 def context_of(revision: str, fmt: str) -> tuple[str, ...]:
     """What a snapshot is valid for: (pincompile code digest, revision, output format)."""
-    from pincompile.cache import code_digest
+    from pincompile.source.cache import code_digest
 
     return (code_digest(), revision, fmt)
 

@@ -13,18 +13,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pincompile import readahead
-from pincompile.cache import FileState, Store, file_digest
 from pincompile.catalog import Catalog, note_invalid
 from pincompile.diagnostics import Diagnostic, add_new
-from pincompile.loader import LoadResult, load_text
 from pincompile.manifest import Manifest
 from pincompile.parse import parse, parse_document
-from pincompile.readahead import Loading, ReadTree, load_ahead, read_ahead
 from pincompile.repoconfig import repo_config
+from pincompile.source import readahead
+from pincompile.source.cache import FileState, Store, file_digest
+from pincompile.source.loader import LoadResult, load_text
+from pincompile.source.readahead import Loading, ReadTree, load_ahead, read_ahead
 
 if TYPE_CHECKING:
-    from pincompile.emit import Emitted, Row
+    from pincompile.emit.parallel import Emitted, Row
 
 
 @dataclass
@@ -59,8 +59,8 @@ def _run_parsed(loaded: LoadResult, catalog: Catalog, diagnostics: list[Diagnost
     """check → place → expand over a parsed catalog (with ``jobs`` > 1 and a large catalog,
     the checks run in a forked process while placement runs here)."""
     from pincompile.checks import check
+    from pincompile.emit.output import too_large_all
     from pincompile.expand import expand_all
-    from pincompile.output import too_large_all
     from pincompile.placement import plan as place
 
     result = Result(catalog=catalog, sources=loaded.sources, diagnostics=diagnostics,
@@ -91,9 +91,9 @@ def _run_parsed(loaded: LoadResult, catalog: Catalog, diagnostics: list[Diagnost
 class Compiler:
     """Compiles spec trees again and again, loading and parsing only files that changed.
 
-    It keeps every file's :class:`~pincompile.cache.FileState` in memory between calls (a
+    It keeps every file's :class:`~pincompile.source.cache.FileState` in memory between calls (a
     long-running process such as ``serve`` keeps one ``Compiler``), and reads and writes
-    them in an on-disk :class:`~pincompile.cache.Store` when given one. Whatever it reuses,
+    them in an on-disk :class:`~pincompile.source.cache.Store` when given one. Whatever it reuses,
     :meth:`compile` returns what a cold :func:`run` over the same files returns.
 
     ``remember``: keep a snapshot of each clean compile so that the next :meth:`compile`
@@ -236,10 +236,10 @@ def compile_rendered(root: Path, *, fmt: str = "yaml", revision: str | None = No
                      cache_dir: Path | None = None, jobs: int | None = None,
                      read: ReadTree | None = None) -> tuple[Result, list[Row]]:
     """Compile ``root`` and serialize every object as ``fmt``, in ``jobs`` processes (see
-    :mod:`pincompile.emit`): the result (without objects) and one
-    :class:`~pincompile.emit.Row` per object, sorted by path, its text included (none when
+    :mod:`pincompile.emit.parallel`): the result (without objects) and one
+    :class:`~pincompile.emit.parallel.Row` per object, sorted by path, its text included (none when
     the result has diagnostics).
-    ``read``: ``root`` as :func:`~pincompile.readahead.read_ahead` read it (with the same
+    ``read``: ``root`` as :func:`~pincompile.source.readahead.read_ahead` read it (with the same
     ``cache_dir`` and ``jobs``)."""
     from pincompile.forked import cpus
 
@@ -258,7 +258,7 @@ def _expand(result: Result, directory: Path | None, *, fmt: str | None, revision
     and placed by ``result``; its problems join the result's diagnostics. With earlier
     diagnostics the objects are only generated for their problems (every error is reported
     at once) and no rows are returned."""
-    from pincompile.emit import Emitted, emit
+    from pincompile.emit.parallel import Emitted, emit
     from pincompile.incremental import digest
 
     if result.plan is None:
@@ -364,18 +364,18 @@ def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | 
     names the same content, and it has the same file names), only the changed apps are
     compiled again and only changed output files are written (see
     :mod:`pincompile.incremental`). Otherwise the objects are expanded and written by
-    ``jobs`` processes (default: one per CPU; see :mod:`pincompile.emit`); the result then
+    ``jobs`` processes (default: one per CPU; see :mod:`pincompile.emit.parallel`); the result then
     holds no objects. A file edited by hand inside OUT is not noticed (OUT is pincompile's:
     a full compile, or ``--no-cache``, rewrites it). Nothing is written when the result
     has diagnostics. ``scanning``: ROOT's walk already started by
-    :func:`~pincompile.treescan.scan_ahead` (with the same ``cache_dir``); or, without a
+    :func:`~pincompile.source.treescan.scan_ahead` (with the same ``cache_dir``); or, without a
     cache (nothing to reuse, so no walk by ``stat``), ``read``: ROOT as
-    :func:`~pincompile.readahead.read_ahead` read it (its files already being loaded).
+    :func:`~pincompile.source.readahead.read_ahead` read it (its files already being loaded).
     """
     from pincompile import incremental
+    from pincompile.emit.output import PLACEMENT_FILE, marker_id, update_tree
     from pincompile.forked import cpus
-    from pincompile.output import PLACEMENT_FILE, marker_id, update_tree
-    from pincompile.treescan import scan_tree
+    from pincompile.source.treescan import scan_tree
 
     revision = revision or git_revision(root)
     store = Store(cache_dir) if cache_dir is not None else None
@@ -421,7 +421,7 @@ def _full_compile(compiler: Compiler, out: Path, files: list[tuple[str, bytes]],
     """Compile ``files`` (or ``read``) and replace OUT with every object; with a cache, keep
     the snapshot of this compile under ``key``."""
     from pincompile import incremental
-    from pincompile.output import replace_tree
+    from pincompile.emit.output import replace_tree
 
     store, jobs = compiler.store, compiler.jobs
     result = compiler.compile(files, revision=revision, loaded=loaded, read=read, expand=False)
@@ -477,10 +477,10 @@ def validate_tree(root: Path, *, cache_dir: Path | None = None, jobs: int | None
     :func:`compile_to_dir` keeps one (without output files): when only app files changed
     since, only those apps are checked, placed and expanded again, and their errors are
     the ones a full check reports (see :mod:`pincompile.incremental`). ``scanning``:
-    ROOT's walk already started by :func:`~pincompile.treescan.scan_ahead`."""
+    ROOT's walk already started by :func:`~pincompile.source.treescan.scan_ahead`."""
     from pincompile import incremental
     from pincompile.forked import cpus
-    from pincompile.treescan import scan_tree
+    from pincompile.source.treescan import scan_tree
 
     store = Store(cache_dir) if cache_dir is not None else None
     scan = scanning.result() if scanning is not None else scan_tree(root, store)

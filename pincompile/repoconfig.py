@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pincompile.diagnostics import Diagnostic, Location
-from pincompile.loader_ruamel import load_documents
+from pincompile.source.loader_ruamel import load_documents
 
 CONFIG_FILE = "pincompile.yaml"
 CODE = "repo-config"

@@ -20,9 +20,9 @@ from ruamel.yaml.error import YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from pincompile.commands.common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, fail, report
-from pincompile.loader import read_tree
-from pincompile.output import to_yaml
+from pincompile.emit.output import to_yaml
 from pincompile.pipeline import Compiler
+from pincompile.source.loader import read_tree
 
 _ROOT = click.option("-C", "--root", "root", default=".", show_default=True,
                      type=click.Path(exists=True, file_okay=False, path_type=Path),

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from pincompile.commands.common import EXIT_INVALID, EXIT_USAGE, fail
-from pincompile.gitsource import GitError
+from pincompile.source.gitsource import GitError
 from reconciler.clients.connect import KubeconfigError
 from reconciler.commands.common import failover_options
 from reconciler.commands.options import DURATION

@@ -26,8 +26,8 @@ from pincompile.crds import (
     structural_schema,
     to_yaml,
 )
-from pincompile.loader import load_tree
 from pincompile.models import KINDS, PLATFORM_KINDS
+from pincompile.source.loader import load_tree
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"

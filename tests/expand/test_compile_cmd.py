@@ -13,7 +13,7 @@ from click.testing import CliRunner, Result
 from expand_support import siblings_left
 
 from pincompile.commands.compile import compile_cmd
-from pincompile.output import MARKER, PLACEMENT_FILE
+from pincompile.emit.output import MARKER, PLACEMENT_FILE
 from pincompile.pipeline import compile_path
 
 

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from pincompile.cli import cli
-from pincompile.output import MAX_OBJECT_BYTES
+from pincompile.emit.output import MAX_OBJECT_BYTES
 from pincompile.pipeline import compile_path
 
 SPEC = "apps/search/search-api.yaml"

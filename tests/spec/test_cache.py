@@ -13,11 +13,9 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pincompile.cache import ENTRY_DIR, Store
 from pincompile.cli import cli
 from pincompile.diagnostics import Diagnostic
-from pincompile.loader import load_tree, read_tree
-from pincompile.output import render_files
+from pincompile.emit.output import render_files
 from pincompile.pipeline import (
     VALIDATE_REVISION,
     Compiler,
@@ -27,6 +25,8 @@ from pincompile.pipeline import (
     run,
     validate_tree,
 )
+from pincompile.source.cache import ENTRY_DIR, Store
+from pincompile.source.loader import load_tree, read_tree
 
 from .conftest import files, write_tree
 
@@ -260,8 +260,8 @@ def test_an_output_tree_written_by_another_compile_is_replaced_as_a_whole(
 
 
 def test_placement_json_from_parts_is_the_same_bytes(tmp_path: Path) -> None:
+    from pincompile.emit.output import to_json
     from pincompile.incremental import fragment, fragments_of, placement_text
-    from pincompile.output import to_json
 
     result = compile_path(write_tree(tmp_path / "repo", files()), revision="test")
     assert result.plan is not None and result.plan.decisions
@@ -271,8 +271,8 @@ def test_placement_json_from_parts_is_the_same_bytes(tmp_path: Path) -> None:
 
 
 def test_placement_json_spliced_in_place_is_what_a_whole_rewrite_gives(tmp_path: Path) -> None:
+    from pincompile.emit.output import to_json
     from pincompile.incremental import fragment, placement_text, splice_placement
-    from pincompile.output import to_json
 
     result = compile_path(write_tree(tmp_path / "repo", files()), revision="test")
     assert result.plan is not None and len(result.plan.decisions) >= 3
@@ -510,6 +510,6 @@ def test_unchanged_output_directories_are_not_listed_but_strays_still_seen(
 def test_the_version_in_every_key_is_the_installed_one() -> None:
     from importlib import metadata
 
-    from pincompile.cache import _installed_version
+    from pincompile.source.cache import _installed_version
 
     assert _installed_version() == metadata.version("pincompile")

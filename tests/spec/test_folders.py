@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from pincompile.cli import cli
 from pincompile.pipeline import Compiler
-from pincompile.readahead import read_ahead
+from pincompile.source.readahead import read_ahead
 
 from .conftest import REPO_ROOT, doc, files, triples, validate, write_tree
 

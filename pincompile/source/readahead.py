@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from pincompile.cache import Store, file_digest
-from pincompile.loader import LoadResult, load_text, read_tree
+from pincompile.source.cache import Store, file_digest
+from pincompile.source.loader import LoadResult, load_text, read_tree
 
 LOAD_AHEAD_MIN = 100
 """Files (not cached) below which a compile loads them all in one process."""

@@ -27,11 +27,11 @@ from typing import Any, NamedTuple
 
 from pincompile.catalog import Catalog, Entry
 from pincompile.diagnostics import Diagnostic
+from pincompile.emit.output import PLACEMENT_FILE, manifest_path, serialize, to_json, too_large
 from pincompile.expand import expand_part, find_duplicates
 from pincompile.forked import Forked
 from pincompile.incremental import tree_sig
 from pincompile.manifest import Manifest
-from pincompile.output import PLACEMENT_FILE, manifest_path, serialize, to_json, too_large
 
 SMALL = 50
 """Specs per process below which fewer processes are used (a fork costs more than it
