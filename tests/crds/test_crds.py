@@ -23,9 +23,9 @@ from pincompile.crds import (
     crd,
     custom_resource,
     openapi_schema,
-    structural_schema,
     to_yaml,
 )
+from pincompile.crds.structural import structural_schema
 from pincompile.models import KINDS, PLATFORM_KINDS
 from pincompile.source.loader import load_tree
 
