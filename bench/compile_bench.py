@@ -343,7 +343,7 @@ def phase_serve(root: Path) -> dict[str, Any]:
     import gc
 
     from pincompile.cli import GC_THRESHOLDS
-    from pincompile.pipeline import Compiler
+    from pincompile.compiler import Compiler
     from pincompile.source.loader import read_tree
 
     gc.set_threshold(*GC_THRESHOLDS)  # as in serve's process

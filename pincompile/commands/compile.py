@@ -100,7 +100,7 @@ def compile_cmd(root: Path, output: str, clusters: tuple[str, ...], fmt: str,
         from pincompile.source.readahead import read_ahead
 
         read = read_ahead(root, cache, jobs)
-    from pincompile.pipeline import compile_rendered, compile_to_dir
+    from pincompile.emit.folder import compile_rendered, compile_to_dir
 
     if not to_stdout and not clusters:
         try:

@@ -20,8 +20,8 @@ from ruamel.yaml.error import YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from pincompile.commands.common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, fail, report
+from pincompile.compiler import Compiler
 from pincompile.emit.output import to_yaml
-from pincompile.pipeline import Compiler
 from pincompile.source.loader import read_tree
 
 _ROOT = click.option("-C", "--root", "root", default=".", show_default=True,

@@ -57,7 +57,7 @@ def validate(path: Path, fmt: str, quiet: bool, jobs: int | None,
         from pincompile.source.treescan import scan_ahead
 
         scanning = scan_ahead(path, cache)
-    from pincompile.pipeline import validate_tree
+    from pincompile.compiler import validate_tree
 
     done = validate_tree(path, cache_dir=cache, jobs=jobs, scanning=scanning)
     result = done.result

@@ -346,3 +346,18 @@ def path_exists(root: SpecRoot, sha: str) -> bool:
     except (OSError, subprocess.SubprocessError) as exc:
         raise GitError(f"git cat-file failed: {exc}") from exc
     return proc.returncode == 0
+
+
+def git_revision(root: Path) -> str:
+    """The git commit of ``root`` (``<sha>`` or ``<sha>-dirty``), or ``unknown``."""
+    import subprocess
+
+    try:
+        cwd = root if root.is_dir() else root.parent
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True,
+                             text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "."], cwd=cwd,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return f"{sha}-dirty" if dirty else sha
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"

@@ -4,7 +4,7 @@ imported.
 Importing the compiler (pydantic models, expansion) takes a one-shot command about 0.35 s.
 A command that walks the tree first and forks a process loading the later files no cache
 holds gets that loading done meanwhile: the child loads while this process imports and then
-loads and parses the first files (see :class:`pincompile.pipeline.Compiler`). This module
+loads and parses the first files (see :class:`pincompile.compiler.Compiler`). This module
 imports nothing heavy.
 """
 

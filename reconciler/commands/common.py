@@ -14,7 +14,8 @@ import click
 
 from pincompile.commands.common import EXIT_CLUSTER, EXIT_INVALID, EXIT_USAGE, fail
 from pincompile.commands.common import report as report_diagnostics
-from pincompile.pipeline import Result, compile_path
+from pincompile.compiler import compile_path
+from pincompile.pipeline import Result
 from reconciler.commands.options import DURATION
 
 F = TypeVar("F", bound=Callable[..., Any])

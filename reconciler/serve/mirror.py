@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from pincompile.pipeline import Compiler, Result
+from pincompile.compiler import Compiler
+from pincompile.pipeline import Result
 from pincompile.source import gitsource
 from pincompile.source.gitsource import GitError, SpecRoot
 from reconciler.serve.redact import redact

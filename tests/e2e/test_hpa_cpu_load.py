@@ -20,8 +20,8 @@ import pytest
 from click.testing import CliRunner
 from ruamel.yaml import YAML
 
+from pincompile.compiler import compile_path
 from pincompile.manifest import Manifest
-from pincompile.pipeline import compile_path
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.cli import fleet as fleet_cli
 from reconciler.fleet.clusters import ClusterSpec

@@ -22,8 +22,8 @@ import pytest
 from metrics_server import ExternalMetricsServer, register, unregister
 from ruamel.yaml import YAML
 
+from pincompile.compiler import compile_path
 from pincompile.manifest import LABEL_APP, LABEL_CLUSTER, LABEL_PROJECT, Manifest
-from pincompile.pipeline import compile_path
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.clusters import ClusterSpec
 from reconciler.fleet.nodes import GPU, parse_quantity

@@ -11,10 +11,12 @@ import pytest
 from click.testing import CliRunner
 
 from pincompile.cli import cli
+from pincompile.compiler import Compiler
 from pincompile.emit import parallel
+from pincompile.emit.folder import compile_to_dir
 from pincompile.emit.output import render_files, render_stream
 from pincompile.forked import ForkedBatches
-from pincompile.pipeline import Compiler, compile_to_dir, run
+from pincompile.pipeline import run
 from pincompile.source import readahead
 from pincompile.source.loader import load_tree, read_tree
 

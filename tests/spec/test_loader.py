@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pincompile.pipeline import compile_path
+from pincompile.compiler import compile_path
 from pincompile.source.loader import (
     MAX_EXPANDED_BYTES,
     MAX_EXPANDED_NODES,
