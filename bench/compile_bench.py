@@ -265,8 +265,8 @@ def phase_floor(root: Path) -> dict[str, Any]:
     """libyaml parse of every input + C json.dumps of every output object (same data)."""
     import yaml
 
-    from pincompile.loader import load_tree
     from pincompile.pipeline import run
+    from pincompile.source.loader import load_tree
 
     rss_imports = _rss_mib()
     paths = sorted(root.rglob("*.yaml"))
@@ -291,12 +291,12 @@ def phase_compile(root: Path, out: Path) -> dict[str, Any]:
     """``pipeline.run`` stage by stage, then what ``pincompile compile`` does with it."""
     from pincompile.checks import check
     from pincompile.diagnostics import add_new
+    from pincompile.emit.output import render_files, write_tree
     from pincompile.expand import expand_all
-    from pincompile.loader import load_tree
-    from pincompile.output import render_files, write_tree
     from pincompile.parse import parse
     from pincompile.pipeline import Result
     from pincompile.placement import plan as place
+    from pincompile.source.loader import load_tree
 
     rss_imports = _rss_mib()
     stages: dict[str, float] = {}
@@ -343,8 +343,8 @@ def phase_serve(root: Path) -> dict[str, Any]:
     import gc
 
     from pincompile.cli import GC_THRESHOLDS
-    from pincompile.loader import read_tree
-    from pincompile.pipeline import Compiler
+    from pincompile.compiler import Compiler
+    from pincompile.source.loader import read_tree
 
     gc.set_threshold(*GC_THRESHOLDS)  # as in serve's process
     compiler = Compiler()

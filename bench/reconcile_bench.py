@@ -42,7 +42,7 @@ sys.path[:0] = [str(REPO), str(REPO / "bench")]
 
 from results import write_section  # noqa: E402
 
-from pincompile.pipeline import compile_path  # noqa: E402
+from pincompile.compiler import compile_path  # noqa: E402
 from reconciler.clients import write  # noqa: E402
 from reconciler.clients.connect import Connection  # noqa: E402
 from reconciler.engine import Reconciler  # noqa: E402

@@ -47,7 +47,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tests" / "serve"), str(REPO / "bench")]
 from repo_helpers import ImageWatch, ServeProcess, SpecRepo, http, serve_status, wait_for  # noqa: E402
 from results import write_section  # noqa: E402
 
-from pincompile.pipeline import compile_path  # noqa: E402
+from pincompile.compiler import compile_path  # noqa: E402
 from reconciler.clients import write  # noqa: E402
 from reconciler.clients.connect import Connection  # noqa: E402
 from reconciler.fleet import build  # noqa: E402

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from pincompile.diagnostics import Location
-from pincompile.loader import Document
 from pincompile.models import (
     KINDS,
     Cluster,
@@ -18,6 +17,7 @@ from pincompile.models import (
     RuntimeProfile,
     Workload,
 )
+from pincompile.source.loader import Document
 
 R = TypeVar("R", bound=Resource)
 

@@ -1,4 +1,4 @@
-"""The CODEOWNERS file that makes folder ownership (:func:`pincompile.checks.folder_owners`)
+"""The CODEOWNERS file that makes folder ownership (:func:`pincompile.checks.folders.folder_owners`)
 a review rule: each project's folder is owned by its Project's ``owners``, the platform
 folder, ``pincompile.yaml`` and the CODEOWNERS file itself by ``platformOwners``.
 

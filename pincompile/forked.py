@@ -5,7 +5,7 @@ A forked child inherits them for free (nothing is copied through a pipe on the w
 only its result is pickled back (or, with :class:`ForkedBatches`, each batch of it as soon
 as it is made). Used where a compile of a large tree splits independent
 work over the CPUs: loading files (:mod:`pincompile.pipeline`), checks while placement
-runs, and expansion and writing (:mod:`pincompile.emit`).
+runs, and expansion and writing (:mod:`pincompile.emit.parallel`).
 """
 
 from __future__ import annotations

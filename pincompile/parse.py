@@ -16,8 +16,8 @@ from pydantic_core import ErrorDetails
 
 from pincompile.catalog import Catalog, Entry
 from pincompile.diagnostics import Diagnostic
-from pincompile.loader import API_GROUP, Document, LoadResult
 from pincompile.models import API_VERSION, KINDS
+from pincompile.source.loader import API_GROUP, Document, LoadResult
 
 _SKIP_KINDS_HINT = "pincompile reads documents with apiVersion pincompute.io/v1"
 #: Specs are read by their camelCase names only: ``gpu_type`` is an unknown field, not an

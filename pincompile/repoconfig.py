@@ -1,11 +1,11 @@
 """The repository's own settings: ``pincompile.yaml`` at the spec root (optional).
 
 It says where the platform's specs and the projects' folders live (the folders that bind
-owners, see :func:`pincompile.checks.folder_owners`), who owns the platform, how names become
-code-host handles (``pincompile codeowners``). Without the file, today's layout applies:
-``platform/`` and ``apps/<project>/``. The file is plain YAML without ``apiVersion`` or
-``kind``, so the loader reads it as a foreign document; this module reads it again and
-reports its problems as located ``repo-config`` errors.
+owners, see :func:`pincompile.checks.folders.folder_owners`), who owns the platform, how
+names become code-host handles (``pincompile codeowners``). Without the file, today's layout
+applies: ``platform/`` and ``apps/<project>/``. The file is plain YAML without
+``apiVersion`` or ``kind``, so the loader reads it as a foreign document; this module reads
+it again and reports its problems as located ``repo-config`` errors.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pincompile.diagnostics import Diagnostic, Location
-from pincompile.loader_ruamel import load_documents
+from pincompile.source.loader_ruamel import load_documents
 
 CONFIG_FILE = "pincompile.yaml"
 CODE = "repo-config"

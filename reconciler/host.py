@@ -139,3 +139,30 @@ def read_apps(conn: Connection, kinds: Iterable[KindInfo]) -> dict[AppKey, Obj]:
     """Every app custom resource on the host (one LIST per kind, in parallel)."""
     served = [kind for kind in kinds if read.served(conn, kind)]
     return {app_key(obj): obj for obj in read.list_many(conn, served).values()}
+
+
+def read_rows(conn: Connection) -> list[dict[str, Any]]:
+    """Every workload's stored status on the host; then a row per member cluster that is
+    not simply reachable (kind ``Cluster``, its ``status.failover``). ``statusTime``: when
+    the status was last written (the API server's record of that write)."""
+    from pincompile.models import WORKLOAD_KINDS
+
+    kinds = [k for k in spec_kinds() if k.kind in (*WORKLOAD_KINDS, "Cluster")]
+    rows = []
+    for key, cr in sorted(read_apps(conn, kinds).items(), key=lambda i: app_key(i[1])):
+        st = cr.get("status") or {}
+        if key[0] == "Cluster" and (st.get("failover") or {}).get("phase", "Reachable") \
+                == "Reachable":
+            continue
+        rows.append({"kind": key[0], "project": key[1], "name": key[2],
+                     "statusTime": status_time(cr), "status": st})
+    return [r for r in rows if r["kind"] != "Cluster"] + [r for r in rows
+                                                          if r["kind"] == "Cluster"]
+
+
+def status_time(cr: Obj) -> str | None:
+    """When the resource's status was last written: the newest ``managedFields`` time of
+    the status subresource (None when it never was)."""
+    times = [str(m["time"]) for m in (cr.get("metadata") or {}).get("managedFields") or []
+             if m.get("subresource") == "status" and m.get("time")]
+    return max(times, default=None)

@@ -59,7 +59,7 @@ def read_members(kubeconfig: str | None, contexts: Mapping[str, str]) -> dict[st
 
 def live_rows(rows: list[dict[str, Any]], found: Found,
               now: float | None = None) -> list[dict[str, Any]]:
-    """``rows`` (as :func:`reconciler.commands.status.read_rows` reads them from the host)
+    """``rows`` (as :func:`reconciler.host.read_rows` reads them from the host)
     with every app's status computed from ``found``; ``statusTime`` is now."""
     by_app: dict[AppKey, dict[str, list[tuple[Key, Obj]]]] = defaultdict(
         lambda: defaultdict(list))

@@ -9,8 +9,8 @@ import pytest
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
-from pincompile.loader import load_tree
 from pincompile.schemas import ALL_SCHEMA, render_all
+from pincompile.source.loader import load_tree
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMAS = ROOT / "schemas"
@@ -71,7 +71,8 @@ def test_schemas_are_the_same_when_the_models_validated_documents_first() -> Non
     import sys
 
     code = ("import json; from pincompile.models import KINDS; from pincompile.parse import "
-            "parse_document; from pincompile.loader import load_text; from pathlib import Path\n"
+            "parse_document; from pincompile.source.loader import load_text\n"
+            "from pathlib import Path\n"
             "for p in sorted(Path('examples').rglob('*.yaml')):\n"
             "    for d in load_text(p.name, p.read_bytes()).documents: parse_document(d)\n"
             "from pincompile.schemas import render_all; print(json.dumps(render_all()))")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pincompile.loader import load_text
 from pincompile.models.types import check_image
 from pincompile.pipeline import run
+from pincompile.source.loader import load_text
 
 PLATFORM = """\
 apiVersion: pincompute.io/v1

@@ -47,7 +47,7 @@ def codeowners(root: Path, output: str | None, check: bool) -> None:
       pincompile codeowners --check             # in CI or pre-commit: is it current?
     """
     from pincompile.codeowners import LOCATIONS, SAFE_PATH, render
-    from pincompile.gitsource import GitError, spec_root
+    from pincompile.source.gitsource import GitError, spec_root
 
     try:
         found = spec_root(root)
@@ -90,10 +90,10 @@ def codeowners(root: Path, output: str | None, check: bool) -> None:
 def _read(root: Path) -> tuple[dict[str, list[str]], RepoConfig]:
     """Projects (name → owners) and the settings of the tree at ``root``; exits 1 with the
     errors when what it needs is invalid."""
-    from pincompile.loader import load_tree
     from pincompile.parse import parse
     from pincompile.repoconfig import CONFIG_FILE, valid_handle
     from pincompile.repoconfig import repo_config as read_config
+    from pincompile.source.loader import load_tree
 
     loaded = load_tree(root)
     catalog, diagnostics = parse(loaded)

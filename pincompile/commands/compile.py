@@ -21,8 +21,7 @@ from pincompile.commands.common import (
     require_specs,
 )
 from pincompile.commands.common import report as report_diagnostics
-from pincompile.forked import cpus
-from pincompile.output import (
+from pincompile.emit.output import (
     FORMATS,
     PLACEMENT_FILE,
     OutputError,
@@ -31,6 +30,7 @@ from pincompile.output import (
     to_json,
     write_tree,
 )
+from pincompile.forked import cpus
 
 
 @click.command("compile")
@@ -93,14 +93,14 @@ def compile_cmd(root: Path, output: str, clusters: tuple[str, ...], fmt: str,
     # even read) and loads what changed after the import
     scanning = read = None
     if not to_stdout and not clusters and jobs > 1 and cache is not None:
-        from pincompile.treescan import scan_ahead
+        from pincompile.source.treescan import scan_ahead
 
         scanning = scan_ahead(root, cache)
     elif to_stdout or clusters or cache is None:
-        from pincompile.readahead import read_ahead
+        from pincompile.source.readahead import read_ahead
 
         read = read_ahead(root, cache, jobs)
-    from pincompile.pipeline import compile_rendered, compile_to_dir
+    from pincompile.emit.folder import compile_rendered, compile_to_dir
 
     if not to_stdout and not clusters:
         try:

@@ -13,7 +13,7 @@ import click
 from pincompile.commands.common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, fail
 from pincompile.commands.common import report as report_diagnostics
 from pincompile.diagnostics import render_human
-from pincompile.diffing import (
+from pincompile.emit.diffing import (
     DiffReport,
     code_fence,
     diff_manifests,
@@ -21,7 +21,9 @@ from pincompile.diffing import (
     render_markdown,
     render_text,
 )
-from pincompile.gitsource import (
+from pincompile.pipeline import Result, run
+from pincompile.review import Review, review
+from pincompile.source.gitsource import (
     GitError,
     SpecRoot,
     load_revision,
@@ -30,9 +32,7 @@ from pincompile.gitsource import (
     short,
     spec_root,
 )
-from pincompile.loader import LoadResult, load_tree
-from pincompile.pipeline import Result, run
-from pincompile.review import Review, review
+from pincompile.source.loader import LoadResult, load_tree
 
 #: Both sides are compiled with this revision label, so the revision annotation every
 #: generated object carries never makes it differ.

@@ -15,10 +15,11 @@ import click
 from pincompile.appref import AppRefError, parse_app_ref
 from pincompile.catalog import Entry
 from pincompile.commands.common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, report
+from pincompile.compiler import compile_path
 from pincompile.manifest import Manifest
 from pincompile.models import WORKLOAD_KINDS, PinScaler
 from pincompile.models.types import format_quantity
-from pincompile.pipeline import Result, compile_path
+from pincompile.pipeline import Result
 from pincompile.placement import Decision, Plan
 from pincompile.placement.scores import HEADROOM, STABILITY, TOTAL, ZONE_SPREAD
 

@@ -21,9 +21,9 @@ from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from pincompile.appref import AppRefError, parse_app_ref
 from pincompile.commands.common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, fail, report
-from pincompile.loader import read_tree
-from pincompile.output import to_yaml
-from pincompile.pipeline import Compiler
+from pincompile.compiler import Compiler
+from pincompile.emit.output import to_yaml
+from pincompile.source.loader import read_tree
 
 _ROOT = click.option("-C", "--root", "root", default=".", show_default=True,
                      type=click.Path(exists=True, file_okay=False, path_type=Path),

@@ -54,10 +54,10 @@ def validate(path: Path, fmt: str, quiet: bool, jobs: int | None,
     cache, jobs = cache_dir(cache_dir_option, no_cache), jobs or cpus()
     scanning = None
     if jobs > 1:  # PATH is walked in a forked process while the compiler is imported
-        from pincompile.treescan import scan_ahead
+        from pincompile.source.treescan import scan_ahead
 
         scanning = scan_ahead(path, cache)
-    from pincompile.pipeline import validate_tree
+    from pincompile.compiler import validate_tree
 
     done = validate_tree(path, cache_dir=cache, jobs=jobs, scanning=scanning)
     result = done.result

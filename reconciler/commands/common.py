@@ -14,7 +14,9 @@ import click
 
 from pincompile.commands.common import EXIT_CLUSTER, EXIT_INVALID, EXIT_USAGE, fail
 from pincompile.commands.common import report as report_diagnostics
-from pincompile.pipeline import Result, compile_path
+from pincompile.compiler import compile_path
+from pincompile.pipeline import Result
+from reconciler.commands.options import DURATION
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -110,8 +112,6 @@ def _failback_step(_ctx: click.Context, _param: click.Parameter, value: str) -> 
 
 def failover_options(func: F) -> F:
     """--failover-after and --failback-step (``apply`` and ``serve``)."""
-    from reconciler.commands.serve import DURATION
-
     func = click.option("--failback-step", default="25%", show_default=True,
                         callback=_failback_step, metavar="COUNT|PERCENT",
                         help="Once a lost cluster answers again, move at most this much of "

@@ -16,6 +16,7 @@ from pincompile.appref import AppRef, AppRefError, parse_app_ref
 from pincompile.commands.common import EXIT_OK, EXIT_USAGE, fail
 from reconciler.clients.connect import Connection
 from reconciler.commands.common import cluster_errors, usable_kubeconfig
+from reconciler.host import read_rows
 from reconciler.live import live_rows, member_contexts, read_members
 
 
@@ -116,34 +117,6 @@ def _parse(app: str | None) -> AppRef | None:
         return parse_app_ref(app)
     except AppRefError as exc:
         raise click.UsageError(str(exc)) from None
-
-
-def read_rows(conn: Connection) -> list[dict[str, Any]]:
-    """Every workload's stored status on the host; then a row per member cluster that is
-    not simply reachable (kind ``Cluster``, its ``status.failover``). ``statusTime``: when
-    the status was last written (the API server's record of that write)."""
-    from pincompile.models import WORKLOAD_KINDS
-    from reconciler.host import app_key, read_apps, spec_kinds
-
-    kinds = [k for k in spec_kinds() if k.kind in (*WORKLOAD_KINDS, "Cluster")]
-    rows = []
-    for key, cr in sorted(read_apps(conn, kinds).items(), key=lambda i: app_key(i[1])):
-        st = cr.get("status") or {}
-        if key[0] == "Cluster" and (st.get("failover") or {}).get("phase", "Reachable") \
-                == "Reachable":
-            continue
-        rows.append({"kind": key[0], "project": key[1], "name": key[2],
-                     "statusTime": status_time(cr), "status": st})
-    return [r for r in rows if r["kind"] != "Cluster"] + [r for r in rows
-                                                          if r["kind"] == "Cluster"]
-
-
-def status_time(cr: dict[str, Any]) -> str | None:
-    """When the resource's status was last written: the newest ``managedFields`` time of
-    the status subresource (None when it never was)."""
-    times = [str(m["time"]) for m in (cr.get("metadata") or {}).get("managedFields") or []
-             if m.get("subresource") == "status" and m.get("time")]
-    return max(times, default=None)
 
 
 def render(rows: list[dict[str, Any]], fmt: str, width: int | None = None) -> str:

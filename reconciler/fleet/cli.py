@@ -14,7 +14,7 @@ from typing import Any
 import click
 import yaml
 
-from reconciler.commands.serve import Duration
+from reconciler.commands.options import Duration
 from reconciler.fleet import build, load
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.clusters import ClusterSpecError

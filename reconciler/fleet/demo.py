@@ -77,7 +77,7 @@ def read_rows(kubeconfig: str | None) -> list[dict[str, Any]]:
 
 def one_pass(kubeconfig: str | None, root: Path) -> None:
     """A reconcile pass that does not wait: it stores every app's current status."""
-    from pincompile.pipeline import compile_path
+    from pincompile.compiler import compile_path
     from reconciler.engine import Reconciler
 
     reconciler = Reconciler(kubeconfig, wait=False, timeout=60)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from pincompile.gitsource import GitError
+from pincompile.source.gitsource import GitError
 from reconciler.api.access import HostAccess, RateLimits
 from reconciler.api.app import Gateway
 from reconciler.api.sources import HostApps

@@ -2,7 +2,7 @@
 
 The mirror is a bare repository (no work tree) that fetches one branch from ``url`` (any
 URL or path ``git fetch`` accepts) into ``refs/pincompile/<branch>``; specs are read from
-git objects by :mod:`pincompile.gitsource`, so nothing is ever checked out.
+git objects by :mod:`pincompile.source.gitsource`, so nothing is ever checked out.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from pincompile import gitsource
-from pincompile.gitsource import GitError, SpecRoot
-from pincompile.pipeline import Compiler, Result
+from pincompile.compiler import Compiler
+from pincompile.pipeline import Result
+from pincompile.source import gitsource
+from pincompile.source.gitsource import GitError, SpecRoot
 from reconciler.serve.redact import redact
 
 FETCH_TIMEOUT = 300

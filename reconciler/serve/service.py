@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pincompile.gitsource import GitError
+from pincompile.source.gitsource import GitError
 from reconciler.model import PassReport
 from reconciler.serve.audit import AuditSink, record_for
 from reconciler.serve.coalesce import Coalescer, Trigger

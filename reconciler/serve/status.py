@@ -48,7 +48,7 @@ class AppStatusReader:
         from kubernetes.dynamic.exceptions import DynamicApiError
 
         from reconciler.clients.connect import ClusterUnreachable, Connection
-        from reconciler.commands.status import read_rows
+        from reconciler.host import read_rows
 
         with self._lock:
             if time.monotonic() - self._read_at < self.ttl:

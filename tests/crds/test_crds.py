@@ -23,11 +23,11 @@ from pincompile.crds import (
     crd,
     custom_resource,
     openapi_schema,
-    structural_schema,
     to_yaml,
 )
-from pincompile.loader import load_tree
+from pincompile.crds.structural import structural_schema
 from pincompile.models import KINDS, PLATFORM_KINDS
+from pincompile.source.loader import load_tree
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"

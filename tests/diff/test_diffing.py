@@ -6,7 +6,7 @@ import copy
 import json
 from typing import Any
 
-from pincompile.diffing import (
+from pincompile.emit.diffing import (
     MARKDOWN_LIMIT,
     changed_paths,
     diff_manifests,

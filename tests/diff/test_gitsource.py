@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from diff_helpers import CART, CART_V2, FILES, Repo
 
-from pincompile import loader
-from pincompile.gitsource import (
+from pincompile.source import loader
+from pincompile.source.gitsource import (
     GitError,
     load_revision,
     path_exists,
@@ -17,7 +17,7 @@ from pincompile.gitsource import (
     resolve_ref,
     spec_root,
 )
-from pincompile.loader import load_tree
+from pincompile.source.loader import load_tree
 
 
 def comparable(result: loader.LoadResult) -> tuple[object, ...]:
@@ -92,7 +92,7 @@ def test_errors_are_located_in_the_revision(repo: Repo) -> None:
 
 
 def test_oversized_files_are_refused_unread(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pincompile import gitsource
+    from pincompile.source import gitsource
 
     repo.commit({"specs/apps/big.yaml": "a: " + "x" * 5000 + "\n"}, "big")
     head = resolve_ref(repo.root, "HEAD")

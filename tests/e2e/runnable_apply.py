@@ -14,8 +14,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from pincompile.compiler import compile_path
 from pincompile.manifest import Manifest
-from pincompile.pipeline import Result, compile_path
+from pincompile.pipeline import Result
 from reconciler import kinds
 from reconciler.clients import write
 from reconciler.clients.connect import Connection

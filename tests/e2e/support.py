@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
+from pincompile.compiler import compile_path
 from pincompile.manifest import Manifest
-from pincompile.pipeline import compile_path
 from reconciler.fleet.clusters import ClusterSpec
 from reconciler.fleet.nodes import GPU, parse_quantity
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pincompile.pipeline import compile_path
+from pincompile.compiler import compile_path
 from reconciler.engine import Reconciler
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.model import PassReport

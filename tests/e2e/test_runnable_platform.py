@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from pincompile.pipeline import compile_path
+from pincompile.compiler import compile_path
 from tests.e2e.runnable_apply import (
     Applier,
     Kube,

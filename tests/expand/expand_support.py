@@ -26,12 +26,12 @@ from kubernetes_validate import utils as kv
 from pincompile.catalog import Catalog
 from pincompile.diagnostics import Diagnostic, render_human
 from pincompile.expand import expand_all
-from pincompile.loader import LoadResult, load_tree
 from pincompile.manifest import Manifest
 from pincompile.models import TIERS
 from pincompile.models.types import parse_quantity
 from pincompile.parse import parse
 from pincompile.placement import Decision, Plan, Shard
+from pincompile.source.loader import LoadResult, load_tree
 
 TESTS = Path(__file__).resolve().parent.parent
 REPO = TESTS.parent

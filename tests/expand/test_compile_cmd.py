@@ -13,8 +13,8 @@ from click.testing import CliRunner, Result
 from expand_support import siblings_left
 
 from pincompile.commands.compile import compile_cmd
-from pincompile.output import MARKER, PLACEMENT_FILE
-from pincompile.pipeline import compile_path
+from pincompile.compiler import compile_path
+from pincompile.emit.output import MARKER, PLACEMENT_FILE
 
 
 def run(*args: str) -> Result:

@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from pincompile.cli import cli
-from pincompile.output import MAX_OBJECT_BYTES
-from pincompile.pipeline import compile_path
+from pincompile.compiler import compile_path
+from pincompile.emit.output import MAX_OBJECT_BYTES
 
 SPEC = "apps/search/search-api.yaml"
 ARGS = 'args: ["--config=/etc/pincompute/config/app.yaml"]'

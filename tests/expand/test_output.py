@@ -10,8 +10,7 @@ from expand_support import siblings_left
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pincompile.manifest import Manifest
-from pincompile.output import (
+from pincompile.emit.output import (
     MARKER,
     OutputError,
     render_stream,
@@ -19,6 +18,7 @@ from pincompile.output import (
     to_yaml,
     write_tree,
 )
+from pincompile.manifest import Manifest
 
 OBJ = {"kind": "ConfigMap", "apiVersion": "v1",
        "metadata": {"name": "x", "namespace": "ns", "labels": {"b": "true", "a": "1"}},

@@ -10,8 +10,8 @@ import pytest
 import yaml
 from expand_support import GOLDEN, PLATFORM, REPO, load, schema_version, validate
 
+from pincompile.compiler import compile_path
 from pincompile.diagnostics import render_human
-from pincompile.pipeline import compile_path
 
 EXAMPLES = REPO / "examples"
 

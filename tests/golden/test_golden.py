@@ -23,7 +23,7 @@ import yaml
 from expand_support import GOLDEN, PLATFORM, expand, load
 
 from pincompile.diagnostics import render_human
-from pincompile.output import render_files
+from pincompile.emit.output import render_files
 
 CASES = sorted(p.name for p in GOLDEN.iterdir() if (p / "input").is_dir())
 UPDATE = bool(os.environ.get("UPDATE_GOLDENS"))

@@ -8,9 +8,9 @@ from typing import Any
 
 from pincompile.catalog import Catalog
 from pincompile.diagnostics import Diagnostic
-from pincompile.loader import LoadResult, load_text
 from pincompile.parse import parse
 from pincompile.placement import Plan, plan
+from pincompile.source.loader import LoadResult, load_text
 
 API = "pincompute.io/v1"
 

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from placement_helpers import app, cluster, project, scaler, template
 
 from pincompile.commands.explain import explain
-from pincompile.pipeline import compile_path
+from pincompile.compiler import compile_path
 
 
 @pytest.fixture

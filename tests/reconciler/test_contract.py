@@ -45,8 +45,8 @@ def test_the_contract_answers_what_the_pass_asks() -> None:
 
 def test_the_placement_without_a_lost_cluster_keeps_the_revision_and_skips_it() -> None:
     from pincompile import contract
+    from pincompile.compiler import compile_path
     from pincompile.contract import place_without, pods_held
-    from pincompile.pipeline import compile_path
 
     fixture = Path(__file__).parent / "fixtures" / "failover"
     result = compile_path(fixture, revision="abc123")

@@ -32,8 +32,8 @@ from click.testing import CliRunner
 from kubernetes import client as k8s
 
 from pincompile.cli import cli
+from pincompile.compiler import compile_path
 from pincompile.models.types import parse_quantity
-from pincompile.pipeline import compile_path
 from reconciler.engine import Reconciler
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.model import PassReport

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from pincompile.manifest import LABEL_APP, LABEL_KIND, LABEL_PROJECT
-from reconciler.commands.status import age, render_table, status_time
+from reconciler.commands.status import age, render_table
+from reconciler.host import status_time
 from reconciler.live import live_rows
 
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC).timestamp()

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from repo_helpers import BAD_SPEC, EXAMPLES, SpecRepo, git
 
-from pincompile.gitsource import GitError
-from pincompile.pipeline import compile_path
+from pincompile.compiler import compile_path
+from pincompile.source.gitsource import GitError
 from reconciler.serve.mirror import Mirror
 
 

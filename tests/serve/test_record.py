@@ -94,7 +94,7 @@ def _plural(kind: str) -> str:
 def test_the_member_role_grants_exactly_the_kinds_the_compiler_produces() -> None:
     """A kind no spec produces is neither managed (watched, listed, pruned) nor granted:
     no Secrets, ServiceAccounts, Roles or StatefulSets."""
-    from pincompile.pipeline import compile_path
+    from pincompile.compiler import compile_path
     from reconciler.kinds import MANAGED_KINDS
 
     result = compile_path(REPO_ROOT / "examples")

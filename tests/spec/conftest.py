@@ -14,10 +14,10 @@ from pathlib import Path
 from pincompile.catalog import Catalog, note_invalid
 from pincompile.checks import check
 from pincompile.diagnostics import Diagnostic
-from pincompile.loader import LoadResult, load_text
 from pincompile.parse import parse
 from pincompile.pipeline import Result, run
 from pincompile.repoconfig import repo_config
+from pincompile.source.loader import LoadResult, load_text
 
 FIXTURE = Path(__file__).parent / "fixtures" / "valid"
 REPO_ROOT = Path(__file__).resolve().parents[2]

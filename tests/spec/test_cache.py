@@ -13,20 +13,14 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pincompile.cache import ENTRY_DIR, Store
 from pincompile.cli import cli
+from pincompile.compiler import VALIDATE_REVISION, Compiler, compile_path, validate_tree
 from pincompile.diagnostics import Diagnostic
-from pincompile.loader import load_tree, read_tree
-from pincompile.output import render_files
-from pincompile.pipeline import (
-    VALIDATE_REVISION,
-    Compiler,
-    Result,
-    compile_path,
-    compile_to_dir,
-    run,
-    validate_tree,
-)
+from pincompile.emit.folder import compile_to_dir
+from pincompile.emit.output import render_files
+from pincompile.pipeline import Result, run
+from pincompile.source.cache import ENTRY_DIR, Store
+from pincompile.source.loader import load_tree, read_tree
 
 from .conftest import files, write_tree
 
@@ -260,8 +254,8 @@ def test_an_output_tree_written_by_another_compile_is_replaced_as_a_whole(
 
 
 def test_placement_json_from_parts_is_the_same_bytes(tmp_path: Path) -> None:
-    from pincompile.incremental import fragment, fragments_of, placement_text
-    from pincompile.output import to_json
+    from pincompile.emit.output import to_json
+    from pincompile.incremental.fragments import fragment, fragments_of, placement_text
 
     result = compile_path(write_tree(tmp_path / "repo", files()), revision="test")
     assert result.plan is not None and result.plan.decisions
@@ -271,8 +265,8 @@ def test_placement_json_from_parts_is_the_same_bytes(tmp_path: Path) -> None:
 
 
 def test_placement_json_spliced_in_place_is_what_a_whole_rewrite_gives(tmp_path: Path) -> None:
-    from pincompile.incremental import fragment, placement_text, splice_placement
-    from pincompile.output import to_json
+    from pincompile.emit.output import to_json
+    from pincompile.incremental.fragments import fragment, placement_text, splice_placement
 
     result = compile_path(write_tree(tmp_path / "repo", files()), revision="test")
     assert result.plan is not None and len(result.plan.decisions) >= 3
@@ -347,7 +341,7 @@ def _entries(cache: Path) -> dict[Path, bytes]:
 
 def test_an_incremental_compile_stores_only_its_changes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pincompile import pipeline
+    from pincompile.incremental import stored
 
     root = write_tree(tmp_path / "repo", files())
     out, cache = tmp_path / "out", tmp_path / "cache"
@@ -370,7 +364,7 @@ def test_an_incremental_compile_stores_only_its_changes(
     assert compile_to_dir(root, out, revision="test", cache_dir=cache).outcome is None
     assert _tree(out) == _cold_tree(root, tmp_path / "cold")
     # past the limit, the whole snapshot is stored again (and earlier changes dropped)
-    monkeypatch.setattr(pipeline, "DELTA_LIMIT", 0)
+    monkeypatch.setattr(stored, "DELTA_LIMIT", 0)
     for n in (2, 3):
         (root / WEB).write_text(_replicas((root / WEB).read_text(), n))
         assert compile_to_dir(root, out, revision="test", cache_dir=cache).outcome
@@ -466,7 +460,7 @@ def test_an_edited_placement_json_is_not_spliced_into(tmp_path: Path) -> None:
 
 
 def test_the_output_tree_of_a_snapshot_follows_added_and_removed_files() -> None:
-    from pincompile.incremental import tree_update
+    from pincompile.incremental.snapshots import tree_update
 
     tree = tree_update({}, (), ["placement.json", "a/ns/x.yaml", "a/ns/y.yaml", "b/_c/z.yaml"])
     assert tree == {"": {"placement.json", "a", "b"}, "a": {"ns"}, "a/ns": {"x.yaml", "y.yaml"},
@@ -481,19 +475,19 @@ def test_unchanged_output_directories_are_not_listed_but_strays_still_seen(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import time
 
-    from pincompile import incremental
+    from pincompile.incremental import snapshots
 
     root = write_tree(tmp_path / "repo", files())
     out, cache = tmp_path / "out", tmp_path / "cache"
     compile_to_dir(root, out, revision="test", cache_dir=cache)
     real = time.time_ns
     # directories recorded "10 s later": none is within the racy margin, all are trusted
-    monkeypatch.setattr(incremental.time, "time_ns", lambda: real() + 10 * 10**9)
+    monkeypatch.setattr(snapshots.time, "time_ns", lambda: real() + 10 * 10**9)
     (root / WEB).write_text(_replicas((root / WEB).read_text(), 3))
     assert compile_to_dir(root, out, revision="test", cache_dir=cache).outcome is not None
     listed: list[str] = []
     real_listdir = os.listdir
-    monkeypatch.setattr(incremental.os, "listdir",
+    monkeypatch.setattr(snapshots.os, "listdir",
                         lambda p: listed.append(str(p)) or real_listdir(p))
     (root / WEB).write_text(_replicas((root / WEB).read_text(), 5))
     assert compile_to_dir(root, out, revision="test", cache_dir=cache).outcome is not None
@@ -510,6 +504,6 @@ def test_unchanged_output_directories_are_not_listed_but_strays_still_seen(
 def test_the_version_in_every_key_is_the_installed_one() -> None:
     from importlib import metadata
 
-    from pincompile.cache import _installed_version
+    from pincompile.source.cache import _installed_version
 
     assert _installed_version() == metadata.version("pincompile")

@@ -1,7 +1,7 @@
 """Folders bind owners: ``apps/<project>/`` holds only that project's workloads, platform
 kinds live only under ``platform/``; ``pincompile.yaml`` moves the folders. Every way a
 tree is compiled reports a violation: validate, compile, diff, the cache's incremental
-check and compile, and the in-memory :class:`~pincompile.pipeline.Compiler` (serve's)."""
+check and compile, and the in-memory :class:`~pincompile.compiler.Compiler` (serve's)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from pincompile.cli import cli
-from pincompile.pipeline import Compiler
-from pincompile.readahead import read_ahead
+from pincompile.compiler import Compiler
+from pincompile.source.readahead import read_ahead
 
 from .conftest import REPO_ROOT, doc, files, triples, validate, write_tree
 

@@ -10,12 +10,15 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from pincompile import emit, readahead
 from pincompile.cli import cli
+from pincompile.compiler import Compiler
+from pincompile.emit import parallel
+from pincompile.emit.folder import compile_to_dir
+from pincompile.emit.output import render_files, render_stream
 from pincompile.forked import ForkedBatches
-from pincompile.loader import load_tree, read_tree
-from pincompile.output import render_files, render_stream
-from pincompile.pipeline import Compiler, compile_to_dir, run
+from pincompile.pipeline import run
+from pincompile.source import readahead
+from pincompile.source.loader import load_tree, read_tree
 
 from .conftest import files, write_tree
 
@@ -33,7 +36,7 @@ def test_processes_write_the_bytes_of_one_process(
     root = REPO / "examples"
     one, many = tmp_path / "one", tmp_path / "many"
     compile_to_dir(root, one, revision="test", jobs=1)
-    monkeypatch.setattr(emit, "SMALL", 1)  # split even this small tree
+    monkeypatch.setattr(parallel, "SMALL", 1)  # split even this small tree
     done = compile_to_dir(root, many, revision="test", jobs=jobs)
     assert done.result is not None and not done.result.diagnostics
     written = _tree(many)
@@ -64,7 +67,7 @@ def test_one_object_from_two_processes_is_an_error_and_nothing_is_written(
         "apps/shop/a.yaml": POD % ("a", "b-data"), "apps/shop/b.yaml": POD % ("a-b", "data")}))
     expected = [(d.file, d.line, d.code, d.message) for d in run(load_tree(root)).diagnostics]
     assert [e[:3] for e in expected] == [("apps/shop/b.yaml", 3, "duplicate-object")]
-    monkeypatch.setattr(emit, "SMALL", 1)
+    monkeypatch.setattr(parallel, "SMALL", 1)
     for jobs in (1, 2, 4):
         out = tmp_path / f"out-{jobs}"
         done = compile_to_dir(root, out, revision="test", jobs=jobs)
@@ -79,7 +82,7 @@ def test_the_stream_is_the_same_from_processes(
         monkeypatch: pytest.MonkeyPatch, fmt: str) -> None:
     root = REPO / "examples"
     cold = run(load_tree(root), revision="test")
-    monkeypatch.setattr(emit, "SMALL", 1)
+    monkeypatch.setattr(parallel, "SMALL", 1)
     args = ["compile", str(root), "-o", "-", "--revision", "test", "--no-cache", "-q",
             "--format", fmt]
     for jobs in ("1", "3"):
@@ -121,7 +124,7 @@ def test_validate_reports_the_same_from_processes(
                                                                     "replicas: many")}))
     args = ["validate", str(root), "--no-cache", "-o", "json"]
     one = CliRunner().invoke(cli, [*args, "-j", "1"])
-    monkeypatch.setattr(emit, "SMALL", 1)
+    monkeypatch.setattr(parallel, "SMALL", 1)
     monkeypatch.setattr(readahead, "LOAD_AHEAD_MIN", 1)
     many = CliRunner().invoke(cli, [*args, "-j", "3"])
     assert one.exit_code == many.exit_code == 1
@@ -136,7 +139,7 @@ def test_validate_reports_the_same_from_processes(
 def test_the_tree_written_without_a_cache_is_the_same_from_processes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # files loaded ahead in small batches by another process, chunks drawn by three
-    monkeypatch.setattr(emit, "SMALL", 1)
+    monkeypatch.setattr(parallel, "SMALL", 1)
     monkeypatch.setattr(readahead, "LOAD_AHEAD_MIN", 1)
     monkeypatch.setattr(readahead, "LOADED_WHILE_IMPORTING", 0)
     monkeypatch.setattr(readahead, "BATCH", 3)

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pincompile.loader import (
+from pincompile.compiler import compile_path
+from pincompile.source.loader import (
     MAX_EXPANDED_BYTES,
     MAX_EXPANDED_NODES,
     MAX_FILE_BYTES,
@@ -18,7 +19,6 @@ from pincompile.loader import (
     load_text,
     load_tree,
 )
-from pincompile.pipeline import compile_path
 
 from .conftest import doc, files, triples, validate, write_tree
 

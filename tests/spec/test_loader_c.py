@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from ruamel.yaml.comments import TaggedScalar
 
-from pincompile import loader_c, loader_ruamel
-from pincompile.loader import load_text, load_tree
-from pincompile.positioned import Document, YamlMap, YamlSeq
+from pincompile.source import loader_c, loader_ruamel
+from pincompile.source.loader import load_text, load_tree
+from pincompile.source.positioned import Document, YamlMap, YamlSeq
 
 from .conftest import doc, triples
 

@@ -18,8 +18,8 @@ from ruamel.yaml import YAML
 
 from pincompile.cli import cli
 from pincompile.diagnostics import Diagnostic
-from pincompile.loader import load_text
 from pincompile.models import KINDS
+from pincompile.source.loader import load_text
 
 from .conftest import compile_all, files, load, write_tree
 

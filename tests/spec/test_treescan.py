@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from pincompile import treescan
-from pincompile.cache import Store, file_digest
-from pincompile.loader import read_tree
-from pincompile.treescan import scan_ahead, scan_tree
+from pincompile.source import treescan
+from pincompile.source.cache import Store, file_digest
+from pincompile.source.loader import read_tree
+from pincompile.source.treescan import scan_ahead, scan_tree
 
 from .conftest import files, write_tree
 

@@ -6,8 +6,8 @@ from decimal import Decimal
 
 import pytest
 
+from pincompile.compiler import compile_path
 from pincompile.models import KINDS
-from pincompile.pipeline import compile_path
 
 from .conftest import FIXTURE, REPO_ROOT, catalog_of, compile_all, files, validate
 

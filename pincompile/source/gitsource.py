@@ -1,11 +1,12 @@
 """Read a revision's specs straight from git objects: no checkout, works in a dirty tree.
 
 ``git ls-tree -r -z`` lists the files under the spec root and a single ``git cat-file
---batch`` process streams their blobs into :func:`pincompile.loader.load_text`. The result
-is the same :class:`~pincompile.loader.LoadResult` that :func:`~pincompile.loader.load_tree`
-gives for a working tree: names relative to the spec root, hidden files and folders skipped,
-symlinks followed only while they stay inside the spec root (``symlink-outside-root``
-otherwise), files over the loader's size limit refused without being read into memory.
+--batch`` process streams their blobs into :func:`pincompile.source.loader.load_text`. The
+result is the same :class:`~pincompile.source.loader.LoadResult` that
+:func:`~pincompile.source.loader.load_tree` gives for a working tree: names relative to
+the spec root, hidden files and folders skipped, symlinks followed only while they stay
+inside the spec root (``symlink-outside-root`` otherwise), files over the loader's size
+limit refused without being read into memory.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import IO
 
 from pincompile.diagnostics import Diagnostic
-from pincompile.loader import (
+from pincompile.source.loader import (
     MAX_FILE_BYTES,
     UNREAD_TARGET_HINT,
     YAML_SUFFIXES,
@@ -251,7 +252,7 @@ def read_revision(root: SpecRoot, sha: str) -> tuple[list[tuple[str, bytes]], Lo
 
 
 class _RevisionWalk:
-    """The working-tree walk of :func:`pincompile.loader.iter_yaml_files` over a commit's
+    """The working-tree walk of :func:`pincompile.source.loader.iter_yaml_files` over a commit's
     tree: the same names in the same order, symlinked folders inside the root followed
     under the same rules."""
 
@@ -345,3 +346,18 @@ def path_exists(root: SpecRoot, sha: str) -> bool:
     except (OSError, subprocess.SubprocessError) as exc:
         raise GitError(f"git cat-file failed: {exc}") from exc
     return proc.returncode == 0
+
+
+def git_revision(root: Path) -> str:
+    """The git commit of ``root`` (``<sha>`` or ``<sha>-dirty``), or ``unknown``."""
+    import subprocess
+
+    try:
+        cwd = root if root.is_dir() else root.parent
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True,
+                             text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "."], cwd=cwd,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return f"{sha}-dirty" if dirty else sha
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"

@@ -27,11 +27,11 @@ from typing import Any, NamedTuple
 
 from pincompile.catalog import Catalog, Entry
 from pincompile.diagnostics import Diagnostic
+from pincompile.emit.output import PLACEMENT_FILE, manifest_path, serialize, to_json, too_large
+from pincompile.emit.signature import tree_sig
 from pincompile.expand import expand_part, find_duplicates
 from pincompile.forked import Forked
-from pincompile.incremental import tree_sig
 from pincompile.manifest import Manifest
-from pincompile.output import PLACEMENT_FILE, manifest_path, serialize, to_json, too_large
 
 SMALL = 50
 """Specs per process below which fewer processes are used (a fork costs more than it
@@ -67,7 +67,7 @@ class Emitted:
     placement: bytes = b""
     """Digest of the ``placement.json`` written (none without a directory)."""
     signature: int = 0
-    """:func:`~pincompile.incremental.tree_sig` of every file written, ``placement.json``
+    """:func:`~pincompile.emit.signature.tree_sig` of every file written, ``placement.json``
     included (0 without a directory)."""
 
     def sources(self, catalog: Catalog) -> list[tuple[str, Entry[Any] | None, bytes]]:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from pincompile.diagnostics import Diagnostic
-from pincompile.loader import LoadResult
+from pincompile.source.loader import LoadResult
 
 MAGIC = b"pincompile-cache\n"
 ENTRY_DIR = "compile-v1"
@@ -53,7 +53,7 @@ def default_dir() -> Path:
 def code_digest() -> str:
     """pincompile's version and a digest of its sources: part of every key."""
     digest = hashlib.sha256(_installed_version().encode())
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]
     for path in sorted(package.rglob("*.py")):
         digest.update(path.relative_to(package).as_posix().encode() + b"\0")
         digest.update(path.read_bytes())

@@ -1,7 +1,7 @@
 """The fast loader: libyaml (PyYAML's ``CSafeLoader``) composes, one walk builds.
 
 libyaml parses the text into nodes that carry their start marks; one walk over those nodes
-builds :class:`~pincompile.positioned.YamlMap` / ``YamlSeq`` with positions. Scalars mean
+builds :class:`~pincompile.source.positioned.YamlMap` / ``YamlSeq`` with positions. Scalars mean
 what the reference loader (ruamel.yaml, YAML 1.2) makes of them: the walk asks ruamel's own
 resolver and constructor, once per distinct plain scalar (most start with a letter and are
 plain strings without asking).
@@ -10,7 +10,7 @@ Whatever is unusual — a syntax error, a duplicate or merge key, a complex key,
 tag, a ``%`` directive, a very long integer, characters YAML readers disagree on — raises
 :class:`Unusual`, and the caller loads that file with the reference loader instead, so
 every message stays exactly as before. A document whose aliases expand past the limits of
-:mod:`pincompile.loader_ruamel` raises :class:`Refused` with the same error that loader
+:mod:`pincompile.source.loader_ruamel` raises :class:`Refused` with the same error that loader
 gives (reading a bomb of megabytes slowly would be a bomb of its own).
 """
 
@@ -24,8 +24,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.nodes import ScalarNode as RuamelScalar
 
 from pincompile.diagnostics import Diagnostic
-from pincompile.loader_ruamel import MAX_INT_DIGITS, byte_limit, too_large
-from pincompile.positioned import Document, YamlMap, YamlSeq
+from pincompile.source.loader_ruamel import MAX_INT_DIGITS, byte_limit, too_large
+from pincompile.source.positioned import Document, YamlMap, YamlSeq
 
 _PLAIN = "?plain"
 _TAGGED = "?tagged"  # the non-specific tag '!'

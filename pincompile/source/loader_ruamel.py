@@ -1,7 +1,7 @@
 """The reference loader: ruamel.yaml's pure-Python round-trip parser.
 
 Slow (about 100 KiB/s) but the yardstick for the libyaml loader in
-:mod:`pincompile.loader_c`: whatever that one does not handle itself (a syntax error, a
+:mod:`pincompile.source.loader_c`: whatever that one does not handle itself (a syntax error, a
 duplicate key, an alias bomb, a YAML tag, a ``%YAML`` directive, a merge key, a complex key)
 is loaded here instead, so messages and meanings stay exactly as ruamel gives them. The
 property test in ``tests/spec/test_loader_c.py`` compares both on generated YAML.
@@ -20,7 +20,7 @@ from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from ruamel.yaml.tag import Tag
 
 from pincompile.diagnostics import Diagnostic
-from pincompile.positioned import Document, YamlMap, YamlSeq
+from pincompile.source.positioned import Document, YamlMap, YamlSeq
 
 #: How many nodes a document may have once its aliases are expanded.
 MAX_EXPANDED_NODES = 200_000

@@ -6,9 +6,9 @@ laughs", no alias repeating a long string), integers are bounded in digits, file
 UTF-8 text, only regular files are read, symlinks that leave the repository root are
 refused, and symlinked folders inside it are followed without looping.
 
-Files are parsed by libyaml (:mod:`pincompile.loader_c`); anything unusual in a file (an
+Files are parsed by libyaml (:mod:`pincompile.source.loader_c`); anything unusual in a file (an
 error, a duplicate key, a tag, a directive) sends that file to the reference loader
-(:mod:`pincompile.loader_ruamel`), so meanings and messages are those of ruamel.yaml.
+(:mod:`pincompile.source.loader_ruamel`), so meanings and messages are those of ruamel.yaml.
 """
 
 from __future__ import annotations
@@ -20,15 +20,15 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pincompile import loader_c, loader_ruamel
 from pincompile.diagnostics import Diagnostic
-from pincompile.loader_ruamel import (
+from pincompile.source import loader_c, loader_ruamel
+from pincompile.source.loader_ruamel import (
     ALLOWED_TAGS,
     MAX_EXPANDED_BYTES,
     MAX_EXPANDED_NODES,
     MAX_INT_DIGITS,
 )
-from pincompile.positioned import Document, PathKey, YamlMap, YamlSeq, locate
+from pincompile.source.positioned import Document, PathKey, YamlMap, YamlSeq, locate
 
 __all__ = ["ALLOWED_TAGS", "API_GROUP", "API_VERSION", "MAX_EXPANDED_BYTES",
            "MAX_EXPANDED_NODES", "MAX_FILE_BYTES", "MAX_FLOW_DEPTH", "MAX_INT_DIGITS",

@@ -1,7 +1,7 @@
 """Loaded YAML that remembers where every key and value stands in its file.
 
-Both loaders (libyaml's, fast, in :mod:`pincompile.loader_c`; ruamel's, the slow reference
-and the fallback for anything unusual, in :mod:`pincompile.loader_ruamel`) build the same
+Both loaders (libyaml's, fast, in :mod:`pincompile.source.loader_c`; ruamel's, the slow reference
+and the fallback for anything unusual, in :mod:`pincompile.source.loader_ruamel`) build the same
 containers: :class:`YamlMap` (a ``dict``) and :class:`YamlSeq` (a ``list``), each carrying
 the 1-based positions :func:`locate` reports. They pickle, so the compile cache can keep
 them.

@@ -4,7 +4,7 @@ imported.
 Importing the compiler (pydantic models, expansion) takes a one-shot command about 0.35 s.
 A command that walks the tree first and forks a process loading the later files no cache
 holds gets that loading done meanwhile: the child loads while this process imports and then
-loads and parses the first files (see :class:`pincompile.pipeline.Compiler`). This module
+loads and parses the first files (see :class:`pincompile.compiler.Compiler`). This module
 imports nothing heavy.
 """
 
@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from pincompile.cache import Store, file_digest
-from pincompile.loader import LoadResult, load_text, read_tree
+from pincompile.source.cache import Store, file_digest
+from pincompile.source.loader import LoadResult, load_text, read_tree
 
 LOAD_AHEAD_MIN = 100
 """Files (not cached) below which a compile loads them all in one process."""

@@ -3,7 +3,7 @@
 Pure: two lists of :class:`~pincompile.pipeline.Manifest` in, a :class:`DiffReport` out.
 Objects are matched by (cluster, API group, kind, namespace, name) — the identity Kubernetes
 uses — so an apiVersion bump of the same object shows as a change, not a remove plus an add.
-Objects are compared as data and shown as canonical YAML (``pincompile.output``: sorted
+Objects are compared as data and shown as canonical YAML (``pincompile.emit.output``: sorted
 keys, block strings), so reformatting, reordering keys or adding comments in the specs never
 shows as a difference.
 """
@@ -20,8 +20,8 @@ from typing import Any, Literal
 
 from deepdiff import DeepDiff
 
+from pincompile.emit.output import to_yaml as canonical_yaml
 from pincompile.manifest import Manifest
-from pincompile.output import to_yaml as canonical_yaml
 from pincompile.review import Review
 
 Action = Literal["added", "changed", "removed"]

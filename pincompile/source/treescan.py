@@ -8,7 +8,7 @@ so an entry whose mtime or ctime is not at least :data:`RACY_MARGIN_NS` older th
 that recorded it is never trusted: that file is read and hashed again next time.
 
 The walk finds the same files, in the same order, with the same warnings and errors as
-:func:`pincompile.loader.read_tree`; only regular files are read.
+:func:`pincompile.source.loader.read_tree`; only regular files are read.
 """
 
 from __future__ import annotations
@@ -22,9 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pincompile.cache import Store, code_digest, file_digest
 from pincompile.diagnostics import Diagnostic
-from pincompile.loader import LoadResult, add_walk_problem, iter_yaml_files, read_regular_file
+from pincompile.source.cache import Store, code_digest, file_digest
+from pincompile.source.loader import (
+    LoadResult,
+    add_walk_problem,
+    iter_yaml_files,
+    read_regular_file,
+)
 
 RACY_MARGIN_NS = 2_000_000_000
 """How much older than the walk a file's timestamps must be for its entry to be trusted

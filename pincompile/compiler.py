@@ -1,0 +1,230 @@
+"""Compiling in memory, again and again: the :class:`Compiler` loads and parses only the
+files that changed (a long-running process keeps one), :func:`compile_path` compiles a
+tree once, :func:`validate_tree` checks one (``pincompile validate``: nothing written,
+the last valid check's snapshot kept in the cache)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pincompile.catalog import Catalog
+from pincompile.diagnostics import Diagnostic
+from pincompile.parse import parse_document
+from pincompile.pipeline import Result, run_parsed
+from pincompile.source.cache import FileState, Store, file_digest
+from pincompile.source.gitsource import git_revision
+from pincompile.source.loader import LoadResult, load_text
+from pincompile.source.readahead import Loading, ReadTree, load_ahead, read_ahead
+
+
+class Compiler:
+    """Compiles spec trees again and again, loading and parsing only files that changed.
+
+    It keeps every file's :class:`~pincompile.source.cache.FileState` in memory between calls (a
+    long-running process such as ``serve`` keeps one ``Compiler``), and reads and writes
+    them in an on-disk :class:`~pincompile.source.cache.Store` when given one. Whatever it reuses,
+    :meth:`compile` returns what a cold :func:`run` over the same files returns.
+
+    ``remember``: keep a snapshot of each clean compile so that the next :meth:`compile`
+    re-runs only the changed apps (for a process that compiles again; a one-shot command
+    passes False and saves building it). ``jobs``: processes that load files and check
+    specs (a command may fork; a process with threads keeps 1).
+    """
+
+    def __init__(self, store: Store | None = None, *, remember: bool = True,
+                 jobs: int = 1) -> None:
+        self.store = store
+        self.remember = remember
+        self.jobs = jobs
+        self.states: dict[str, FileState] = {}
+        self._snapshot: Any = None
+        self._last: Result | None = None
+        self.stats = {"memory": 0, "disk": 0, "parsed": 0}
+        self.reused = False
+        """Whether the last compile re-ran only the changed apps (an incremental compile)."""
+
+    def compile(self, files: Iterable[tuple[str, bytes]] = (), *, revision: str = "unknown",
+                expand: bool = True, loaded: LoadResult | None = None,
+                read: ReadTree | None = None) -> Result:
+        """Compile ``files`` — (name used in locations, content) in load order — plus
+        whatever ``loaded`` already holds (diagnostics and warnings of the tree walk); or
+        the tree ``read`` (its files, already being loaded ahead, and its walk). A result
+        with diagnostics holds no objects to use (found incrementally, it holds none)."""
+        if read is not None:
+            files, loaded = read.files, read.walked
+        loaded = loaded if loaded is not None else LoadResult()
+        catalog = Catalog()
+        parsed: list[Diagnostic] = []
+        seen: dict[str, FileState] = {}
+        files = list(files)
+        if read is not None:
+            digests, ahead = read.digests, read.ahead
+        else:
+            digests = [file_digest(name, raw) for name, raw in files]
+            ahead = load_ahead(files, digests, self.jobs, self.cached)
+        for (name, raw), digest in zip(files, digests, strict=True):
+            state = self.file_state(name, raw, digest, ahead)
+            seen[name] = state
+            loaded.extend(state.loaded)
+            for entry, problems in state.parsed:
+                parsed.extend(problems)
+                if entry is not None:
+                    catalog.add(entry)
+        self.states = seen  # files no longer in the tree are forgotten
+        self.reused = False
+        if expand:
+            done = self._incremental(seen, loaded, catalog, revision)
+            if done is not None:
+                return done
+        result = run_parsed(loaded, catalog, [*loaded.diagnostics, *parsed],
+                             revision=revision, expand=expand, jobs=self.jobs)
+        if expand and result.ok and self.remember:
+            from pincompile import incremental
+
+            self._snapshot = incremental.snapshot(
+                incremental.context_of(revision, "yaml"), seen.values(), result, "yaml")
+            self._last = result
+        elif expand:
+            self._snapshot = self._last = None
+        return result
+
+    def _incremental(self, seen: dict[str, FileState], loaded: LoadResult, catalog: Catalog,
+                     revision: str) -> Result | None:
+        """Only the changed apps again, against the last clean compile (in memory)."""
+        if self._snapshot is None:
+            return None
+        from pincompile import incremental
+
+        context = incremental.context_of(revision, "yaml")
+        last = self._last
+        if (last is not None and context == self._snapshot.context and not loaded.diagnostics
+                and {n: s.digest for n, s in seen.items()}
+                == {n: f.digest for n, f in self._snapshot.files.items()}):
+            self.reused = True  # nothing changed: the last result again
+            return Result(catalog=catalog, sources=loaded.sources, plan=last.plan,
+                          manifests=list(last.manifests), warnings=sorted(loaded.warnings))
+        outcome = incremental.update(
+            self._snapshot, context,
+            [(n, s.digest) for n, s in seen.items()], lambda n, _: seen[n], loaded,
+            revision=revision, fmt="yaml", keep=True)
+        if isinstance(outcome, incremental.Invalid):
+            # the changed apps' errors, as a full compile reports them; the snapshot stays
+            # the last clean compile's, so the push that fixes them is incremental too
+            self.reused = True
+            return Result(catalog=catalog, sources=loaded.sources,
+                          diagnostics=outcome.diagnostics, warnings=outcome.warnings)
+        if outcome is None:
+            return None  # an edit that reaches beyond the changed apps: a full compile
+        self._snapshot = outcome.snapshot
+        self.reused = True
+        self._last = Result(catalog=catalog, sources=loaded.sources, plan=outcome.plan,
+                            manifests=outcome.manifests or [], warnings=sorted(loaded.warnings))
+        return self._last
+
+    def cached(self, name: str, digest: str) -> bool:
+        """Whether file ``name`` needs no loading: in memory or in the cache."""
+        return self._remembered(name, digest) is not None or (
+            self.store is not None and self.store.has(digest))
+
+    def _remembered(self, name: str, digest: str) -> FileState | None:
+        """File ``name`` as the last compile held it, when its content is unchanged."""
+        known = self.states.get(name)
+        return known if known is not None and known.digest == digest else None
+
+    def file_state(self, name: str, raw: bytes, digest: str,
+               ahead: dict[str, Loading] | None = None) -> FileState:
+        """File ``name`` (content ``raw``, :func:`file_digest` ``digest``) loaded and parsed:
+        from memory, the cache, a process loading ahead, or ``raw`` itself."""
+        known = self._remembered(name, digest)
+        if known is not None:
+            self.stats["memory"] += 1
+            return known
+        stored = self.store.get(digest) if self.store is not None else None
+        if stored is not None and stored.name == name:
+            self.stats["disk"] += 1
+            return stored
+        loading = ahead.get(name) if ahead else None
+        loaded = loading.load(name) if loading is not None else load_text(name, raw)
+        state = FileState(name, digest, loaded, [parse_document(d) for d in loaded.documents])
+        self.stats["parsed"] += 1
+        if self.store is not None:
+            self.store.put(state)
+        return state
+
+
+def compile_path(root: Path, *, revision: str | None = None, expand: bool = True,
+                 cache_dir: Path | None = None) -> Result:
+    """Load and compile the spec tree at ``root``; with ``cache_dir``, reuse (and keep)
+    every unchanged file's loaded and parsed documents there."""
+    compiler = Compiler(Store(cache_dir) if cache_dir is not None else None, remember=False)
+    return compiler.compile(read=read_ahead(root, cache_dir, 1), expand=expand,
+                            revision=revision or git_revision(root))
+
+
+VALIDATE_REVISION = "validate"
+"""The revision a validation compiles at (objects record it; nothing is written)."""
+
+
+@dataclass
+class Validation:
+    """What :func:`validate_tree` found."""
+
+    result: Result
+    """Diagnostics, warnings and the sources they point into (after an incremental check
+    its catalog is empty: :attr:`specs` counts them)."""
+    specs: int
+    objects: int
+    """Objects a compile would generate."""
+
+
+def validate_tree(root: Path, *, cache_dir: Path | None = None, jobs: int | None = None,
+                  scanning: Any = None) -> Validation:
+    """``pincompile validate ROOT``: every check a compile runs, nothing written.
+
+    With ``cache_dir``, a snapshot of the last valid check of ROOT is kept there, as
+    :func:`~pincompile.emit.folder.compile_to_dir` keeps one (without output files): when
+    only app files changed since, only those apps are checked, placed and expanded again,
+    and their errors are the ones a full check reports (see :mod:`pincompile.incremental`).
+    ``scanning``: ROOT's walk already started by :func:`~pincompile.source.treescan.scan_ahead`."""
+    from pincompile import incremental
+    from pincompile.emit.folder import expand_result
+    from pincompile.forked import cpus
+    from pincompile.incremental.stored import read_snapshot, state_of, write_snapshot
+    from pincompile.source.treescan import scan_tree
+
+    store = Store(cache_dir) if cache_dir is not None else None
+    scan = scanning.result() if scanning is not None else scan_tree(root, store)
+    compiler = Compiler(store, remember=False, jobs=jobs or cpus())
+    context = incremental.context_of(VALIDATE_REVISION, "")
+    key = hashlib.sha256(f"validate\0{root.resolve()}".encode()).hexdigest()
+    prev = read_snapshot(store, key) if store is not None else None
+    if store is not None and isinstance(prev, incremental.Snapshot) and prev.context == context:
+        outcome = incremental.update(
+            prev, context, scan.digests,
+            lambda name, digest: state_of(compiler, scan, name, digest), scan.walked,
+            revision=VALIDATE_REVISION, fmt=None)
+        if isinstance(outcome, incremental.Invalid):
+            return Validation(Result(Catalog(), outcome.sources, outcome.diagnostics,
+                                     warnings=outcome.warnings), 0, 0)
+        if outcome is not None:
+            if outcome.snapshot is not prev:
+                write_snapshot(store, key, outcome.snapshot)
+            return Validation(Result(Catalog(), {}, warnings=outcome.warnings), outcome.specs,
+                              outcome.objects)
+    readable = [(name, raw, digest) for name, digest in scan.digests
+                if (raw := scan.read(name)) is not None]
+    files = [(name, raw) for name, raw, _ in readable]
+    digests = [digest for _, _, digest in readable]
+    read = ReadTree(files, digests, scan.walked,
+                    load_ahead(files, digests, compiler.jobs, compiler.cached))
+    result = compiler.compile(read=read, revision=VALIDATE_REVISION, expand=False)
+    emitted = expand_result(result, None, fmt=None, revision=VALIDATE_REVISION, jobs=compiler.jobs)
+    if store is not None and not result.diagnostics:
+        states = [compiler.states[name] for name, _ in files]
+        store.write(key, incremental.snapshot(context, states, result, "yaml",
+                                              emitted.sources(result.catalog)))
+    return Validation(result, len(result.catalog.entries), len(emitted.rows))

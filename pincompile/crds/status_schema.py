@@ -1,0 +1,239 @@
+"""The status schemas of the custom resources: what the reconciler writes back for each
+workload, scaler, member cluster, project and platform kind."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+
+def _int(description: str) -> dict[str, Any]:
+    return {"type": "integer", "format": "int32", "minimum": 0, "description": description}
+
+
+def _str(description: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "string", "description": description, **extra}
+
+
+_TIME = {"type": "string", "format": "date-time"}
+_CONDITIONS = {
+    "type": "array",
+    "description": "Latest observations (Kubernetes condition conventions), e.g. Ready, "
+                   "Progressing, Compiled.",
+    "x-kubernetes-list-type": "map",
+    "x-kubernetes-list-map-keys": ["type"],
+    "items": {
+        "type": "object",
+        "required": ["type", "status"],
+        "properties": {
+            "type": _str("Condition type, e.g. Ready.", maxLength=316),
+            "status": _str("True, False or Unknown.", enum=["True", "False", "Unknown"]),
+            "reason": _str("One CamelCase word saying why.", maxLength=1024),
+            "message": _str("What happened, for people.", maxLength=32768),
+            "lastTransitionTime": {**_TIME, "description": "When status last changed."},
+            "observedGeneration": {"type": "integer", "format": "int64", "minimum": 0,
+                                   "description": "metadata.generation the condition is for."},
+        },
+    },
+}
+_QUANTITIES = {"type": "object", "additionalProperties": {
+    "anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True}}
+
+
+def _common_status() -> dict[str, Any]:
+    return {
+        "observedGeneration": {"type": "integer", "format": "int64", "minimum": 0,
+                               "description": "The metadata.generation last acted on."},
+        "observedRevision": _str("The git revision last compiled and applied."),
+        "conditions": copy.deepcopy(_CONDITIONS),
+        "message": _str("A human summary of the current state."),
+    }
+
+
+WORKLOAD_PHASES = ["Healthy", "Progressing", "Degraded", "Failed", "Suspended", "Missing",
+                   "Unknown"]
+
+
+def workload_status() -> dict[str, Any]:
+    """Aggregated status of a workload over every member cluster it is placed in."""
+    counts = {
+        "replicas": _int("Desired pods (replicas, shards or training replicas)."),
+        "readyReplicas": _int("Pods that are ready."),
+        "updatedReplicas": _int("Pods that run the current revision."),
+        "active": _int("Job pods running (job kinds)."),
+        "succeeded": _int("Job pods or shards that finished successfully (job kinds)."),
+        "failed": _int("Job pods or shards that failed (job kinds)."),
+    }
+    cluster = {
+        "type": "object",
+        "required": ["name"],
+        "properties": {
+            "name": _str("Member cluster name."),
+            "phase": _str("Phase in this cluster.", enum=WORKLOAD_PHASES),
+            **copy.deepcopy(counts),
+            "observedRevision": _str("The git revision applied to this cluster."),
+            "lastSyncTime": {**_TIME, "description": "When this cluster was last reconciled."},
+            "message": _str("Why the cluster is not Ready, if it is not."),
+            "conditions": copy.deepcopy(_CONDITIONS),
+        },
+    }
+    return {
+        "type": "object",
+        "description": "Written by the reconciler: the workload over all its member clusters.",
+        "properties": {
+            "phase": _str("Overall phase; the worst of the clusters' phases.",
+                          enum=WORKLOAD_PHASES),
+            "ready": _str("Ready pods over desired pods, e.g. \"12/12\" (for kubectl get)."),
+            **counts,
+            **_common_status(),
+            "lastAppliedRevision": _str("The git revision of the last pass that changed "
+                                        "something of this app."),
+            "lastAppliedTime": {**_TIME, "description": "When that pass ran."},
+            "rollout": _rollout_status(),
+            "failover": _app_failover_status(),
+            "clusters": {
+                "type": "array",
+                "description": "Per member cluster the workload is placed in.",
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["name"],
+                "items": cluster,
+            },
+        },
+    }
+
+
+def _rollout_status() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "description": "Zone-by-zone rollout: which template is going where.",
+        "properties": {
+            "target": _str("Digest of the pod templates being rolled out."),
+            "revision": _str("The git revision that started this rollout."),
+            "zones": {"type": "array", "items": {"type": "string"},
+                      "description": "Zones in rollout order."},
+            "zoneIndex": _int("Index of the zone being rolled out (= number of zones when "
+                              "complete)."),
+            "zone": _str("The zone being rolled out (empty when complete)."),
+            "phase": _str("Progressing, Halted or Complete.",
+                          enum=["Progressing", "Halted", "Complete"]),
+            "message": _str("Why the rollout halted, if it did."),
+            "since": {**_TIME, "description": "When the current zone started."},
+        },
+    }
+
+
+def _app_failover_status() -> dict[str, Any]:
+    counts = {"type": "object", "additionalProperties": {"type": "integer", "format": "int32"}}
+    return {
+        "type": "object",
+        "description": "Set while a member cluster the workload runs in is lost or returning: "
+                       "where its share runs meanwhile.",
+        "properties": {
+            "phase": _str("FailedOver (a cluster is lost), FailingBack (its share moves back "
+                          "in steps) or Stranded (a PinPod with failover: false).",
+                          enum=["FailedOver", "FailingBack", "Stranded"]),
+            "clusters": {"type": "array", "items": {"type": "string"},
+                         "description": "The lost or returning clusters."},
+            "message": _str("What moved where, for people."),
+            "replicas": {**counts, "description": "Replicas per cluster now."},
+            "normalReplicas": {**copy.deepcopy(counts),
+                               "description": "Replicas per cluster where the specs put them."},
+            "failback": {"type": "object", "description": "Progress moving back.",
+                         "properties": {"back": _int("Replicas back already."),
+                                        "of": _int("Replicas to move back in all.")}},
+            "capacity": {
+                "type": "object",
+                "description": "A PinScaler: the other clusters' HPA floors hold the replicas "
+                               "the lost clusters ran, until they return.",
+                "properties": {
+                    "carried": {**copy.deepcopy(counts),
+                                "description": "Replicas each lost cluster ran when last read."},
+                    "floors": {**copy.deepcopy(counts),
+                               "description": "minReplicas per other cluster, holding them."},
+                }},
+        },
+    }
+
+
+def scaler_status() -> dict[str, Any]:
+    status = workload_status()
+    status["description"] = ("Written by the reconciler: the scaler's HPAs over all member "
+                             "clusters, and what the autoscaler decided.")
+    status["properties"].update({
+            "currentReplicas": _int("Replicas running over all clusters."),
+            "desiredReplicas": _int("Replicas the scaler last asked for."),
+            "floor": _int("The effective minimum now (a schedule may raise minReplicas)."),
+            "clusterReplicas": {
+                "type": "object", "additionalProperties": {"type": "integer"},
+                "description": "Per cluster, the target's replicas when it was last read "
+                               "(failover carries a lost cluster's to the others)."},
+            "activeSchedule": _str("The cron of the schedule in force, if any."),
+            "lastScaleTime": {**_TIME, "description": "When the replica count last changed."},
+            "rebalance": {
+                "type": "object",
+                "description": "HPA maxima moved toward clusters that ran at their maximum "
+                               "while others had room (they add up to maxReplicas).",
+                "properties": {
+                    "maxReplicas": {"type": "object", "description": "Per cluster, now.",
+                                    "additionalProperties": {"type": "integer"}},
+                    "basis": {"type": "object", "description": "Per cluster, as compiled.",
+                              "additionalProperties": {"type": "integer"}},
+                    "reason": _str("Why the last move was made."),
+                    "since": {**_TIME, "description": "When the last move was made."},
+                },
+            },
+    })
+    return status
+
+
+def cluster_status() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "description": "Written by the reconciler: whether the member cluster is reachable.",
+        "properties": {
+            "phase": _str("Ready, NotReady, Cordoned or Unknown (unreachable).",
+                          enum=["Ready", "NotReady", "Cordoned", "Unknown"]),
+            "kubernetesVersion": _str("The version its API server reports."),
+            "lastProbeTime": {**_TIME, "description": "When the cluster was last reached."},
+            "allocatable": {**copy.deepcopy(_QUANTITIES),
+                            "description": "Sum of its nodes' allocatable resources."},
+            "allocated": {
+                "type": "object", "description": "Requests placed here, per tier.",
+                "additionalProperties": copy.deepcopy(_QUANTITIES)},
+            "failover": {
+                "type": "object",
+                "description": "Failover state: a cluster unreachable past the grace period "
+                               "(or cordoned) is Lost and its share of every app runs "
+                               "elsewhere; once it answers again it is Returning.",
+                "properties": {
+                    "phase": _str("Reachable, Unreachable (under the grace period), Lost or "
+                                  "Returning.",
+                                  enum=["Reachable", "Unreachable", "Lost", "Returning"]),
+                    "reason": _str("Why, for people."),
+                    "since": {**_TIME, "description": "When the phase began."},
+                    "unreachableSince": {**_TIME, "description": "Start of the current run "
+                                                                 "of failed passes."},
+                    "failbackSteps": _int("Returning: failback steps taken."),
+                },
+            },
+            **_common_status(),
+        },
+    }
+
+
+def project_status() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "description": "Written by the reconciler: the project's namespace and quota use.",
+        "properties": {
+            "namespace": _str("The namespace its workloads live in."),
+            "usage": {"type": "object", "description": "Requests in use, per tier.",
+                      "additionalProperties": copy.deepcopy(_QUANTITIES)},
+            **_common_status(),
+        },
+    }
+
+
+def platform_status(what: str) -> dict[str, Any]:
+    return {"type": "object", "description": f"Written by the reconciler: {what}.",
+            "properties": _common_status()}

@@ -1,0 +1,309 @@
+"""An incremental compile: a changed tree compiled against a snapshot, or None when an
+edit could reach beyond the changed apps."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pincompile.catalog import Catalog, Entry, note_invalid
+from pincompile.diagnostics import Diagnostic, add_new
+from pincompile.emit.output import PLACEMENT_FILE, manifest_path, serialize
+from pincompile.emit.signature import digest, tree_sig
+from pincompile.incremental.fragments import (
+    fragment,
+    fragments_of,
+    placement_text,
+    splice_placement,
+)
+from pincompile.incremental.snapshots import (
+    Delta,
+    FileSummary,
+    Invalid,
+    Outcome,
+    Snapshot,
+    owned,
+    per_cluster,
+    tree_update,
+    unit_of,
+)
+from pincompile.incremental.units import (
+    Claim,
+    Unit,
+    app_file,
+    bucket,
+    bucket_sums,
+    claims_of,
+    link_of,
+)
+from pincompile.manifest import Manifest
+from pincompile.placement.model import Key
+from pincompile.repoconfig import CONFIG_FILE, repo_config
+from pincompile.source.cache import FileState
+
+
+def update(prev: Snapshot, context: tuple[str, ...], files: list[tuple[str, str]],
+           state_of: Callable[[str, str], FileState | None], walked: Any, *,
+           revision: str, fmt: str | None, keep: bool = False,
+           read_placement: Callable[[], bytes | None] = lambda: None,
+           placement_unchanged: bool = False) -> Outcome | Invalid | None:
+    """Compile against ``prev``; :class:`Invalid` when the changed apps have errors; None
+    when a full compile is needed (module docstring).
+    ``keep``: ``prev`` was made without output files (a long-running process); the
+    outcome then carries every object and the plan, and nothing to write, and ``prev`` may
+    be of another revision. ``fmt`` None:
+    check only (``validate``): nothing is serialized or written, no ``placement.json``.
+
+    ``files``: (name, content digest) of every file of the tree, in load order;
+    ``state_of(name, digest)``: that file loaded and parsed (from memory, the cache or the
+    file itself), or None; ``read_placement()``: the ``placement.json`` written last (its
+    unchanged workloads' entries are kept as they are), ``placement_unchanged``: it is
+    known by its stat (else its digest is checked).
+    """
+    # in memory, a new revision only restamps the unchanged units' objects
+    restamp = (keep and prev.context != context
+               and _but_revision(prev.context) == _but_revision(context))
+    if (prev.context != context and not restamp) or walked.diagnostics:
+        return None
+    now = dict(files)
+    changed = [n for n, d in files if n not in prev.files or prev.files[n].digest != d]
+    removed = [n for n in prev.files if n not in now]
+    if any(n in prev.platform for n in (*changed, *removed)):
+        return None
+    states: dict[str, FileState] = {}
+    for name in changed:
+        state = state_of(name, now[name])
+        if state is None or not app_file(state, problems_allowed=True):
+            return None
+        states[name] = state
+    if not changed and not removed and not restamp:
+        return None if keep else _unchanged(prev, walked)
+
+    # the affected files: changed ones, and those linked to them through scaler targets
+    old_units = {k for n in (*changed, *removed) if n in prev.files for k in prev.files[n].units}
+    links = {prev.units[k].link for k in old_units}
+    for state in states.values():
+        links.update(link_of(e.resource) for e, _ in state.parsed if e is not None)
+    affected_files = set(states)
+    todo = set(links)
+    seen_links = set(links)
+    while todo:  # one pass over the units per step of the links (most edits: one pass)
+        linked = {u.file for k, u in prev.units.items()
+                  if u.link in todo and k not in old_units} - affected_files
+        todo = set()
+        for name in sorted(linked):
+            state = state_of(name, now[name])
+            if state is None:
+                return None
+            states[name] = state
+            affected_files.add(name)
+            old_units.update(prev.files[name].units)
+            for e, _ in state.parsed:
+                if e is not None and link_of(e.resource) not in seen_links:
+                    seen_links.add(link_of(e.resource))
+                    todo.add(link_of(e.resource))
+
+    kept = {k: u for k, u in prev.units.items() if k not in old_units}
+    taken: dict[Claim, Key] = {c: k for k, u in kept.items() for c in u.claims}
+    new_entries: list[Entry[Any]] = []
+    for name, _ in files:
+        if name in affected_files:
+            new_entries.extend(e for e, _ in states[name].parsed if e is not None)
+    for e in new_entries:
+        if e.resource.key in kept or any(c in taken for c in claims_of(e.resource)):
+            return None  # a duplicate: a full compile reports it
+
+    catalog = Catalog()
+    for name, _ in files:
+        if name in prev.platform:
+            state = state_of(name, now[name])
+            if state is None:
+                return None
+            for entry, _ in state.parsed:
+                if entry is not None:
+                    catalog.add(entry)
+        elif name in affected_files:
+            for entry, _ in states[name].parsed:
+                if entry is not None:
+                    catalog.add(entry)
+
+    from pincompile.checks import check
+    from pincompile.emit.output import too_large_all
+    from pincompile.expand import expand_all
+    from pincompile.placement import plan as place
+
+    note_invalid(catalog, (d for name in affected_files for d in states[name].loaded.documents))
+    diagnostics = [d for name in affected_files for d in states[name].loaded.diagnostics]
+    diagnostics += [d for name in affected_files for _, ds in states[name].parsed for d in ds]
+    config_state = state_of(CONFIG_FILE, now[CONFIG_FILE]) if CONFIG_FILE in now else None
+    if CONFIG_FILE in now and config_state is None:
+        return None  # the settings cannot be read again: a full compile reports why
+    config, _ = repo_config(config_state.loaded.sources if config_state is not None else {})
+    add_new(diagnostics, check(catalog, config))
+    from pincompile.placement.plan import Sums
+
+    touched = {bucket(k) for k in old_units} | {bucket(e.resource.key) for e in new_entries}
+    in_touched: dict[int, list[Unit]] = {b: [] for b in touched}
+    for k, u in kept.items():
+        b = bucket(k)
+        if b in touched:
+            in_touched[b].append(u)
+    base = Sums()
+    for b, sums in prev.buckets.items():
+        if b not in touched:
+            base.merge(sums)
+    for b in sorted(touched):
+        base.merge(bucket_sums(in_touched[b]))
+    scalers = {k: u.scaler_target for k, u in kept.items() if u.scaler_target is not None}
+    plan, problems = place(catalog, base, scalers)
+    if problems:
+        return None
+    manifests, problems = expand_all(catalog, plan, revision=revision)
+    add_new(diagnostics, problems)
+    add_new(diagnostics, too_large_all(manifests))
+    if diagnostics:
+        return _invalid(prev, diagnostics, states, affected_files, manifests, now, walked,
+                        fmt)
+
+    units: dict[Key, Unit] = ({k: u.at_revision(revision) for k, u in kept.items()}
+                              if restamp else dict(kept))
+    fresh: dict[Key, Unit] = {}
+    for name in affected_files:
+        for e, _ in states[name].parsed:
+            if e is None:
+                continue
+            fresh[e.resource.key] = units[e.resource.key] = unit_of(e.resource, name, plan, keep)
+    write: dict[str, str | bytes] = {}
+    new_platform: dict[str, bytes] = {}
+    platform_manifests: list[Manifest] = []
+    old_paths = {p: d for k in old_units for p, d in prev.units[k].outputs.items()}
+    old_paths.update(prev.platform_outputs)
+    serialized = fmt is not None and not keep
+    for m in manifests:
+        path = _path(m, fmt)
+        if path not in old_paths and prev.has(path):
+            return None  # an object an unchanged unit generates: a full compile reports it
+        text = serialize(m.obj, fmt) if serialized and fmt is not None else ""
+        sig = digest(text) if serialized else b""
+        if not owned(m, path, sig, fresh):
+            new_platform[path] = sig
+            platform_manifests.append(m)
+        if serialized and old_paths.get(path) != sig:
+            write[path] = text
+    written = {p for u in fresh.values() for p in u.outputs} | set(new_platform)
+    remove = set(old_paths) - written
+
+    sig = b""
+    if serialized:
+        old = read_placement()
+        if old is None or (not placement_unchanged and digest(old) != prev.placement):
+            return None
+        changed_parts = {k: fragment(plan.placed[k].decision) for k in fresh
+                         if k in plan.placed}
+        placement = splice_placement(old, plan, old_units, changed_parts)
+        if placement is None:  # workloads come or go: every entry read back
+            fragments = fragments_of(old.decode("utf-8", "surrogateescape"))
+            if fragments is None:
+                return None
+            for k in old_units:
+                fragments.pop(k, None)
+            fragments.update(changed_parts)
+            placement = placement_text(plan, fragments).encode("utf-8", "surrogateescape")
+        sig = digest(placement)
+        if sig != prev.placement:
+            write[PLACEMENT_FILE] = placement
+    summaries = {n: s for n, s in prev.files.items() if n in now and n not in affected_files}
+    for name in affected_files:
+        st = states[name]
+        summaries[name] = FileSummary(now[name], [e.resource.key for e, _ in st.parsed
+                                                  if e is not None],
+                                      sum(1 for e, _ in st.parsed if e is not None),
+                                      list(st.loaded.warnings))
+    ordered = {n: summaries[n] for n, _ in files}
+    snap = Snapshot(context, ordered, dict(prev.platform), units, new_platform, sig,
+                    prev.clusters, dict(prev.buckets))
+    snap.tree = tree_update(prev.tree, set(old_paths) - written, written)
+    snap.per_cluster = per_cluster(old_paths, dict(prev.per_cluster), -1)
+    snap.per_cluster = per_cluster([*(p for u in fresh.values() for p in u.outputs),
+                                     *new_platform], snap.per_cluster, 1)
+    if not keep:
+        new_paths = [*((p, d) for u in fresh.values() for p, d in u.outputs.items()),
+                     *new_platform.items(), (PLACEMENT_FILE, sig)]
+        snap.sig = (prev.sig ^ tree_sig([*old_paths.items(), (PLACEMENT_FILE, prev.placement)])
+                    ^ tree_sig(new_paths))
+    for b in touched:
+        snap.buckets[b] = bucket_sums([*in_touched[b], *(u for k, u in fresh.items()
+                                                    if bucket(k) == b)])
+    if not keep:  # what a stored base needs to become ``snap``
+        last = Snapshot(snap.context, {}, snap.platform, {}, snap.platform_outputs,
+                        snap.placement, snap.clusters, {}, snap.sig, snap.per_cluster, {},
+                        token="")
+        change = Delta(prev.token, {**{n: None for n in removed},
+                                    **{n: summaries[n] for n in affected_files}},
+                       {**{k: None for k in old_units}, **fresh}, set(old_paths) - written,
+                       written, {b: snap.buckets[b] for b in touched}, last)
+        snap.token = prev.token
+        snap.delta = prev.delta.then(change) if prev.delta is not None else change
+    outcome = Outcome(snap, write, remove, *_counts(snap), units=len(fresh),
+                      warnings=_warnings(snap, walked))
+    if keep:  # a long-running process: every decision, not only the new ones
+        plan.decisions = dict(sorted({k: u.decision for k, u in units.items()
+                                      if u.decision is not None}.items()))
+        outcome.manifests = sorted(
+            [*platform_manifests, *(m for u in units.values() for m in (u.manifests or []))],
+            key=lambda m: m.relpath)
+        outcome.plan = plan
+    return outcome
+
+
+def context_of(revision: str, fmt: str) -> tuple[str, ...]:
+    """What a snapshot is valid for: (pincompile code digest, revision, output format)."""
+    from pincompile.source.cache import code_digest
+
+    return (code_digest(), revision, fmt)
+
+
+def _but_revision(context: tuple[str, ...]) -> tuple[str, ...]:
+    """:func:`context_of` without its revision."""
+    return context[:1] + context[2:]
+
+
+def _path(m: Manifest, fmt: str | None) -> str:
+    """``m``'s output path (``fmt`` None, a check only: the YAML one, as validate lists it)."""
+    return manifest_path(m, fmt or "yaml")
+
+
+def _invalid(prev: Snapshot, diagnostics: list[Diagnostic], states: Mapping[str, FileState],
+             affected: set[str], manifests: list[Manifest], now: Mapping[str, str],
+             walked: Any, fmt: str | None) -> Invalid | None:
+    """The errors of an update, as a full compile reports them; None when one is located
+    outside the affected files or a changed unit generates an unchanged unit's object
+    (a full compile then tells)."""
+    old_paths = {p for k in prev.units if prev.units[k].file in affected
+                 for p in prev.units[k].outputs} | set(prev.platform_outputs)
+    if (any(d.file not in affected for d in diagnostics)
+            or any(_path(m, fmt) not in old_paths and prev.has(_path(m, fmt))
+                   for m in manifests)):
+        return None
+    sources: dict[str, str] = {}
+    for name in affected:
+        sources.update(states[name].loaded.sources)
+    warnings = [*walked.warnings,
+                *(w for n, f in prev.files.items() if n in now and n not in affected
+                  for w in f.warnings),
+                *(w for n in affected for w in states[n].loaded.warnings)]
+    return Invalid(sorted(set(diagnostics)), sorted(warnings), sources)
+
+
+def _unchanged(prev: Snapshot, walked: Any) -> Outcome:
+    """Nothing changed: nothing to write (a long-running process reuses its last result)."""
+    return Outcome(prev, {}, set(), *_counts(prev), units=0, warnings=_warnings(prev, walked))
+
+
+def _counts(snap: Snapshot) -> tuple[int, int, int]:
+    specs = sum(f.entries for f in snap.files.values())
+    return specs, sum(snap.per_cluster.values()), len(snap.per_cluster)
+
+
+def _warnings(snap: Snapshot, walked: Any) -> list[Diagnostic]:
+    return sorted([*walked.warnings, *(w for f in snap.files.values() for w in f.warnings)])
