@@ -8,6 +8,8 @@ A watch that ends is resumed from the last resourceVersion seen; one the server 
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -25,6 +27,7 @@ from reconciler.kinds import KindInfo
 from reconciler.model import Obj
 
 WATCH_SECONDS = 240
+log = logging.getLogger("pincompile.cache")
 OnChange = Callable[[Obj], None]
 """Called (from the watch thread) with each object added, modified or deleted."""
 
@@ -73,7 +76,8 @@ class KindWatch:
                 # look again (discovery afresh) after the back-off
                 self.error = f"{self.kind.kind} is not served (yet)"
                 self.synced.set()
-                self.conn.dynamic.resources.invalidate_cache()
+                with contextlib.suppress(Exception):  # the next attempt says what is wrong
+                    self.conn.rediscover()
             except ApiException as exc:
                 if exc.status == 410:
                     self.version = ""
@@ -82,6 +86,9 @@ class KindWatch:
             except (ClusterUnreachable, OSError, ValueError, HTTPError) as exc:
                 # HTTPError: the stream broke (an API server restarted): watch again
                 self.error = str(exc)
+            except Exception as exc:  # a bug: say so, but never leave the cache stale
+                log.exception("watch of %s in %s", self.kind.kind, self.conn.name)
+                self.error = f"{type(exc).__name__}: {exc}"
             self.stop.wait(backoff)
             backoff = min(backoff * 2, 10.0)
 

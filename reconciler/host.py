@@ -66,7 +66,7 @@ def ensure_crds(conn: Connection, *, timeout: float = 60.0) -> int:
                 if conditions.get("Established") == "True":
                     break
                 time.sleep(0.2)
-        conn.dynamic.resources.invalidate_cache()
+        conn.rediscover()
     return written
 
 

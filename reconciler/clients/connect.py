@@ -238,6 +238,8 @@ class Connection:
         rest.request = hook  # type: ignore[method-assign]
         self._dynamic: DynamicClient | None = None
         self._lock = threading.Lock()
+        self._discovery = threading.Lock()
+        self._rediscovered = -1.0
 
     @property
     def dynamic(self) -> DynamicClient:
@@ -252,7 +254,19 @@ class Connection:
 
     def resource(self, api_version: str, kind: str) -> Any:
         """The dynamic client's resource for ``apiVersion``/``kind``."""
-        return self.dynamic.resources.get(api_version=api_version, kind=kind)
+        dynamic = self.dynamic
+        with self._discovery:  # never while another thread rediscovers
+            return dynamic.resources.get(api_version=api_version, kind=kind)
+
+    def rediscover(self) -> None:
+        """Forget what discovery found (a CRD was installed since), at most once a second:
+        the dynamic client's cache is rebuilt in place, so lookups wait meanwhile (from
+        several threads at once it broke with KeyError 'resources')."""
+        dynamic = self.dynamic
+        with self._discovery:
+            if time.monotonic() - self._rediscovered >= 1.0:
+                dynamic.resources.invalidate_cache()
+                self._rediscovered = time.monotonic()
 
     def close(self) -> None:
         self.api.close()
