@@ -81,15 +81,15 @@ def cli() -> None:
 
 
 #: Commands that only read files and write their output (no threads, no clusters): when
-#: one ends, the process exits at once instead of freeing its heap object by object (0.1 s
-#: after a one-app compile of 10,000 files, seconds after a full one).
+#: one ends, the process exits at once instead of freeing its heap object by object
+#: (bench/RESULTS.md, "Tuning").
 EXIT_AT_ONCE = frozenset({"compile", "validate", "diff", "explain", "schema", "crds"})
 
 
 GC_THRESHOLDS = (100_000, 50, 1000)
 """A compile allocates millions of small objects that live to the end; the default
-thresholds (700) run the cyclic collector over that growing heap again and again (about 16%
-of a 10,000-app compile). Every command collects young objects 100x less often."""
+thresholds (700) run the cyclic collector over that growing heap again and again
+(bench/RESULTS.md, "Tuning"). Every command collects young objects 100 times less often."""
 
 
 def main() -> None:

@@ -81,9 +81,15 @@ def parse_quantity(value: str | int | float) -> Decimal:
 
 
 def _check_duration(value: str) -> str:
-    if not _DURATION.match(value):
+    if not is_duration(value):
         raise ValueError(f"'{value}' is not a duration (examples: 30s, 5m, 1h, 1h30m)")
     return value
+
+
+def is_duration(value: str) -> bool:
+    """Whether ``value`` is a duration of the spec language (``30s``, ``500ms``, ``1h30m``,
+    ``2d``): the one grammar specs and command-line options share."""
+    return bool(_DURATION.match(value))
 
 
 def duration_seconds(value: str) -> float:

@@ -64,7 +64,7 @@ class TreeEntry:
     path: str
 
 
-def _git(toplevel: Path | str, *args: str, input: bytes | None = None) -> bytes:
+def git(toplevel: Path | str, *args: str, input: bytes | None = None) -> bytes:
     """Run git in ``toplevel``; return stdout or raise :class:`GitError` with git's words."""
     try:
         proc = subprocess.run(["git", *args], cwd=toplevel, input=input, capture_output=True,
@@ -92,7 +92,7 @@ def spec_root(path: Path) -> SpecRoot:
             break
         anchor = anchor.parent
     try:
-        top = _git(anchor, "rev-parse", "--show-toplevel").decode().strip()
+        top = git(anchor, "rev-parse", "--show-toplevel").decode().strip()
     except GitError as exc:
         if "not a git repository" in str(exc):
             raise GitError(f"{path} is not inside a git work tree") from None
@@ -112,7 +112,7 @@ def resolve_ref(toplevel: Path, ref: str) -> str:
     if not ref or ref.startswith("-") or "\n" in ref:
         raise GitError(f"'{ref}' is not a valid revision")
     try:
-        out = _git(toplevel, "rev-parse", "--verify", "--quiet", "--end-of-options",
+        out = git(toplevel, "rev-parse", "--verify", "--quiet", "--end-of-options",
                    f"{ref}^{{commit}}")
     except GitError:
         hint = ""
@@ -136,7 +136,7 @@ def list_tree(toplevel: Path, sha: str, prefix: str) -> list[TreeEntry]:
     if prefix:
         args += ["--", prefix]
     entries: list[TreeEntry] = []
-    for record in _git(toplevel, *args).split(b"\0"):
+    for record in git(toplevel, *args).split(b"\0"):
         if not record:
             continue
         meta, _, raw_path = record.partition(b"\t")

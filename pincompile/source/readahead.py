@@ -1,11 +1,11 @@
 """Read a spec tree and start loading its files in a forked process, before the compiler is
 imported.
 
-Importing the compiler (pydantic models, expansion) takes a one-shot command about 0.35 s.
-A command that walks the tree first and forks a process loading the later files no cache
-holds gets that loading done meanwhile: the child loads while this process imports and then
-loads and parses the first files (see :class:`pincompile.compiler.Compiler`). This module
-imports nothing heavy.
+Importing the compiler (pydantic models, expansion) takes a one-shot command a noticeable
+share of its time (bench/RESULTS.md). A command that walks the tree first and forks a
+process loading the later files no cache holds gets that loading done meanwhile: the child
+loads while this process imports and then loads and parses the first files (see
+:class:`pincompile.compiler.Compiler`). This module imports nothing heavy.
 """
 
 from __future__ import annotations
@@ -21,9 +21,8 @@ LOAD_AHEAD_MIN = 100
 """Files (not cached) below which a compile loads them all in one process."""
 AHEAD_SHARE = 0.6
 """The share of the files the forked process loads. This process parses every file and
-unpickles what the other one loaded, so the other gets the larger share: at 10,000 files
-(2 CPUs, loading started after the import), loading and parsing took 2.3 s with 0.42,
-2.0-2.2 s with 0.55, 1.8 s with 0.62 and 1.9-2.0 s with 0.7."""
+unpickles what the other one loaded, so the other gets the larger share (the shares tried
+and their times are in bench/RESULTS.md, "Tuning")."""
 LOADED_WHILE_IMPORTING = 250
 """About how many files a process loads in the time the compiler takes to import: the
 forked process takes at least these, so that a command that started it before the

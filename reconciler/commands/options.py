@@ -1,4 +1,5 @@
-"""Option types shared by the reconciler's commands: durations such as ``30s`` or ``3m``."""
+"""Option types shared by the reconciler's commands: durations such as ``30s`` or ``1h30m``
+(the spec language's grammar)."""
 
 from __future__ import annotations
 
@@ -6,16 +7,20 @@ import re
 
 import click
 
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
-_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+from pincompile.models.types import duration_seconds, is_duration
+
+_SECONDS = re.compile(r"^\d+(?:\.\d+)?$")
 
 
 def parse_duration(value: str) -> float:
-    """``500ms``, ``30s``, ``3m``, ``1h`` or plain seconds → seconds."""
-    match = _DURATION.match(value.strip())
-    if not match:
-        raise click.BadParameter(f"'{value}' is not a duration like 30s, 3m or 1h")
-    return float(match.group(1)) * _UNIT[match.group(2)]
+    """A duration as specs write it (``500ms``, ``30s``, ``3m``, ``1h30m``, ``2d``), or plain
+    seconds (``2.5``) → seconds."""
+    text = value.strip()
+    if _SECONDS.match(text):
+        return float(text)
+    if not is_duration(text):
+        raise click.BadParameter(f"'{value}' is not a duration like 30s, 5m, 1h30m or 2d")
+    return float(duration_seconds(text))
 
 
 class Duration(click.ParamType):

@@ -81,7 +81,7 @@ class Mirror:
         """Fetch the branch and return the commit it points at now."""
         if not (self.directory / "HEAD").exists():
             self.directory.mkdir(parents=True, exist_ok=True)
-            gitsource._git(self.directory, "init", "--quiet", "--bare")
+            gitsource.git(self.directory, "init", "--quiet", "--bare")
         env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", **self._credentials}
         try:
             proc = subprocess.run(
@@ -103,7 +103,7 @@ class Mirror:
 
     def commit(self, sha: str) -> Commit:
         """Author and subject of ``sha``."""
-        out = gitsource._git(self.directory, "log", "-1", "--no-show-signature",
+        out = gitsource.git(self.directory, "log", "-1", "--no-show-signature",
                              "--format=%an%x00%ae%x00%s", sha, "--")
         fields = out.decode("utf-8", "replace").rstrip("\n").split("\0")
         author, email, subject = [*fields, "", "", ""][:3]
