@@ -18,6 +18,8 @@ class Phase(enum.StrEnum):
     """Health of one object or one app, in the manner of Argo CD's health statuses."""
 
     HEALTHY = "Healthy"
+    COMPLETED = "Completed"
+    """Ran to completion (a Job, a training job, a pod that ends): done, not running."""
     PROGRESSING = "Progressing"
     DEGRADED = "Degraded"
     FAILED = "Failed"

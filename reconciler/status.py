@@ -103,7 +103,7 @@ def app_status(views: Iterable[ClusterView], *, revision: str,
     }
     if rollout:
         status["rollout"] = dict(rollout)
-    healthy = health.phase in (Phase.HEALTHY, Phase.SUSPENDED)
+    healthy = health.phase in (Phase.HEALTHY, Phase.COMPLETED, Phase.SUSPENDED)
     old = {c.get("type"): c for c in previous.get("conditions") or []}.get("Ready") or {}
     state = "True" if healthy else "False"
     status["conditions"] = [{

@@ -50,8 +50,8 @@ def _common_status() -> dict[str, Any]:
     }
 
 
-WORKLOAD_PHASES = ["Healthy", "Progressing", "Degraded", "Failed", "Suspended", "Missing",
-                   "Unknown"]
+WORKLOAD_PHASES = ["Healthy", "Completed", "Progressing", "Degraded", "Failed", "Suspended",
+                   "Missing", "Unknown"]
 
 
 def workload_status() -> dict[str, Any]:

@@ -25,7 +25,7 @@ import click
 
 from reconciler.model import Phase
 
-OK_PHASES = (Phase.HEALTHY.value, Phase.SUSPENDED.value)
+OK_PHASES = (Phase.HEALTHY.value, Phase.COMPLETED.value, Phase.SUSPENDED.value)
 #: seconds between passes while waiting
 INTERVAL = 10.0
 DEFAULT_TIMEOUT = 600.0
@@ -49,10 +49,12 @@ def summary(rows: Iterable[dict[str, Any]]) -> tuple[str, bool]:
     """(the line, whether every app is Healthy or Suspended) for ``pincompile status`` rows."""
     apps = [r for r in rows if r["kind"] != "Cluster"]
     healthy = [r for r in apps if r["status"].get("phase") == Phase.HEALTHY.value]
+    completed = [r for r in apps if r["status"].get("phase") == Phase.COMPLETED.value]
     suspended = [r for r in apps if r["status"].get("phase") == Phase.SUSPENDED.value]
     others = not_ok(apps)
-    line = (f"demo: {len(healthy)} of {len(apps)} apps Healthy (finished jobs: Completed), "
-            f"{len(suspended)} Suspended on purpose (paused or stopped in the examples)")
+    line = (f"demo: {len(healthy)} of {len(apps)} apps Healthy, {len(completed)} Completed "
+            f"(jobs that finished), {len(suspended)} Suspended on purpose (paused or "
+            "stopped in the examples)")
     if not others:
         return f"{line}; every app is Healthy, Completed or Suspended on purpose", True
     return f"{line}; NOT Healthy: {describe(others)}", False

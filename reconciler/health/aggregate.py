@@ -2,7 +2,9 @@
 
 :data:`ORDER`, best to worst, and why:
 
-- ``Healthy < Suspended``: one paused or suspended part makes the app Suspended, as in
+- ``Healthy < Completed``: a run-to-completion workload that finished did what it was
+  asked; next to a running part it is the finished part that says more.
+- ``Completed < Suspended``: one paused or suspended part makes the app Suspended, as in
   Argo CD; it is deliberate, not a fault.
 - ``Suspended < Progressing < Missing``: work under way is worse than work held; an object
   that does not exist yet (Missing) is further from done than one converging.
@@ -22,8 +24,8 @@ from collections.abc import Iterable
 from reconciler.model import Health, ObjectRef, Phase
 
 ORDER: tuple[Phase, ...] = (
-    Phase.HEALTHY, Phase.SUSPENDED, Phase.PROGRESSING, Phase.MISSING, Phase.UNKNOWN,
-    Phase.DEGRADED, Phase.FAILED,
+    Phase.HEALTHY, Phase.COMPLETED, Phase.SUSPENDED, Phase.PROGRESSING, Phase.MISSING,
+    Phase.UNKNOWN, Phase.DEGRADED, Phase.FAILED,
 )
 """Every phase, best first."""
 

@@ -1,4 +1,4 @@
-"""batch/Job: Complete is Healthy, Failed is Failed (with the controller's reason, e.g.
+"""batch/Job: Complete is Completed, Failed is Failed (with the controller's reason, e.g.
 ``BackoffLimitExceeded`` or ``DeadlineExceeded``), suspended is Suspended, else Progressing.
 
 Since Kubernetes 1.31 the controller first sets ``FailureTarget``/``SuccessCriteriaMet``
@@ -19,7 +19,7 @@ def health(obj: Obj) -> Health:
             return Health(Phase.FAILED, reason_and_message(failed, "the job failed"))
     for kind in ("Complete", "SuccessCriteriaMet"):
         if is_true(condition(obj, kind)):
-            return Health(Phase.HEALTHY)
+            return Health(Phase.COMPLETED)
     if spec(obj).get("suspend") or is_true(condition(obj, "Suspended")):
         return Health(Phase.SUSPENDED, "the job is suspended")
     st = status(obj)

@@ -4,7 +4,7 @@ A long-running pod (``restartPolicy: Always``) is Degraded when a container is s
 restart or image-pull loop (waiting reason ``CrashLoopBackOff``, ``ImagePullBackOff``,
 ``ErrImagePull``, ``CreateContainerConfigError``, ...) or is not Ready after having
 terminated; Healthy when Ready. A run-to-completion pod (``OnFailure``/``Never``) is
-Progressing until it Succeeded (Healthy) or Failed (Failed): its transient waiting states
+Progressing until it Succeeded (Completed) or Failed (Failed): its transient waiting states
 are not judged, since the pod (or its Job) may still get past them.
 """
 
@@ -67,7 +67,7 @@ def health(obj: Obj) -> Health:
         if stuck:
             return Health(Phase.DEGRADED, "; ".join(stuck))
     if phase == "Succeeded":
-        return Health(Phase.HEALTHY, st.get("message") or "")
+        return Health(Phase.COMPLETED, st.get("message") or "")
     if phase == "Failed":
         return Health(Phase.FAILED, _failure(obj))
     if phase == "Pending":

@@ -15,7 +15,7 @@ def health(obj: Obj) -> Health:
     if is_true(failed) and failed:
         return Health(Phase.FAILED, reason_and_message(failed, "the training job failed"))
     if is_true(condition(obj, "Succeeded")):
-        return Health(Phase.HEALTHY)
+        return Health(Phase.COMPLETED)
     if is_true(condition(obj, "Suspended")):
         return Health(Phase.SUSPENDED, "the training job is suspended")
     for kind in ("Restarting", "Running", "Created"):

@@ -565,9 +565,10 @@ def test_demo_summary_names_every_app_that_is_not_healthy_or_suspended() -> None
         return {"kind": kind, "project": "p", "name": name,
                 "status": {"phase": phase, **({"message": message} if message else {})}}
 
-    line, ok = summary([row("PinApp", "a", "Healthy"), row("PinJob", "b", "Healthy"),
+    line, ok = summary([row("PinApp", "a", "Healthy"),
+                        row("PinterestJobSet", "b", "Completed"),
                         row("PinApp", "c", "Suspended"), row("Cluster", "x", "Unknown")])
-    assert ok and line == ("demo: 2 of 3 apps Healthy (finished jobs: Completed), 1 "
+    assert ok and line == ("demo: 1 of 3 apps Healthy, 1 Completed (jobs that finished), 1 "
                            "Suspended on purpose (paused or stopped in the examples); every "
                            "app is Healthy, Completed or Suspended on purpose")
     line, ok = summary([row("PinApp", "a", "Healthy"),

@@ -328,7 +328,7 @@ def test_pod_run_to_completion_is_not_judged_on_transient_waits() -> None:
                         restartPolicy="Never")
     assert health_of(job_pod) == Health(Phase.PROGRESSING, "running to completion")
     job_pod["status"]["phase"] = "Succeeded"
-    assert phase(job_pod) is Phase.HEALTHY
+    assert phase(job_pod) is Phase.COMPLETED
 
 
 def test_pod_failed_says_why() -> None:
@@ -362,13 +362,13 @@ def test_job_running_is_progressing_with_counts() -> None:
         Phase.PROGRESSING, "1 active, 0 of 1 succeeded, 2 failed")
 
 
-def test_job_complete_is_healthy_already_at_success_criteria_met() -> None:
+def test_job_complete_is_completed_already_at_success_criteria_met() -> None:
     done = obj(JOB, active=0, succeeded=1, conditions=[
         {"type": "SuccessCriteriaMet", "status": "True", "reason": "CompletionsReached"}])
-    assert health_of(done) == Health(Phase.HEALTHY)
+    assert health_of(done) == Health(Phase.COMPLETED)
     done["status"]["conditions"].append(
         {"type": "Complete", "status": "True", "reason": "CompletionsReached"})
-    assert health_of(done) == Health(Phase.HEALTHY)
+    assert health_of(done) == Health(Phase.COMPLETED)
 
 
 def test_job_failed_names_the_controllers_reason() -> None:
@@ -455,7 +455,7 @@ def test_training_job_follows_the_operators_conditions() -> None:
     done = obj(PYTORCHJOB, conditions=conditions(
         created, ("Running", "False", ""),
         ("Succeeded", "True", "PyTorchJob ml/ranker-pretrain successfully completed.")))
-    assert health_of(done) == Health(Phase.HEALTHY)
+    assert health_of(done) == Health(Phase.COMPLETED)
     failed = obj(PYTORCHJOB, conditions=conditions(
         created, ("Running", "False", ""),
         ("Failed", "True", "PyTorchJob ml/ranker-pretrain has failed because 1 Worker "

@@ -147,12 +147,12 @@ def test_apply_makes_every_app_healthy_and_stores_specs_and_status_on_the_host(
     assert first.report.ok, first.report
     assert sum(len(c.created) for n, c in first.report.clusters.items() if n != "host") == \
         len(first.result.manifests)
-    workloads = ("PinApp/shop/web", "PinApp/shop/api", "PinPod/shop/notebook",
-                 "PinterestJobSet/shop/batch")
+    workloads = {"PinApp/shop/web": "Healthy", "PinApp/shop/api": "Healthy",
+                 "PinPod/shop/notebook": "Healthy", "PinterestJobSet/shop/batch": "Completed"}
     run = converge(rt_fleet, repo, lambda r: all(
-        r.statuses.get(w, {}).get("phase") == "Healthy" for w in workloads))
-    for name in workloads:
-        assert run.statuses[name]["phase"] == "Healthy", (name, run.statuses[name])
+        r.statuses.get(w, {}).get("phase") == phase for w, phase in workloads.items()))
+    for name, phase in workloads.items():
+        assert run.statuses[name]["phase"] == phase, (name, run.statuses[name])
     web = run.statuses["PinApp/shop/web"]
     shares = {c["name"]: c["replicas"] for c in web["clusters"]}
     assert sorted(shares) == sorted(web_clusters(api)) and sum(shares.values()) == 3
