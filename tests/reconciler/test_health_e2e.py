@@ -232,13 +232,13 @@ def job(name: str, **annotations: str) -> Obj:
                 "spec": {"restartPolicy": "Never", "containers": [container()]}}}}
 
 
-def test_job_that_completes_is_healthy(api: Any, ns: str) -> None:
+def test_job_that_completes_is_completed(api: Any, ns: str) -> None:
     from kubernetes import client
 
     batch: Any = client.BatchV1Api(api)
     watched = Watched(batch.list_namespaced_job, ns, "done")
     batch.create_namespaced_job(ns, job("done"))
-    watched.until(is_(Phase.HEALTHY))
+    watched.until(is_(Phase.COMPLETED))
     assert watched.history[0].phase is Phase.PROGRESSING
     assert not any(h.phase in (Phase.FAILED, Phase.DEGRADED) for h in watched.history)
 
