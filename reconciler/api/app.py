@@ -19,10 +19,9 @@ from fastapi.responses import JSONResponse
 
 from reconciler.api.access import Access, AccessError, Caller, RateLimits, audit
 from reconciler.api.models import AppDetail, AppEvent, AppList, AppRevision, AppSummary, Problem
-from reconciler.status import APP_KINDS
+from reconciler.status import APP_KINDS, AppKey
 from reconciler.store import Store
 
-AppKey = tuple[str, str, str]
 PREFIX = "/api/v1"
 PAGE_MAX = 500
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-AppKey = tuple[str, str, str]
-"""(kind, project, name) of an app, as everywhere in the reconciler."""
+from reconciler.status import AppKey
 
 MESSAGE_LIMIT = 4096
 """Characters kept of an event message or a revision's detail (Kubernetes keeps 1 KiB)."""
