@@ -7,6 +7,7 @@ import os
 import shutil
 import signal
 import socket
+import subprocess
 import tempfile
 import threading
 import time
@@ -204,5 +205,17 @@ class ServeApp:
         if self.served_api is not None:
             self.served_api.close()
         if self._own_mirror:
-            shutil.rmtree(self.mirror.directory, ignore_errors=True)
+            _remove(self.mirror.directory, finished)
         return finished
+
+
+def _remove(directory: Path, quickly: bool) -> None:
+    """Remove the mirror; beside a stuck pass that holds the interpreter, in one ``rm``
+    (one file at a time waits for the busy thread at every step: seconds, measured)."""
+    if quickly:
+        shutil.rmtree(directory, ignore_errors=True)
+        return
+    try:
+        subprocess.run(["rm", "-rf", "--", str(directory)], check=False, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        log.warning("could not remove %s", directory)
