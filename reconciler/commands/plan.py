@@ -122,7 +122,12 @@ def _as_text(members: dict[str, MemberState], *, markdown: bool) -> str:
                 text = change.diff()
                 lines.append("```diff\n" + text + "```" if markdown else _indent(text))
         lines.append("")
-    lines.append(f"{total} change(s) pending" if total else "no changes")
+    unreachable = sum(member.error is not None for member in members.values())
+    summary = f"{total} change(s) pending" if total else "no changes"
+    if unreachable:
+        summary += (f" in the {len(members) - unreachable} reachable cluster(s); "
+                    f"{unreachable} unreachable, not planned")
+    lines.append(summary)
     return "\n".join(lines) + "\n"
 
 

@@ -97,6 +97,9 @@ def test_member_contexts_missing_from_the_kubeconfig_fail_those_clusters(
     assert_clean(proc, 3, "context 'use1a-general-01' is not in kubeconfig")
     for member in MEMBERS:
         assert f"context '{member}' is not in kubeconfig" in proc.stdout, proc.stdout
+    # nothing was planned: the last line must not read as "in sync"
+    assert proc.stdout.strip().splitlines()[-1] == (
+        "no changes in the 0 reachable cluster(s); 6 unreachable, not planned"), proc.stdout
 
 
 @pytest.mark.parametrize("command", COMMANDS)
