@@ -64,6 +64,11 @@ class Mirror:
             raise GitError(f"'{branch}' is not a valid branch name")
         local = Path(url).expanduser()
         full = str(local.resolve()) if local.exists() else url
+        if not local.exists() and "://" in url and urlsplit(url).query:
+            # git appends its own paths to the URL, so a query never reaches the server as
+            # meant; and the URL shown (redacted) is the one git is given
+            raise GitError(f"{redact(url)}: git cannot fetch a URL with a query (?...); give "
+                           "a token as the URL's password instead (USER:TOKEN@ before the host)")
         self.url = redact(full)
         """The URL as shown anywhere (logs, /status, errors) and passed to git: without its
         credentials, which git gets from :func:`credential_env` (never on a command line)."""

@@ -16,7 +16,8 @@ from typing import Any
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s@]*(?:@[^/?#\s@]*)*@")
 """A URL's scheme followed by userinfo: everything up to the authority's last ``@``."""
 _URL = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^\s'\"<>]+")
-_QUERY_VALUE = re.compile(r"([?&][^=&#]*=)[^&#]*")
+_QUERY_VALUE = re.compile(r"([?&][^=&#]*=)[^&#]+")
+"""A non-empty query value (an empty one hides nothing; redacting twice changes nothing)."""
 HIDDEN = "<redacted>"
 
 

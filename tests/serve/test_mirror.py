@@ -10,6 +10,7 @@ from repo_helpers import BAD_SPEC, EXAMPLES, SpecRepo, git
 from pincompile.compiler import compile_path
 from pincompile.source.gitsource import GitError
 from reconciler.serve.mirror import Mirror
+from reconciler.serve.redact import redact
 
 
 def test_fetch_follows_the_branch_head(spec_repo: SpecRepo, tmp_path: Path) -> None:
@@ -77,3 +78,10 @@ def test_unreachable_repository_and_missing_branch_are_git_errors(spec_repo: Spe
         Mirror(str(spec_repo.bare), "no-such-branch", tmp_path / "m2").fetch()
     with pytest.raises(GitError, match="not a valid branch"):
         Mirror(str(spec_repo.bare), "--upload-pack=evil", tmp_path / "m3")
+
+
+def test_a_token_in_the_query_is_refused_and_not_shown(tmp_path: Path) -> None:
+    with pytest.raises(GitError, match="cannot fetch a URL with a query") as refused:
+        Mirror("https://git.example/r.git?access_token=QSECRET", "main", tmp_path / "m")
+    assert "QSECRET" not in str(refused.value)
+    assert redact(str(refused.value)) == str(refused.value)  # shown once more: unchanged
