@@ -18,14 +18,13 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from kubernetes import client as k8s
-from kubernetes import watch
 
 from pincompile.cli import cli
 from pincompile.compiler import compile_path
 from reconciler.engine import Reconciler
 from reconciler.fleet import fleet as fleet_mod
 from tests.conftest import api_clients, fleet_of_its_own
-from tests.reconciler.fleet_support import spec_repo
+from tests.reconciler.fleet_support import host_status_follows, scale_and_wait, spec_repo
 
 pytestmark = pytest.mark.e2e
 FIXTURE_REPO = Path(__file__).parent / "fixtures" / "repo"
@@ -51,21 +50,6 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def api(status_fleet: fleet_mod.FleetState) -> Iterator[Callable[[str], k8s.ApiClient]]:
     with api_clients(status_fleet.kubeconfig) as get:
         yield get
-
-
-def scale_and_wait(api: Callable[[str], k8s.ApiClient], cluster: str, replicas: int) -> None:
-    """Another manager scales web in ``cluster``; returns once that many pods are ready
-    (watched)."""
-    apps = k8s.AppsV1Api(api(cluster))
-    apps.patch_namespaced_deployment_scale("web", "shop", {"spec": {"replicas": replicas}},
-                                           field_manager="e2e-operator")
-    stream = watch.Watch()
-    for event in stream.stream(apps.list_namespaced_deployment, "shop",
-                               field_selector="metadata.name=web", timeout_seconds=90):
-        if (event["object"].status.ready_replicas or 0) == replicas:
-            stream.stop()
-            return
-    pytest.fail(f"web in {cluster} never had {replicas} ready pods")
 
 
 def status_json(fleet: fleet_mod.FleetState, *extra: str) -> dict[str, Any]:
@@ -95,7 +79,7 @@ def test_live_status_reads_the_member_objects(status_fleet: fleet_mod.FleetState
     assert cluster_counts(recorded) == {"rt-a": (1, 1), "rt-b": (1, 1), "rt-c": (1, 1)}
     assert recorded["statusTime"].endswith("Z")
 
-    scale_and_wait(api, "rt-a", 2)
+    scale_and_wait(api("rt-a"), "shop", "web", 2)
     # the host's record is the last pass's: rt-a still 1/1
     assert cluster_counts(status_json(status_fleet))["rt-a"] == (1, 1)
     live = status_json(status_fleet, "--live")
@@ -136,22 +120,6 @@ def test_apply_on_a_terminal_draws_its_progress_table(status_fleet: fleet_mod.Fl
     assert "CLUSTER" in text and "TO WRITE" in text and "rt-c" in text and "\x1b[" in text
 
 
-def host_status_follows(api: Callable[[str], k8s.ApiClient], want: Callable[[Any], bool],
-                        timeout: float) -> float:
-    """Seconds until web's status on the host satisfies ``want`` (watched); fails after
-    ``timeout``."""
-    custom = k8s.CustomObjectsApi(api("host"))
-    started = time.monotonic()
-    stream = watch.Watch()
-    for event in stream.stream(custom.list_namespaced_custom_object, "pincompute.io", "v1",
-                               "shop", "pinapps", field_selector="metadata.name=web",
-                               timeout_seconds=int(timeout)):
-        if want(event["object"].get("status") or {}):
-            stream.stop()
-            return time.monotonic() - started
-    pytest.fail(f"web's host status did not follow within {timeout:.0f}s")
-
-
 def test_the_long_running_reconciler_keeps_status_following_members(
         status_fleet: fleet_mod.FleetState, repo: Path,
         api: Callable[[str], k8s.ApiClient]) -> None:
@@ -164,13 +132,14 @@ def test_the_long_running_reconciler_keeps_status_following_members(
         assert before["rt-b"] == (1, 1)
 
         started = time.monotonic()
-        scale_and_wait(api, "rt-b", 3)
+        scale_and_wait(api("rt-b"), "shop", "web", 3)
         ready_at = time.monotonic() - started
 
         def rt_b_is_3_of_3(status: dict[str, Any]) -> bool:
             return cluster_counts({"status": status}).get("rt-b") == (3, 3)
 
-        followed = host_status_follows(api, rt_b_is_3_of_3, timeout=15)
+        followed = host_status_follows(api("host"), "pinapps", "shop", "web", rt_b_is_3_of_3,
+                                       timeout=15)
         print(f"host status followed {followed:.1f}s after the pods were ready "
               f"({ready_at:.1f}s after the scale)")
         assert followed < 5.0

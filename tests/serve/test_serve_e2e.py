@@ -35,6 +35,7 @@ from repo_helpers import (
 from reconciler.clients.record import AccessRequest, read_requests
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.serve.webhooks import GENERIC_SIGNATURE_HEADER, sign
+from tests.reconciler.fleet_support import host_status_follows, scale_and_wait
 
 pytestmark = pytest.mark.e2e
 FIXTURE_REPO = Path(__file__).parents[1] / "reconciler" / "fixtures" / "repo"
@@ -350,32 +351,20 @@ def test_the_api_serves_a_tenant_its_apps_history_and_events(
 def test_host_status_follows_member_objects_between_passes(
         serve: ServeProcess, api: Callable[[str], Any]) -> None:
     """Someone scales web in rt-a: its host status says so within seconds, no pass run."""
-    from kubernetes import client, watch
+    from kubernetes import client
 
     wait_for(lambda: not serve_status(serve.base)["busy"], what="serve idle")
     last_pass = serve_status(serve.base)["lastPass"]
-    apps = client.AppsV1Api(api("rt-a"))
-    replicas = int(apps.read_namespaced_deployment("web", "shop").spec.replicas) + 1
-    apps.patch_namespaced_deployment_scale("web", "shop", {"spec": {"replicas": replicas}},
-                                           field_manager="e2e-operator")
-    stream = watch.Watch()
-    for event in stream.stream(apps.list_namespaced_deployment, "shop",
-                               field_selector="metadata.name=web", timeout_seconds=90):
-        if (event["object"].status.ready_replicas or 0) == replicas:
-            stream.stop()
-    ready = time.monotonic()
-    custom = client.CustomObjectsApi(api("host"))
-    for event in stream.stream(custom.list_namespaced_custom_object, "pincompute.io", "v1",
-                               "shop", "pinapps", field_selector="metadata.name=web",
-                               timeout_seconds=30):
-        clusters = {c["name"]: c for c in (event["object"].get("status") or {})
-                    .get("clusters") or []}
-        if clusters.get("rt-a", {}).get("readyReplicas") == replicas:
-            stream.stop()
-            break
-    else:
-        pytest.fail("web's host status never showed rt-a scaled")
-    followed = time.monotonic() - ready
+    replicas = int(client.AppsV1Api(api("rt-a")).read_namespaced_deployment(
+        "web", "shop").spec.replicas) + 1
+    scale_and_wait(api("rt-a"), "shop", "web", replicas)
+
+    def rt_a_scaled(status: dict[str, Any]) -> bool:
+        clusters = {c["name"]: c for c in status.get("clusters") or []}
+        return bool(clusters.get("rt-a", {}).get("readyReplicas") == replicas)
+
+    followed = host_status_follows(api("host"), "pinapps", "shop", "web", rt_a_scaled,
+                                   timeout=30)
     print(f"host status followed {followed:.1f}s after the pods were ready")
     assert followed < 5.0
     assert serve_status(serve.base)["lastPass"] == last_pass  # no pass wrote it
