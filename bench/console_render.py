@@ -123,7 +123,7 @@ def main() -> None:
         write_section(f"console_render apps={args.apps}",
                       f"console_render.py, {args.apps} apps x {args.clusters} clusters",
                       "python bench/console_render.py"
-                      + (f" --apps {args.apps}" if args.apps != 1000 else "") + " --results",
+                      + (f" --apps {args.apps} --rounds {args.rounds}" if args.apps != 1000 else "") + " --results",
                       lines)
 
 

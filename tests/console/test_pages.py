@@ -3,10 +3,13 @@ what a tenant sees, filters and pages, the app page, escaping and labelled input
 
 from __future__ import annotations
 
+import json
+import logging
 import re
 from datetime import UTC, datetime
 from html.parser import HTMLParser
 
+import pytest
 from fastapi.testclient import TestClient
 
 from reconciler.console.session import CSRF_COOKIE, TOKEN_COOKIE
@@ -164,3 +167,16 @@ def test_pages_forbid_framing_and_foreign_scripts(console: TestClient) -> None:
     assert "default-src 'self'" in headers["content-security-policy"]
     assert console.get("/static/htmx.min.js").status_code == 200
     assert "https://" not in console.get("/login").text
+
+
+def test_every_page_is_audited_with_who_and_result(console: TestClient,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    logged_in(console)
+    with caplog.at_level(logging.INFO, logger="pincompile.api.audit"):
+        console.get("/")
+        console.get("/apps/PinApp/ads/secret")
+        console.cookies.delete(TOKEN_COOKIE)
+        console.get("/")
+    lines = [json.loads(r.getMessage()) for r in caplog.records]
+    assert [(line["user"], line["path"], line["status"]) for line in lines] == [
+        ("alice", "/", 200), ("alice", "/apps/PinApp/ads/secret", 403), (None, "/", 303)]
