@@ -120,11 +120,10 @@ def main() -> None:
              "| GET / | median ms | p95 ms | max ms |", "|---|---:|---:|---:|", *rows]
     print("\n".join(lines))
     if args.results:
+        options = "" if args.apps == 1000 else f" --apps {args.apps} --rounds {args.rounds}"
         write_section(f"console_render apps={args.apps}",
                       f"console_render.py, {args.apps} apps x {args.clusters} clusters",
-                      "python bench/console_render.py"
-                      + (f" --apps {args.apps} --rounds {args.rounds}" if args.apps != 1000 else "") + " --results",
-                      lines)
+                      f"python bench/console_render.py{options} --results", lines)
 
 
 if __name__ == "__main__":
