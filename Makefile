@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test setup packages lint schemas openapi fleet-up fleet-down clean
+.PHONY: demo test setup packages lint schemas openapi console-assets screenshots fleet-up fleet-down clean
 
 $(BIN)/pincompile: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,12 @@ schemas: setup
 
 openapi: setup
 	$(BIN)/python -m reconciler.api.openapi > docs/api/openapi.json
+
+console-assets:
+	sh hack/console-assets.sh
+
+screenshots: setup packages
+	$(BIN)/python hack/console_screenshots.py
 
 fleet-up: setup
 	$(BIN)/pincompile fleet up

@@ -14,6 +14,8 @@ path                       method  answer
                                    ``serve`` (leadership, last applied revision, last
                                    pass); 401 without the bearer token when configured
 ``/api/v1/...``            GET     the PinCompute API (docs/api)
+``/``, ``/apps/...``       GET     the web console (docs/console.md); ``/login`` and
+                                   ``/logout`` POST, ``/static/`` its assets
 =========================  ======  ==================================================
 
 Served by uvicorn on one event loop: a slow or idle client holds a coroutine, never a
@@ -40,6 +42,7 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from reconciler.api.app import Gateway, create_app
+from reconciler.console.routes import mount_console
 from reconciler.serve.metrics import CONTENT_TYPE
 from reconciler.serve.redact import redact_data
 from reconciler.serve.service import Service
@@ -85,6 +88,7 @@ class ServeHTTPServer:
         self.limits = limits or HTTPLimits()
         self.app = create_app(gateway)
         self._routes(self.app)
+        mount_console(self.app)
         self._socket = socket.create_server(address, backlog=1024)
         front = BoundedBody(self.app, hooks.max_body, self.limits.read_timeout, self._refused)
         self._server = uvicorn.Server(uvicorn.Config(

@@ -1,0 +1,245 @@
+"""The console in a real browser (Debian's chromium driven by Playwright) against the
+fleet's host API server: a service account's token logs in through TokenReview, the grid
+shows only the projects its RBAC allows (SubjectAccessReview), filters work with
+JavaScript off too, a status change on the host reaches an open page without a reload,
+the app page shows placement, events and history, another project's app is a 403 page;
+and the basics of accessibility: labelled inputs, contrast, keyboard order on the grid."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+from kubernetes import client as k8s
+
+from pincompile import crds
+from pincompile.manifest import MANAGED_BY, MANAGED_BY_VALUE
+from reconciler.api.access import HostAccess, RateLimits
+from reconciler.api.app import Gateway, create_app
+from reconciler.api.sources import HostApps
+from reconciler.clients.connect import Connection
+from reconciler.console.routes import mount_console
+from reconciler.fleet import fleet as fleet_mod
+from reconciler.fleet.clusters import ClusterSpec
+from reconciler.host import ensure_crds, write_status
+from reconciler.store import EventRecord, RevisionRecord, Store
+
+playwright = pytest.importorskip("playwright.sync_api")
+pytestmark = pytest.mark.e2e
+TENANTS, SHOP, ADS = "console-e2e-tenants", "console-shop", "console-ads"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+WAIT_MS = 20_000
+
+
+def pin_app(project: str, name: str) -> dict[str, Any]:
+    cr = crds.custom_resource({
+        "apiVersion": "pincompute.io/v1", "kind": "PinApp",
+        "metadata": {"name": name, "project": project},
+        "spec": {"replicas": 2, "template": {"containers": [{"name": "main",
+                                                             "image": "example/app:1"}]}}})
+    cr["metadata"]["labels"][MANAGED_BY] = MANAGED_BY_VALUE
+    return cr
+
+
+def app_status(**phases: str) -> dict[str, Any]:
+    worst = next((p for p in phases.values() if p != "Healthy"), "Healthy")
+    return {"phase": worst, "ready": f"{len(phases)}/{len(phases)}", "replicas": len(phases),
+            "readyReplicas": len(phases), "lastAppliedRevision": "abc123",
+            "clusters": [{"name": c, "phase": p, "replicas": 1, "readyReplicas": 1}
+                         for c, p in phases.items()]}
+
+
+@pytest.fixture(scope="module")
+def host(fleet: fleet_mod.FleetState) -> Iterator[Connection]:
+    conn = Connection("host", "host", str(fleet.kubeconfig))
+    ensure_crds(conn)
+    yield conn
+    conn.close()
+
+
+@pytest.fixture(scope="module")
+def carol_token(host: Connection) -> str:
+    """Service account ``carol`` may get and list PinApps in project console-shop only."""
+    core, rbac = k8s.CoreV1Api(host.api), k8s.RbacAuthorizationV1Api(host.api)
+    for ns in (TENANTS, SHOP, ADS):
+        core.create_namespace({"metadata": {"name": ns}})
+    core.create_namespaced_service_account(TENANTS, {"metadata": {"name": "carol"}})
+    rbac.create_namespaced_role(SHOP, {
+        "metadata": {"name": "app-reader"},
+        "rules": [{"apiGroups": ["pincompute.io"], "resources": ["pinapps"],
+                   "verbs": ["get", "list"]}]})
+    rbac.create_namespaced_role_binding(SHOP, {
+        "metadata": {"name": "carol-reads"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                    "name": "app-reader"},
+        "subjects": [{"kind": "ServiceAccount", "name": "carol", "namespace": TENANTS}]})
+    request = core.create_namespaced_service_account_token(
+        "carol", TENANTS, {"spec": {"expirationSeconds": 3600}})
+    return str(request.status.token)
+
+
+@pytest.fixture(scope="module")
+def members(fleet_specs: dict[str, ClusterSpec]) -> list[str]:
+    return sorted(fleet_specs)[:2]
+
+
+@pytest.fixture(scope="module")
+def console(host: Connection, carol_token: str, members: list[str],
+            tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The console on the API's app, on a port of 127.0.0.1, with apps in both projects
+    (their namespaces made with carol's grant)."""
+    first, second = members[0], members[-1]
+    custom = k8s.CustomObjectsApi(host.api)
+    apps = {(SHOP, "web"): app_status(**{first: "Healthy", second: "Healthy"}),
+            (SHOP, "cart"): app_status(**{first: "Healthy", second: "Degraded"}),
+            (ADS, "secret"): app_status(**{first: "Healthy"})}
+    for (project, name), status in apps.items():
+        custom.create_namespaced_custom_object("pincompute.io", "v1", project, "pinapps",
+                                               pin_app(project, name))
+        write_status(host, ("PinApp", project, name), status)
+    store = Store.open(f"sqlite:///{tmp_path_factory.mktemp('console') / 'insight.db'}")
+    when = datetime.now(UTC)
+    store.add_events([EventRecord(app=("PinApp", SHOP, "cart"), reason="Unhealthy",
+                                  message="readiness probe failed", uid="console-e2e-1",
+                                  cluster=second, source="kubernetes", warning=True,
+                                  object=f"Pod/{SHOP}/cart-1", last_seen=when)])
+    store.add_revision(RevisionRecord(app=("PinApp", SHOP, "cart"), revision="abc123",
+                                      applied_at=when, result="unconverged", commit="c" * 40))
+    watched = HostApps(host)
+    watched.wait_synced()
+    app = create_app(Gateway(apps=watched, store=store, access=HostAccess(host, ttl=30),
+                             limits=RateLimits(100, 200)))
+    mount_console(app)
+    sock = socket.create_server(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, lifespan="off", log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not server.started:
+            assert time.monotonic() < deadline, "the console did not start"
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+        watched.close()
+        store.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not Path(CHROMIUM).exists():
+        message = f"no chromium at {CHROMIUM}: make packages installs Debian's"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    with playwright.sync_playwright() as driver:
+        launched = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+def log_in(browser: Any, console: str, token: str, *, javascript: bool = True) -> Any:
+    page = browser.new_context(java_script_enabled=javascript).new_page()
+    page.set_default_timeout(WAIT_MS)
+    page.goto(console + "/")
+    assert page.url.startswith(console + "/login")
+    page.get_by_label("Bearer token").fill(token)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(console + "/")
+    return page
+
+
+def grid_apps(page: Any) -> list[str]:
+    return [str(t).split()[-1] for t in
+            page.locator("table.grid tbody th[scope=row] a").all_inner_texts()]
+
+
+def test_a_tenant_logs_in_sees_its_grid_filters_opens_an_app_and_is_refused_another(
+        browser: Any, console: str, carol_token: str, members: list[str],
+        host: Connection) -> None:
+    page = log_in(browser, console, carol_token)
+    assert grid_apps(page) == [f"{SHOP}/cart", f"{SHOP}/web"]
+    headers = page.locator("table.grid thead th").all_inner_texts()
+    assert [h.split()[0] for h in headers[3:]] == sorted(members)
+
+    page.get_by_label("Phase").select_option("Degraded")
+    page.get_by_role("button", name="Apply").click()
+    page.wait_for_url(lambda url: "phase=Degraded" in url)
+    assert grid_apps(page) == [f"{SHOP}/cart"]
+
+    page.goto(console + "/")  # an open page follows the host without a reload (htmx)
+    write_status(host, ("PinApp", SHOP, "web"), app_status(**{members[0]: "Failed"}))
+    page.locator("table.grid tbody tr", has_text=f"{SHOP}/web").locator(
+        "td.phase.failed").first.wait_for()
+
+    page.get_by_role("link", name=f"PinApp {SHOP}/cart").click()
+    page.wait_for_url(f"**/apps/PinApp/{SHOP}/cart")
+    placement = page.locator("table.shares tbody tr", has_text=members[-1])
+    assert "Degraded" in placement.inner_text() and "50%" in placement.inner_text()
+    assert "readiness probe failed" in page.locator("table.events").inner_text()
+    assert "cccccccccccc" in page.locator("table.history").inner_text()
+
+    refused = page.goto(f"{console}/apps/PinApp/{ADS}/secret")
+    assert refused is not None and refused.status == 403
+    assert "may not read PinApp apps in project console-ads" in page.inner_text("main")
+
+    page.get_by_role("button", name="Log out").click()
+    page.wait_for_url("**/login")
+    assert page.goto(console + "/") is not None and page.url.startswith(console + "/login")
+
+
+def test_the_grid_and_its_filters_work_with_javascript_off(
+        browser: Any, console: str, carol_token: str) -> None:
+    page = log_in(browser, console, carol_token, javascript=False)
+    page.get_by_label("Search").fill("car")
+    page.get_by_role("button", name="Apply").click()
+    page.wait_for_url(lambda url: "q=car" in url)
+    assert grid_apps(page) == [f"{SHOP}/cart"]
+
+
+CONTRAST = """() => {
+  const lum = (rgb) => { const [r, g, b] = rgb.match(/\\d+/g).slice(0, 3).map(Number)
+      .map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+  return [...document.querySelectorAll('td.phase, th, a, label, button')].map((el) => {
+    let bg = el, color = getComputedStyle(el).backgroundColor;
+    while (color === 'rgba(0, 0, 0, 0)' && bg.parentElement) {
+      bg = bg.parentElement; color = getComputedStyle(bg).backgroundColor; }
+    if (color === 'rgba(0, 0, 0, 0)') color = 'rgb(255, 255, 255)';
+    const [a, b] = [lum(getComputedStyle(el).color), lum(color)].sort((x, y) => y - x);
+    return [el.textContent.trim().slice(0, 30), (a + 0.05) / (b + 0.05)]; });
+}"""
+
+
+def test_inputs_are_labelled_text_has_contrast_and_the_grid_is_in_keyboard_order(
+        browser: Any, console: str, carol_token: str) -> None:
+    page = log_in(browser, console, carol_token)
+    unlabelled = page.evaluate("""() => [...document.querySelectorAll('input, select')]
+        .filter((el) => el.type !== 'hidden' && el.labels.length === 0).map((el) => el.id)""")
+    assert unlabelled == []
+    low = [(text, round(ratio, 2)) for text, ratio in page.evaluate(CONTRAST) if ratio < 4.5]
+    assert low == [], "text under 4.5:1 contrast"
+
+    page.get_by_label("Search").focus()
+    order = []
+    for _ in range(8):
+        page.keyboard.press("Tab")
+        order.append(page.evaluate("document.activeElement.id || "
+                                   "document.activeElement.textContent.trim()"))
+    assert order == ["f-project", "f-kind", "f-phase", "f-cluster", "f-size", "Apply",
+                     "app-1", "app-2"]  # the filters, then the grid row by row
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Enter")  # the focused grid link opens its app
+    page.wait_for_url(f"**/apps/PinApp/{SHOP}/cart")
