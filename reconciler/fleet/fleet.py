@@ -25,6 +25,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -137,30 +138,39 @@ def _clean(directory: Path) -> None:
 
 
 def _create_nodes(state: FleetState, specs: dict[str, ClusterSpec]) -> None:
-    """Create every cluster's kwok Node objects, addon CRDs and storage classes."""
+    """Create every cluster's kwok Node objects, addon CRDs and storage classes (the
+    clusters in parallel: each is a few dozen requests to its own API server)."""
+    with ThreadPoolExecutor(max_workers=min(8, len(state.clusters))) as pool:
+        futures = [pool.submit(_create_cluster_objects, state, runtime, specs[runtime.name])
+                   for runtime in state.clusters]
+        for future in futures:
+            future.result()
+
+
+def _create_cluster_objects(state: FleetState, runtime: ClusterRuntime,
+                            spec: ClusterSpec) -> None:
+    """One cluster's kwok Node objects, addon CRDs and storage classes."""
     from kubernetes import client
     from kubernetes.client.rest import ApiException
 
-    for runtime in state.clusters:
-        spec = specs[runtime.name]
-        api = api_client(state, runtime.context)
-        try:
-            core: Any = client.CoreV1Api(api)
-            nodes = generate_nodes(spec, general_nodes=1 if runtime.name == HOST else 3)
-            for node in nodes:
-                core.create_node(body=node)
-                # status is not always kept on create; set it explicitly (kwok keeps it)
-                core.patch_node_status(node["metadata"]["name"], {"status": node["status"]})
-            runtime.nodes = [n["metadata"]["name"] for n in nodes]
-            addons.install(api, spec.addons, Path(state.bin_dir))
-            if runtime.training_operator_port:
-                training.prepare(api)
-            storage.install(api)
-        except ApiException as exc:
-            raise FleetError(f"cluster {runtime.name}: creating nodes failed: "
-                             f"{exc.status} {exc.reason}") from exc
-        finally:
-            api.close()
+    api = api_client(state, runtime.context)
+    try:
+        core: Any = client.CoreV1Api(api)
+        nodes = generate_nodes(spec, general_nodes=1 if runtime.name == HOST else 3)
+        for node in nodes:
+            core.create_node(body=node)
+            # status is not always kept on create; set it explicitly (kwok keeps it)
+            core.patch_node_status(node["metadata"]["name"], {"status": node["status"]})
+        runtime.nodes = [n["metadata"]["name"] for n in nodes]
+        addons.install(api, spec.addons, Path(state.bin_dir))
+        if runtime.training_operator_port:
+            training.prepare(api)
+        storage.install(api)
+    except ApiException as exc:
+        raise FleetError(f"cluster {runtime.name}: creating nodes failed: "
+                         f"{exc.status} {exc.reason}") from exc
+    finally:
+        api.close()
 
 
 def _register_metrics(state: FleetState) -> None:
