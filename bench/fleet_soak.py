@@ -9,7 +9,8 @@ cluster, waits until the workloads settle, then WATCHES every node and pod of ev
 cluster (host included) and counts: node transitions away from Ready, pods that lost
 Ready while still running, Ready pods deleted, pods that ran to completion (Jobs; not a
 loss). The best possible result is 0 / 0 / 0. `--no-leases` runs kwok as the fleet did
-before it had per-node Leases (the baseline this fixes). Prints numbers; it is not a test.
+before it had per-node Leases (the baseline this fixes). Prints numbers (``--results`` also
+writes them to bench/RESULTS.md); it is not a test.
 """
 
 from __future__ import annotations
@@ -30,13 +31,23 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from reconciler.fleet import build  # noqa: E402
+from results import write_section  # noqa: E402
+
+from reconciler.fleet import build, components  # noqa: E402
 from reconciler.fleet import fleet as fleet_mod  # noqa: E402
 from reconciler.fleet.errors import FleetError  # noqa: E402
 from reconciler.fleet.health import is_ready  # noqa: E402
 from reconciler.fleet.watch import ReadinessWatch  # noqa: E402
 
 CLUSTER_SCOPED_FIRST = ("Namespace", "CustomResourceDefinition", "PriorityClass")
+#: what was printed, for ``--results``
+LINES: list[str] = []
+
+
+def say(line: str) -> None:
+    """Print ``line`` and keep it for bench/RESULTS.md."""
+    print(line)
+    LINES.append(line)
 
 
 def compile_examples(examples: Path, out: Path) -> None:
@@ -111,9 +122,10 @@ def main() -> int:
                         help="seconds to let the applied workloads settle before watching")
     parser.add_argument("--no-leases", action="store_true",
                         help="baseline: kwok without node Leases (as before issue 14)")
+    parser.add_argument("--results", action="store_true", help="write bench/RESULTS.md")
     args = parser.parse_args()
     if args.no_leases:
-        fleet_mod.NODE_LEASE_SECONDS = 0  # kwok then relies on the 10-20 min status stage
+        components.NODE_LEASE_SECONDS = 0  # kwok then relies on the 10-20 min status stage
 
     try:
         build.ensure_binaries()
@@ -125,7 +137,7 @@ def main() -> int:
     try:
         start = time.monotonic()
         state = fleet_mod.up(args.clusters, directory, echo=lambda _m: None)
-        print(f"fleet up in {time.monotonic() - start:.0f}s: {len(state.clusters)} control "
+        say(f"fleet up in {time.monotonic() - start:.0f}s: {len(state.clusters)} control "
               f"planes, kwok node leases {'OFF' if args.no_leases else 'on'}")
         shutil.rmtree(out)
         compile_examples(Path(args.examples), out)
@@ -135,11 +147,11 @@ def main() -> int:
                 applied, errors = apply_cluster(state, runtime.context, out / runtime.name)
                 total += applied
                 failures += errors
-        print(f"applied {total} objects of {args.examples} (server-side), "
+        say(f"applied {total} objects of {args.examples} (server-side), "
               f"{len(failures)} failed" + "".join(f"\n    {e}" for e in failures[:10]))
         time.sleep(args.settle)
         ready, live, why = ready_pods(state)
-        print(f"after {args.settle:.0f}s: {ready}/{live} live pods Ready (others: "
+        say(f"after {args.settle:.0f}s: {ready}/{live} live pods Ready (others: "
               f"{dict(why) or 'none'}); watching every node and pod for {args.minutes:g} min")
         watch = ReadinessWatch(state).start()
         time.sleep(args.minutes * 60)
@@ -148,14 +160,14 @@ def main() -> int:
         pods = {what: len(watch.of("Pod", what))
                 for what in ("not-ready", "deleted", "completed")}
         ready_end, live_end, why_end = ready_pods(state)
-        print(f"node transitions away from Ready: {sum(nodes.values())} "
+        say(f"node transitions away from Ready: {sum(nodes.values())} "
               f"({dict(nodes) or 'none'})")
-        print(f"pods that lost Ready while running: {pods['not-ready']}; Ready pods deleted: "
+        say(f"pods that lost Ready while running: {pods['not-ready']}; Ready pods deleted: "
               f"{pods['deleted']}; ran to completion (not a loss): {pods['completed']}")
-        print(f"at the end: {ready_end}/{live_end} live pods Ready (others: "
+        say(f"at the end: {ready_end}/{live_end} live pods Ready (others: "
               f"{dict(why_end) or 'none'}); watch errors: {len(watch.errors)}")
         for transition in (watch.of("Node") + watch.of("Pod", "not-ready"))[:10]:
-            print(f"    {transition}")
+            say(f"    {transition}")
     except FleetError as exc:
         print(f"error: {exc}\n{exc.log_tail}", file=sys.stderr)
         return 3
@@ -163,7 +175,21 @@ def main() -> int:
         fleet_mod.down(directory, echo=lambda _m: None)
         shutil.rmtree(directory, ignore_errors=True)
         shutil.rmtree(out, ignore_errors=True)
+    if args.results:
+        write_results(args.no_leases)
     return 0
+
+
+def write_results(no_leases: bool) -> None:
+    """Put what was printed into bench/RESULTS.md (its own section per lease mode)."""
+    load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    command = "python bench/fleet_soak.py " + " ".join(sys.argv[1:])
+    marker = "fleet_soak no-leases" if no_leases else "fleet_soak"
+    write_section(marker, f"fleet_soak.py{', without node Leases' if no_leases else ''}",
+                  command, [
+                      f"{os.cpu_count()} CPUs shared with other work (load average after "
+                      f"the run {load}); {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
+                      "", "```", *LINES, "```"])
 
 
 if __name__ == "__main__":

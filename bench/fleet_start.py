@@ -4,8 +4,10 @@
     python bench/fleet_start.py                      # examples/platform, cached binaries
     python bench/fleet_start.py --clusters tests/e2e/fixtures/clusters --runs 3
     python bench/fleet_start.py --cold-build         # also a full compile (empty GOCACHE)
+    python bench/fleet_start.py --runs 3 --results   # also write bench/RESULTS.md
 
-Prints numbers; it is not a test. Uses its own fleet directory and takes it down again.
+Prints numbers (``--results`` also writes them to bench/RESULTS.md); it is not a test.
+Uses its own fleet directory and takes it down again.
 """
 
 from __future__ import annotations
@@ -23,12 +25,22 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from results import write_section  # noqa: E402
+
 from reconciler.fleet import build  # noqa: E402
 from reconciler.fleet import fleet as fleet_mod  # noqa: E402
 from reconciler.fleet.errors import FleetError  # noqa: E402
 from reconciler.fleet.processes import Proc, is_alive  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
+#: what was printed, for ``--results``
+LINES: list[str] = []
+
+
+def say(line: str) -> None:
+    """Print ``line`` and keep it for bench/RESULTS.md."""
+    print(line)
+    LINES.append(line)
 
 
 def rss_kib(pid: int) -> int:
@@ -62,9 +74,9 @@ def memory_report(procs: list[Proc]) -> int:
             per[component(proc)].append(rss_kib(proc.pid))
     total = sum(sum(v) for v in per.values())
     for name, values in sorted(per.items(), key=lambda kv: -sum(kv[1])):
-        print(f"    {name:<26} x{len(values):<2} {sum(values) / 1024:8.0f} MiB "
+        say(f"    {name:<26} x{len(values):<2} {sum(values) / 1024:8.0f} MiB "
               f"(max {max(values) / 1024:.0f} MiB each)")
-    print(f"    {'total':<30} {total / 1024:8.0f} MiB  ({len(procs)} processes)")
+    say(f"    {'total':<30} {total / 1024:8.0f} MiB  ({len(procs)} processes)")
     return total
 
 
@@ -79,7 +91,7 @@ def idle_cpu(procs: list[Proc], seconds: float) -> float:
 def cold_build() -> None:
     go = build.find_go()
     if go is None:
-        print("cold build: skipped (no Go toolchain)")
+        say("cold build: skipped (no Go toolchain)")
         return
     with tempfile.TemporaryDirectory(prefix="fleet-cold-") as tmp:
         out = Path(tmp) / "bin"
@@ -88,7 +100,7 @@ def cold_build() -> None:
                        extra_env={"GOCACHE": f"{tmp}/gocache"})
         took = time.monotonic() - start
         size = sum(f.stat().st_size for f in out.iterdir()) / 2**20
-    print(f"cold build (empty Go build cache, modules already downloaded): {took:.0f}s, "
+    say(f"cold build (empty Go build cache, modules already downloaded): {took:.0f}s, "
           f"binaries {size:.0f} MiB")
 
 
@@ -100,6 +112,7 @@ def main() -> int:
                         help="seconds to wait after start before measuring memory/CPU")
     parser.add_argument("--cold-build", action="store_true",
                         help="also time a full compile with an empty GOCACHE (slow)")
+    parser.add_argument("--results", action="store_true", help="write bench/RESULTS.md")
     args = parser.parse_args()
 
     try:
@@ -108,7 +121,10 @@ def main() -> int:
         print(f"error: {exc}\n{exc.log_tail}", file=sys.stderr)
         return 3
     stamp = (bins / build.STAMP).read_text().strip().replace("\n", "; ")
-    print(f"binaries: {bins} ({stamp})")
+    say(f"binaries: {bins} ({stamp})")
+    for other in sorted(bins.parent.glob(f"*/{build.STAMP}"), key=lambda p: p.stat().st_mtime):
+        record = other.read_text().strip().replace("\n", "; ")
+        say(f"    build record in the cache: {other.parent.name}: {record}")
     if args.cold_build:
         cold_build()
 
@@ -119,15 +135,18 @@ def main() -> int:
             start = time.monotonic()
             state = fleet_mod.up(args.clusters, directory, echo=lambda _m: None)
             starts.append(time.monotonic() - start)
-            print(f"warm start #{run + 1}: {starts[-1]:.1f}s  "
-                  f"({len(state.clusters) - 1} clusters + host, {len(state.procs)} processes)")
+            used = sum(cpu_ticks(p.pid) for p in state.procs) / TICKS
+            say(f"warm start #{run + 1}: {starts[-1]:.1f}s  "
+                f"({len(state.clusters) - 1} clusters + host, {len(state.procs)} processes; "
+                f"they used {used:.0f} CPU-seconds to start; load average "
+                f"{Path('/proc/loadavg').read_text().split()[0]})")
             for step, took in state.timings.items():
-                print(f"    {step:<38} {took:6.1f}s")
+                say(f"    {step:<38} {took:6.1f}s")
             if run == args.runs - 1:
                 time.sleep(args.settle)
-                print(f"memory (RSS) {args.settle:.0f}s after start:")
+                say(f"memory (RSS) {args.settle:.0f}s after start:")
                 memory_report(state.procs)
-                print(f"idle CPU: {idle_cpu(state.procs, 10.0):.2f} cores (10s average)")
+                say(f"idle CPU: {idle_cpu(state.procs, 10.0):.2f} cores (10s average)")
             start = time.monotonic()
             fleet_mod.down(directory, echo=lambda _m: None)
             downs.append(time.monotonic() - start)
@@ -137,8 +156,15 @@ def main() -> int:
     finally:
         fleet_mod.down(directory, echo=lambda _m: None)
         shutil.rmtree(directory, ignore_errors=True)
-    print(f"warm start: min {min(starts):.1f}s, max {max(starts):.1f}s over {len(starts)} run(s)"
+    say(f"warm start: min {min(starts):.1f}s, max {max(starts):.1f}s over {len(starts)} run(s)"
           f"; down: {max(downs):.1f}s")
+    if args.results:
+        load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+        command = "python bench/fleet_start.py " + " ".join(sys.argv[1:])
+        write_section("fleet_start", "fleet_start.py, warm start and memory", command, [
+            f"{os.cpu_count()} CPUs shared with other work (load average after the run "
+            f"{load}); {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.", "", "```",
+            *LINES, "```"])
     return 0
 
 

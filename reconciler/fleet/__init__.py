@@ -6,5 +6,6 @@ cluster's nodes; member clusters add metrics-server and, with the ``kubeflow-tra
 addon, the Kubeflow training operator. Binaries come from the Go modules under ``hack/``
 and are cached outside the repo (:mod:`.build`). :mod:`.fleet` brings a fleet up and down
 (its state: :mod:`.state`; the components' command lines: :mod:`.components`; the
-kubeconfigs: :mod:`.kubeconfig`).
+kubeconfigs: :mod:`.kubeconfig`); :mod:`.control` stops and starts one component of a
+running fleet on purpose.
 """

@@ -15,7 +15,7 @@ import click
 import yaml
 
 from reconciler.commands.options import Duration
-from reconciler.fleet import build, load
+from reconciler.fleet import build, control, load
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.clusters import ClusterSpecError
 from reconciler.fleet.errors import FleetError
@@ -261,7 +261,7 @@ def stop_cluster_cmd(cluster: str, component: str, directory: Path | None) -> No
     """
     with _errors():
         state = _load(directory)
-        fleet_mod.stop_component(state, cluster, component)
+        control.stop_component(state, cluster, component)
         click.echo(f"stopped {component} of {cluster}; undo: pincompile fleet start-cluster "
                    f"{cluster}" + (f" --component {component}"
                                    if component != "kube-apiserver" else ""))
@@ -281,7 +281,7 @@ def start_cluster_cmd(cluster: str, component: str, directory: Path | None) -> N
     with _errors():
         state = _load(directory)
         start = time.monotonic()
-        fleet_mod.start_component(state, cluster, component)
+        control.start_component(state, cluster, component)
         click.echo(f"{component} of {cluster} ready in {time.monotonic() - start:.1f}s")
 
 

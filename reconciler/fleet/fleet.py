@@ -1,4 +1,5 @@
-"""Bring a local fleet up, report on it, and take it down again.
+"""Bring a local fleet up and take it down again (stopping and starting one component of
+a running fleet: :mod:`reconciler.fleet.control`).
 
 Layout of a fleet directory (default ``${PINCOMPILE_CACHE:-~/.cache/pincompile}/fleet``)::
 
@@ -20,15 +21,11 @@ operator (:mod:`reconciler.fleet.training`).
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import json
 import os
-import re
 import shutil
-import ssl
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +43,13 @@ from reconciler.fleet.components import (
     launch,
     scheduler_args,
 )
+from reconciler.fleet.control import (
+    APISERVER_TIMEOUT,
+    node_monitor_grace_period,
+    parse_go_duration,
+    start_component,
+    stop_component,
+)
 from reconciler.fleet.errors import FleetError
 from reconciler.fleet.kubeconfig import (
     api_client,
@@ -57,7 +61,6 @@ from reconciler.fleet.nodes import generate_nodes, host_cluster
 from reconciler.fleet.ports import claim_ports, release_ports
 from reconciler.fleet.processes import (
     Proc,
-    client_ssl_context,
     is_alive,
     log_tail,
     spawn,
@@ -67,16 +70,19 @@ from reconciler.fleet.processes import (
 from reconciler.fleet.state import (
     COMPONENTS,
     HOST,
+    LOCK_FILE,
     STATE_FILE,
     ClusterRuntime,
     FleetState,
     default_dir,
+    dir_lock,
     is_running,
     port_registry,
     read_state,
 )
 
-#: what other modules and tests reach through this module (defined in its neighbours)
+#: what other modules and tests reach through this module (defined in its neighbours;
+#: ``stop_component``/``start_component``/``node_monitor_grace_period``: :mod:`.control`)
 __all__ = [
     "COMPONENTS", "HOST", "NODE_LEASE_SECONDS", "STAGES", "STATE_FILE", "USAGE",
     "ClusterRuntime", "FleetState", "api_client", "apiserver_args",
@@ -86,8 +92,6 @@ __all__ = [
     "write_kubeconfig",
 ]
 
-LOCK_FILE = ".lock"
-APISERVER_TIMEOUT = 180.0
 SETTLE_TIMEOUT = 120.0
 
 #: shutdown order: clients of the apiservers first, etcd last (all at once is slower)
@@ -113,19 +117,6 @@ def _clusters(count: int) -> str:
     return f"{count} cluster{'' if count == 1 else 's'}"
 
 
-
-@contextlib.contextmanager
-def _dir_lock(directory: Path) -> Iterator[None]:
-    directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / LOCK_FILE, "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            raise FleetError(f"another `pincompile fleet` command is working on {directory}"
-                             ) from exc
-        yield
-
-
 @contextlib.contextmanager
 def _step(label: str, echo: Echo, timings: dict[str, float]) -> Iterator[None]:
     start = time.monotonic()
@@ -147,30 +138,39 @@ def _clean(directory: Path) -> None:
 
 
 def _create_nodes(state: FleetState, specs: dict[str, ClusterSpec]) -> None:
-    """Create every cluster's kwok Node objects, addon CRDs and storage classes."""
+    """Create every cluster's kwok Node objects, addon CRDs and storage classes (the
+    clusters in parallel: each is a few dozen requests to its own API server)."""
+    with ThreadPoolExecutor(max_workers=min(8, len(state.clusters))) as pool:
+        futures = [pool.submit(_create_cluster_objects, state, runtime, specs[runtime.name])
+                   for runtime in state.clusters]
+        for future in futures:
+            future.result()
+
+
+def _create_cluster_objects(state: FleetState, runtime: ClusterRuntime,
+                            spec: ClusterSpec) -> None:
+    """One cluster's kwok Node objects, addon CRDs and storage classes."""
     from kubernetes import client
     from kubernetes.client.rest import ApiException
 
-    for runtime in state.clusters:
-        spec = specs[runtime.name]
-        api = api_client(state, runtime.context)
-        try:
-            core: Any = client.CoreV1Api(api)
-            nodes = generate_nodes(spec, general_nodes=1 if runtime.name == HOST else 3)
-            for node in nodes:
-                core.create_node(body=node)
-                # status is not always kept on create; set it explicitly (kwok keeps it)
-                core.patch_node_status(node["metadata"]["name"], {"status": node["status"]})
-            runtime.nodes = [n["metadata"]["name"] for n in nodes]
-            addons.install(api, spec.addons, Path(state.bin_dir))
-            if runtime.training_operator_port:
-                training.prepare(api)
-            storage.install(api)
-        except ApiException as exc:
-            raise FleetError(f"cluster {runtime.name}: creating nodes failed: "
-                             f"{exc.status} {exc.reason}") from exc
-        finally:
-            api.close()
+    api = api_client(state, runtime.context)
+    try:
+        core: Any = client.CoreV1Api(api)
+        nodes = generate_nodes(spec, general_nodes=1 if runtime.name == HOST else 3)
+        for node in nodes:
+            core.create_node(body=node)
+            # status is not always kept on create; set it explicitly (kwok keeps it)
+            core.patch_node_status(node["metadata"]["name"], {"status": node["status"]})
+        runtime.nodes = [n["metadata"]["name"] for n in nodes]
+        addons.install(api, spec.addons, Path(state.bin_dir))
+        if runtime.training_operator_port:
+            training.prepare(api)
+        storage.install(api)
+    except ApiException as exc:
+        raise FleetError(f"cluster {runtime.name}: creating nodes failed: "
+                         f"{exc.status} {exc.reason}") from exc
+    finally:
+        api.close()
 
 
 def _register_metrics(state: FleetState) -> None:
@@ -256,7 +256,7 @@ def up(clusters_path: str | Path, directory: str | Path | None = None,
         if HOST in (spec.name, spec.context):
             raise ClusterSpecError(f"{spec.source}: the name/context {HOST!r} is reserved "
                                    "for the fleet's host control plane")
-    with _dir_lock(directory):
+    with dir_lock(directory):
         old = read_state(directory)
         if old is not None and is_running(old):
             echo(f"fleet already up in {directory} ({_clusters(len(old.clusters) - 1)} + host)")
@@ -304,7 +304,6 @@ def up(clusters_path: str | Path, directory: str | Path | None = None,
 
 #: apiserver, controller-manager, scheduler, kwok, metrics-server, training operator x2
 PER_CLUSTER_PORTS = 7
-
 
 
 def _start(state: FleetState, specs: dict[str, ClusterSpec], echo: Echo,
@@ -383,110 +382,6 @@ def _start(state: FleetState, specs: dict[str, ClusterSpec], echo: Echo,
         _wait_settled(state, timeout=SETTLE_TIMEOUT)
 
 
-def parse_go_duration(text: str) -> float:
-    """Seconds in a Go duration string (``50s``, ``1m30s``, ``500ms``)."""
-    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6,
-             "ns": 1e-9}
-    parts = re.findall(r"([0-9.]+)(h|ms|m|s|us|µs|ns)", text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        raise ValueError(f"not a Go duration: {text!r}")
-    return sum(float(number) * units[unit] for number, unit in parts)
-
-
-def node_monitor_grace_period(state: FleetState, cluster: str) -> float:
-    """The node controller's grace period (seconds) as the cluster's running
-    kube-controller-manager reports it (``/configz``): how long after a node's last
-    heartbeat it marks the node NotReady."""
-    runtime = state.cluster(cluster)
-    pki = Pki(state.dir / "pki")
-    ctx = client_ssl_context(pki.ca_cert, pki.client_cert("admin"), pki.client_key("admin"))
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE  # self-signed serving cert of the controller-manager
-    url = f"https://127.0.0.1:{runtime.controller_manager_port}/configz"
-    try:
-        with urllib.request.urlopen(url, context=ctx, timeout=10) as resp:
-            config = json.load(resp)
-        value = config["kubecontrollermanager.config.k8s.io"]["NodeLifecycleController"][
-            "NodeMonitorGracePeriod"]
-        return parse_go_duration(str(value))
-    except (OSError, ValueError, KeyError) as exc:
-        raise FleetError(f"cannot read the node monitor grace period from {url}: {exc}"
-                         ) from exc
-
-
-def _component_proc(state: FleetState, cluster: str, component: str) -> tuple[
-        ClusterRuntime, int]:
-    """The cluster and the index in ``state.procs`` of one component's process."""
-    if component not in COMPONENTS:
-        raise FleetError(f"unknown component {component!r} (one of: {', '.join(COMPONENTS)})")
-    try:
-        runtime = state.cluster(cluster)
-    except KeyError:
-        names = ", ".join(c.name for c in state.clusters)
-        raise FleetError(f"no cluster {cluster!r} in the fleet (clusters: {names})") from None
-    if component not in runtime.components:
-        raise FleetError(f"cluster {runtime.name} runs no {component}")
-    name = f"{component}[{runtime.name}]"
-    for index, proc in enumerate(state.procs):
-        if proc.name == name:
-            return runtime, index
-    raise FleetError(f"the fleet in {state.dir} has no process {name}")
-
-
-def _locked_state(state: FleetState) -> FleetState:
-    """The state on disk (current), for a change made under the directory lock."""
-    current = read_state(state.dir)
-    if current is None or current.phase != "up":
-        raise FleetError(f"no running fleet in {state.dir}")
-    return current
-
-
-def stop_component(state: FleetState, cluster: str, component: str) -> None:
-    """Stop one component of one cluster of a running fleet (SIGTERM, then SIGKILL).
-
-    ``cluster`` is a cluster name or context, ``component`` one of :data:`COMPONENTS`.
-    Stopping ``kube-apiserver`` makes the cluster unreachable (connections are refused)
-    while its etcd data, controllers and kwok stay; stopping ``kwok`` stops its node
-    Lease renewals, so after the node controller's grace period (50 s) the cluster's
-    nodes go NotReady, its pods are marked not Ready and taint-based eviction proceeds as
-    in any cluster (300 s; not while a whole zone is down). ``state`` (and
-    ``state.json``) then record the process as stopped, so ``fleet status`` reports the
-    fleet as not healthy. Undo with :func:`start_component`. Raises FleetError.
-    """
-    with _dir_lock(state.dir):
-        current = _locked_state(state)
-        _runtime, index = _component_proc(current, cluster, component)
-        left = stop([current.procs[index]])
-        if left:
-            raise FleetError(f"could not stop {left[0].name} (pid {left[0].pid})")
-        current.save()
-        state.procs[:] = current.procs
-
-
-def start_component(state: FleetState, cluster: str, component: str,
-                    timeout: float = APISERVER_TIMEOUT) -> None:
-    """Start a component stopped by :func:`stop_component` again and wait until it is ready.
-
-    It comes back with the same command line: the same port, certificates, etcd prefix
-    and kubeconfig, so clients keep working unchanged (kube-apiserver: ``/readyz``
-    answers; kwok: ``/healthz`` answers, it takes the node Leases over once they have
-    expired — at most ``NODE_LEASE_SECONDS`` after the old kwok's last renewal — and
-    turns NotReady nodes and their running pods Ready again). A no-op when the component
-    runs. Raises FleetError (with the log's tail) when it does not become ready.
-    """
-    with _dir_lock(state.dir):
-        current = _locked_state(state)
-        runtime, index = _component_proc(current, cluster, component)
-        if is_alive(current.procs[index]):
-            state.procs[:] = current.procs
-            return
-        proc, url, ctx = launch(current, runtime, component, environment())
-        current.procs[index] = proc
-        current.save()
-        state.procs[:] = current.procs
-        wait_until_ready([(proc, url, ctx)], timeout=timeout)
-
-
 def down(directory: str | Path | None = None, echo: Echo = print) -> bool:
     """Stop every process the fleet in ``directory`` recorded and remove its state.
 
@@ -496,7 +391,7 @@ def down(directory: str | Path | None = None, echo: Echo = print) -> bool:
     if not (directory / STATE_FILE).exists():
         echo(f"no fleet in {directory}")
         return False
-    with _dir_lock(directory):
+    with dir_lock(directory):
         state = read_state(directory)
         if state is None:
             echo(f"no fleet in {directory}")

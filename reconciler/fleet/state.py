@@ -3,7 +3,10 @@ runs) and the recorded state of the whole fleet (``state.json``)."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,6 +17,7 @@ from reconciler.fleet.processes import Proc, is_alive
 
 HOST = "host"
 STATE_FILE = "state.json"
+LOCK_FILE = ".lock"
 #: components of a member cluster that ``stop_component`` / ``start_component`` manage
 COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok",
               "metrics-server", "training-operator")
@@ -27,6 +31,19 @@ def default_dir() -> Path:
 def port_registry() -> Path:
     """The file in which fleets claim their ports."""
     return build.cache_root() / "fleet-ports.json"
+
+
+@contextlib.contextmanager
+def dir_lock(directory: Path) -> Iterator[None]:
+    """Hold the fleet directory's lock (one `pincompile fleet` command at a time)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / LOCK_FILE, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            raise FleetError(f"another `pincompile fleet` command is working on {directory}"
+                             ) from exc
+        yield
 
 
 @dataclass

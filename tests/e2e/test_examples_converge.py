@@ -1,19 +1,25 @@
 """The examples, reconciled on the session fleet: a pass right after a converged pass writes
 nothing — for every kind the examples compile to, autoscaled apps (PinScalers) included —
-and finds nothing to dry-run that it can prove unchanged."""
+and finds nothing to dry-run that it can prove unchanged; and what ``make demo`` promises:
+every app ends Healthy or Completed except those the examples pause or stop on purpose
+(Suspended), and stays so."""
 
 from __future__ import annotations
 
 import shutil
+import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pincompile.compiler import compile_path
 from reconciler.engine import Reconciler
+from reconciler.fleet import control, demo
 from reconciler.fleet import fleet as fleet_mod
-from reconciler.model import PassReport
+from reconciler.fleet.watch import ReadinessWatch
+from reconciler.model import PassReport, Phase
 
 pytestmark = pytest.mark.e2e
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -47,3 +53,60 @@ def test_a_pass_after_a_converged_pass_writes_nothing_for_any_kind(
     # and it knew so without asking: no dry-run for an object it applied itself
     dry_runs = {n: c.stats.by_verb["dry-run"] for n, c in again.connections.items()}
     assert sum(dry_runs.values()) == 0, dry_runs
+
+
+def _paused_or_stopped(root: Path) -> set[tuple[str, str, str]]:
+    """(kind, project, name) of every app whose spec pauses or stops it."""
+    found = set()
+    for entry in compile_path(root).catalog.entries:
+        spec, meta = getattr(entry.resource, "spec", None), entry.resource.metadata
+        if getattr(spec, "paused", False) or getattr(spec, "stopped", False):
+            found.add((entry.resource.kind, getattr(meta, "project", ""), meta.name))
+    return found
+
+
+def test_every_example_app_ends_healthy_completed_or_suspended_and_stays_so(
+        fleet: fleet_mod.FleetState, tmp_path: Path) -> None:
+    root = tmp_path / "examples"
+    shutil.copytree(EXAMPLES, root)
+    kubeconfig = str(fleet.kubeconfig)
+    on_purpose = _paused_or_stopped(root)
+    assert on_purpose, "the examples pause or stop no app: nothing to show Suspended"
+    # what `make demo` runs after `apply`: passes until every app is settled (bounded)
+    rows = demo.wait_until_settled(kubeconfig, root, demo.DEFAULT_TIMEOUT)
+    line, ok = demo.summary(rows)
+    assert ok and line.endswith("every app is Healthy, Completed or Suspended on purpose"), line
+    suspended = {_key(r) for r in rows if r["status"].get("phase") == Phase.SUSPENDED.value}
+    assert suspended == on_purpose, line
+    assert any(r["status"].get("phase") == Phase.COMPLETED.value for r in rows), line
+
+    # and it stays so past the node controller's grace period: every node and pod of the
+    # member clusters watched, a pass (as `serve` runs them) every demo interval. The
+    # PinScalers' HPAs scale their apps down towards their floor once their 300 s
+    # stabilization window has passed (the fleet's default usage is under their targets),
+    # and a Deployment being scaled is Progressing until its controller has seen the
+    # change: so Progressing may show in one pass, never in two in a row; nothing else.
+    window = control.node_monitor_grace_period(fleet, fleet_mod.HOST) + 3 * demo.INTERVAL
+    members = [c.name for c in fleet.clusters if c.name != fleet_mod.HOST]
+    watch = ReadinessWatch(fleet, clusters=members).start()
+    passes: list[list[dict[str, Any]]] = []
+    try:
+        deadline = time.monotonic() + window
+        while time.monotonic() < deadline:
+            time.sleep(demo.INTERVAL)
+            demo.one_pass(kubeconfig, root)
+            passes.append(demo.not_ok(demo.read_rows(kubeconfig)))
+    finally:
+        watch.stop()
+    assert len(passes) >= 5, passes
+    for before, now in zip([[], *passes], passes, strict=False):
+        not_progressing = [r for r in now
+                           if r["status"].get("phase") != Phase.PROGRESSING.value]
+        again = {_key(r) for r in before} & {_key(r) for r in now}
+        assert not not_progressing and not again, [demo.describe(p) for p in passes]
+    nodes, pods = watch.of("Node"), watch.of("Pod", "not-ready")
+    assert not nodes and not pods, "\n".join(map(str, nodes + pods))
+
+
+def _key(row: dict[str, Any]) -> tuple[str, str, str]:
+    return row["kind"], row["project"], row["name"]

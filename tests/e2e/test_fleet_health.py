@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from reconciler.fleet import control
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.cli import fleet as fleet_cli
 from reconciler.fleet.clusters import ClusterSpec
@@ -107,7 +108,7 @@ def delete_namespace(kube: Kube, context: str, ns: str) -> None:
 @pytest.fixture(scope="module")
 def grace(fleet: fleet_mod.FleetState) -> float:
     """The node controller's grace period, as the host's controller-manager runs it."""
-    return fleet_mod.node_monitor_grace_period(fleet, "host")
+    return control.node_monitor_grace_period(fleet, "host")
 
 
 def test_nodes_and_pods_stay_ready_for_three_grace_periods(
@@ -170,7 +171,7 @@ def test_pods_become_ready_again_after_their_nodes_were_not_ready(
         wait_for("the workloads to be Ready", lambda: workloads_ready(kube, spec.context, ns))
         before = {p.metadata.uid for p in core.list_namespaced_pod(ns).items}
         watch = ReadinessWatch(fleet, clusters=[spec.name], namespaces={ns}).start()
-        fleet_mod.stop_component(fleet, spec.name, "kwok")
+        control.stop_component(fleet, spec.name, "kwok")
         try:
             def nodes_not_ready() -> bool:
                 return not any(is_ready(n) for n in core.list_node().items)
@@ -183,7 +184,7 @@ def test_pods_become_ready_again_after_their_nodes_were_not_ready(
             status = CliRunner().invoke(fleet_cli, ["status", "--dir", str(fleet.dir)])
             assert status.exit_code == 3 and "NOT Ready: " in status.output, status.output
         finally:
-            fleet_mod.start_component(fleet, spec.name, "kwok")
+            control.start_component(fleet, spec.name, "kwok")
         wait_for("the nodes to be Ready again",
                  lambda: all(is_ready(n) for n in core.list_node().items), 90)
         # kwok makes every pod Ready again after it restarts; on a loaded machine (the whole
