@@ -24,6 +24,10 @@ COMMANDS = {
     "set": ("pincompile.commands.set", "set_group"),
     "fleet": ("reconciler.fleet.cli", "fleet"),
     "serve": ("reconciler.commands.serve", "serve"),
+    "get": ("reconciler.commands.remote", "get"),
+    "logs": ("reconciler.commands.remote", "logs"),
+    "events": ("reconciler.commands.remote", "events"),
+    "history": ("reconciler.commands.remote", "history"),
 }
 
 

@@ -22,7 +22,7 @@ from urllib3.exceptions import HTTPError
 from reconciler import kinds
 from reconciler.clients import read
 from reconciler.clients.connect import ClusterUnreachable, Connection
-from reconciler.clients.read import MANAGED_SELECTOR, Key, key_of
+from reconciler.clients.read import Key, key_of
 from reconciler.kinds import KindInfo
 from reconciler.model import Obj
 
@@ -37,12 +37,14 @@ class KindWatch:
 
     def __init__(self, conn: Connection, kind: KindInfo, stop: threading.Event,
                  on_change: OnChange | None = None, *,
-                 field_selector: str | None = None) -> None:
-        """Objects of ``kind`` that pincompile manages or, with ``field_selector``, every
-        object matching it (Events of app resources, say)."""
+                 field_selector: str | None = None, label_selector: str | None = None
+                 ) -> None:
+        """Objects of ``kind`` that pincompile manages or, with ``field_selector`` or
+        ``label_selector``, every object matching it, owned or not (Events of app
+        resources, an app's pods)."""
         self.conn, self.kind, self.stop = conn, kind, stop
         self.on_change = on_change
-        self.field_selector = field_selector
+        self.field_selector, self.label_selector = field_selector, label_selector
         self.objects: dict[Key, Obj] = {}
         self.version = ""
         self.synced = threading.Event()
@@ -53,7 +55,8 @@ class KindWatch:
 
     def _relist(self) -> None:
         objects, version = read.list_managed(self.conn, self.kind,
-                                             field_selector=self.field_selector)
+                                             field_selector=self.field_selector,
+                                             label_selector=self.label_selector)
         with self.lock:
             self.objects, self.version = objects, version
         self.synced.set()
@@ -94,9 +97,10 @@ class KindWatch:
 
     def _watch(self) -> None:
         resource = self.conn.resource(self.kind.api_version, self.kind.kind)
-        selector = {"field_selector": self.field_selector} if self.field_selector \
-            else {"label_selector": MANAGED_SELECTOR}
-        stream = self.conn.dynamic.watch(resource, **selector,
+        explicit = bool(self.field_selector or self.label_selector)
+        stream = self.conn.dynamic.watch(resource,
+                                         **read.selector(self.field_selector,
+                                                         self.label_selector),
                                          resource_version=self.version,
                                          timeout=WATCH_SECONDS, allow_watch_bookmarks=True)
         for event in stream:
@@ -110,7 +114,8 @@ class KindWatch:
                     return
                 raise ValueError(str(raw.get("message", "watch error")))
             version = (raw.get("metadata") or {}).get("resourceVersion")
-            if kind != "BOOKMARK" and not (raw.get("metadata") or {}).get("ownerReferences"):
+            if kind != "BOOKMARK" and (explicit or not (raw.get("metadata") or {}
+                                                        ).get("ownerReferences")):
                 raw.setdefault("apiVersion", self.kind.api_version)
                 raw.setdefault("kind", self.kind.kind)
                 with self.lock:

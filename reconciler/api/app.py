@@ -8,17 +8,35 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Annotated, Any, Protocol
 
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 
 from reconciler.api.access import Access, AccessError, Caller, RateLimits, audit
-from reconciler.api.models import AppDetail, AppEvent, AppList, AppRevision, AppSummary, Problem
+from reconciler.api.logs import (
+    LogLimits,
+    LogQuery,
+    MergedLogs,
+    StreamSlots,
+    TooMany,
+    log_targets,
+    pod_log_opener,
+)
+from reconciler.api.models import (
+    AppDetail,
+    AppEvent,
+    AppList,
+    AppRevision,
+    AppSummary,
+    PodList,
+    Problem,
+)
+from reconciler.clients.connect import Connection
 from reconciler.status import APP_KINDS, AppKey
 from reconciler.store import Store
 
@@ -32,12 +50,27 @@ class AppSource(Protocol):
     def statuses(self) -> Mapping[AppKey, Mapping[str, Any]]: ...
 
 
+class PodSource(Protocol):
+    """Every app's pods in the member clusters, kept current by watches, and the member
+    connections their logs are read through (:class:`reconciler.api.pods.MemberPods`)."""
+
+    def pods(self, app: AppKey, clusters: Iterable[str]) -> PodList: ...
+
+    def connection(self, cluster: str) -> Connection | None: ...
+
+
 @dataclass
 class Gateway:
     apps: AppSource
     store: Store
     access: Access
     limits: RateLimits
+    pods: PodSource | None = None
+    """None: no member cluster can be read (pods and logs answer 503)."""
+    log_limits: LogLimits = field(default_factory=LogLimits)
+
+    def __post_init__(self) -> None:
+        self.log_streams = StreamSlots(self.log_limits.streams_per_user)
 
 
 def create_app(gateway: Gateway | None) -> FastAPI:
@@ -135,6 +168,8 @@ def _routes(api: FastAPI) -> None:
             raise HTTPException(404, f"{kind}/{project}/{name} not found")
         return AppDetail(**_document((kind, project, name), status))
 
+    _pod_routes(api)
+
     @api.get(f"{PREFIX}/apps/{{kind}}/{{project}}/{{name}}/events",
              response_model=list[AppEvent], summary="The app's timeline, oldest first")
     async def events(request: Request, caller: CallerDep, kind: str, project: str, name: str,
@@ -160,6 +195,71 @@ def _routes(api: FastAPI) -> None:
         return [AppRevision(revision=r.revision, appliedAt=r.applied_at, result=r.result,
                             commit=r.commit, author=r.author, push=r.push, detail=r.detail)
                 for r in rows]
+
+
+def app_pods(gateway: Gateway, app: AppKey) -> PodList:
+    """``app``'s pods in every member cluster (HTTPException 404/503 when it cannot say)."""
+    status = gateway.apps.statuses().get(app)
+    if status is None:
+        raise HTTPException(404, f"{'/'.join(app)} not found")
+    if gateway.pods is None:
+        raise HTTPException(503, "the API cannot read the member clusters")
+    return gateway.pods.pods(app, [str(c.get("name")) for c in status.get("clusters") or []])
+
+
+def _pod_routes(api: FastAPI) -> None:
+    @api.get(f"{PREFIX}/apps/{{kind}}/{{project}}/{{name}}/pods", response_model=PodList,
+             responses={404: {"model": Problem}},
+             summary="The app's pods in every member cluster, from a watch")
+    async def pods(request: Request, caller: CallerDep, kind: str, project: str,
+                   name: str) -> PodList:
+        await _authorize(request, caller, "read", kind, project)
+        return await run_in_threadpool(app_pods, request.app.state.gateway,
+                                       (kind, project, name))
+
+    @api.get(f"{PREFIX}/apps/{{kind}}/{{project}}/{{name}}/logs",
+             response_class=StreamingResponse,
+             responses={200: {"content": {"text/plain": {}},
+                              "description": "lines as `cluster/pod/container line`"},
+                        400: {"model": Problem}, 404: {"model": Problem},
+                        429: {"model": Problem}},
+             summary="The app's container logs, merged across pods and clusters")
+    async def logs(request: Request, caller: CallerDep, kind: str, project: str, name: str,
+                   container: str | None = None,
+                   tailLines: Annotated[int | None, Query(ge=0, le=100_000)] = None,
+                   sinceSeconds: Annotated[int | None, Query(ge=1)] = None,
+                   follow: bool = False, cluster: str | None = None, pod: str | None = None,
+                   timestamps: bool = False) -> StreamingResponse:
+        await _authorize(request, caller, "logs", kind, project)
+        gateway: Gateway = request.app.state.gateway
+        query = LogQuery(container, tailLines, sinceSeconds, follow, cluster, pod, timestamps)
+        try:
+            targets = log_targets(await run_in_threadpool(app_pods, gateway,
+                                                          (kind, project, name)),
+                                  query, gateway.log_limits.containers)
+        except TooMany as exc:
+            raise HTTPException(400, str(exc)) from None
+        if not targets:
+            raise HTTPException(404, f"no container of {kind}/{project}/{name} matches")
+        if not gateway.log_streams.take(caller.user):
+            raise HTTPException(429, f"{caller.user} has {gateway.log_limits.streams_per_user}"
+                                     " log streams open already", headers={"Retry-After": "5"})
+        assert gateway.pods is not None  # app_pods said so
+        merged = MergedLogs(targets, pod_log_opener(gateway.pods.connection, query,
+                                                    gateway.log_limits.seconds),
+                            gateway.log_limits)
+
+        async def body() -> AsyncIterator[bytes]:
+            try:
+                async for line in merged.lines():
+                    yield line
+            finally:
+                merged.close()
+                gateway.log_streams.give_back(caller.user)
+
+        return StreamingResponse(body(), media_type="text/plain; charset=utf-8",
+                                 headers={"X-Content-Type-Options": "nosniff",
+                                          "Cache-Control": "no-store"})
 
 
 def _matches(key: AppKey, status: Mapping[str, Any], project: str | None, kind: str | None,

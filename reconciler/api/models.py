@@ -77,3 +77,46 @@ class Problem(BaseModel):
     """Any refused call: 400, 401, 403, 404, 429 or 503."""
 
     detail: str
+
+
+class ContainerStatus(BaseModel):
+    """One container of a pod, as its kubelet last reported it."""
+
+    name: str
+    image: str = ""
+    ready: bool = False
+    restarts: int = 0
+    state: str = Field(default="Unknown",
+                       description="Running, Waiting, Terminated or Unknown")
+    reason: str = Field(default="", description="why it is Waiting or Terminated "
+                        "(CrashLoopBackOff, ImagePullBackOff, Completed, ...)")
+    lastTerminationReason: str = Field(default="", description="why it last ended "
+                                       "(OOMKilled, Error, ...), empty if it never did")
+    lastTerminationExitCode: int | None = None
+
+
+class PodSummary(BaseModel):
+    """One pod of an app in one member cluster (no managed fields, no spec)."""
+
+    cluster: str
+    namespace: str
+    name: str
+    node: str = ""
+    phase: str = Field(default="Unknown",
+                       description="Pending, Running, Succeeded, Failed or Unknown")
+    ready: str = Field(default="0/0", description="ready/all containers")
+    restarts: int = 0
+    created: str = ""
+    containers: list[ContainerStatus] = []
+
+
+class ClusterProblem(BaseModel):
+    cluster: str
+    message: str
+
+
+class PodList(BaseModel):
+    items: list[PodSummary]
+    unreadable: list[ClusterProblem] = Field(
+        default=[], description="member clusters whose pods could not be read: the list "
+                                "may miss pods there")

@@ -38,20 +38,28 @@ def served(conn: Connection, kind: KindInfo) -> bool:
     return True
 
 
-def list_managed(conn: Connection, kind: KindInfo, *, field_selector: str | None = None
-                 ) -> tuple[dict[Key, Obj], str]:
+def selector(field_selector: str | None = None, label_selector: str | None = None
+             ) -> dict[str, str]:
+    """The LIST/WATCH selector: the one given, else pincompile's managed-by label."""
+    if field_selector:
+        return {"field_selector": field_selector}
+    return {"label_selector": label_selector or MANAGED_SELECTOR}
+
+
+def list_managed(conn: Connection, kind: KindInfo, *, field_selector: str | None = None,
+                 label_selector: str | None = None) -> tuple[dict[Key, Obj], str]:
     """Every object of ``kind`` that pincompile manages in the cluster (or, given
-    ``field_selector``, every one matching it), and the list's resourceVersion (for a
-    watch to continue from). One LIST request.
+    ``field_selector`` or ``label_selector``, every one matching it, owned or not), and
+    the list's resourceVersion (for a watch to continue from). One LIST request.
 
     Objects a controller made (with an ``ownerReference``: a Deployment's pods, a Job's
     pods, their volume claims) carry our labels from the template but are not ours."""
-    selector = {"field_selector": field_selector} if field_selector \
-        else {"label_selector": MANAGED_SELECTOR}
-    data: Obj = conn.resource(kind.api_version, kind.kind).get(**selector, serializer=plain)
+    explicit = bool(field_selector or label_selector)
+    data: Obj = conn.resource(kind.api_version, kind.kind).get(
+        **selector(field_selector, label_selector), serializer=plain)
     found: dict[Key, Obj] = {}
     for item in data.get("items") or []:
-        if (item.get("metadata") or {}).get("ownerReferences"):
+        if not explicit and (item.get("metadata") or {}).get("ownerReferences"):
             continue
         item.setdefault("apiVersion", kind.api_version)
         item.setdefault("kind", kind.kind)

@@ -181,7 +181,7 @@ def render_table(rows: list[dict[str, Any]], clusters_text: str = "",
                       str(st.get("lastAppliedRevision", "-"))[:12],
                       str(st.get("lastAppliedTime", "-")), age(row.get("statusTime")),
                       (st.get("message") or "")[:160]])
-    text = _columns(table, width)
+    text = columns(table, width)
     return f"{text}\n\n{clusters_text}" if clusters_text else text
 
 
@@ -204,10 +204,10 @@ def render_clusters(states: dict[str, dict[str, Any]]) -> str:
             phase += f" (step {state.get('failbackSteps', 0)})"
         table.append([name, phase, str(state.get("since", "-")),
                       str(state.get("reason", ""))[:160]])
-    return _columns(table) if len(table) > 1 else ""
+    return columns(table) if len(table) > 1 else ""
 
 
-def _columns(table: list[list[Any]], width: int | None = None) -> str:
+def columns(table: list[list[Any]], width: int | None = None) -> str:
     """Aligned columns; the last one (a message) cut so each line fits ``width``."""
     widths = [max(len(str(r[i])) for r in table) for i in range(len(table[0]) - 1)]
     lines = ["   ".join(str(c).ljust(w) for c, w in zip(r[:-1], widths, strict=True))

@@ -9,9 +9,11 @@ from dataclasses import dataclass
 from pincompile.source.gitsource import GitError
 from reconciler.api.access import HostAccess, RateLimits
 from reconciler.api.app import Gateway
+from reconciler.api.pods import MemberPods
 from reconciler.api.sources import HostApps
 from reconciler.clients.connect import ClusterUnreachable, Connection, KubeconfigError
 from reconciler.fleet.build import cache_root
+from reconciler.live import member_contexts
 from reconciler.serve.mirror import Mirror
 from reconciler.store import Store
 from reconciler.store.collect import HostCollector
@@ -29,10 +31,12 @@ class ServedAPI:
     gateway: Gateway
     collector: HostCollector
     apps: HostApps
+    pods: MemberPods
 
     def close(self) -> None:
         self.collector.close()
         self.apps.close()
+        self.pods.close()
         self.gateway.store.close()
 
 
@@ -63,6 +67,7 @@ def open_api(kubeconfig: str | None, context: str, mirror: Mirror, *, store_url:
 
     collector = HostCollector(host, store, apps.statuses, author_of=author_of)
     collector.start()
+    pods = MemberPods(kubeconfig, lambda: member_contexts(host))
     gateway = Gateway(apps=apps, store=store, access=HostAccess(host),
-                      limits=RateLimits(rate, max(1, round(rate * 2))))
-    return ServedAPI(gateway, collector, apps)
+                      limits=RateLimits(rate, max(1, round(rate * 2))), pods=pods)
+    return ServedAPI(gateway, collector, apps, pods)

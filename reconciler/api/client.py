@@ -1,0 +1,160 @@
+"""A small typed client of the PinCompute API, built from the API's own pydantic models
+(what ``pincompile get|logs|events|history`` use). HTTP through urllib3; the bearer token
+goes in a header and nowhere else (never in an error message)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Generator
+from typing import Any, TypeVar
+from urllib.parse import quote, urlencode
+
+import urllib3
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from reconciler.api.models import AppDetail, AppEvent, AppList, AppRevision, AppSummary, PodList
+
+PREFIX = "/api/v1"
+M = TypeVar("M")
+
+
+class ApiError(Exception):
+    """The server answered with an error: ``status`` and its ``detail``."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class ServerUnreachable(Exception):
+    """No answer from the server (refused, timed out, not HTTP)."""
+
+
+class ApiClient:
+    """Calls of one server (``https://host:port`` or ``http://...``) with one token."""
+
+    def __init__(self, server: str, token: str | None, *, timeout: float = 15.0,
+                 ca_file: str | None = None, insecure: bool = False) -> None:
+        self.server = server.rstrip("/")
+        self._headers = {"Accept": "application/json"}
+        if token:
+            self._headers["Authorization"] = f"Bearer {token}"
+        self.timeout = timeout
+        options: dict[str, Any] = {"retries": False}
+        if insecure:
+            options["cert_reqs"] = "CERT_NONE"
+        elif ca_file:
+            options["ca_certs"] = ca_file
+        self._http = urllib3.PoolManager(**options)
+
+    # -- calls ------------------------------------------------------------------------------
+    def apps(self, *, project: str | None = None, kind: str | None = None,
+             phase: str | None = None, cluster: str | None = None,
+             most: int = 10_000) -> list[AppSummary]:
+        """Every app the caller may list (each page followed), at most ``most``."""
+        items: list[AppSummary] = []
+        params: dict[str, Any] = {"project": project, "kind": kind, "phase": phase,
+                                  "cluster": cluster, "limit": 500}
+        while len(items) < most:
+            page: AppList = self._get("/apps", AppList, params)
+            items += page.items
+            if not page.continue_:
+                break
+            params["continue"] = page.continue_
+        return items[:most]
+
+    def app(self, kind: str, project: str, name: str) -> AppDetail:
+        return self._get(_app_path(kind, project, name), AppDetail)
+
+    def pods(self, kind: str, project: str, name: str) -> PodList:
+        return self._get(_app_path(kind, project, name, "pods"), PodList)
+
+    def events(self, kind: str, project: str, name: str, limit: int = 1000
+               ) -> list[AppEvent]:
+        return self._get(_app_path(kind, project, name, "events"), list[AppEvent],
+                         {"limit": limit})
+
+    def history(self, kind: str, project: str, name: str, limit: int = 1000
+                ) -> list[AppRevision]:
+        return self._get(_app_path(kind, project, name, "history"), list[AppRevision],
+                         {"limit": limit})
+
+    def logs(self, kind: str, project: str, name: str, **query: Any
+             ) -> Generator[bytes, None, None]:
+        """The merged log lines as they come (``follow=True`` keeps them coming)."""
+        params = {_camel(k): v for k, v in query.items()}
+        response = self._request(_app_path(kind, project, name, "logs"), params,
+                                 stream=True)
+        try:
+            pending = b""
+            for chunk in response.stream(4096):
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    yield line + b"\n"
+            if pending:
+                yield pending
+        except urllib3.exceptions.HTTPError as exc:
+            raise ServerUnreachable(f"{self.server}: the log stream broke "
+                                    f"({type(exc).__name__})") from None
+        finally:
+            response.release_conn()
+            response.close()
+
+    # -- plumbing ---------------------------------------------------------------------------
+    def _get(self, path: str, model: type[M] | Any, params: dict[str, Any] | None = None
+             ) -> M:
+        response = self._request(path, params or {})
+        try:
+            if isinstance(model, type) and issubclass(model, BaseModel):
+                return model.model_validate_json(response.data)  # type: ignore[return-value]
+            return TypeAdapter(model).validate_json(response.data)  # type: ignore[no-any-return]
+        except ValidationError as exc:
+            raise ApiError(502, f"{self.server} answered something that is not the "
+                                f"PinCompute API's document: {exc.errors()[0]['msg']}"
+                           ) from None
+
+    def _request(self, path: str, params: dict[str, Any], *, stream: bool = False) -> Any:
+        query = urlencode({k: _text(v) for k, v in params.items() if v is not None})
+        url = f"{self.server}{PREFIX}{path}" + (f"?{query}" if query else "")
+        timeout = urllib3.Timeout(connect=min(5.0, self.timeout),
+                                  read=None if stream else self.timeout)
+        try:
+            response = self._http.request("GET", url, headers=self._headers, timeout=timeout,
+                                          preload_content=not stream, redirect=False)
+        except urllib3.exceptions.HTTPError as exc:
+            raise ServerUnreachable(f"{self.server}: {_reason(exc)}") from None
+        if response.status >= 400:
+            raise ApiError(response.status, _detail(response))
+        return response
+
+
+def _app_path(kind: str, project: str, name: str, tail: str = "") -> str:
+    path = "/apps/" + "/".join(quote(part, safe="") for part in (kind, project, name))
+    return f"{path}/{tail}" if tail else path
+
+
+def _camel(name: str) -> str:
+    first, *rest = name.split("_")
+    return first + "".join(word.capitalize() for word in rest)
+
+
+def _text(value: Any) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def _detail(response: Any) -> str:
+    body = response.data if response.data is not None else b""
+    try:
+        detail = json.loads(body).get("detail")
+    except (ValueError, AttributeError):
+        detail = None
+    if isinstance(detail, list):  # a validation error: where and why
+        detail = "; ".join(f"{'.'.join(str(p) for p in d.get('loc', [])[1:])}: {d.get('msg')}"
+                           for d in detail if isinstance(d, dict))
+    return str(detail or body[:200].decode(errors="replace") or response.reason)
+
+
+def _reason(exc: BaseException) -> str:
+    reason = getattr(exc, "reason", None) or exc
+    return str(reason).split(": ", 1)[-1][:300]

@@ -1,0 +1,153 @@
+"""An app's pods in every member cluster, from a watch of each member's pods (the
+reconciler's :class:`~reconciler.cache.KindWatch`: one LIST to warm up, then WATCH), so a
+warm read makes no request; and the member connections the log streams go through.
+
+Plain functions and classes, so the web console reads pods the way the API does.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from kubernetes.dynamic.exceptions import DynamicApiError
+
+from pincompile.manifest import LABEL_APP
+from reconciler.cache import KindWatch
+from reconciler.clients.connect import ClusterUnreachable, Connection, KubeconfigError
+from reconciler.kinds import KindInfo
+from reconciler.model import Obj
+from reconciler.status import AppKey, app_of
+
+from .models import ClusterProblem, ContainerStatus, PodList, PodSummary
+
+POD = KindInfo("v1", "Pod")
+
+
+class MemberPods:
+    """Every pod that carries an app's label, in every member cluster an app is placed in,
+    kept current by one watch per cluster. A cluster is watched from the first read that
+    names it; its kubeconfig context comes from ``contexts`` (the host's Cluster
+    resources: :func:`reconciler.live.member_contexts`), looked up at most every
+    ``LOOKUP_SECONDS``."""
+
+    LOOKUP_SECONDS = 10.0
+    FIRST_SYNC_SECONDS = 10.0
+    """How long the first read of a cluster waits for its pods' first LIST."""
+
+    def __init__(self, kubeconfig: str | None, contexts: Callable[[], Mapping[str, str]]
+                 ) -> None:
+        self.kubeconfig, self.contexts = kubeconfig, contexts
+        self.members: dict[str, Connection] = {}
+        self._stop = threading.Event()
+        self._watches: dict[str, KindWatch] = {}
+        self._unknown: dict[str, str] = {}
+        self._looked_up = -self.LOOKUP_SECONDS
+        self._lock = threading.Lock()
+
+    def watch(self, clusters: Iterable[str]) -> None:
+        """Watch the pods of every cluster in ``clusters`` not watched yet."""
+        wanted = set(clusters) - set(self._watches)
+        with self._lock:
+            wanted -= set(self._watches)
+            if not wanted or time.monotonic() - self._looked_up < self.LOOKUP_SECONDS:
+                return
+            self._looked_up = time.monotonic()
+            try:
+                contexts = dict(self.contexts())
+            except (ClusterUnreachable, DynamicApiError) as exc:
+                self._unknown = {name: f"its context cannot be looked up: {exc}"
+                                 for name in wanted}
+                return
+            for name in sorted(wanted):
+                self._start(name, contexts.get(name))
+
+    def _start(self, name: str, context: str | None) -> None:
+        if context is None:
+            self._unknown[name] = "the host has no Cluster of that name"
+            return
+        try:
+            conn = Connection(name, context, self.kubeconfig)
+        except (ClusterUnreachable, KubeconfigError) as exc:
+            self._unknown[name] = str(exc)
+            return
+        self._unknown.pop(name, None)
+        self.members[name] = conn
+        watch = KindWatch(conn, POD, self._stop, label_selector=LABEL_APP)
+        self._watches[name] = watch
+        watch.thread.start()
+
+    def wait_synced(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        for name, watch in self._watches.items():
+            if not watch.synced.wait(max(0.0, deadline - time.monotonic())):
+                raise ClusterUnreachable(f"{name} pods: the cache did not sync "
+                                         f"({watch.error or 'timed out'})")
+
+    def pods(self, app: AppKey, clusters: Iterable[str]) -> PodList:
+        """``app``'s pods in ``clusters`` (where it is placed), sorted by cluster and name,
+        and the clusters among them that cannot be read."""
+        placed = set(clusters)
+        self.watch(placed)
+        deadline = time.monotonic() + self.FIRST_SYNC_SECONDS
+        for name in sorted(placed & set(self._watches)):
+            self._watches[name].synced.wait(max(0.0, deadline - time.monotonic()))
+        items: list[PodSummary] = []
+        unreadable = [ClusterProblem(cluster=name, message=why)
+                      for name, why in sorted(self._unknown.items()) if name in placed]
+        for name, watch in sorted(self._watches.items()):
+            named = name in placed
+            if not watch.synced.is_set():
+                if named:
+                    unreadable.append(ClusterProblem(
+                        cluster=name, message=watch.error or "not read yet"))
+                continue
+            if watch.error and named:
+                unreadable.append(ClusterProblem(cluster=name,
+                                                 message=f"may be stale: {watch.error}"))
+            with watch.lock:
+                mine = [obj for obj in watch.objects.values() if app_of(obj) == app]
+            items += [pod_summary(name, obj) for obj in mine]
+        items.sort(key=lambda p: (p.cluster, p.namespace, p.name))
+        return PodList(items=items, unreadable=unreadable)
+
+    def connection(self, cluster: str) -> Connection | None:
+        return self.members.get(cluster)
+
+    def close(self) -> None:
+        self._stop.set()
+        for conn in self.members.values():
+            conn.close()
+
+
+def pod_summary(cluster: str, pod: Obj) -> PodSummary:
+    """What a user asks of a pod: where it runs, its phase, readiness, restarts and each
+    container's state (the object's managed fields, spec and noise left out)."""
+    meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, \
+        pod.get("status") or {}
+    reported = {str(c.get("name")): c for c in status.get("containerStatuses") or []}
+    containers = [container_status(str(c.get("name", "")), reported.get(str(c.get("name"))), c)
+                  for c in spec.get("containers") or []]
+    return PodSummary(
+        cluster=cluster, namespace=str(meta.get("namespace", "")), name=str(meta.get("name")),
+        node=str(spec.get("nodeName") or ""), phase=str(status.get("phase") or "Unknown"),
+        ready=f"{sum(c.ready for c in containers)}/{len(containers)}",
+        restarts=sum(c.restarts for c in containers),
+        created=str(meta.get("creationTimestamp") or ""), containers=containers)
+
+
+def container_status(name: str, reported: Mapping[str, Any] | None,
+                     spec: Mapping[str, Any]) -> ContainerStatus:
+    if reported is None:
+        return ContainerStatus(name=name, image=str(spec.get("image", "")))
+    states: dict[str, Any] = reported.get("state") or {}
+    state, detail = next(iter(states.items()), ("unknown", {}))
+    last: dict[str, Any] = (reported.get("lastState") or {}).get("terminated") or {}
+    return ContainerStatus(
+        name=name, image=str(reported.get("image") or spec.get("image", "")),
+        ready=bool(reported.get("ready")), restarts=int(reported.get("restartCount") or 0),
+        state=str(state).capitalize(), reason=str(dict(detail or {}).get("reason") or ""),
+        lastTerminationReason=str(last.get("reason") or ""),
+        lastTerminationExitCode=last.get("exitCode"))

@@ -1,0 +1,282 @@
+"""``pincompile get|logs|events|history``: reads through the PinCompute API
+(``--server``/``$PINCOMPILE_SERVER``) with a bearer token, so a tenant needs neither a
+kubeconfig nor to know which clusters its app landed in."""
+
+from __future__ import annotations
+
+import inspect
+import shutil
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import click
+
+from pincompile.appref import AppRef, AppRefError, parse_app_ref
+from pincompile.commands.common import EXIT_CLUSTER, EXIT_INVALID, EXIT_OK, EXIT_USAGE, fail
+from reconciler.api.client import ApiClient, ApiError, ServerUnreachable
+from reconciler.api.models import AppSummary, PodList
+from reconciler.commands.options import DURATION
+from reconciler.commands.status import age, columns, render, render_table
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_CODES = """\b
+Exit codes: 0 ok, 1 not found (no such app, or no container matches), 2 usage (a bad
+argument, no --server), 3 the server is unreachable or refused the call (401 token not
+accepted, 403 not allowed, 429 rate-limited, 5xx)."""
+
+SERVER_HELP = """\b
+The server is `pincompile serve`'s address (--server or $PINCOMPILE_SERVER, e.g.
+http://pincompute.internal:8080); the token (--token or $PINCOMPILE_TOKEN) is a
+Kubernetes bearer token the host cluster accepts, e.g.
+`kubectl create token NAME -n NAMESPACE`. It is sent only to the server."""
+
+
+def api_options(command: F) -> F:
+    """--server, --token, --timeout, --ca-file, --insecure-skip-tls-verify."""
+    for option in reversed([
+        click.option("--server", envvar="PINCOMPILE_SERVER", metavar="URL",
+                     help="The PinCompute API (default: $PINCOMPILE_SERVER)."),
+        click.option("--token", envvar="PINCOMPILE_TOKEN", metavar="TOKEN",
+                     show_envvar=False,
+                     help="Bearer token (default: $PINCOMPILE_TOKEN; never printed)."),
+        click.option("--timeout", type=DURATION, default="15s", show_default=True,
+                     help="How long to wait for an answer (log streams: to connect)."),
+        click.option("--ca-file", type=click.Path(dir_okay=False, exists=True),
+                     help="CA bundle that signed the server's certificate (https)."),
+        click.option("--insecure-skip-tls-verify", "insecure", is_flag=True,
+                     help="Do not check the server's certificate (https; testing only)."),
+    ]):
+        command = option(command)
+    return command
+
+
+def client_of(server: str | None, token: str | None, timeout: float, ca_file: str | None,
+              insecure: bool) -> ApiClient:
+    if not server:
+        fail("no server: pass --server URL or set PINCOMPILE_SERVER (the address of "
+             "`pincompile serve`)", EXIT_USAGE)
+    assert server is not None
+    if not server.startswith(("http://", "https://")):
+        fail(f"--server {server[:100]!r}: give a URL, http://HOST:PORT or https://HOST:PORT",
+             EXIT_USAGE)
+    return ApiClient(server, token, timeout=timeout, ca_file=ca_file, insecure=insecure)
+
+
+@contextmanager
+def api_errors(what: str) -> Iterator[None]:
+    """One line and the documented exit code instead of a traceback."""
+    try:
+        yield
+    except ServerUnreachable as exc:
+        fail(f"server unreachable: {exc}", EXIT_CLUSTER)
+    except ApiError as exc:
+        if exc.status == 404:
+            fail(f"{what}: {exc}", EXIT_INVALID)
+        if exc.status in (400, 422):
+            fail(f"{what}: {exc}", EXIT_USAGE)
+        fail(f"{what}: the server answered {exc.status}: {exc}", EXIT_CLUSTER)
+
+
+def app_ref(_ctx: click.Context, _param: click.Parameter, value: str | None) -> AppRef | None:
+    if value is None:
+        return None
+    try:
+        return parse_app_ref(value)
+    except AppRefError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _width(fmt: str) -> int | None:
+    """Tables fit the terminal; ``-o wide`` (or a pipe) keeps whole lines."""
+    return shutil.get_terminal_size().columns if fmt == "table" and sys.stdout.isatty() \
+        else None
+
+
+# -- get ------------------------------------------------------------------------------------
+@click.command("get")
+@click.argument("resource", type=click.Choice(["apps", "pods"]))
+@click.argument("app", required=False, metavar="[KIND/PROJECT/NAME]", callback=app_ref)
+@click.option("-p", "--project", help="Only this project's apps.")
+@click.option("-k", "--kind", help="Only apps of this kind (PinApp, PinterestService, ...).")
+@click.option("--phase", help="Only apps in this phase (Healthy, Degraded, ...).")
+@click.option("--cluster", help="Only apps placed in this member cluster.")
+@click.option("-o", "--output", "fmt", default="table", show_default=True,
+              type=click.Choice(["table", "wide", "json", "yaml", "name"]))
+@api_options
+def get(resource: str, app: AppRef | None, project: str | None, kind: str | None,
+        phase: str | None, cluster: str | None, fmt: str, **api: Any) -> None:
+    """List apps, or pods of apps, that your token may see, through the PinCompute API.
+
+    \b
+    apps: one row per app: phase, ready/desired per cluster, rollout, failover, revision.
+    pods: every pod of the apps in every member cluster: node, phase, ready containers,
+          restarts, and why a container last ended (OOMKilled, Error, ...).
+    -o table fits the terminal, -o wide keeps whole lines (and adds images and
+    container states to pods), -o name prints KIND/PROJECT/NAME (pods:
+    CLUSTER/NAMESPACE/POD), -o json|yaml the API's documents.
+
+    \b
+    Examples:
+      pincompile get apps
+      pincompile get apps -p search --phase Degraded
+      pincompile get pods PinApp/search/search-api -o wide
+      pincompile get pods -p search
+    """
+    client = client_of(**api)
+    with api_errors(str(app) if app else resource):
+        if app is not None:
+            apps: list[AppSummary] = [client.app(*app)]
+        else:
+            apps = client.apps(project=project, kind=kind, phase=phase, cluster=cluster)
+        if resource == "apps":
+            click.echo(_apps_text(apps, fmt))
+        else:
+            pods = [(summary, client.pods(summary.kind, summary.project, summary.name))
+                    for summary in apps]
+            click.echo(_pods_text(pods, fmt))
+    sys.exit(EXIT_OK)
+
+
+def _apps_text(apps: list[AppSummary], fmt: str) -> str:
+    if fmt == "name":
+        return "\n".join(f"{a.kind}/{a.project}/{a.name}" for a in apps)
+    if fmt in ("json", "yaml"):
+        return render([a.model_dump(mode="json") for a in apps], fmt)
+    rows = [{"kind": a.kind, "project": a.project, "name": a.name,
+             "status": a.model_dump(mode="json")} for a in apps]
+    return render_table(rows, width=_width(fmt))
+
+
+def _pods_text(pods: list[tuple[AppSummary, PodList]], fmt: str) -> str:
+    if fmt == "name":
+        return "\n".join(f"{p.cluster}/{p.namespace}/{p.name}" for _, found in pods
+                         for p in found.items)
+    if fmt in ("json", "yaml"):
+        return render([{"app": f"{a.kind}/{a.project}/{a.name}",
+                        **found.model_dump(mode="json")} for a, found in pods], fmt)
+    wide = fmt == "wide"
+    table: list[list[Any]] = [["APP", "CLUSTER", "POD", "NODE", "PHASE", "READY", "RESTARTS",
+                               "AGE", *(["CONTAINERS"] if wide else []), "LAST-TERMINATION"]]
+    problems = []
+    for app, found in pods:
+        for pod in found.items:
+            last = ", ".join(f"{c.name}: {c.lastTerminationReason}"
+                             + (f" (exit {c.lastTerminationExitCode})"
+                                if c.lastTerminationExitCode is not None else "")
+                             for c in pod.containers if c.lastTerminationReason)
+            states = " ".join(f"{c.name}={c.state}" + (f"({c.reason})" if c.reason else "")
+                              + f"[{c.image}]" for c in pod.containers)
+            table.append([f"{app.kind}/{app.project}/{app.name}", pod.cluster, pod.name,
+                          pod.node or "-", pod.phase, pod.ready, pod.restarts,
+                          age(pod.created), *([states] if wide else []), last or "-"])
+        problems += [f"{app.kind}/{app.project}/{app.name}: {p.cluster}: {p.message}"
+                     for p in found.unreadable]
+    text = columns(table, _width(fmt)) if len(table) > 1 else "no pods"
+    return text + "".join(f"\nunreadable: {line}" for line in problems)
+
+
+# -- logs -----------------------------------------------------------------------------------
+@click.command("logs")
+@click.argument("app", metavar="KIND/PROJECT/NAME", callback=app_ref)
+@click.option("-c", "--container", help="Only this container (default: every container).")
+@click.option("-f", "--follow", is_flag=True, help="Keep streaming new lines (Ctrl-C stops).")
+@click.option("--since", type=DURATION, metavar="DURATION",
+              help="Only lines newer than this (30s, 5m, 1h30m).")
+@click.option("--tail", "tail", type=click.IntRange(0, 100_000), metavar="N",
+              help="Only the last N lines of each container.")
+@click.option("--cluster", help="Only pods in this member cluster.")
+@click.option("--pod", help="Only this pod.")
+@click.option("--timestamps", is_flag=True, help="Start each line with its RFC 3339 time.")
+@api_options
+def logs(app: AppRef, container: str | None, follow: bool, since: float | None,
+         tail: int | None, cluster: str | None, pod: str | None, timestamps: bool,
+         **api: Any) -> None:
+    """Print the logs of every container of an app, in every member cluster it runs in,
+    merged as they come; each line starts with CLUSTER/POD/CONTAINER.
+
+    Your token needs `get` on the app's `logs` subresource in its project (see
+    docs/api/README.md). The server bounds a stream's length and how many you have open.
+
+    \b
+    Examples:
+      pincompile logs PinApp/search/search-api --tail 20
+      pincompile logs PinApp/search/search-api -f -c main --cluster use1a-general-01
+      pincompile logs PinApp/search/search-api --since 10m | grep ERROR
+    """
+    client = client_of(**api)
+    try:
+        with api_errors(str(app)):
+            for line in client.logs(*app, container=container, follow=follow,
+                                    since_seconds=None if since is None else max(1, round(since)),
+                                    tail_lines=tail, cluster=cluster, pod=pod,
+                                    timestamps=timestamps or None):
+                sys.stdout.buffer.write(line)
+                if follow:
+                    sys.stdout.buffer.flush()
+    except KeyboardInterrupt:
+        pass
+    except BrokenPipeError:  # | head
+        sys.stderr.close()
+    sys.exit(EXIT_OK)
+
+
+# -- events, history ------------------------------------------------------------------------
+@click.command("events")
+@click.argument("app", metavar="KIND/PROJECT/NAME", callback=app_ref)
+@click.option("-o", "--output", "fmt", default="table", show_default=True,
+              type=click.Choice(["table", "wide", "json", "yaml"]))
+@api_options
+def events(app: AppRef, fmt: str, **api: Any) -> None:
+    """An app's timeline, oldest first: Kubernetes Events of its objects and pincompile's
+    own (applied, pruned, rollout halted, failed over, phase changes), kept by the API
+    beyond the API servers' event TTL.
+
+    \b
+    Example:
+      pincompile events PinApp/search/search-api
+    """
+    client = client_of(**api)
+    with api_errors(str(app)):
+        found = client.events(*app)
+    if fmt in ("json", "yaml"):
+        click.echo(render([e.model_dump(mode="json") for e in found], fmt))
+    else:
+        table = [["TIME", "TYPE", "REASON", "CLUSTER", "COUNT", "OBJECT", "MESSAGE"]] + [
+            [e.time.strftime("%Y-%m-%dT%H:%M:%SZ"), e.type, e.reason, e.cluster or "-",
+             e.count, e.object or "-", e.message] for e in found]
+        click.echo(columns(table, _width(fmt)) if found else "no events")
+    sys.exit(EXIT_OK)
+
+
+@click.command("history")
+@click.argument("app", metavar="KIND/PROJECT/NAME", callback=app_ref)
+@click.option("-o", "--output", "fmt", default="table", show_default=True,
+              type=click.Choice(["table", "wide", "json", "yaml"]))
+@api_options
+def history(app: AppRef, fmt: str, **api: Any) -> None:
+    """Every revision applied to an app, newest first: when, which commit and author,
+    which push, and the result.
+
+    \b
+    Example:
+      pincompile history PinApp/search/search-api
+    """
+    client = client_of(**api)
+    with api_errors(str(app)):
+        found = client.history(*app)
+    if fmt in ("json", "yaml"):
+        click.echo(render([r.model_dump(mode="json") for r in found], fmt))
+    else:
+        table = [["APPLIED", "REVISION", "RESULT", "COMMIT", "AUTHOR", "PUSH", "DETAIL"]] + [
+            [r.appliedAt.strftime("%Y-%m-%dT%H:%M:%SZ"), r.revision[:12], r.result,
+             r.commit[:12] or "-", r.author or "-", r.push or "-", r.detail]
+            for r in found]
+        click.echo(columns(table, _width(fmt)) if found else "no revisions")
+    sys.exit(EXIT_OK)
+
+
+for _command in (get, logs, events, history):
+    _command.help = f"{inspect.cleandoc(_command.help or '')}\n\n{SERVER_HELP}\n\n{EXIT_CODES}"
