@@ -86,7 +86,7 @@ class Compiler:
             from pincompile import incremental
 
             self._snapshot = incremental.snapshot(
-                incremental.context_of(revision, "yaml"), seen.values(), result, "yaml")
+                incremental.snapshot_key(revision, "yaml"), seen.values(), result, "yaml")
             self._last = result
         elif expand:
             self._snapshot = self._last = None
@@ -99,7 +99,7 @@ class Compiler:
             return None
         from pincompile import incremental
 
-        context = incremental.context_of(revision, "yaml")
+        context = incremental.snapshot_key(revision, "yaml")
         last = self._last
         if (last is not None and context == self._snapshot.context and not loaded.diagnostics
                 and {n: s.digest for n, s in seen.items()}
@@ -110,7 +110,7 @@ class Compiler:
         outcome = incremental.update(
             self._snapshot, context,
             [(n, s.digest) for n, s in seen.items()], lambda n, _: seen[n], loaded,
-            revision=revision, fmt="yaml", keep=True)
+            revision=revision, fmt="yaml", in_memory=True)
         if isinstance(outcome, incremental.Invalid):
             # the changed apps' errors, as a full compile reports them; the snapshot stays
             # the last clean compile's, so the push that fixes them is incremental too
@@ -199,7 +199,7 @@ def validate_tree(root: Path, *, cache_dir: Path | None = None, jobs: int | None
     store = Store(cache_dir) if cache_dir is not None else None
     scan = scanning.result() if scanning is not None else scan_tree(root, store)
     compiler = Compiler(store, remember=False, jobs=jobs or cpus())
-    context = incremental.context_of(VALIDATE_REVISION, "")
+    context = incremental.snapshot_key(VALIDATE_REVISION, "")
     key = hashlib.sha256(f"validate\0{root.resolve()}".encode()).hexdigest()
     prev = read_snapshot(store, key) if store is not None else None
     if store is not None and isinstance(prev, incremental.Snapshot) and prev.context == context:

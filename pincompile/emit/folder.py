@@ -121,7 +121,7 @@ def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | 
     # unchanged files (by their stat) are not read
     scan = scanning.result() if scanning is not None else scan_tree(root, store)
     walked = scan.walked
-    context = incremental.context_of(revision, fmt)
+    context = incremental.snapshot_key(revision, fmt)
     key = hashlib.sha256(f"snapshot\0{root.resolve()}\0{out.resolve()}".encode()).hexdigest()
     prev = read_snapshot(store, key) if store is not None else None
     if (isinstance(prev, incremental.Snapshot) and prev.context == context and out.is_dir()

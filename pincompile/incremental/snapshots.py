@@ -273,16 +273,16 @@ def tree_update(tree: Mapping[str, set[str]], gone: Iterable[str], new: Iterable
 
 
 
-def unit_of(resource: Resource, file: str, plan: Plan, keep: bool) -> Unit:
-    """A unit as ``plan`` placed it (``keep``: with its decision and, to come, objects)."""
+def unit_of(resource: Resource, file: str, plan: Plan, in_memory: bool) -> Unit:
+    """A unit as ``plan`` placed it (``in_memory``: with its decision and, to come, objects)."""
     unit = Unit(resource.key, file, link_of(resource), claims_of(resource), outputs={})
     placed = plan.placed.get(resource.key)
     if placed is not None:
         unit.counted = counts(placed)
-        if keep:
+        if in_memory:
             unit.decision = placed.decision
     unit.scaler_target = plan.scaler_targets.get(resource.key)
-    if keep:
+    if in_memory:
         unit.manifests = []
     return unit
 
@@ -318,7 +318,7 @@ def snapshot(context: tuple[str, ...], states: Iterable[FileState], result: Any,
     the files written for it and ``placement`` the digest of ``placement.json``). Without
     ``written`` (a long-running process that writes no files) it keeps the objects of
     ``result`` and the decisions instead of output digests."""
-    keep = written is None
+    in_memory = written is None
     plan: Plan = result.plan
     files: dict[str, FileSummary] = {}
     platform: dict[str, str] = {}
@@ -328,7 +328,7 @@ def snapshot(context: tuple[str, ...], states: Iterable[FileState], result: Any,
         for entry, _ in state.parsed:
             if entry is None or not is_unit(entry.resource):
                 continue
-            units[entry.resource.key] = unit_of(entry.resource, state.name, plan, keep)
+            units[entry.resource.key] = unit_of(entry.resource, state.name, plan, in_memory)
             keys.append(entry.resource.key)
         files[state.name] = FileSummary(state.digest, keys, sum(
             1 for e, _ in state.parsed if e is not None), list(state.loaded.warnings))
@@ -349,7 +349,7 @@ def snapshot(context: tuple[str, ...], states: Iterable[FileState], result: Any,
     every = [*(p for u in units.values() for p in u.outputs), *platform_outputs]
     snap.tree = tree_update({}, (), [*every, PLACEMENT_FILE])
     snap.per_cluster = per_cluster(set(every), {}, 1)
-    if not keep:
+    if not in_memory:
         snap.sig = tree_sig([*((p, d) for u in units.values() for p, d in u.outputs.items()),
                              *platform_outputs.items(), (PLACEMENT_FILE, snap.placement)])
     by_bucket: dict[int, list[Unit]] = {}
