@@ -28,12 +28,11 @@ from pincompile.expand.context import (
     Target,
     priority_class,
 )
+from pincompile.expand.fields import tolerations, volume
 from pincompile.expand.pod import (
     LABEL_NETWORK,
     sidecar_container,
     tier_affinity,
-    tolerations,
-    volume,
     volume_claims,
 )
 from pincompile.injection import GPU, defaults_of

@@ -27,7 +27,7 @@ from pincompile.incremental.units import (
 from pincompile.manifest import Manifest
 from pincompile.models import Resource
 from pincompile.placement.model import Key, Plan
-from pincompile.placement.plan import counts
+from pincompile.placement.sums import counts
 from pincompile.source.cache import FileState
 
 
@@ -57,7 +57,7 @@ class Snapshot:
     """Digest of ``placement.json``."""
     clusters: list[str]
     buckets: dict[int, Any] = field(default_factory=dict)
-    """Bucket (see :func:`bucket`) → ``placement.plan.Sums`` of its placed workloads: an
+    """Bucket (see :func:`bucket`) → ``placement.sums.Sums`` of its placed workloads: an
     update sums again only the buckets of changed units, then adds up all buckets."""
     sig: int = 0
     """:func:`tree_sig` of every output file (``placement.json`` included)."""

@@ -244,7 +244,7 @@ def _compile_affected(prev: Snapshot, files: list[tuple[str, str]], scope: _Scop
     from pincompile.emit.output import too_large_all
     from pincompile.expand import expand_all
     from pincompile.placement import plan as place
-    from pincompile.placement.plan import Sums
+    from pincompile.placement.sums import Sums
 
     catalog = _catalog(prev, files, scope, state_of)
     if catalog is None:
