@@ -55,8 +55,8 @@ Where = tuple[Entry[Any], tuple[str | int, ...]]
 # --- one run, one workload in one cluster ----------------------------------------------------
 
 @dataclass
-class Run:
-    """State shared by one ``expand_all`` call."""
+class Expansion:
+    """One expansion: the state shared by one ``expand_all`` call."""
 
     catalog: Catalog
     plan: Plan
@@ -118,7 +118,7 @@ class Target(Generic[W]):
     """One spec expanded into one member cluster (a workload, a scaler, or a platform spec
     such as a Project)."""
 
-    run: Run
+    run: Expansion
     entry: Entry[W]
     cluster: Entry[Cluster]
     project: str

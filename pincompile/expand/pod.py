@@ -183,7 +183,7 @@ class PodBuilder:
         self.t = target
         self.template: PodTemplate = target.resource.pod_template
         self.runtime: Entry[RuntimeProfile] | None = target.run.runtime
-        self.sidecars = managed_sidecars(target.kind, self.template, target.run.catalog)
+        self.sidecars = managed_sidecars(target.kind, self.template, target.run.catalog.sidecars)
         self.values = target.template_values()
         self._volumes: dict[str, Obj] = {}
 
@@ -427,7 +427,7 @@ def claims(target: WorkloadTarget[Any]) -> list[Obj]:
     template and of its managed sidecars."""
     template: PodTemplate = target.resource.pod_template
     return volume_claims(target, [*template.volumes, *(
-        v for sc in managed_sidecars(target.kind, template, target.run.catalog)
+        v for sc in managed_sidecars(target.kind, template, target.run.catalog.sidecars)
         for v in sc.resource.spec.volumes)])
 
 
