@@ -15,7 +15,7 @@ from pincompile.catalog import Catalog
 from pincompile.diagnostics import Diagnostic
 from pincompile.parse import parse_document
 from pincompile.pipeline import Result, run_parsed
-from pincompile.source.cache import FileState, Store, file_digest
+from pincompile.source.filecache import FileState, Store, file_digest
 from pincompile.source.gitsource import git_revision
 from pincompile.source.loader import LoadResult, load_text
 from pincompile.source.readahead import Loading, ReadTree, load_ahead, read_ahead
@@ -24,10 +24,11 @@ from pincompile.source.readahead import Loading, ReadTree, load_ahead, read_ahea
 class Compiler:
     """Compiles spec trees again and again, loading and parsing only files that changed.
 
-    It keeps every file's :class:`~pincompile.source.cache.FileState` in memory between calls (a
-    long-running process such as ``serve`` keeps one ``Compiler``), and reads and writes
-    them in an on-disk :class:`~pincompile.source.cache.Store` when given one. Whatever it reuses,
-    :meth:`compile` returns what a cold :func:`run` over the same files returns.
+    It keeps every file's :class:`~pincompile.source.filecache.FileState` in memory between
+    calls (a long-running process such as ``serve`` keeps one ``Compiler``), and reads and
+    writes them in an on-disk :class:`~pincompile.source.filecache.Store` when given one.
+    Whatever it reuses, :meth:`compile` returns what a cold :func:`run` over the same files
+    returns.
 
     ``remember``: keep a snapshot of each clean compile so that the next :meth:`compile`
     re-runs only the changed apps (for a process that compiles again; a one-shot command

@@ -43,7 +43,7 @@ jobs_option = click.option(
 
 def cache_dir(option: Path | None, disabled: bool) -> Path | None:
     """The cache directory to use, from ``--cache-dir`` and ``--no-cache``."""
-    from pincompile.source.cache import default_dir
+    from pincompile.source.filecache import default_dir
 
     return None if disabled else (option or default_dir())
 

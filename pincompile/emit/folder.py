@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from pincompile.catalog import Catalog
 from pincompile.diagnostics import add_new
-from pincompile.source.cache import Store
+from pincompile.source.filecache import Store
 from pincompile.source.loader import LoadResult
 from pincompile.source.readahead import ReadTree, read_ahead
 

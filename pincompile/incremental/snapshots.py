@@ -28,7 +28,7 @@ from pincompile.manifest import Manifest
 from pincompile.models import Resource
 from pincompile.placement.model import Key, Plan
 from pincompile.placement.sums import counts
-from pincompile.source.cache import FileState
+from pincompile.source.filecache import FileState
 
 
 @dataclass

@@ -12,7 +12,7 @@ from pincompile.manifest import Manifest
 from pincompile.models import PinApp, PinScaler, PinterestService, Resource, Workload
 from pincompile.placement.model import Decision, Key
 from pincompile.repoconfig import CONFIG_FILE
-from pincompile.source.cache import FileState
+from pincompile.source.filecache import FileState
 
 SCALABLE = (PinApp.KIND, PinterestService.KIND)
 Claim = tuple[str, ...]

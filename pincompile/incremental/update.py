@@ -40,7 +40,7 @@ from pincompile.incremental.units import (
 from pincompile.manifest import Manifest
 from pincompile.placement.model import Key, Plan
 from pincompile.repoconfig import CONFIG_FILE, repo_config
-from pincompile.source.cache import FileState
+from pincompile.source.filecache import FileState
 
 
 @dataclass
@@ -372,7 +372,7 @@ def _next_snapshot(prev: Snapshot, key: tuple[str, ...], files: list[tuple[str, 
 
 def snapshot_key(revision: str, fmt: str) -> tuple[str, ...]:
     """What a snapshot is valid for: (pincompile code digest, revision, output format)."""
-    from pincompile.source.cache import code_digest
+    from pincompile.source.filecache import code_digest
 
     return (code_digest(), revision, fmt)
 
