@@ -38,7 +38,7 @@ class FileSummary:
     entries: int
     warnings: list[Diagnostic]
 
-    def __reduce__(self) -> tuple[Any, ...]:  # a plain call: unpickles 3x faster
+    def __reduce__(self) -> tuple[Any, ...]:  # a plain call unpickles faster (bench/RESULTS.md)
         return (FileSummary, (self.digest, self.units, self.entries, self.warnings))
 
 
@@ -76,7 +76,7 @@ class Snapshot:
     placement_stat: tuple[int, int, int, int] | None = None
     """(size, mtime, ctime, inode) of ``placement.json`` just after it was written: while
     they are the same, the file holds the bytes of digest :attr:`placement` (an update reads
-    it, but need not hash 19 MiB at 10,000 apps to trust it)."""
+    it, but need not hash it, which grows with the apps, to trust it)."""
 
     def has(self, path: str) -> bool:
         """Whether ``path`` is an output file of this snapshot."""
