@@ -100,16 +100,16 @@ class Compiler:
             return None
         from pincompile import incremental
 
-        context = incremental.snapshot_key(revision, "yaml")
+        valid_for = incremental.snapshot_key(revision, "yaml")
         last = self._last
-        if (last is not None and context == self._snapshot.context and not loaded.diagnostics
+        if (last is not None and valid_for == self._snapshot.valid_for and not loaded.diagnostics
                 and {n: s.digest for n, s in seen.items()}
                 == {n: f.digest for n, f in self._snapshot.files.items()}):
             self.reused = True  # nothing changed: the last result again
             return Result(catalog=catalog, sources=loaded.sources, plan=last.plan,
                           manifests=list(last.manifests), warnings=sorted(loaded.warnings))
         outcome = incremental.update(
-            self._snapshot, context,
+            self._snapshot, valid_for,
             [(n, s.digest) for n, s in seen.items()], lambda n, _: seen[n], loaded,
             revision=revision, fmt="yaml", in_memory=True)
         if isinstance(outcome, incremental.Invalid):
@@ -200,12 +200,12 @@ def validate_tree(root: Path, *, cache_dir: Path | None = None, jobs: int | None
     store = Store(cache_dir) if cache_dir is not None else None
     scan = scanning.result() if scanning is not None else scan_tree(root, store)
     compiler = Compiler(store, remember=False, jobs=jobs or cpus())
-    context = incremental.snapshot_key(VALIDATE_REVISION, "")
+    valid_for = incremental.snapshot_key(VALIDATE_REVISION, "")
     key = hashlib.sha256(f"validate\0{root.resolve()}".encode()).hexdigest()
     prev = read_snapshot(store, key) if store is not None else None
-    if store is not None and isinstance(prev, incremental.Snapshot) and prev.context == context:
+    if store is not None and isinstance(prev, incremental.Snapshot) and prev.valid_for == valid_for:
         outcome = incremental.update(
-            prev, context, scan.digests,
+            prev, valid_for, scan.digests,
             lambda name, digest: state_of(compiler, scan, name, digest), scan.walked,
             revision=VALIDATE_REVISION, fmt=None)
         if isinstance(outcome, incremental.Invalid):
@@ -226,6 +226,6 @@ def validate_tree(root: Path, *, cache_dir: Path | None = None, jobs: int | None
     emitted = expand_result(result, None, fmt=None, revision=VALIDATE_REVISION, jobs=compiler.jobs)
     if store is not None and not result.diagnostics:
         states = [compiler.states[name] for name, _ in files]
-        store.write(key, incremental.snapshot(context, states, result, "yaml",
+        store.write(key, incremental.snapshot(valid_for, states, result, "yaml",
                                               emitted.sources(result.catalog)))
     return Validation(result, len(result.catalog.entries), len(emitted.rows))

@@ -46,7 +46,7 @@ class FileSummary:
 class Snapshot:
     """What the last clean compile of one tree produced (see the module docstring)."""
 
-    context: tuple[str, ...]
+    valid_for: tuple[str, ...]
     """(pincompile code digest, revision, output format): anything else → full compile."""
     files: dict[str, FileSummary]
     platform: dict[str, str]
@@ -199,7 +199,7 @@ def apply_delta(base: Snapshot, delta: Delta) -> Snapshot | None:
             base.units[key] = unit
     base.tree = tree_update(base.tree, delta.gone_paths, delta.new_paths)
     base.buckets.update(delta.buckets)
-    base.context, base.platform, base.platform_outputs = (last.context, last.platform,
+    base.valid_for, base.platform, base.platform_outputs = (last.valid_for, last.platform,
                                                           last.platform_outputs)
     base.placement, base.clusters, base.sig, base.per_cluster, base.dirs_seen = (
         last.placement, last.clusters, last.sig, last.per_cluster, last.dirs_seen)
@@ -312,7 +312,7 @@ Output = tuple[str, "Entry[Any] | None", bytes]
 """A written output file: (path, the spec that generated it or None, content digest)."""
 
 
-def snapshot(context: tuple[str, ...], states: Iterable[FileState], result: Any, fmt: str,
+def snapshot(valid_for: tuple[str, ...], states: Iterable[FileState], result: Any, fmt: str,
              written: Iterable[Output] | None = None, placement: bytes = b"") -> Snapshot:
     """The snapshot of a clean full compile (``result``: a ``pipeline.Result``; ``written``
     the files written for it and ``placement`` the digest of ``placement.json``). Without
@@ -344,7 +344,7 @@ def snapshot(context: tuple[str, ...], states: Iterable[FileState], result: Any,
         for path, source, sig in written:
             if not _record(source, path, sig, units):
                 platform_outputs[path] = sig
-    snap = Snapshot(context, files, platform, units, platform_outputs, placement,
+    snap = Snapshot(valid_for, files, platform, units, platform_outputs, placement,
                     sorted(result.catalog.clusters))
     every = [*(p for u in units.values() for p in u.outputs), *platform_outputs]
     snap.tree = tree_update({}, (), [*every, PLACEMENT_FILE])

@@ -100,9 +100,9 @@ def update(prev: Snapshot, key: tuple[str, ...], files: list[tuple[str, str]],
     known by its stat (else its digest is checked).
     """
     # in memory, a new revision only restamps the unchanged units' objects
-    restamp = (in_memory and prev.context != key
-               and _but_revision(prev.context) == _but_revision(key))
-    if (prev.context != key and not restamp) or walked.diagnostics:
+    restamp = (in_memory and prev.valid_for != key
+               and _but_revision(prev.valid_for) == _but_revision(key))
+    if (prev.valid_for != key and not restamp) or walked.diagnostics:
         return None
     scope = _changed_files(prev, files, state_of)
     if scope is None:
@@ -357,7 +357,7 @@ def _next_snapshot(prev: Snapshot, key: tuple[str, ...], files: list[tuple[str, 
         snap.buckets[b] = bucket_sums([*compiled.in_touched[b],
                                        *(u for k, u in fresh.items() if bucket(k) == b)])
     if not in_memory:  # what a stored base needs to become ``snap``
-        last = Snapshot(snap.context, {}, snap.platform, {}, snap.platform_outputs,
+        last = Snapshot(snap.valid_for, {}, snap.platform, {}, snap.platform_outputs,
                         snap.placement, snap.clusters, {}, snap.sig, snap.per_cluster, {},
                         token="")
         change = Delta(prev.token, {**{n: None for n in scope.removed},
@@ -377,9 +377,9 @@ def snapshot_key(revision: str, fmt: str) -> tuple[str, ...]:
     return (code_digest(), revision, fmt)
 
 
-def _but_revision(context: tuple[str, ...]) -> tuple[str, ...]:
+def _but_revision(key: tuple[str, ...]) -> tuple[str, ...]:
     """:func:`snapshot_key` without its revision."""
-    return context[:1] + context[2:]
+    return key[:1] + key[2:]
 
 
 def _path(m: Manifest, fmt: str | None) -> str:
