@@ -14,7 +14,7 @@ import click
 
 from pincompile.appref import AppRefError, parse_app_ref
 from pincompile.catalog import Entry
-from pincompile.commands.common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, report
+from pincompile.commands.common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, columns, report
 from pincompile.compiler import compile_path
 from pincompile.manifest import Manifest
 from pincompile.models import WORKLOAD_KINDS, PinScaler
@@ -144,12 +144,8 @@ def _yaml(data: Any) -> str:
     return buf.getvalue().rstrip("\n")
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[object]], indent: str = "  "
-           ) -> list[str]:
-    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    return [(indent + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True))).rstrip()
-            for row in cells]
+def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
+    return columns([headers, *rows], indent="  ")
 
 
 def _number(value: float | None) -> str:
