@@ -42,9 +42,8 @@ CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
 
 
 class Specs:
-    """The catalog's indexes as one check reads them: taken once from the ``Catalog``
-    (which builds each once per set of entries but hands out a copy on every access), so
-    the rules, which look them up once per workload, read them without copying."""
+    """What one check reads: the catalog's indexes (built and cached by the ``Catalog``),
+    the repository's settings, and the specs that failed validation."""
 
     def __init__(self, catalog: Catalog, config: RepoConfig = DEFAULT_CONFIG):
         self.catalog = catalog

@@ -15,7 +15,7 @@ from dataclasses import replace
 from decimal import Decimal
 from typing import TypeVar
 
-from pincompile.catalog import Catalog, Entry, canonical
+from pincompile.catalog import Catalog, Entry
 from pincompile.diagnostics import Diagnostic, Location
 from pincompile.models import (
     TIERS,
@@ -95,8 +95,8 @@ class _Planner:
     def __init__(self, catalog: Catalog, lost: Mapping[str, str] | None = None) -> None:
         self.catalog = catalog
         self.lost = dict(lost or {})
-        self.clusters: dict[str, Entry[Cluster]] = catalog.clusters
-        self.projects: dict[str, Entry[Project]] = catalog.projects
+        self.clusters: Mapping[str, Entry[Cluster]] = catalog.clusters
+        self.projects: Mapping[str, Entry[Project]] = catalog.projects
         self.capacities = {n: cluster_capacity(e.resource) for n, e in self.clusters.items()}
         self.pools = {tier: {n: pool_capacity(e.resource, tier)
                              for n, e in self.clusters.items()} for tier in TIERS}
@@ -107,9 +107,9 @@ class _Planner:
     # --- the whole fleet -------------------------------------------------------------------
     def run(self, base: Sums, reuse_scalers: Mapping[Key, Key]
             ) -> tuple[Plan, list[Diagnostic]]:
-        workloads = canonical(self.catalog.workloads)
+        workloads = self.catalog.workloads_by_key
         keys = set(workloads)
-        for scaler_entry in canonical(self.catalog.scalers).values():
+        for scaler_entry in self.catalog.scalers_by_key.values():
             scaler = scaler_entry.resource
             for kind in SERVICE_KINDS:
                 target = (kind, scaler.project, scaler.spec.target)
