@@ -52,7 +52,7 @@ Where = tuple[Entry[Any], tuple[str | int, ...]]
 """A spec and a field path in it: located lazily, only when something is wrong there."""
 
 
-# --- one run, one workload in one cluster ----------------------------------------------------
+# --- one expansion, one workload in one cluster-----------------------------------------------
 
 @dataclass
 class Expansion:
