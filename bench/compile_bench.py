@@ -447,11 +447,13 @@ def cli_compile(root: Path, out: Path | None, cache: Path | None = None,
         start = time.perf_counter()
         proc = subprocess.Popen([*_pincompile(), command, str(root), *args],
                                 stdout=subprocess.DEVNULL, stderr=err)
-        peak = [0]
-        sampler = threading.Thread(target=_sample_rss, args=(proc, peak), daemon=True)
+        peak, reaped = [0], threading.Event()
+        sampler = threading.Thread(target=_sample_rss, args=(proc.pid, peak, reaped),
+                                   daemon=True)
         sampler.start()
         _, status, usage = os.wait4(proc.pid, 0)
         took = time.perf_counter() - start
+        reaped.set()
         sampler.join()
         proc.returncode = os.waitstatus_to_exitcode(status)
         if proc.returncode != 0:
@@ -462,10 +464,13 @@ def cli_compile(root: Path, out: Path | None, cache: Path | None = None,
     return {"wall": took, "rss_peak_mib": own, "rss_total_mib": max(own, peak[0] / 1024)}
 
 
-def _sample_rss(proc: subprocess.Popen[bytes], peak: list[int]) -> None:
-    """Keep ``peak[0]`` at the largest sum of VmRSS (KiB) over ``proc`` and its children."""
-    while proc.poll() is None:
-        total, todo = 0, [proc.pid]
+def _sample_rss(pid: int, peak: list[int], reaped: threading.Event) -> None:
+    """Keep ``peak[0]`` at the largest sum of VmRSS (KiB) over ``pid`` and its children
+    until ``reaped`` is set. It only reads /proc and never waits for ``pid``: the caller's
+    ``wait4`` reaps it (a ``Popen.poll`` here could reap it first, and ``wait4`` then
+    failed with ChildProcessError)."""
+    while not reaped.is_set():
+        total, todo = 0, [pid]
         while todo:
             pid = todo.pop()
             try:

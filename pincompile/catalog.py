@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -53,8 +53,9 @@ class Catalog:
         self._memo.clear()
 
     def _cached(self, name: str, build: Callable[[], Any]) -> Any:
-        """The indexes below are built once per set of entries (callers ask for them once
-        per workload: rebuilding each time would make a compile quadratic)."""
+        """The indexes below are built once per set of entries and handed out as they are,
+        read-only (callers ask for them once per workload: rebuilding or copying them each
+        time would make a compile quadratic). The one cache of the catalog's indexes."""
         if self._memo.get("#entries") != len(self.entries):
             self._memo.clear()
             self._memo["#entries"] = len(self.entries)
@@ -66,17 +67,17 @@ class Catalog:
         return (e for e in self.entries if e.resource.kind == kind)
 
     @property
-    def clusters(self) -> dict[str, Entry[Cluster]]:
-        return dict(self._cached("clusters", lambda: _first_by_name(self.entries, Cluster)))
+    def clusters(self) -> Mapping[str, Entry[Cluster]]:
+        return self._cached("clusters", lambda: _first_by_name(self.entries, Cluster))  # type: ignore[no-any-return]
 
     @property
-    def projects(self) -> dict[str, Entry[Project]]:
-        return dict(self._cached("projects", lambda: _first_by_name(self.entries, Project)))
+    def projects(self) -> Mapping[str, Entry[Project]]:
+        return self._cached("projects", lambda: _first_by_name(self.entries, Project))  # type: ignore[no-any-return]
 
     @property
-    def sidecars(self) -> dict[str, Entry[PinterestSideCar]]:
-        return dict(self._cached("sidecars",
-                                 lambda: _first_by_name(self.entries, PinterestSideCar)))
+    def sidecars(self) -> Mapping[str, Entry[PinterestSideCar]]:
+        return self._cached("sidecars",  # type: ignore[no-any-return]
+                            lambda: _first_by_name(self.entries, PinterestSideCar))
 
     @property
     def runtime(self) -> Entry[RuntimeProfile] | None:
@@ -87,20 +88,32 @@ class Catalog:
         return self._cached("runtime", first)  # type: ignore[no-any-return]
 
     @property
-    def workloads(self) -> list[Entry[Workload]]:
+    def workloads(self) -> Sequence[Entry[Workload]]:
         def build() -> list[Entry[Workload]]:
             items = [e for e in self.entries if isinstance(e.resource, Workload)]
             return sorted(items, key=lambda e: e.resource.key)  # type: ignore[arg-type,return-value]
 
-        return list(self._cached("workloads", build))
+        return self._cached("workloads", build)  # type: ignore[no-any-return]
 
     @property
-    def scalers(self) -> list[Entry[PinScaler]]:
+    def scalers(self) -> Sequence[Entry[PinScaler]]:
         def build() -> list[Entry[PinScaler]]:
             items = [e for e in self.entries if isinstance(e.resource, PinScaler)]
             return sorted(items, key=lambda e: e.resource.key)  # type: ignore[arg-type,return-value]
 
-        return list(self._cached("scalers", build))
+        return self._cached("scalers", build)  # type: ignore[no-any-return]
+
+    @property
+    def workloads_by_key(self) -> Mapping[tuple[str, str, str], Entry[Workload]]:
+        """:attr:`workloads` by (kind, project, name), one each (see :func:`canonical`)."""
+        return self._cached("workloads_by_key",  # type: ignore[no-any-return]
+                            lambda: canonical(self.workloads))
+
+    @property
+    def scalers_by_key(self) -> Mapping[tuple[str, str, str], Entry[PinScaler]]:
+        """:attr:`scalers` by (kind, project, name), one each (see :func:`canonical`)."""
+        return self._cached("scalers_by_key",  # type: ignore[no-any-return]
+                            lambda: canonical(self.scalers))
 
 
 def _first_by_name(entries: list[Entry[Resource]], cls: type[R]) -> dict[str, Entry[R]]:

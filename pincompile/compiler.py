@@ -15,7 +15,7 @@ from pincompile.catalog import Catalog
 from pincompile.diagnostics import Diagnostic
 from pincompile.parse import parse_document
 from pincompile.pipeline import Result, run_parsed
-from pincompile.source.cache import FileState, Store, file_digest
+from pincompile.source.filecache import FileState, Store, file_digest
 from pincompile.source.gitsource import git_revision
 from pincompile.source.loader import LoadResult, load_text
 from pincompile.source.readahead import Loading, ReadTree, load_ahead, read_ahead
@@ -24,10 +24,11 @@ from pincompile.source.readahead import Loading, ReadTree, load_ahead, read_ahea
 class Compiler:
     """Compiles spec trees again and again, loading and parsing only files that changed.
 
-    It keeps every file's :class:`~pincompile.source.cache.FileState` in memory between calls (a
-    long-running process such as ``serve`` keeps one ``Compiler``), and reads and writes
-    them in an on-disk :class:`~pincompile.source.cache.Store` when given one. Whatever it reuses,
-    :meth:`compile` returns what a cold :func:`run` over the same files returns.
+    It keeps every file's :class:`~pincompile.source.filecache.FileState` in memory between
+    calls (a long-running process such as ``serve`` keeps one ``Compiler``), and reads and
+    writes them in an on-disk :class:`~pincompile.source.filecache.Store` when given one.
+    Whatever it reuses, :meth:`compile` returns what a cold :func:`run` over the same files
+    returns.
 
     ``remember``: keep a snapshot of each clean compile so that the next :meth:`compile`
     re-runs only the changed apps (for a process that compiles again; a one-shot command
@@ -86,7 +87,7 @@ class Compiler:
             from pincompile import incremental
 
             self._snapshot = incremental.snapshot(
-                incremental.context_of(revision, "yaml"), seen.values(), result, "yaml")
+                incremental.snapshot_key(revision, "yaml"), seen.values(), result, "yaml")
             self._last = result
         elif expand:
             self._snapshot = self._last = None
@@ -99,18 +100,18 @@ class Compiler:
             return None
         from pincompile import incremental
 
-        context = incremental.context_of(revision, "yaml")
+        valid_for = incremental.snapshot_key(revision, "yaml")
         last = self._last
-        if (last is not None and context == self._snapshot.context and not loaded.diagnostics
+        if (last is not None and valid_for == self._snapshot.valid_for and not loaded.diagnostics
                 and {n: s.digest for n, s in seen.items()}
                 == {n: f.digest for n, f in self._snapshot.files.items()}):
             self.reused = True  # nothing changed: the last result again
             return Result(catalog=catalog, sources=loaded.sources, plan=last.plan,
                           manifests=list(last.manifests), warnings=sorted(loaded.warnings))
         outcome = incremental.update(
-            self._snapshot, context,
+            self._snapshot, valid_for,
             [(n, s.digest) for n, s in seen.items()], lambda n, _: seen[n], loaded,
-            revision=revision, fmt="yaml", keep=True)
+            revision=revision, fmt="yaml", in_memory=True)
         if isinstance(outcome, incremental.Invalid):
             # the changed apps' errors, as a full compile reports them; the snapshot stays
             # the last clean compile's, so the push that fixes them is incremental too
@@ -199,12 +200,12 @@ def validate_tree(root: Path, *, cache_dir: Path | None = None, jobs: int | None
     store = Store(cache_dir) if cache_dir is not None else None
     scan = scanning.result() if scanning is not None else scan_tree(root, store)
     compiler = Compiler(store, remember=False, jobs=jobs or cpus())
-    context = incremental.context_of(VALIDATE_REVISION, "")
+    valid_for = incremental.snapshot_key(VALIDATE_REVISION, "")
     key = hashlib.sha256(f"validate\0{root.resolve()}".encode()).hexdigest()
     prev = read_snapshot(store, key) if store is not None else None
-    if store is not None and isinstance(prev, incremental.Snapshot) and prev.context == context:
+    if store is not None and isinstance(prev, incremental.Snapshot) and prev.valid_for == valid_for:
         outcome = incremental.update(
-            prev, context, scan.digests,
+            prev, valid_for, scan.digests,
             lambda name, digest: state_of(compiler, scan, name, digest), scan.walked,
             revision=VALIDATE_REVISION, fmt=None)
         if isinstance(outcome, incremental.Invalid):
@@ -225,6 +226,6 @@ def validate_tree(root: Path, *, cache_dir: Path | None = None, jobs: int | None
     emitted = expand_result(result, None, fmt=None, revision=VALIDATE_REVISION, jobs=compiler.jobs)
     if store is not None and not result.diagnostics:
         states = [compiler.states[name] for name, _ in files]
-        store.write(key, incremental.snapshot(context, states, result, "yaml",
+        store.write(key, incremental.snapshot(valid_for, states, result, "yaml",
                                               emitted.sources(result.catalog)))
     return Validation(result, len(result.catalog.entries), len(emitted.rows))

@@ -6,6 +6,7 @@ Shared by placement (capacity fit, quota) and expansion (pod building), so both 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from decimal import Decimal
 
 from pincompile.catalog import Catalog, Entry
@@ -20,14 +21,15 @@ REQUIRED_REQUESTS = ("cpu", "memory")
 Requests = dict[str, Decimal]
 
 
-def managed_sidecars(kind: str, template: PodTemplate, catalog: Catalog
+def managed_sidecars(kind: str, template: PodTemplate,
+                     sidecars: Mapping[str, Entry[PinterestSideCar]]
                      ) -> list[Entry[PinterestSideCar]]:
     """Managed sidecars (mode: sidecar) injected into a pod of ``kind``: those with
     ``inject: always`` that apply to the kind, plus the opt-in ones the template lists.
     Sorted by (order, name) so output is stable; unknown names are skipped (validation
-    reports them)."""
+    reports them). ``sidecars``: the catalog's, by name."""
     chosen = []
-    for name, entry in catalog.sidecars.items():
+    for name, entry in sidecars.items():
         spec = entry.resource.spec
         if spec.mode != "sidecar" or kind not in spec.applies_to:
             continue
@@ -103,7 +105,7 @@ def pod_requests(kind: str, template: PodTemplate, catalog: Catalog) -> Requests
     running: Requests = defaultdict(Decimal)
     for c in template.containers:
         _add(running, resource_requests(with_defaults(c.resources, defaults)))
-    for sc in managed_sidecars(kind, template, catalog):
+    for sc in managed_sidecars(kind, template, catalog.sidecars):
         _add(running, resource_requests(with_defaults(sc.resource.spec.container.resources,
                                                       defaults)))
     runtime = catalog.runtime

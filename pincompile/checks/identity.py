@@ -13,7 +13,7 @@ from pincompile.checks.specs import (
     RESERVED_LABEL_PREFIXES,
     RESERVED_NAMESPACES,
     SCALABLE_KINDS,
-    Later,
+    LazyLocation,
     Specs,
     by_position,
     in_project,
@@ -69,7 +69,7 @@ def project_namespaces(specs: Specs) -> Iterator[Diagnostic]:
     for entry in by_position(specs.of_kind(Project.KIND)):
         project: Project = entry.resource  # type: ignore[assignment]
         ns = project.namespace
-        loc = Later(entry, ("spec", "namespace") if project.spec.namespace else (
+        loc = LazyLocation(entry, ("spec", "namespace") if project.spec.namespace else (
             "metadata", "name"))
         if ns in RESERVED_NAMESPACES or ns.startswith("kube-"):
             yield loc.error("reserved-namespace",

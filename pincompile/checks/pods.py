@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from decimal import Decimal
-from typing import Any, cast
+from typing import Any
 
-from pincompile.catalog import Catalog, Entry
+from pincompile.catalog import Entry
 from pincompile.checks.specs import (
     CONFIG_KEY,
     CONFIG_MOUNT_PATH,
     RESERVED_ENV_PREFIX,
-    Later,
+    LazyLocation,
     Path,
     Specs,
     by_position,
@@ -134,7 +134,7 @@ def env_names(specs: Specs) -> Iterator[Diagnostic]:
         for i, c in enumerate(pod.template.containers):
             seen: set[str] = set()
             for j, env in enumerate(c.env):
-                loc = Later(pod.entry, (*pod.path, "containers", i, "env", j, "name"))
+                loc = LazyLocation(pod.entry, (*pod.path, "containers", i, "env", j, "name"))
                 if env.name.startswith(RESERVED_ENV_PREFIX):
                     yield loc.error("reserved-env",
                                     f"env '{env.name}' is set by the platform "
@@ -244,7 +244,7 @@ def config_keys(specs: Specs) -> Iterator[Diagnostic]:
         seen: set[str] = set()
         for path, table in tables:
             for key in table:
-                loc = Later(pod.entry, (*path, key), key=True)
+                loc = LazyLocation(pod.entry, (*path, key), key=True)
                 if (not CONFIG_KEY.match(key) or len(key) > 253 or key in (".", "..")
                         or key.startswith("..")):
                     yield loc.error("invalid-config-key",
@@ -266,7 +266,7 @@ def service_ports(specs: Specs) -> Iterator[Diagnostic]:
         if not isinstance(w, PinApp | PinterestService) or w.spec.service is None:
             continue
         pod_ports = [p.name for c in w.spec.template.containers for p in c.ports]
-        for sc in managed_sidecars(w.kind, w.spec.template, cast(Catalog, specs)):
+        for sc in managed_sidecars(w.kind, w.spec.template, specs.sidecars):
             pod_ports += [p.name for p in sc.resource.spec.container.ports]
         names: dict[str, int] = {}
         numbers: dict[tuple[int, str], int] = {}

@@ -10,7 +10,7 @@ from pincompile.catalog import Entry
 from pincompile.checks.specs import (
     FIX_FIRST,
     SCALABLE_KINDS,
-    Later,
+    LazyLocation,
     Specs,
     by_position,
     did_you_mean,
@@ -54,7 +54,7 @@ def scaler_targets(specs: Specs) -> Iterator[Diagnostic]:
         if scaler.project not in specs.projects:
             continue  # reported by workload_projects
         target = scaler.spec.target
-        loc = Later(entry, ("spec", "target"))
+        loc = LazyLocation(entry, ("spec", "target"))
         found = by_key.get((scaler.project, target))
         failed = specs.failed(SCALABLE_KINDS, target, scaler.project)
         if found is None and failed is not None:
@@ -103,7 +103,7 @@ def sidecar_references(specs: Specs) -> Iterator[Diagnostic]:
     for pod in pods(specs):
         seen: set[str] = set()
         for i, name in enumerate(pod.template.sidecars):
-            loc = Later(pod.entry, (*pod.path, "sidecars", i))
+            loc = LazyLocation(pod.entry, (*pod.path, "sidecars", i))
             if name in seen:
                 yield loc.error("duplicate-sidecar", f"sidecar '{name}' is listed twice")
                 continue

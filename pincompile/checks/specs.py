@@ -7,7 +7,7 @@ import difflib
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from pincompile.catalog import Catalog, Entry
 from pincompile.diagnostics import Diagnostic, Location
@@ -42,8 +42,8 @@ CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
 
 
 class Specs:
-    """The catalog's indexes, computed once per check (``Catalog`` computes them on every
-    access, and rules look them up once per workload: 10,000 apps must stay linear)."""
+    """What one check reads: the catalog's indexes (built and cached by the ``Catalog``),
+    the repository's settings, and the specs that failed validation."""
 
     def __init__(self, catalog: Catalog, config: RepoConfig = DEFAULT_CONFIG):
         self.catalog = catalog
@@ -78,7 +78,7 @@ class Specs:
 
     def injected(self, pod: Pod) -> list[Entry[Any]]:
         """Managed sidecars injected into ``pod`` (the rule lives in pincompile.injection)."""
-        return managed_sidecars(pod.kind, pod.template, cast(Catalog, self))
+        return managed_sidecars(pod.kind, pod.template, self.sidecars)
 
 
 Rule = Callable[[Specs], Iterable[Diagnostic]]
@@ -115,7 +115,7 @@ def used_by(user: tuple[str, Entry[Any] | None]) -> str:
     return f"{who} at {where(spec)}" if spec is not None else who
 
 
-class Later:
+class LazyLocation:
     """A location found only when a problem is reported there (finding one may load its
     file again with positions: see :class:`~pincompile.source.positioned.Positions`)."""
 

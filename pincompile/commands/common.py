@@ -1,4 +1,4 @@
-"""Helpers shared by CLI commands: exit codes, diagnostics output."""
+"""Helpers shared by CLI commands: exit codes, diagnostics output, aligned columns."""
 
 from __future__ import annotations
 
@@ -22,6 +22,22 @@ EXIT_CLUSTER = 3
 OUTPUT_FORMATS = click.Choice(["human", "json"])
 
 
+def columns(table: Sequence[Sequence[object]], *, gap: str = "  ", indent: str = "",
+            width: int | None = None) -> list[str]:
+    """The rows of ``table`` (its header first) as aligned lines: every column but the last
+    padded to its widest cell, ``gap`` between columns; with ``width`` (a terminal's), a
+    longer line is cut to fit it and ends in "..."; trailing blanks dropped."""
+    if not table:
+        return []
+    widths = [max(len(str(r[i])) for r in table) for i in range(len(table[0]) - 1)]
+    lines = [indent + gap.join([*(str(c).ljust(w) for c, w in zip(r[:-1], widths, strict=True)),
+                                str(r[-1])]) for r in table]
+    if width:
+        lines = [line if len(line) <= width else line[:max(width - 3, 1)] + "..."
+                 for line in lines]
+    return [line.rstrip() for line in lines]
+
+
 def cache_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """``--cache-dir DIR`` and ``--no-cache``, passed on as ``cache_dir`` (None: no cache)."""
     command = click.option(
@@ -43,7 +59,7 @@ jobs_option = click.option(
 
 def cache_dir(option: Path | None, disabled: bool) -> Path | None:
     """The cache directory to use, from ``--cache-dir`` and ``--no-cache``."""
-    from pincompile.source.cache import default_dir
+    from pincompile.source.filecache import default_dir
 
     return None if disabled else (option or default_dir())
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -31,6 +32,11 @@ from pincompile.emit.output import (
     write_tree,
 )
 from pincompile.forked import cpus
+
+if TYPE_CHECKING:
+    from pincompile.emit.parallel import Row
+    from pincompile.pipeline import Result
+    from pincompile.source.readahead import ReadTree
 
 
 @click.command("compile")
@@ -88,42 +94,13 @@ def compile_cmd(root: Path, output: str, clusters: tuple[str, ...], fmt: str,
         click.echo(f"compiling {root} ...", err=True)
     cache = cache_dir(cache_dir_option, no_cache)
     jobs = jobs or cpus()
-    # ROOT is walked (and, when large, loaded) in a forked process while this one imports
-    # the compiler; with a cache, -o OUT walks it by stat first (unchanged files are not
-    # even read) and loads what changed after the import
-    scanning = read = None
-    if not to_stdout and not clusters and jobs > 1 and cache is not None:
-        from pincompile.source.treescan import scan_ahead
+    scanning, read = _read_ahead(root, cache, jobs, to_folder=not to_stdout and not clusters)
+    from pincompile.emit.folder import compile_rendered
 
-        scanning = scan_ahead(root, cache)
-    elif to_stdout or clusters or cache is None:
-        from pincompile.source.readahead import read_ahead
-
-        read = read_ahead(root, cache, jobs)
-    from pincompile.emit.folder import compile_rendered, compile_to_dir
-
+    rows: list[Row] = []
     if not to_stdout and not clusters:
-        try:
-            done = compile_to_dir(root, out, fmt=fmt, revision=revision, cache_dir=cache,
-                                  jobs=jobs, scanning=scanning, read=read)
-        except (OutputError, OSError) as exc:
-            fail(str(exc), EXIT_USAGE)
-        if done.outcome is not None:  # incremental: only changed apps compiled again
-            o = done.outcome
-            report_warnings(o.warnings)
-            if not quiet:
-                _summary(o.specs, o.objects, o.clusters, str(out), started,
-                         f"; {o.units} changed, {done.written} files written")
-            sys.exit(EXIT_OK)
-        assert done.result is not None
-        result = done.result
-        require_specs(len(result.catalog.entries), result.diagnostics, root)
-        if not result.diagnostics:
-            report_warnings(result.warnings)
-            if not quiet:
-                _summary(len(result.catalog.entries), done.objects, done.clusters, str(out),
-                         started)
-            sys.exit(EXIT_OK)
+        result = _compile_folder(root, out, fmt, revision, cache, jobs, scanning, read,
+                                 quiet, started)
     else:
         result, rows = compile_rendered(root, fmt=fmt, revision=revision, cache_dir=cache,
                                         jobs=jobs, read=read)
@@ -134,7 +111,58 @@ def compile_cmd(root: Path, output: str, clusters: tuple[str, ...], fmt: str,
         if not quiet and errors_fmt == "human":
             click.echo("nothing written", err=True)
         sys.exit(EXIT_INVALID)
+    _write_clusters(result, rows, clusters, fmt, out, to_stdout, quiet, started)
 
+
+def _read_ahead(root: Path, cache: Path | None, jobs: int,
+                to_folder: bool) -> tuple[Any, ReadTree | None]:
+    """Start walking ROOT (and, when large, loading it) in a forked process while this one
+    imports the compiler; with a cache, -o OUT walks it by stat first (unchanged files are
+    not even read) and loads what changed after the import. (scanning, read)."""
+    if to_folder and jobs > 1 and cache is not None:
+        from pincompile.source.treescan import scan_ahead
+
+        return scan_ahead(root, cache), None
+    if not to_folder or cache is None:
+        from pincompile.source.readahead import read_ahead
+
+        return None, read_ahead(root, cache, jobs)
+    return None, None
+
+
+def _compile_folder(root: Path, out: Path, fmt: str, revision: str | None,
+                    cache: Path | None, jobs: int, scanning: Any, read: ReadTree | None,
+                    quiet: bool, started: float) -> Result:
+    """``-o OUT`` of every cluster: exits when written; else the invalid result."""
+    from pincompile.emit.folder import compile_to_dir
+
+    try:
+        done = compile_to_dir(root, out, fmt=fmt, revision=revision, cache_dir=cache,
+                              jobs=jobs, scanning=scanning, read=read)
+    except (OutputError, OSError) as exc:
+        fail(str(exc), EXIT_USAGE)
+    if done.outcome is not None:  # incremental: only changed apps compiled again
+        o = done.outcome
+        report_warnings(o.warnings)
+        if not quiet:
+            _summary(o.specs, o.objects, o.clusters, str(out), started,
+                     f"; {o.units} changed, {done.written} files written")
+        sys.exit(EXIT_OK)
+    assert done.result is not None
+    result = done.result
+    require_specs(len(result.catalog.entries), result.diagnostics, root)
+    if not result.diagnostics:
+        report_warnings(result.warnings)
+        if not quiet:
+            _summary(len(result.catalog.entries), done.objects, done.clusters, str(out),
+                     started)
+        sys.exit(EXIT_OK)
+    return result
+
+
+def _write_clusters(result: Result, rows: list[Row], clusters: tuple[str, ...], fmt: str,
+                    out: Path, to_stdout: bool, quiet: bool, started: float) -> None:
+    """Write the objects of ``clusters`` (every cluster to stdout) and exit 0."""
     known = sorted(result.catalog.clusters)
     unknown = [c for c in clusters if c not in known]
     if unknown:

@@ -13,7 +13,7 @@ import click
 from pincompile.commands.common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, fail
 from pincompile.commands.common import report as report_diagnostics
 from pincompile.diagnostics import render_human
-from pincompile.emit.diffing import (
+from pincompile.emit.compare import (
     DiffReport,
     code_fence,
     diff_manifests,

@@ -14,7 +14,7 @@ import click
 
 from pincompile.appref import AppRefError, parse_app_ref
 from pincompile.catalog import Entry
-from pincompile.commands.common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, report
+from pincompile.commands.common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, columns, report
 from pincompile.compiler import compile_path
 from pincompile.manifest import Manifest
 from pincompile.models import WORKLOAD_KINDS, PinScaler
@@ -144,12 +144,8 @@ def _yaml(data: Any) -> str:
     return buf.getvalue().rstrip("\n")
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[object]], indent: str = "  "
-           ) -> list[str]:
-    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    return [(indent + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True))).rstrip()
-            for row in cells]
+def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
+    return columns([headers, *rows], indent="  ")
 
 
 def _number(value: float | None) -> str:
@@ -163,76 +159,12 @@ def _number(value: float | None) -> str:
 def render_table(decision: Decision, objects: Sequence[Manifest], entry: Entry[Any] | None,
                  scaler: Entry[PinScaler] | None) -> str:
     """The human-readable explanation of one decision."""
-    out: list[str] = []
-    where = ""
-    if entry is not None:
-        loc = entry.at("metadata", "name")
-        where = f"  ({loc.file}:{loc.line})"
-    out.append(f"{decision.kind} {decision.project}/{decision.name}{where}")
-    requests = ", ".join(f"{k} {format_quantity(v, k)}" for k, v in decision.pod_requests.items())
-    out.append(f"  tier {decision.tier}; one pod requests {requests or 'nothing'} "
-               "(injected containers included)")
-    if scaler is not None:
-        spec = scaler.resource.spec
-        out.append(f"  scaled by PinScaler {scaler.resource.name}: minReplicas "
-                   f"{spec.min_replicas}, maxReplicas {spec.max_replicas}")
-    out.append("")
-    if decision.shards:
-        hpa = any(s.max_replicas is not None for s in decision.shards)
-        jobset = any(s.parallelism is not None for s in decision.shards)
-        headers = ["CLUSTER", "REGION", "ZONE", "REPLICAS"]
-        pods: int | None = None
-        if decision.kind == "PinterestJobSet":
-            headers[3] = "COMPLETIONS"
-        elif decision.kind == "PinterestTrainingJob" and entry is not None:
-            headers[3] = "PODS"  # every replica of every role lands in this one cluster
-            pods = sum(entry.resource.spec.replicas.values())
-        if hpa:
-            headers += ["HPA MIN", "HPA MAX"]
-        if jobset:
-            headers += ["INDEXES", "PARALLELISM"]
-        rows = []
-        for s in decision.shards:
-            count: object = s.replicas if pods is None else pods
-            row: list[object] = [s.cluster, s.region, s.zone,
-                                 "-" if decision.kind == "PinterestDaemon" else count]
-            if hpa:
-                row += [s.min_replicas, s.max_replicas]
-            if jobset:
-                row += [f"{s.index_offset}-{s.index_offset + s.replicas - 1}", s.parallelism]
-            rows.append(row)
-        out.append(f"Placed in {len(decision.shards)} cluster"
-                   f"{'s' if len(decision.shards) != 1 else ''}:")
-        out += _table(headers, rows)
-        if decision.kind in ("PinApp", "PinterestService"):
-            zones = ", ".join(f"{z}={n}" for z, n in decision.replicas_by_zone().items())
-            out.append(f"  replicas per zone: {zones}")
-    else:
-        out.append("Not placed: no cluster accepts it.")
-    out.append("")
-    if decision.order:
-        out.append("Eligible clusters, in the order they are preferred:")
-        chosen = set(decision.clusters)
-        with_zone = any(ZONE_SPREAD in decision.scores[c] for c in decision.order)
-        headers = ["#", "CLUSTER", "HEADROOM (pods)", "STABILITY"]
-        if with_zone:
-            headers.append("ZONE-SPREAD")
-        headers += ["TOTAL", "USED"]
-        rows = []
-        for i, c in enumerate(decision.order, 1):
-            sc = decision.scores[c]
-            row = [i, c, _number(sc.get(HEADROOM)), _number(sc.get(STABILITY))]
-            if with_zone:
-                row.append(_number(sc.get(ZONE_SPREAD)))
-            row += [_number(sc.get(TOTAL)), "yes" if c in chosen else "no"]
-            rows.append(row)
-        out += _table(headers, rows)
-        out.append("  total = headroom / -ln(stability/100): weighted rendezvous hashing, "
-                   "stable per workload")
-        out.append("")
+    out = _heading(decision, entry, scaler)
+    out += _placed(decision, entry)
+    out += _eligible(decision)
     if decision.filtered:
         out.append("Filtered out:")
-        rows = []
+        rows: list[list[object]] = []
         for c, reason in sorted(decision.filtered.items()):
             name, _, why = reason.partition(": ")
             rows.append([c, name, why])
@@ -249,3 +181,87 @@ def render_table(decision: Decision, objects: Sequence[Manifest], entry: Entry[A
     else:
         out.append("  (none generated)")
     return "\n".join(out)
+
+
+def _heading(decision: Decision, entry: Entry[Any] | None,
+             scaler: Entry[PinScaler] | None) -> list[str]:
+    """The workload, where it is defined, its pod's requests and its scaler."""
+    out: list[str] = []
+    where = ""
+    if entry is not None:
+        loc = entry.at("metadata", "name")
+        where = f"  ({loc.file}:{loc.line})"
+    out.append(f"{decision.kind} {decision.project}/{decision.name}{where}")
+    requests = ", ".join(f"{k} {format_quantity(v, k)}" for k, v in decision.pod_requests.items())
+    out.append(f"  tier {decision.tier}; one pod requests {requests or 'nothing'} "
+               "(injected containers included)")
+    if scaler is not None:
+        spec = scaler.resource.spec
+        out.append(f"  scaled by PinScaler {scaler.resource.name}: minReplicas "
+                   f"{spec.min_replicas}, maxReplicas {spec.max_replicas}")
+    out.append("")
+    return out
+
+
+def _placed(decision: Decision, entry: Entry[Any] | None) -> list[str]:
+    """The clusters the workload is placed in, with its replicas (or that it is not)."""
+    if not decision.shards:
+        return ["Not placed: no cluster accepts it.", ""]
+    out: list[str] = []
+    hpa = any(s.max_replicas is not None for s in decision.shards)
+    jobset = any(s.parallelism is not None for s in decision.shards)
+    headers = ["CLUSTER", "REGION", "ZONE", "REPLICAS"]
+    pods: int | None = None
+    if decision.kind == "PinterestJobSet":
+        headers[3] = "COMPLETIONS"
+    elif decision.kind == "PinterestTrainingJob" and entry is not None:
+        headers[3] = "PODS"  # every replica of every role lands in this one cluster
+        pods = sum(entry.resource.spec.replicas.values())
+    if hpa:
+        headers += ["HPA MIN", "HPA MAX"]
+    if jobset:
+        headers += ["INDEXES", "PARALLELISM"]
+    rows = []
+    for s in decision.shards:
+        count: object = s.replicas if pods is None else pods
+        row: list[object] = [s.cluster, s.region, s.zone,
+                             "-" if decision.kind == "PinterestDaemon" else count]
+        if hpa:
+            row += [s.min_replicas, s.max_replicas]
+        if jobset:
+            row += [f"{s.index_offset}-{s.index_offset + s.replicas - 1}", s.parallelism]
+        rows.append(row)
+    out.append(f"Placed in {len(decision.shards)} cluster"
+               f"{'s' if len(decision.shards) != 1 else ''}:")
+    out += _table(headers, rows)
+    if decision.kind in ("PinApp", "PinterestService"):
+        zones = ", ".join(f"{z}={n}" for z, n in decision.replicas_by_zone().items())
+        out.append(f"  replicas per zone: {zones}")
+    out.append("")
+    return out
+
+
+def _eligible(decision: Decision) -> list[str]:
+    """The eligible clusters in the order they are preferred, with their scores."""
+    if not decision.order:
+        return []
+    out = ["Eligible clusters, in the order they are preferred:"]
+    chosen = set(decision.clusters)
+    with_zone = any(ZONE_SPREAD in decision.scores[c] for c in decision.order)
+    headers = ["#", "CLUSTER", "HEADROOM (pods)", "STABILITY"]
+    if with_zone:
+        headers.append("ZONE-SPREAD")
+    headers += ["TOTAL", "USED"]
+    rows = []
+    for i, c in enumerate(decision.order, 1):
+        sc = decision.scores[c]
+        row = [i, c, _number(sc.get(HEADROOM)), _number(sc.get(STABILITY))]
+        if with_zone:
+            row.append(_number(sc.get(ZONE_SPREAD)))
+        row += [_number(sc.get(TOTAL)), "yes" if c in chosen else "no"]
+        rows.append(row)
+    out += _table(headers, rows)
+    out.append("  total = headroom / -ln(stability/100): weighted rendezvous hashing, "
+               "stable per workload")
+    out.append("")
+    return out

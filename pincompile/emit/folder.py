@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from pincompile.catalog import Catalog
 from pincompile.diagnostics import add_new
-from pincompile.source.cache import Store
+from pincompile.source.filecache import Store
 from pincompile.source.loader import LoadResult
 from pincompile.source.readahead import ReadTree, read_ahead
 
@@ -117,17 +117,17 @@ def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | 
     if read is not None and store is None:
         compiler.jobs = jobs = jobs or cpus()
         return _full_compile(compiler, out, read.files, revision=revision, fmt=fmt,
-                             context=None, key="", read=read)
+                             valid_for=None, key="", read=read)
     # unchanged files (by their stat) are not read
     scan = scanning.result() if scanning is not None else scan_tree(root, store)
     walked = scan.walked
-    context = incremental.context_of(revision, fmt)
+    valid_for = incremental.snapshot_key(revision, fmt)
     key = hashlib.sha256(f"snapshot\0{root.resolve()}\0{out.resolve()}".encode()).hexdigest()
     prev = read_snapshot(store, key) if store is not None else None
-    if (isinstance(prev, incremental.Snapshot) and prev.context == context and out.is_dir()
+    if (isinstance(prev, incremental.Snapshot) and prev.valid_for == valid_for and out.is_dir()
             and marker_id(out) == prev.id and prev.listed_in(out)):
         outcome = incremental.update(
-            prev, context, scan.digests,
+            prev, valid_for, scan.digests,
             lambda name, digest: state_of(compiler, scan, name, digest), walked,
             revision=revision, fmt=fmt, read_placement=lambda: _read_bytes(out / PLACEMENT_FILE),
             placement_unchanged=prev.placement_unchanged(out))
@@ -144,12 +144,12 @@ def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | 
             return DirCompile(outcome=outcome, written=len(outcome.write))
     files = scan.files()
     compiler.jobs = jobs or cpus()
-    return _full_compile(compiler, out, files, revision=revision, fmt=fmt, context=context,
+    return _full_compile(compiler, out, files, revision=revision, fmt=fmt, valid_for=valid_for,
                          key=key, loaded=walked)
 
 
 def _full_compile(compiler: Compiler, out: Path, files: list[tuple[str, bytes]], *,
-                  revision: str, fmt: str, context: Any, key: str,
+                  revision: str, fmt: str, valid_for: Any, key: str,
                   loaded: LoadResult | None = None, read: ReadTree | None = None
                   ) -> DirCompile:
     """Compile ``files`` (or ``read``) and replace OUT with every object; with a cache, keep
@@ -176,7 +176,7 @@ def _full_compile(compiler: Compiler, out: Path, files: list[tuple[str, bytes]],
         if store is None:
             return tree_id(emitted.signature)
         states = [compiler.states[name] for name, _ in files]
-        snaps.append(incremental.snapshot(context, states, result, fmt,
+        snaps.append(incremental.snapshot(valid_for, states, result, fmt,
                                           emitted.sources(result.catalog), emitted.placement))
         return snaps[0].id
 

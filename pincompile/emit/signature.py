@@ -8,8 +8,8 @@ from collections.abc import Iterable
 
 
 def digest(text: str | bytes) -> bytes:
-    """The digest output files are compared by (SHA-256, which CPUs compute in hardware:
-    3x faster than BLAKE2 on the 19 MiB ``placement.json`` of 10,000 apps)."""
+    """The digest output files are compared by (SHA-256, which CPUs compute in hardware;
+    why not BLAKE2: bench/RESULTS.md, Tuning)."""
     data = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else text
     return hashlib.sha256(data).digest()[:16]
 

@@ -16,7 +16,7 @@ from typing import Any
 from pincompile.catalog import Catalog, Entry
 from pincompile.diagnostics import Diagnostic
 from pincompile.expand import app, cronjob, daemon, jobset, pinpod, platform, scaler, training
-from pincompile.expand.context import Obj, Run, WorkloadTarget
+from pincompile.expand.context import Expansion, Obj, WorkloadTarget
 from pincompile.manifest import Manifest
 from pincompile.models import PinScaler, Resource, Workload
 from pincompile.placement import Plan
@@ -69,11 +69,11 @@ def expand_part(catalog: Catalog, plan: Plan, *, revision: str,
     generator takes the next chunk only when it has generated the last one's objects and
     stops at the first chunk past the end, so processes drawing chunks from one shared
     counter split the work evenly however long each takes. None: every chunk."""
-    run = Run(catalog, plan, revision)
+    run = Expansion(catalog, plan, revision)
     return _generate(run, itertools.count() if chunks is None else chunks), run.diagnostics
 
 
-def _generate(run: Run, chunks: Iterable[int]) -> Iterator[Manifest]:
+def _generate(run: Expansion, chunks: Iterable[int]) -> Iterator[Manifest]:
     workloads = list(run.workloads.items())
     scalers: dict[Key, list[Entry[PinScaler]]] = {}
     for scaler_entry in run.scalers.values():
@@ -101,7 +101,7 @@ def _generate(run: Run, chunks: Iterable[int]) -> Iterator[Manifest]:
                 yield Manifest(target.cluster_name, o, target.entry)
 
 
-def _targets(run: Run, workloads: list[tuple[Key, Entry[Workload]]],
+def _targets(run: Expansion, workloads: list[tuple[Key, Entry[Workload]]],
              scalers: dict[Key, list[Entry[PinScaler]]]) -> Iterator[WorkloadTarget[Any]]:
     """Each placed workload of ``workloads`` and its scalers, in each of its clusters (a
     scaler goes where its target runs)."""

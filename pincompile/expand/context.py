@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Generic, TypeVar
 
-from pincompile.catalog import Catalog, Entry, canonical
+from pincompile.catalog import Catalog, Entry
 from pincompile.diagnostics import Diagnostic
 from pincompile.expand.templates import Renderer
 from pincompile.manifest import (
@@ -52,11 +52,11 @@ Where = tuple[Entry[Any], tuple[str | int, ...]]
 """A spec and a field path in it: located lazily, only when something is wrong there."""
 
 
-# --- one run, one workload in one cluster ----------------------------------------------------
+# --- one expansion, one workload in one cluster-----------------------------------------------
 
 @dataclass
-class Run:
-    """State shared by one ``expand_all`` call."""
+class Expansion:
+    """One expansion: the state shared by one ``expand_all`` call."""
 
     catalog: Catalog
     plan: Plan
@@ -79,15 +79,15 @@ class Run:
         entry, path = where
         self.report(entry.at(*path).error(code, message, hint))
 
-    @cached_property
-    def clusters(self) -> dict[str, Entry[Cluster]]:
+    @property
+    def clusters(self) -> Mapping[str, Entry[Cluster]]:
         return self.catalog.clusters
 
-    @cached_property
-    def projects(self) -> dict[str, Entry[Project]]:
+    @property
+    def projects(self) -> Mapping[str, Entry[Project]]:
         return self.catalog.projects
 
-    @cached_property
+    @property
     def runtime(self) -> Entry[RuntimeProfile] | None:
         return self.catalog.runtime
 
@@ -95,13 +95,13 @@ class Run:
     def platform_values(self) -> dict[str, Any]:
         return plain(self.runtime.resource.spec.values) if self.runtime is not None else {}
 
-    @cached_property
-    def workloads(self) -> dict[Key, Entry[Workload]]:
-        return canonical(self.catalog.workloads)
+    @property
+    def workloads(self) -> Mapping[Key, Entry[Workload]]:
+        return self.catalog.workloads_by_key
 
-    @cached_property
-    def scalers(self) -> dict[Key, Entry[PinScaler]]:
-        return canonical(self.catalog.scalers)
+    @property
+    def scalers(self) -> Mapping[Key, Entry[PinScaler]]:
+        return self.catalog.scalers_by_key
 
     def scaled(self, scaler: PinScaler) -> Entry[Workload] | None:
         """The PinApp/PinterestService a scaler targets (as placement resolved it)."""
@@ -118,7 +118,7 @@ class Target(Generic[W]):
     """One spec expanded into one member cluster (a workload, a scaler, or a platform spec
     such as a Project)."""
 
-    run: Run
+    run: Expansion
     entry: Entry[W]
     cluster: Entry[Cluster]
     project: str

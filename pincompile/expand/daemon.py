@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from pincompile.expand.context import Obj, WorkloadTarget
-from pincompile.expand.pod import claims, config_map, config_name, pod_template, tolerations
+from pincompile.expand.fields import tolerations
+from pincompile.expand.pod import claims, config_map, config_name, pod_template
 from pincompile.models import PinterestDaemon
 
 

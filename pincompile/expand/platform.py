@@ -23,17 +23,16 @@ from pincompile.expand.context import (
     LABEL_APP,
     LABEL_PROJECT,
     PLATFORM_PROJECT,
+    Expansion,
     Obj,
-    Run,
     Target,
     priority_class,
 )
+from pincompile.expand.fields import tolerations, volume
 from pincompile.expand.pod import (
     LABEL_NETWORK,
     sidecar_container,
     tier_affinity,
-    tolerations,
-    volume,
     volume_claims,
 )
 from pincompile.injection import GPU, defaults_of
@@ -59,14 +58,14 @@ Placed = tuple[str, Obj, Entry[Any]]
 """(cluster, object, the spec it came from)."""
 
 
-def expand(run: Run) -> Iterator[Placed]:
+def expand(run: Expansion) -> Iterator[Placed]:
     yield from _priority_classes(run)
     yield from _namespaces(run)
     yield from _sidecar_daemons(run)
     yield from _buffers(run)
 
 
-def _priority_classes(run: Run) -> Iterator[Placed]:
+def _priority_classes(run: Expansion) -> Iterator[Placed]:
     for name, cluster in run.clusters.items():
         for tier in TIERS:
             t = Target(run, cluster, cluster, PLATFORM_PROJECT, "", tier)
@@ -87,7 +86,7 @@ def _priority_classes(run: Run) -> Iterator[Placed]:
                                         "preempts"}, cluster
 
 
-def _namespaces(run: Run) -> Iterator[Placed]:
+def _namespaces(run: Expansion) -> Iterator[Placed]:
     """Namespaces and ResourceQuotas of every project where it has something placed."""
     where: set[tuple[str, str]] = {(p, c) for p, _, c in run.plan.quotas}
     for decision in run.plan.decisions.values():
@@ -108,7 +107,7 @@ def _namespaces(run: Run) -> Iterator[Placed]:
         yield from ((cluster_name, o, project) for o in tenancy(t, project.resource))
 
 
-def _quotas(run: Run, project: Entry[Project], cluster: Entry[Cluster], ns: str
+def _quotas(run: Expansion, project: Entry[Project], cluster: Entry[Cluster], ns: str
             ) -> Iterator[Placed]:
     storage: dict[str, Decimal] = {}
     for tier in TIERS:
@@ -179,7 +178,7 @@ def tenancy(t: Target[Project], project: Project) -> list[Obj]:
     return out
 
 
-def _limit_range(run: Run, project: Entry[Project], cluster: Entry[Cluster], ns: str
+def _limit_range(run: Expansion, project: Entry[Project], cluster: Entry[Cluster], ns: str
                  ) -> Iterator[Placed]:
     """The RuntimeProfile's ``defaultResources`` as the namespace's LimitRange, so pods that
     others create there (``kubectl run``, operators) get the same defaults the compiler
@@ -199,7 +198,7 @@ def _limit_range(run: Run, project: Entry[Project], cluster: Entry[Cluster], ns:
         {"type": "Container", "defaultRequest": requests, "default": limits}]}), project
 
 
-def _buffers(run: Run) -> Iterator[Placed]:
+def _buffers(run: Expansion) -> Iterator[Placed]:
     """A cluster's ``buffer``: a Deployment of pause pods at a negative priority on the
     ondemand nodes. Any real pod preempts them at once (the overprovisioning pattern), and
     the replacements the Deployment creates wait for room, which the cluster autoscaler
@@ -225,7 +224,7 @@ def _buffers(run: Run) -> Iterator[Placed]:
             labels=labels), cluster
 
 
-def _sidecar_daemons(run: Run) -> Iterator[Placed]:
+def _sidecar_daemons(run: Expansion) -> Iterator[Placed]:
     namespaces: set[str] = set()
     for name, entry in run.catalog.sidecars.items():
         if entry.resource.spec.mode != "daemon":

@@ -47,7 +47,7 @@ from pincompile.incremental.snapshots import (
     snapshot,
 )
 from pincompile.incremental.units import Unit
-from pincompile.incremental.update import context_of, update
+from pincompile.incremental.update import snapshot_key, update
 
 __all__ = ["Delta", "Invalid", "Outcome", "Snapshot", "Unit", "apply_delta", "complete",
-           "context_of", "placement_text", "snapshot", "update"]
+           "placement_text", "snapshot", "snapshot_key", "update"]

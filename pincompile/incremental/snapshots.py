@@ -27,8 +27,8 @@ from pincompile.incremental.units import (
 from pincompile.manifest import Manifest
 from pincompile.models import Resource
 from pincompile.placement.model import Key, Plan
-from pincompile.placement.plan import counts
-from pincompile.source.cache import FileState
+from pincompile.placement.sums import counts
+from pincompile.source.filecache import FileState
 
 
 @dataclass
@@ -38,7 +38,7 @@ class FileSummary:
     entries: int
     warnings: list[Diagnostic]
 
-    def __reduce__(self) -> tuple[Any, ...]:  # a plain call: unpickles 3x faster
+    def __reduce__(self) -> tuple[Any, ...]:  # a plain call unpickles faster (bench/RESULTS.md)
         return (FileSummary, (self.digest, self.units, self.entries, self.warnings))
 
 
@@ -46,7 +46,7 @@ class FileSummary:
 class Snapshot:
     """What the last clean compile of one tree produced (see the module docstring)."""
 
-    context: tuple[str, ...]
+    valid_for: tuple[str, ...]
     """(pincompile code digest, revision, output format): anything else → full compile."""
     files: dict[str, FileSummary]
     platform: dict[str, str]
@@ -57,7 +57,7 @@ class Snapshot:
     """Digest of ``placement.json``."""
     clusters: list[str]
     buckets: dict[int, Any] = field(default_factory=dict)
-    """Bucket (see :func:`bucket`) → ``placement.plan.Sums`` of its placed workloads: an
+    """Bucket (see :func:`bucket`) → ``placement.sums.Sums`` of its placed workloads: an
     update sums again only the buckets of changed units, then adds up all buckets."""
     sig: int = 0
     """:func:`tree_sig` of every output file (``placement.json`` included)."""
@@ -76,7 +76,7 @@ class Snapshot:
     placement_stat: tuple[int, int, int, int] | None = None
     """(size, mtime, ctime, inode) of ``placement.json`` just after it was written: while
     they are the same, the file holds the bytes of digest :attr:`placement` (an update reads
-    it, but need not hash 19 MiB at 10,000 apps to trust it)."""
+    it, but need not hash it, which grows with the apps, to trust it)."""
 
     def has(self, path: str) -> bool:
         """Whether ``path`` is an output file of this snapshot."""
@@ -199,7 +199,7 @@ def apply_delta(base: Snapshot, delta: Delta) -> Snapshot | None:
             base.units[key] = unit
     base.tree = tree_update(base.tree, delta.gone_paths, delta.new_paths)
     base.buckets.update(delta.buckets)
-    base.context, base.platform, base.platform_outputs = (last.context, last.platform,
+    base.valid_for, base.platform, base.platform_outputs = (last.valid_for, last.platform,
                                                           last.platform_outputs)
     base.placement, base.clusters, base.sig, base.per_cluster, base.dirs_seen = (
         last.placement, last.clusters, last.sig, last.per_cluster, last.dirs_seen)
@@ -273,16 +273,16 @@ def tree_update(tree: Mapping[str, set[str]], gone: Iterable[str], new: Iterable
 
 
 
-def unit_of(resource: Resource, file: str, plan: Plan, keep: bool) -> Unit:
-    """A unit as ``plan`` placed it (``keep``: with its decision and, to come, objects)."""
+def unit_of(resource: Resource, file: str, plan: Plan, in_memory: bool) -> Unit:
+    """A unit as ``plan`` placed it (``in_memory``: with its decision and, to come, objects)."""
     unit = Unit(resource.key, file, link_of(resource), claims_of(resource), outputs={})
     placed = plan.placed.get(resource.key)
     if placed is not None:
         unit.counted = counts(placed)
-        if keep:
+        if in_memory:
             unit.decision = placed.decision
     unit.scaler_target = plan.scaler_targets.get(resource.key)
-    if keep:
+    if in_memory:
         unit.manifests = []
     return unit
 
@@ -312,13 +312,13 @@ Output = tuple[str, "Entry[Any] | None", bytes]
 """A written output file: (path, the spec that generated it or None, content digest)."""
 
 
-def snapshot(context: tuple[str, ...], states: Iterable[FileState], result: Any, fmt: str,
+def snapshot(valid_for: tuple[str, ...], states: Iterable[FileState], result: Any, fmt: str,
              written: Iterable[Output] | None = None, placement: bytes = b"") -> Snapshot:
     """The snapshot of a clean full compile (``result``: a ``pipeline.Result``; ``written``
     the files written for it and ``placement`` the digest of ``placement.json``). Without
     ``written`` (a long-running process that writes no files) it keeps the objects of
     ``result`` and the decisions instead of output digests."""
-    keep = written is None
+    in_memory = written is None
     plan: Plan = result.plan
     files: dict[str, FileSummary] = {}
     platform: dict[str, str] = {}
@@ -328,7 +328,7 @@ def snapshot(context: tuple[str, ...], states: Iterable[FileState], result: Any,
         for entry, _ in state.parsed:
             if entry is None or not is_unit(entry.resource):
                 continue
-            units[entry.resource.key] = unit_of(entry.resource, state.name, plan, keep)
+            units[entry.resource.key] = unit_of(entry.resource, state.name, plan, in_memory)
             keys.append(entry.resource.key)
         files[state.name] = FileSummary(state.digest, keys, sum(
             1 for e, _ in state.parsed if e is not None), list(state.loaded.warnings))
@@ -344,12 +344,12 @@ def snapshot(context: tuple[str, ...], states: Iterable[FileState], result: Any,
         for path, source, sig in written:
             if not _record(source, path, sig, units):
                 platform_outputs[path] = sig
-    snap = Snapshot(context, files, platform, units, platform_outputs, placement,
+    snap = Snapshot(valid_for, files, platform, units, platform_outputs, placement,
                     sorted(result.catalog.clusters))
     every = [*(p for u in units.values() for p in u.outputs), *platform_outputs]
     snap.tree = tree_update({}, (), [*every, PLACEMENT_FILE])
     snap.per_cluster = per_cluster(set(every), {}, 1)
-    if not keep:
+    if not in_memory:
         snap.sig = tree_sig([*((p, d) for u in units.values() for p, d in u.outputs.items()),
                              *platform_outputs.items(), (PLACEMENT_FILE, snap.placement)])
     by_bucket: dict[int, list[Unit]] = {}

@@ -7,7 +7,7 @@ import hashlib
 import os
 from typing import TYPE_CHECKING, Any
 
-from pincompile.source.cache import FileState, Store, file_digest
+from pincompile.source.filecache import FileState, Store, file_digest
 
 if TYPE_CHECKING:
     from pincompile.compiler import Compiler

@@ -12,7 +12,7 @@ from pincompile.manifest import Manifest
 from pincompile.models import PinApp, PinScaler, PinterestService, Resource, Workload
 from pincompile.placement.model import Decision, Key
 from pincompile.repoconfig import CONFIG_FILE
-from pincompile.source.cache import FileState
+from pincompile.source.filecache import FileState
 
 SCALABLE = (PinApp.KIND, PinterestService.KIND)
 Claim = tuple[str, ...]
@@ -45,7 +45,7 @@ class Unit:
         self._outputs = outputs if outputs_blob is None else None
         self.outputs_blob = outputs_blob
         self.counted_blob = counted_blob
-        """Placed workloads: ``placement.plan.counts``, pickled (see :attr:`counted`)."""
+        """Placed workloads: ``placement.sums.counts``, pickled (see :attr:`counted`)."""
         self.scaler_target = scaler_target
         self.manifests: list[Manifest] | None = None
         """In memory only (a long-running process): the objects themselves."""
@@ -130,7 +130,7 @@ def bucket(key: Key) -> int:
 
 
 def bucket_sums(units: Iterable[Unit]) -> Any:
-    from pincompile.placement.plan import Sums
+    from pincompile.placement.sums import Sums
 
     sums = Sums()
     for unit in units:

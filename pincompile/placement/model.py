@@ -120,7 +120,7 @@ class Plan:
     cluster_requests: dict[str, dict[str, Decimal]] = field(default_factory=dict)
     """Cluster → the sum of what is placed there (HPA maximum for scaled apps)."""
     placed: dict[Key, Any] = field(default_factory=dict, repr=False, compare=False)
-    """Key → ``placement.plan.Placed``: what each workload counts (for incremental
+    """Key → ``placement.sums.Placed``: what each workload counts (for incremental
     compiles; not part of ``placement.json``)."""
 
     def decision(self, key: Key) -> Decision | None:

@@ -11,11 +11,11 @@ push another around.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from decimal import Decimal
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from pincompile.catalog import Catalog, Entry, canonical
+from pincompile.catalog import Catalog, Entry
 from pincompile.diagnostics import Diagnostic, Location
 from pincompile.models import (
     TIERS,
@@ -49,6 +49,7 @@ from pincompile.placement.divide import Slot, divide, offsets, webster
 from pincompile.placement.filters import run_filters
 from pincompile.placement.model import Decision, Key, Plan, Shard
 from pincompile.placement.scores import by_total, static_scores, zone_order, zone_round_robin
+from pincompile.placement.sums import Placed, Sums
 
 R = TypeVar("R", bound=Resource)
 
@@ -73,91 +74,6 @@ _NO_CLUSTER_HINTS = {
 }
 
 
-@dataclass
-class Placed:
-    """A decision plus what it counts per cluster (pods) for quota and capacity: all that
-    the fleet-wide steps (quota, capacity, sidecar daemons) need of one workload."""
-
-    entry: Entry[Workload]
-    """The workload (an incremental compile passes a stand-in that only locates it)."""
-    decision: Decision
-    pods: dict[str, int]
-    vector: dict[str, Decimal]
-    surge: dict[str, int] = field(default_factory=dict)
-    """Cluster → extra pods while the workload changes (rollout surge, overlapping run)."""
-    sidecars: tuple[str, ...] = ()
-    """Managed sidecars the pod template lists by name."""
-
-
-_Placed = Placed
-
-
-def _add(into: dict[str, Decimal], values: Mapping[str, Decimal], times: int = 1) -> None:
-    for res, amount in values.items():
-        into[res] = into.get(res, Decimal(0)) + amount * times
-
-
-@dataclass
-class Sums:
-    """What the fleet-wide steps (quota sizes, capacity, sidecar daemons) sum over placed
-    workloads. Sums of sums are the same numbers, to the digit (exact Decimal additions), so
-    an incremental compile keeps them for groups of unchanged workloads."""
-
-    usage: dict[tuple[str, str], dict[str, dict[str, Decimal]]] = field(default_factory=dict)
-    """(project, tier) → cluster → resource → amount (surge included)."""
-    surge: dict[tuple[str, str], dict[str, Decimal]] = field(default_factory=dict)
-    where: dict[str, set[str]] = field(default_factory=dict)
-    """Project → clusters where it has pods or shards."""
-    totals: dict[str, dict[str, Decimal]] = field(default_factory=dict)
-    by_tier: dict[tuple[str, str], dict[str, Decimal]] = field(default_factory=dict)
-    sidecars: dict[tuple[str, str], set[str]] = field(default_factory=dict)
-    """(workload kind, sidecar name) → clusters of its shards."""
-
-    def add(self, p: Placed) -> None:
-        self.add_counts(counts(p))
-
-    def add_counts(self, c: tuple[Any, ...]) -> None:
-        """Add one workload's :func:`counts`."""
-        kind, project, tier, clusters, pods, vector, surge, sidecars = c
-        usage = self.usage.setdefault((project, tier), {})
-        where = self.where.setdefault(project, set())
-        for cluster, n_pods in pods.items():
-            n = n_pods + surge.get(cluster, 0)
-            _add(usage.setdefault(cluster, {}), vector, n)
-            _add(self.totals.setdefault(cluster, {}), vector, n)
-            _add(self.by_tier.setdefault((cluster, tier), {}), vector, n)
-            if surge.get(cluster, 0):
-                _add(self.surge.setdefault((project, tier), {}), vector, surge[cluster])
-            where.add(cluster)
-        where.update(clusters)
-        for name in sidecars:
-            self.sidecars.setdefault((kind, name), set()).update(clusters)
-
-    def merge(self, other: Sums) -> None:
-        for key, per_cluster in other.usage.items():
-            mine = self.usage.setdefault(key, {})
-            for cluster, values in per_cluster.items():
-                _add(mine.setdefault(cluster, {}), values)
-        for key2, values in other.surge.items():
-            _add(self.surge.setdefault(key2, {}), values)
-        for project, clusters in other.where.items():
-            self.where.setdefault(project, set()).update(clusters)
-        for cluster, values in other.totals.items():
-            _add(self.totals.setdefault(cluster, {}), values)
-        for key3, values in other.by_tier.items():
-            _add(self.by_tier.setdefault(key3, {}), values)
-        for key4, clusters in other.sidecars.items():
-            self.sidecars.setdefault(key4, set()).update(clusters)
-
-
-def counts(p: Placed) -> tuple[Any, ...]:
-    """All that :class:`Sums` needs of one placed workload, as plain data: (kind, project,
-    tier, shard clusters, pods, vector, surge, sidecars)."""
-    d = p.decision
-    return (d.kind, d.project, d.tier, tuple(s.cluster for s in d.shards), dict(p.pods),
-            dict(p.vector), dict(p.surge), tuple(p.sidecars))
-
-
 def plan(catalog: Catalog, base: Sums | None = None,
          reuse_scalers: Mapping[Key, Key] | None = None, *,
          lost: Mapping[str, str] | None = None) -> tuple[Plan, list[Diagnostic]]:
@@ -179,8 +95,8 @@ class _Planner:
     def __init__(self, catalog: Catalog, lost: Mapping[str, str] | None = None) -> None:
         self.catalog = catalog
         self.lost = dict(lost or {})
-        self.clusters: dict[str, Entry[Cluster]] = catalog.clusters
-        self.projects: dict[str, Entry[Project]] = catalog.projects
+        self.clusters: Mapping[str, Entry[Cluster]] = catalog.clusters
+        self.projects: Mapping[str, Entry[Project]] = catalog.projects
         self.capacities = {n: cluster_capacity(e.resource) for n, e in self.clusters.items()}
         self.pools = {tier: {n: pool_capacity(e.resource, tier)
                              for n, e in self.clusters.items()} for tier in TIERS}
@@ -191,9 +107,9 @@ class _Planner:
     # --- the whole fleet -------------------------------------------------------------------
     def run(self, base: Sums, reuse_scalers: Mapping[Key, Key]
             ) -> tuple[Plan, list[Diagnostic]]:
-        workloads = canonical(self.catalog.workloads)
+        workloads = self.catalog.workloads_by_key
         keys = set(workloads)
-        for scaler_entry in canonical(self.catalog.scalers).values():
+        for scaler_entry in self.catalog.scalers_by_key.values():
             scaler = scaler_entry.resource
             for kind in SERVICE_KINDS:
                 target = (kind, scaler.project, scaler.spec.target)
@@ -202,7 +118,7 @@ class _Planner:
                         self.scalers[target] = scaler_entry
                         self.result.scaler_targets[scaler.key] = target
                     break
-        by_key: dict[Key, _Placed] = {}
+        by_key: dict[Key, Placed] = {}
         for key, entry in workloads.items():
             project = self.projects.get(entry.resource.project)
             if project is None:
@@ -238,7 +154,7 @@ class _Planner:
         return gpu is not None and all(gpu not in c.gpu_types for c in fleet)
 
     # --- one workload ----------------------------------------------------------------------
-    def _place(self, entry: Entry[Workload], project: Entry[Project]) -> _Placed:
+    def _place(self, entry: Entry[Workload], project: Entry[Project]) -> Placed:
         w = entry.resource
         requests = workload_requests(entry, self.catalog)
         pools = self.pools[w.spec.tier]
@@ -253,7 +169,7 @@ class _Planner:
             kind=w.kind, project=w.project, name=w.name, eligible=eligible, filtered=filtered,
             scores=scores, shards=[], order=by_total(scores), tier=w.spec.tier,
             pod_requests=dict(sorted(requests.items())))
-        placed = _Placed(entry, decision, {}, quota_mod.pod_vector(w, requests),
+        placed = Placed(entry, decision, {}, quota_mod.pod_vector(w, requests),
                          sidecars=tuple(w.pod_template.sidecars))
         if not eligible:
             if not self._names_unknown(entry, project):
@@ -286,7 +202,7 @@ class _Planner:
         return Shard(cluster=cluster, region=spec.region, zone=spec.zone, replicas=replicas,
                      **extra)  # type: ignore[arg-type]
 
-    def _service(self, entry: Entry[Workload], placed: _Placed, slots: dict[str, Slot]
+    def _service(self, entry: Entry[Workload], placed: Placed, slots: dict[str, Slot]
                  ) -> None:
         w = entry.resource
         assert isinstance(w, PinApp | PinterestService)
@@ -356,7 +272,7 @@ class _Planner:
                     f"zones differ by more than one {what} because a zone is full: "
                     + ", ".join(f"{z}={n}" for z, n in sorted(by_zone.items())))
 
-    def _jobset(self, entry: Entry[Workload], placed: _Placed, slots: dict[str, Slot]
+    def _jobset(self, entry: Entry[Workload], placed: Placed, slots: dict[str, Slot]
                 ) -> None:
         w = entry.resource
         assert isinstance(w, PinterestJobSet)
@@ -418,7 +334,7 @@ class _Planner:
             f"clusters holds only {total} of its pods ({held})", hint)
 
     # --- after every workload --------------------------------------------------------------
-    def _quotas(self, placed: list[_Placed], sums: Sums) -> None:
+    def _quotas(self, placed: list[Placed], sums: Sums) -> None:
         usage: dict[tuple[str, str], quota_mod.Usage] = {}
         for p in placed:  # per workload: for messages (top consumers, surge pods)
             u = usage.setdefault((p.decision.project, p.decision.tier), quota_mod.Usage())
@@ -438,12 +354,12 @@ class _Planner:
                                                     where[project]).items():
                     self.result.quotas[(project, tier, cluster)] = hard
 
-    def _capacity(self, placed: list[_Placed], sums: Sums) -> None:
+    def _capacity(self, placed: list[Placed], sums: Sums) -> None:
         """Sum what reserved and ondemand workloads place in each cluster (surge included)
         and check it against the cluster's pools. Preemptible workloads are summed for
         ``clusterRequests`` but never checked: they use what is spare and are preempted."""
         totals, by_tier = sums.totals, sums.by_tier
-        consumers: dict[str, list[tuple[_Placed, int]]] = {}
+        consumers: dict[str, list[tuple[Placed, int]]] = {}
         for p in placed:
             for cluster, pods in p.pods.items():
                 if p.decision.tier != "preemptible":
@@ -472,7 +388,7 @@ class _Planner:
                            consumers, tiers)
 
     def _over(self, cluster: str, res: str, need: Decimal, have: Decimal,
-              at: tuple[str, ...], pool: str, consumers: dict[str, list[tuple[_Placed, int]]],
+              at: tuple[str, ...], pool: str, consumers: dict[str, list[tuple[Placed, int]]],
               tiers: set[str]) -> None:
         if need <= have:
             return

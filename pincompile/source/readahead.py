@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from pincompile.source.cache import Store, file_digest
+from pincompile.source.filecache import Store, file_digest
 from pincompile.source.loader import LoadResult, load_text, read_tree
 
 LOAD_AHEAD_MIN = 100

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from pincompile.diagnostics import Diagnostic
-from pincompile.source.cache import Store, code_digest, file_digest
+from pincompile.source.filecache import Store, code_digest, file_digest
 from pincompile.source.loader import (
     LoadResult,
     add_walk_problem,

@@ -8,6 +8,7 @@ import time
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -121,6 +122,12 @@ def apply(ctx: click.Context, root: Path, kubeconfig: str | None, host_context: 
         progress.close()
         reconciler.close()
     click.echo(_summary(report, writes, time.monotonic() - started))
+    _report_and_exit(report, statuses, lost, quiet)
+
+
+def _report_and_exit(report: PassReport, statuses: dict[AppKey, dict[str, Any]],
+                     lost: dict[str, Any], quiet: bool) -> None:
+    """Print the apps' status table and what the pass left undone; exit as documented."""
     if not quiet and statuses:
         width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
         click.echo(render_table([_as_row(app, doc) for app, doc in statuses.items()],

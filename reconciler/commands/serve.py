@@ -6,6 +6,7 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,6 +17,10 @@ from reconciler.commands.common import failover_options
 from reconciler.commands.options import DURATION
 from reconciler.serve.redact import RedactingFormatter, redact
 from reconciler.store import StoreError
+
+if TYPE_CHECKING:
+    from reconciler.serve.app import ServeApp
+    from reconciler.serve.leader import LeaseTiming
 
 SECRET_ENV = "PINCOMPILE_WEBHOOK_SECRET"
 STATUS_TOKEN_ENV = "PINCOMPILE_STATUS_TOKEN"
@@ -36,7 +41,56 @@ def read_secret(secret_file: Path | None, option: str = "--webhook-secret-file",
     return env.encode() or None
 
 
-@click.command("serve")
+SERVE_HELP = """Reconcile the member clusters after every git push, and periodically.
+
+Keeps a mirror of BRANCH of the repository; on a signed push webhook (or every
+--resync) it fetches the branch head, compiles it and reconciles the member clusters.
+A burst of pushes becomes one pass for the newest commit; an older commit is never
+applied after a newer one. A commit that fails to compile applies nothing.
+
+\b
+Webhook endpoints (POST; secret from --webhook-secret-file or $PINCOMPILE_WEBHOOK_SECRET):
+  /webhooks/github    X-Hub-Signature-256: sha256=HMAC
+  /webhooks/gitlab    X-Gitlab-Token: SECRET
+  /webhooks/gitea     X-Gitea-Signature: HMAC
+  /webhooks/generic   X-Pincompile-Signature-256: sha256=HMAC of
+                      {"ref": "refs/heads/main", "after": "SHA"}
+                      (contrib/post-receive sends it from a bare git server)
+A delivery received again within --replay-window is refused (409), and so is a push
+whose payload names another repository than --repo (403).
+Also: GET /healthz, /readyz, /metrics (Prometheus), /status (JSON: "apps" is what
+`pincompile status -o json` prints, "serve" this replica's state and last pass);
+with --status-token-file (or $PINCOMPILE_STATUS_TOKEN) /metrics and /status need
+`Authorization: Bearer TOKEN`.
+
+\b
+High availability: run two or more replicas; a coordination.k8s.io Lease in the host
+cluster (--namespace) lets exactly one reconcile; a standby takes over within
+--lease-duration after the leader dies. --shards N splits member clusters over N
+Leases so N replicas share the work.
+
+\b
+Examples:
+  # follow main of a local bare repository, webhooks on :8080
+  PINCOMPILE_WEBHOOK_SECRET=s3cret pincompile serve --repo /srv/git/platform.git
+  # a GitHub repository, specs in deploy/, audit trail to a file, two shards
+  pincompile serve --repo https://github.com/acme/platform --path deploy \\
+      --webhook-secret-file /etc/pincompile/secret --audit-log /var/log/pincompile.jsonl \\
+      --shards 2 --listen :8080
+  # what is it doing?
+  curl -s -H "Authorization: Bearer $(cat token)" localhost:8080/status | jq .serve.lastPass
+
+A pass running longer than --pass-deadline turns /readyz not ready (the reason is in
+/status) until it ends; pushes that arrive meanwhile are queued.
+
+Exit codes: 0 stopped by SIGTERM/SIGINT, 1 the pass in flight did not finish within
+--shutdown-timeout, 2 usage error (also: the kubeconfig is missing, malformed or has no
+--host-context). A host cluster that does not answer is no exit: serve stays up, not
+ready, and keeps trying.
+"""
+
+
+@click.command("serve", help=SERVE_HELP)
 @click.option("--repo", required=True, metavar="URL-or-PATH",
               help="Repository to follow: any URL or path `git fetch` understands.")
 @click.option("--branch", default="main", show_default=True,
@@ -119,68 +173,12 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
           shutdown_timeout: float, pass_deadline: float, failover_after: float,
           failback_step: str, store_url: str | None, store_retention: float,
           api_rate: float, runner: str | None, verbose: bool) -> None:
-    """Reconcile the member clusters after every git push, and periodically.
-
-    Keeps a mirror of BRANCH of the repository; on a signed push webhook (or every
-    --resync) it fetches the branch head, compiles it and reconciles the member clusters.
-    A burst of pushes becomes one pass for the newest commit; an older commit is never
-    applied after a newer one. A commit that fails to compile applies nothing.
-
-    \b
-    Webhook endpoints (POST; secret from --webhook-secret-file or $PINCOMPILE_WEBHOOK_SECRET):
-      /webhooks/github    X-Hub-Signature-256: sha256=HMAC
-      /webhooks/gitlab    X-Gitlab-Token: SECRET
-      /webhooks/gitea     X-Gitea-Signature: HMAC
-      /webhooks/generic   X-Pincompile-Signature-256: sha256=HMAC of
-                          {"ref": "refs/heads/main", "after": "SHA"}
-                          (contrib/post-receive sends it from a bare git server)
-    A delivery received again within --replay-window is refused (409), and so is a push
-    whose payload names another repository than --repo (403).
-    Also: GET /healthz, /readyz, /metrics (Prometheus), /status (JSON: "apps" is what
-    `pincompile status -o json` prints, "serve" this replica's state and last pass);
-    with --status-token-file (or $PINCOMPILE_STATUS_TOKEN) /metrics and /status need
-    `Authorization: Bearer TOKEN`.
-
-    \b
-    High availability: run two or more replicas; a coordination.k8s.io Lease in the host
-    cluster (--namespace) lets exactly one reconcile; a standby takes over within
-    --lease-duration after the leader dies. --shards N splits member clusters over N
-    Leases so N replicas share the work.
-
-    \b
-    Examples:
-      # follow main of a local bare repository, webhooks on :8080
-      PINCOMPILE_WEBHOOK_SECRET=s3cret pincompile serve --repo /srv/git/platform.git
-      # a GitHub repository, specs in deploy/, audit trail to a file, two shards
-      pincompile serve --repo https://github.com/acme/platform --path deploy \\
-          --webhook-secret-file /etc/pincompile/secret --audit-log /var/log/pincompile.jsonl \\
-          --shards 2 --listen :8080
-      # what is it doing?
-      curl -s -H "Authorization: Bearer $(cat token)" localhost:8080/status | jq .serve.lastPass
-
-    A pass running longer than --pass-deadline turns /readyz not ready (the reason is in
-    /status) until it ends; pushes that arrive meanwhile are queued.
-
-    Exit codes: 0 stopped by SIGTERM/SIGINT, 1 the pass in flight did not finish within
-    --shutdown-timeout, 2 usage error (also: the kubeconfig is missing, malformed or has no
-    --host-context). A host cluster that does not answer is no exit: serve stays up, not
-    ready, and keeps trying.
-    """
+    """Reconcile after every git push, and periodically (:data:`SERVE_HELP`)."""
     from reconciler.serve.app import ServeApp, ServeOptions
-    from reconciler.serve.leader import LeaseTiming
     from reconciler.serve.runner import load_factory, reconciler_factory
 
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, handlers=[handler])
-    if not verbose:
-        for noisy in ("kubernetes", "urllib3"):
-            logging.getLogger(noisy).setLevel(logging.WARNING)
-    timing = LeaseTiming(lease_duration, renew_deadline, retry_period)
-    try:
-        timing.check()
-    except ValueError as exc:
-        fail(str(exc))
+    _log_to_stderr(verbose)
+    timing = _lease_timing(lease_duration, renew_deadline, retry_period)
     if shards > 1 and not leader_election:
         fail("--shards needs leader election (drop --no-leader-election)")
     secret = read_secret(webhook_secret_file)
@@ -212,11 +210,40 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
     except Exception as exc:  # the in-cluster configuration is unusable
         fail(f"cannot reach the host cluster (context {host_context}): {redact(str(exc))}",
              EXIT_USAGE)
+    _serve_until_stopped(app, branch, options.identity)
+
+
+def _log_to_stderr(verbose: bool) -> None:
+    """Log lines (credentials redacted) to stderr; the clients' only with --verbose."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, handlers=[handler])
+    if not verbose:
+        for noisy in ("kubernetes", "urllib3"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def _lease_timing(lease_duration: float, renew_deadline: float,
+                  retry_period: float) -> LeaseTiming:
+    """The Lease timing options, checked (a usage error when they do not fit)."""
+    from reconciler.serve.leader import LeaseTiming
+
+    timing = LeaseTiming(lease_duration, renew_deadline, retry_period)
+    try:
+        timing.check()
+    except ValueError as exc:
+        fail(str(exc))
+    return timing
+
+
+def _serve_until_stopped(app: ServeApp, branch: str, identity: str) -> None:
+    """Start ``app``, wait for SIGTERM/SIGINT, stop it; exit 1 when the pass in flight
+    did not finish within --shutdown-timeout."""
     app.install_signal_handlers()
     app.start()
     host, port = app.address
     click.echo(f"serving {app.mirror.url} {branch} on "
-               f"http://{host}:{port} as {options.identity}", err=True)
+               f"http://{host}:{port} as {identity}", err=True)
     app.wait()
     click.echo("shutting down: finishing the pass in flight, releasing the Lease", err=True)
     if not app.stop():

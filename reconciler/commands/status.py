@@ -13,7 +13,7 @@ import click
 import yaml
 
 from pincompile.appref import AppRef, AppRefError, parse_app_ref
-from pincompile.commands.common import EXIT_OK, EXIT_USAGE, fail
+from pincompile.commands.common import EXIT_OK, EXIT_USAGE, columns, fail
 from reconciler.clients.connect import Connection
 from reconciler.commands.common import cluster_errors, usable_kubeconfig
 from reconciler.host import read_rows
@@ -209,10 +209,4 @@ def render_clusters(states: dict[str, dict[str, Any]]) -> str:
 
 def columns(table: list[list[Any]], width: int | None = None) -> str:
     """Aligned columns; the last one (a message) cut so each line fits ``width``."""
-    widths = [max(len(str(r[i])) for r in table) for i in range(len(table[0]) - 1)]
-    lines = ["   ".join(str(c).ljust(w) for c, w in zip(r[:-1], widths, strict=True))
-             + "   " + str(r[-1]) for r in table]
-    if width:
-        lines = [line if len(line) <= width else line[:max(width - 3, 1)] + "..."
-                 for line in lines]
-    return "\n".join(line.rstrip() for line in lines)
+    return "\n".join(columns(table, gap="   ", width=width))

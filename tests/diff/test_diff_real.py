@@ -8,7 +8,7 @@ from click.testing import CliRunner, Result
 from diff_helpers import CART_REFORMATTED, CART_V2, FILES, Repo
 
 from pincompile.cli import cli
-from pincompile.emit.diffing import VOLATILE_ANNOTATIONS
+from pincompile.emit.compare import VOLATILE_ANNOTATIONS
 
 CART_FILE = "specs/apps/shop/cart.yaml"
 

@@ -6,16 +6,16 @@ import copy
 import json
 from typing import Any
 
-from pincompile.emit.diffing import (
+from pincompile.emit.compare import (
     MARKDOWN_LIMIT,
     changed_paths,
     diff_manifests,
-    normalize,
     render_json,
     render_markdown,
     render_text,
     summary_line,
     to_yaml,
+    without_volatile,
 )
 from pincompile.manifest import Manifest
 
@@ -105,13 +105,13 @@ def test_moving_a_spec_to_another_file_counts() -> None:
 
 
 def test_normalize_strips_the_revision_at_every_metadata_level() -> None:
-    out = normalize(deployment(2, revision="x"))
+    out = without_volatile(deployment(2, revision="x"))
     assert "annotations" not in out["metadata"]
     assert "annotations" not in out["spec"]["template"]["metadata"]
     # a data key that merely looks like an annotation is left alone
     cm = configmap()
     cm["data"]["annotations"] = "pincompute.io/revision"
-    assert normalize(cm) == cm
+    assert without_volatile(cm) == cm
 
 
 def test_unified_diff_of_a_change() -> None:

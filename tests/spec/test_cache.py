@@ -19,7 +19,7 @@ from pincompile.diagnostics import Diagnostic
 from pincompile.emit.folder import compile_to_dir
 from pincompile.emit.output import render_files
 from pincompile.pipeline import Result, run
-from pincompile.source.cache import ENTRY_DIR, Store
+from pincompile.source.filecache import ENTRY_DIR, Store
 from pincompile.source.loader import load_tree, read_tree
 
 from .conftest import files, write_tree
@@ -504,6 +504,6 @@ def test_unchanged_output_directories_are_not_listed_but_strays_still_seen(
 def test_the_version_in_every_key_is_the_installed_one() -> None:
     from importlib import metadata
 
-    from pincompile.source.cache import _installed_version
+    from pincompile.source.filecache import _installed_version
 
     assert _installed_version() == metadata.version("pincompile")

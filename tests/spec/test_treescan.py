@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pincompile.source import treescan
-from pincompile.source.cache import Store, file_digest
+from pincompile.source.filecache import Store, file_digest
 from pincompile.source.loader import read_tree
 from pincompile.source.treescan import scan_ahead, scan_tree
 

@@ -117,8 +117,9 @@ def object_key(manifest: Manifest) -> ObjectKey:
                      group)
 
 
-def normalize(obj: Mapping[str, Any], ignore_annotations: Collection[str] = VOLATILE_ANNOTATIONS
-              ) -> dict[str, Any]:
+def without_volatile(obj: Mapping[str, Any],
+                     ignore_annotations: Collection[str] = VOLATILE_ANNOTATIONS
+                     ) -> dict[str, Any]:
     """A deep copy of ``obj`` as it is compared and shown: without volatile annotations (at
     any ``metadata`` level)."""
 
@@ -172,9 +173,9 @@ def diff_manifests(
         a, b = old.get(key), new.get(key)
         before = after = None
         if a is not None:
-            before = normalize(a.obj, ignore_annotations)
+            before = without_volatile(a.obj, ignore_annotations)
         if b is not None:
-            after = normalize(b.obj, ignore_annotations)
+            after = without_volatile(b.obj, ignore_annotations)
         if before is not None and after is not None and _same(before, after):
             unchanged += 1
             continue
