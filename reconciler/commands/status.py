@@ -13,7 +13,8 @@ import click
 import yaml
 
 from pincompile.appref import AppRef, AppRefError, parse_app_ref
-from pincompile.commands.common import EXIT_OK, EXIT_USAGE, columns, fail
+from pincompile.commands.common import EXIT_OK, EXIT_USAGE, fail
+from pincompile.commands.common import columns as aligned
 from reconciler.clients.connect import Connection
 from reconciler.commands.common import cluster_errors, usable_kubeconfig
 from reconciler.host import read_rows
@@ -209,4 +210,4 @@ def render_clusters(states: dict[str, dict[str, Any]]) -> str:
 
 def columns(table: list[list[Any]], width: int | None = None) -> str:
     """Aligned columns; the last one (a message) cut so each line fits ``width``."""
-    return "\n".join(columns(table, gap="   ", width=width))
+    return "\n".join(aligned(table, gap="   ", width=width))
