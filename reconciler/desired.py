@@ -58,17 +58,19 @@ def members(result: Result, only: Collection[str] | None, now: datetime,
     return out
 
 
-def app_digests(manifests: Iterable[Manifest]) -> dict[AppKey, str]:
+def app_digests(manifests: Iterable[Manifest], digests: applied.Digests | None = None
+                ) -> dict[AppKey, str]:
     """A digest of each app's compiled objects in every cluster (their content without the
     revision annotation): the same at two commits exactly when the commit between them left
-    the app's compiled output alone."""
+    the app's compiled output alone. ``digests``: the pass's, to reuse."""
+    digests = digests or applied.Digests()
     parts: dict[AppKey, list[str]] = defaultdict(list)
     for manifest in manifests:
         app = status.app_of(manifest.obj)
         if app is not None:
             kind, namespace, name = key_of(manifest.obj)
             parts[app].append(f"{manifest.cluster}/{kind}/{namespace}/{name}="
-                              f"{applied.digest(manifest.obj)}")
+                              f"{digests.of(manifest.obj)}")
     return {app: hashlib.sha256("\n".join(sorted(lines)).encode()).hexdigest()[:20]
             for app, lines in parts.items()}
 

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pincompile.contract import Result
-from reconciler import desired, failover, publish
+from reconciler import applied, desired, failover, publish
 from reconciler.cache import ClusterCache
 from reconciler.clients import read
 from reconciler.clients.connect import ClusterUnreachable, Connection
@@ -89,6 +89,8 @@ class Reconciler:
         the replicas the app runs in all (its status counts against them)."""
         self.progress = progress or Progress()
         """Told how far each cluster is (``apply``'s progress display)."""
+        self.digests = applied.Digests()
+        """The digests of the pass in flight's desired objects (each computed once)."""
         self.passing = threading.Lock()
         """Held while a pass runs."""
         self.follower = StatusFollower(lambda: self.statuses, self._cached, self._write_one,
@@ -130,7 +132,10 @@ class Reconciler:
     def run(self, result: Result) -> PassReport:
         """One pass. Never raises for a cluster's failure: it is in the report."""
         with self.passing:
-            return self._pass(result)
+            try:
+                return self._pass(result)
+            finally:
+                self.digests = applied.Digests()  # holds the pass's objects: let them go
 
     def _pass(self, result: Result) -> PassReport:
         started = time.monotonic()
@@ -209,7 +214,8 @@ class Reconciler:
     def _plan(self, member: MemberState) -> None:
         assert member.conn is not None
         member.plan = plan_cluster(member.conn, member.desired, member.live, self.options,
-                                   member.initial_replicas, self._memo(member.name))
+                                   member.initial_replicas, self._memo(member.name),
+                                   self.digests)
         self.progress.planned(member.name, len(member.desired), len(member.plan.pending))
 
     def _memo(self, cluster: str) -> PlanMemo | None:
@@ -253,7 +259,8 @@ class Reconciler:
             conn = self.connect(HOST, self.host_context)
             live = self._host_live(conn)
             wanted = host.desired_objects(result.catalog, report.revision,
-                                          desired.app_digests(result.manifests))
+                                          desired.app_digests(result.manifests,
+                                                              self.digests))
             plan = plan_cluster(conn, wanted, live, self.options, memo=self._memo(HOST))
             done = execute(conn, plan)
             host_report = ClusterReport(HOST, unchanged=len(plan.of(Action.UNCHANGED)))

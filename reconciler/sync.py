@@ -159,12 +159,14 @@ def read_live(conn: Connection) -> dict[Key, Obj]:
 
 def plan_cluster(conn: Connection, desired: list[Obj], live: dict[Key, Obj],
                  options: Options, initial_replicas: dict[Key, int] | None = None,
-                 memo: PlanMemo | None = None) -> ClusterPlan:
+                 memo: PlanMemo | None = None,
+                 digests: applied.Digests | None = None) -> ClusterPlan:
     """Compare desired with live through dry-run applies; nothing is written.
 
     ``initial_replicas``: the replicas a new autoscaled workload starts with (its cluster's
     share of the app's replicas). ``memo``: skip the dry-run of objects found unchanged
-    before whose desired content and live ``resourceVersion`` are the same again."""
+    before whose desired content and live ``resourceVersion`` are the same again.
+    ``digests``: the pass's digests of desired objects, to reuse."""
     scaled = autoscaled(desired)
     plan = ClusterPlan(conn.name, live=live)
     creating_namespaces = {d["metadata"]["name"] for d in desired
@@ -172,7 +174,7 @@ def plan_cluster(conn: Connection, desired: list[Obj], live: dict[Key, Obj],
 
     def one(obj: Obj) -> Change:
         change = _plan_object(conn, obj, live, options, scaled, creating_namespaces,
-                              initial_replicas or {}, memo)
+                              initial_replicas or {}, memo, digests)
         if memo is not None:
             memo.record(change)
         return change
@@ -214,7 +216,8 @@ def prune_limit(max_prune: str, managed: int) -> int:
 
 def _plan_object(conn: Connection, obj: Obj, live: dict[Key, Obj], options: Options,
                  scaled: set[Key], creating_namespaces: set[str],
-                 initial_replicas: dict[Key, int], memo: PlanMemo | None = None) -> Change:
+                 initial_replicas: dict[Key, int], memo: PlanMemo | None = None,
+                 digests: applied.Digests | None = None) -> Change:
     key = key_of(obj)
     current = live.get(key)
     to_apply = obj  # never changed in place below: a copy where it differs
@@ -226,7 +229,8 @@ def _plan_object(conn: Connection, obj: Obj, live: dict[Key, Obj], options: Opti
             spec.pop("replicas", None)
         to_apply = {**obj, "spec": spec}
     # the record leaves out replicas an HPA owns: the same whether set (at creation) or not
-    to_apply = applied.stamp(to_apply, _without_replicas(to_apply) if key in scaled else None)
+    to_apply = applied.stamp(to_apply, _without_replicas(to_apply) if key in scaled else None,
+                             digests)
     if current is not None and _failed_pod_to_recreate(current):
         return Change(Action.REPLACE, key, desired=to_apply, live=current, predicted=to_apply,
                       reason="the pod failed and asks for failover")
