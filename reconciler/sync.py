@@ -234,8 +234,9 @@ def _plan_object(conn: Connection, obj: Obj, live: dict[Key, Obj], options: Opti
     if current is not None and _failed_pod_to_recreate(current):
         return Change(Action.REPLACE, key, desired=to_apply, live=current, predicted=to_apply,
                       reason="the pod failed and asks for failover")
-    if current is not None and (applied.unchanged(to_apply, current) or (
-            memo is not None and memo.still_unchanged(key, to_apply, current))):
+    # the memo first: two strings compared, where the record's check walks every value
+    if current is not None and ((memo is not None and memo.still_unchanged(
+            key, to_apply, current)) or applied.unchanged(to_apply, current)):
         return Change(Action.UNCHANGED, key, desired=to_apply, live=current, predicted=current)
     try:
         predicted = write.apply(conn, to_apply, dry_run=True)
