@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import orjson
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
 from pincompile.manifest import MANAGED_BY, MANAGED_BY_VALUE
@@ -48,7 +49,9 @@ def list_managed(conn: Connection, kind: KindInfo, *, field_selector: str | None
     pods, their volume claims) carry our labels from the template but are not ours."""
     selector = {"field_selector": field_selector} if field_selector \
         else {"label_selector": MANAGED_SELECTOR}
-    data: Obj = conn.resource(kind.api_version, kind.kind).get(**selector, serializer=plain)
+    # parsed by orjson: the client's json.loads took 0.7 s of a no-op pass at 300 apps
+    response = conn.resource(kind.api_version, kind.kind).get(**selector, serialize=False)
+    data: Obj = orjson.loads(response.data)
     found: dict[Key, Obj] = {}
     for item in data.get("items") or []:
         if (item.get("metadata") or {}).get("ownerReferences"):
