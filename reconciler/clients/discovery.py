@@ -4,9 +4,10 @@ The client's ``LazyDiscoverer`` answers every lookup it cannot satisfy by discov
 whole cluster again and rewriting its cache file — for each unserved kind asked (kubeflow
 kinds where kubeflow is not installed), in every pass: at 300 apps that was 24 discovery
 requests per member and 1.8 s of CPU per one-shot pass, most of it in ``json.dump``, which
-encodes in Python. This discoverer re-discovers on a miss once; after that, a kind whose
-group and version the cluster does not serve is not found at once, and the cache file is
-written in one piece by the C encoder (and atomically: processes share it).
+encodes in Python. This discoverer re-discovers on a miss once; for a minute after that, a
+kind whose group and version the cluster does not serve is not found at once (then a miss
+looks again: a CRD may have been installed since), and the cache file is written in one
+piece by the C encoder (and atomically: processes share it).
 """
 
 from __future__ import annotations
@@ -17,9 +18,13 @@ import json
 import os
 import tempfile
 import threading
+import time
 from typing import Any
 
 from kubernetes.dynamic.discovery import CacheEncoder, LazyDiscoverer
+
+TRUSTED_SECONDS = 60.0
+"""How long a fresh discovery's "not served" is trusted."""
 
 
 def cache_path(host: str) -> str:
@@ -33,17 +38,18 @@ class Discoverer(LazyDiscoverer):
 
     def __init__(self, client: Any, cache_file: str | None) -> None:
         self.path = cache_file or cache_path(client.configuration.host)
-        self.fresh = False
-        """Discovered from the cluster (not the cache file) since this process began."""
+        self.discovered = float("-inf")
+        """When this process last discovered the cluster afresh (not from the cache file)."""
         super().__init__(client, self.path)
 
     def invalidate_cache(self) -> None:
         super().invalidate_cache()
-        self.fresh = True
+        self.discovered = time.monotonic()
 
     def search(self, **kwargs: Any) -> Any:  # type: ignore[override]  # as LazyDiscoverer
         api_version = kwargs.get("api_version")
-        if self.fresh and api_version and not self._serves(str(api_version)):
+        fresh = time.monotonic() - self.discovered < TRUSTED_SECONDS
+        if fresh and api_version and not self._serves(str(api_version)):
             return []
         return super().search(**kwargs)
 
