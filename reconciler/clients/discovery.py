@@ -2,12 +2,12 @@
 
 The client's ``LazyDiscoverer`` answers every lookup it cannot satisfy by discovering the
 whole cluster again and rewriting its cache file — for each unserved kind asked (kubeflow
-kinds where kubeflow is not installed), in every pass: at 300 apps that was 24 discovery
-requests per member and 1.8 s of CPU per one-shot pass, most of it in ``json.dump``, which
-encodes in Python. This discoverer re-discovers on a miss once; for a minute after that, a
-kind whose group and version the cluster does not serve is not found at once (then a miss
-looks again: a CRD may have been installed since), and the cache file is written in one
-piece by the C encoder (and atomically: processes share it).
+kinds where kubeflow is not installed), in every pass, most of the CPU in ``json.dump``,
+which encodes in Python (bench/RESULTS.md, Tuning). This discoverer re-discovers on a
+miss once; for a minute after that, a kind whose group and version the cluster does not
+serve is not found at once (then a miss looks again: a CRD may have been installed
+since), and the cache file is written in one piece by the C encoder (and atomically:
+processes share it).
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ def list_managed(conn: Connection, kind: KindInfo, *, field_selector: str | None
     pods, their volume claims) carry our labels from the template but are not ours."""
     selector = {"field_selector": field_selector} if field_selector \
         else {"label_selector": MANAGED_SELECTOR}
-    # parsed by orjson: the client's json.loads took 0.7 s of a no-op pass at 300 apps
+    # parsed by orjson, several times faster than the client's json.loads
     response = conn.resource(kind.api_version, kind.kind).get(**selector, serialize=False)
     data: Obj = orjson.loads(response.data)
     found: dict[Key, Obj] = {}
