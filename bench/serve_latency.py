@@ -252,6 +252,11 @@ def table(r: dict[str, Any]) -> list[str]:
         f"{r['pass_seconds_median']:.2f} | |",
         f"| webhook -> end of that pass (`push_to_applied_seconds` in /status) | "
         f"{r['pass_end_after_push_median']:.2f} | |",
+        "",
+        f"Target (push-to-applied < 5 s, set for 1,000 apps): "
+        f"**{'met' if r['latency_max'] < 5 else 'not met'}** here"
+        + (f" at {r['apps']} apps" if r.get("apps") else "") +
+        f" (median {r['latency_median']:.2f} s, max {r['latency_max']:.2f} s).",
     ]
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from reconciler.engine import Reconciler
 from reconciler.model import PassReport
 
-STEPS = ("_host_sync", "_read", "_plan", "_apply", "_advance", "_wait_healthy", "_write_status")
+STEPS = ("_host_sync", "_read", "_plan", "_apply", "_wait_healthy", "_publish")
 
 
 class ProfiledReconciler(Reconciler):

@@ -66,13 +66,32 @@ def _canonical(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
 
 
-def stamp(obj: Obj, basis: Obj | None = None) -> Obj:
+class Digests:
+    """The digests a pass has computed, by object identity (a pass never changes a desired
+    object in place), so each object is serialized once, not for its app's digest and
+    again for its record."""
+
+    def __init__(self) -> None:
+        self._seen: dict[int, tuple[Obj, str]] = {}
+
+    def of(self, obj: Obj) -> str:
+        """:func:`digest` of ``obj``, computed once per object."""
+        seen = self._seen.get(id(obj))
+        if seen is not None and seen[0] is obj:
+            return seen[1]
+        value = digest(obj)
+        self._seen[id(obj)] = (obj, value)  # holds obj: its id is not reused meanwhile
+        return value
+
+
+def stamp(obj: Obj, basis: Obj | None = None, digests: Digests | None = None) -> Obj:
     """``obj`` carrying the record of its content (of ``basis`` when given: an autoscaled
     workload's content without the replicas its HPA owns). A shallow copy: ``obj`` is
-    left as it is."""
+    left as it is. ``digests``: the pass's, to reuse."""
     meta = obj["metadata"]
+    content = obj if basis is None else basis
     annotations = {**(meta.get("annotations") or {}),
-                   ANNOTATION: digest(obj if basis is None else basis)}
+                   ANNOTATION: digests.of(content) if digests else digest(content)}
     return {**obj, "metadata": {**meta, "annotations": annotations}}
 
 

@@ -12,7 +12,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
@@ -131,12 +131,14 @@ class KindWatch:
 
 
 class ClusterCache:
-    """Every managed kind of one cluster, watched."""
+    """Every managed kind of one cluster (or the ``watched`` kinds: the host's resources),
+    watched."""
 
-    def __init__(self, conn: Connection, on_change: OnChange | None = None) -> None:
+    def __init__(self, conn: Connection, on_change: OnChange | None = None,
+                 watched: Iterable[KindInfo] = kinds.MANAGED_KINDS) -> None:
         self.conn = conn
         self.stop = threading.Event()
-        self.watches = [KindWatch(conn, k, self.stop, on_change) for k in kinds.MANAGED_KINDS
+        self.watches = [KindWatch(conn, k, self.stop, on_change) for k in watched
                         if read.served(conn, k)]
         for watch in self.watches:
             watch.thread.start()

@@ -4,6 +4,7 @@ app's objects across the members (pure: no cluster I/O)."""
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
@@ -11,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from pincompile.contract import Manifest, Result
-from reconciler import status
+from reconciler import applied, status
 from reconciler.clients.connect import Connection
 from reconciler.clients.read import Key, key_of
 from reconciler.model import ClusterReport, Obj
@@ -55,6 +56,23 @@ def members(result: Result, only: Collection[str] | None, now: datetime,
         out[name] = MemberState(name, spec.context, spec.spec.zone, desired,
                                 shares(result.plan, name, desired))
     return out
+
+
+def app_digests(manifests: Iterable[Manifest], digests: applied.Digests | None = None
+                ) -> dict[AppKey, str]:
+    """A digest of each app's compiled objects in every cluster (their content without the
+    revision annotation): the same at two commits exactly when the commit between them left
+    the app's compiled output alone. ``digests``: the pass's, to reuse."""
+    digests = digests or applied.Digests()
+    parts: dict[AppKey, list[str]] = defaultdict(list)
+    for manifest in manifests:
+        app = status.app_of(manifest.obj)
+        if app is not None:
+            kind, namespace, name = key_of(manifest.obj)
+            parts[app].append(f"{manifest.cluster}/{kind}/{namespace}/{name}="
+                              f"{digests.of(manifest.obj)}")
+    return {app: hashlib.sha256("\n".join(sorted(lines)).encode()).hexdigest()[:20]
+            for app, lines in parts.items()}
 
 
 def with_floor(obj: Obj, now: datetime, echo: Echo) -> Obj:

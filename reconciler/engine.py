@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pincompile.contract import Result
-from reconciler import desired, failover, publish
+from reconciler import applied, desired, failover, publish
 from reconciler.cache import ClusterCache
 from reconciler.clients import read
 from reconciler.clients.connect import ClusterUnreachable, Connection
@@ -66,6 +66,8 @@ class Reconciler:
         self.watch = watch
         """Keep a watch-based cache per cluster (a long-running reconciler)."""
         self.caches: dict[str, ClusterCache] = {}
+        self.host_cache: ClusterCache | None = None
+        """Long-running (``watch``): the host's CRDs, spec resources and namespaces."""
         self.statuses: dict[AppKey, dict[str, Any]] = {}
         """The last pass's status document per app."""
         self.memos: dict[str, PlanMemo] = {}
@@ -87,6 +89,8 @@ class Reconciler:
         the replicas the app runs in all (its status counts against them)."""
         self.progress = progress or Progress()
         """Told how far each cluster is (``apply``'s progress display)."""
+        self.digests = applied.Digests()
+        """The digests of the pass in flight's desired objects (each computed once)."""
         self.passing = threading.Lock()
         """Held while a pass runs."""
         self.follower = StatusFollower(lambda: self.statuses, self._cached, self._write_one,
@@ -103,9 +107,10 @@ class Reconciler:
     def close(self) -> None:
         if self.follower is not None:
             self.follower.close()
-        for cache in self.caches.values():
+        for cache in [*self.caches.values(), *([self.host_cache] if self.host_cache else [])]:
             cache.close()
         self.caches.clear()
+        self.host_cache = None
         for conn in self.connections.values():
             conn.close()
         self.connections.clear()
@@ -127,7 +132,10 @@ class Reconciler:
     def run(self, result: Result) -> PassReport:
         """One pass. Never raises for a cluster's failure: it is in the report."""
         with self.passing:
-            return self._pass(result)
+            try:
+                return self._pass(result)
+            finally:
+                self.digests = applied.Digests()  # holds the pass's objects: let them go
 
     def _pass(self, result: Result) -> PassReport:
         started = time.monotonic()
@@ -152,7 +160,7 @@ class Reconciler:
         if self.wait:
             self._wait_healthy(found)
         self._publish(found, stored, report, publish.Decided(
-            rollouts, moves, self.held, self.rebalanced))
+            rollouts, moves, self.held, self.rebalanced, publish.revisions_of(host)))
         self._store_cluster_states(stored, report)
         for member in found.values():
             report.clusters[member.name] = member.report or ClusterReport(
@@ -206,7 +214,8 @@ class Reconciler:
     def _plan(self, member: MemberState) -> None:
         assert member.conn is not None
         member.plan = plan_cluster(member.conn, member.desired, member.live, self.options,
-                                   member.initial_replicas, self._memo(member.name))
+                                   member.initial_replicas, self._memo(member.name),
+                                   self.digests)
         self.progress.planned(member.name, len(member.desired), len(member.plan.pending))
 
     def _memo(self, cluster: str) -> PlanMemo | None:
@@ -248,23 +257,51 @@ class Reconciler:
 
         try:
             conn = self.connect(HOST, self.host_context)
-            host.ensure_crds(conn)
-            kinds = host.spec_kinds()
-            live: dict[Key, Obj] = read.list_many(conn, [*kinds, NAMESPACE])
-            desired = host.desired_objects(result.catalog, report.revision)
-            plan = plan_cluster(conn, desired, live, self.options, memo=self._memo(HOST))
+            live = self._host_live(conn)
+            wanted = host.desired_objects(result.catalog, report.revision,
+                                          desired.app_digests(result.manifests,
+                                                              self.digests))
+            plan = plan_cluster(conn, wanted, live, self.options, memo=self._memo(HOST))
             done = execute(conn, plan)
             host_report = ClusterReport(HOST, unchanged=len(plan.of(Action.UNCHANGED)))
             host_report.created = [c.ref(HOST) for c in done[Action.CREATE]]
             host_report.updated = [c.ref(HOST) for c in done[Action.UPDATE]]
             host_report.pruned = [c.ref(HOST) for c in done[Action.PRUNE]]
             report.clusters[HOST] = host_report
-            return host.read_apps(conn, kinds) if plan.pending else {
-                host.app_key(o): o for k, o in live.items() if k[0] != "Namespace"}
+            apps = {host.app_key(o): o for k, o in live.items() if k[0] != "Namespace"}
+            for change in plan.pending:  # as the API server answered each write
+                if change.key[0] == "Namespace":
+                    continue
+                if change.action is Action.PRUNE and change.live is not None:
+                    apps.pop(host.app_key(change.live), None)
+                elif change.predicted is not None:
+                    apps[host.app_key(change.predicted)] = change.predicted
+            return apps
         except CLUSTER_ERRORS as exc:
             report.clusters[HOST] = ClusterReport(HOST, error=explain(exc))
             self.echo(f"host: FAILED: {explain(exc)}")
             return {}
+
+    def _host_live(self, conn: Connection) -> dict[Key, Obj]:
+        """The host's CRDs ensured, then its spec resources and their namespaces: one LIST
+        per kind, or (``watch``) the host's watch cache, which also holds the CRDs."""
+        from reconciler import host
+
+        watched = [host.CRD_KIND, *host.spec_kinds(), NAMESPACE]
+        if not self.watch:
+            host.ensure_crds(conn)
+            return read.list_many(conn, watched[1:])
+        if self.host_cache is not None:
+            live = self.host_cache.snapshot()
+            crds = {k: o for k, o in live.items() if k[0] == host.CRD_KIND.kind}
+            if host.ensure_crds(conn, existing=crds):  # another version's CRDs: watch anew
+                self.host_cache.close()
+                self.host_cache = None
+        if self.host_cache is None:
+            host.ensure_crds(conn)
+            self.host_cache = ClusterCache(conn, watched=watched)
+        return {k: o for k, o in self.host_cache.snapshot().items()
+                if k[0] != host.CRD_KIND.kind}
 
     def _host_ok(self, report: PassReport) -> Connection | None:
         """The host's connection when this pass reached it without an error."""

@@ -8,14 +8,14 @@ from __future__ import annotations
 import functools
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kubernetes import client as k8s
 
 from pincompile import crds
 from pincompile.catalog import Catalog
-from pincompile.manifest import MANAGED_BY, MANAGED_BY_VALUE
+from pincompile.manifest import ANNOTATION_REVISION, MANAGED_BY, MANAGED_BY_VALUE
 from reconciler.clients import read, write
 from reconciler.clients.connect import Connection
 from reconciler.kinds import KindInfo
@@ -24,6 +24,12 @@ from reconciler.model import Obj
 API_VERSION = f"{crds.GROUP}/{crds.VERSION}"
 AppKey = tuple[str, str, str]
 """(kind, project, name) of a workload spec."""
+ANNOTATION_COMPILED = "pincompute.io/compiled-digest"
+"""On an app's resource: the digest of the app's compiled objects (see
+:func:`reconciler.desired.app_digests`). A commit that changes them changes it, so the
+resource is written again, with that commit in its ``pincompute.io/revision``; a commit
+that leaves them alone writes nothing."""
+CRD_KIND = KindInfo("apiextensions.k8s.io/v1", "CustomResourceDefinition", False)
 
 
 def spec_kinds() -> list[KindInfo]:
@@ -41,12 +47,13 @@ def _wanted_crds() -> tuple[Obj, ...]:
     return tuple(crds.all_crds())
 
 
-def ensure_crds(conn: Connection, *, timeout: float = 60.0) -> int:
+def ensure_crds(conn: Connection, *, timeout: float = 60.0,
+                existing: Mapping[read.Key, Obj] | None = None) -> int:
     """Install the CRDs that are missing (or differ); wait until served. Returns how many
-    were written."""
+    were written. ``existing``: the live CRDs (a watch cache's), else one LIST."""
     wanted = _wanted_crds()
-    existing, _ = read.list_managed(conn, KindInfo("apiextensions.k8s.io/v1",
-                                                   "CustomResourceDefinition", False))
+    if existing is None:
+        existing, _ = read.list_managed(conn, CRD_KIND)
     written = 0
     for crd in wanted:
         live = existing.get(read.key_of({**crd, "kind": "CustomResourceDefinition"}))
@@ -70,8 +77,10 @@ def ensure_crds(conn: Connection, *, timeout: float = 60.0) -> int:
     return written
 
 
-def desired_objects(catalog: Catalog, revision: str) -> list[Obj]:
-    """Every spec as its custom resource, plus the project namespaces they live in."""
+def desired_objects(catalog: Catalog, revision: str,
+                    digests: Mapping[AppKey, str] | None = None) -> list[Obj]:
+    """Every spec as its custom resource, plus the project namespaces they live in; an
+    app's resource carries the digest of its compiled objects (``digests``)."""
     out: list[Obj] = []
     namespaces: set[str] = set()
     for entry in catalog.entries:
@@ -80,7 +89,10 @@ def desired_objects(catalog: Catalog, revision: str) -> list[Obj]:
         meta = cr["metadata"]
         meta.setdefault("labels", {})[MANAGED_BY] = MANAGED_BY_VALUE
         meta.setdefault("annotations", {})["pincompute.io/source"] = entry.file
-        meta["annotations"]["pincompute.io/revision"] = revision
+        meta["annotations"][ANNOTATION_REVISION] = revision
+        digest = (digests or {}).get(app_key(cr))
+        if digest is not None:
+            meta["annotations"][ANNOTATION_COMPILED] = digest
         if meta.get("namespace"):
             namespaces.add(meta["namespace"])
         out.append(cr)
@@ -94,6 +106,14 @@ def app_key(cr: Obj) -> AppKey:
     meta = cr["metadata"]
     project = (meta.get("labels") or {}).get(crds.PROJECT_LABEL) or meta.get("namespace") or ""
     return (str(cr["kind"]), str(project), str(meta["name"]))
+
+
+def observed_revision(cr: Obj) -> str | None:
+    """The commit that last changed an app's spec or compiled objects: the revision its
+    resource was last written at (a commit that changes neither leaves it)."""
+    annotations = (cr.get("metadata") or {}).get("annotations") or {}
+    revision = annotations.get(ANNOTATION_REVISION)
+    return str(revision) if revision else None
 
 
 def cr_ref(key: AppKey) -> Obj:

@@ -19,7 +19,7 @@ from reconciler.clients.read import Key, key_of
 from reconciler.desired import MemberState
 from reconciler.errors import CLUSTER_ERRORS, explain
 from reconciler.failover.decide import AppMove
-from reconciler.model import Health, Left, ObjectRef, Phase
+from reconciler.model import Health, Left, Obj, ObjectRef, Phase
 from reconciler.rollout.plan import AppRollout
 from reconciler.scaling.step import floor_status, hpas_by_app, replicas_seen
 from reconciler.status import AppKey
@@ -39,18 +39,31 @@ class Decided:
     held: dict[AppKey, int] = field(default_factory=dict)
     """Replicas the survivors' floors hold per scaled app (failover)."""
     rebalanced: dict[AppKey, dict[str, Any]] = field(default_factory=dict)
+    revisions: dict[AppKey, str] = field(default_factory=dict)
+    """The commit that last changed each app's spec or compiled objects (its status's
+    ``observedRevision``: a push that leaves an app alone rewrites nothing of it)."""
+
+
+def revisions_of(resources: dict[AppKey, Obj]) -> dict[AppKey, str]:
+    """:attr:`Decided.revisions` from the apps' resources on the host."""
+    from reconciler import host
+
+    return {app: revision for app, cr in resources.items()
+            if (revision := host.observed_revision(cr)) is not None}
 
 
 def documents(members: dict[str, MemberState], stored: dict[AppKey, dict[str, Any]],
               revision: str, decided: Decided, now: datetime) -> dict[AppKey, dict[str, Any]]:
-    """Every app's status document (``now``: the instant scheduled floors are read at)."""
+    """Every app's status document (``now``: the instant scheduled floors are read at;
+    ``revision``: the pass's, for an app without its own in ``decided.revisions``)."""
     views, written = _views(members)
     hpas = hpas_by_app(members)
     out: dict[AppKey, dict[str, Any]] = {}
     for app in sorted(views):
         plan = decided.rollouts.get(app)
         doc = status.app_status(
-            views[app], revision=revision, rollout=plan.state.to_json() if plan else None,
+            views[app], revision=decided.revisions.get(app, revision),
+            rollout=plan.state.to_json() if plan else None,
             previous=stored.get(app), applied=app in written)
         if app in decided.held:
             count_held(doc, decided.held[app])

@@ -159,27 +159,34 @@ def read_live(conn: Connection) -> dict[Key, Obj]:
 
 def plan_cluster(conn: Connection, desired: list[Obj], live: dict[Key, Obj],
                  options: Options, initial_replicas: dict[Key, int] | None = None,
-                 memo: PlanMemo | None = None) -> ClusterPlan:
+                 memo: PlanMemo | None = None,
+                 digests: applied.Digests | None = None) -> ClusterPlan:
     """Compare desired with live through dry-run applies; nothing is written.
 
     ``initial_replicas``: the replicas a new autoscaled workload starts with (its cluster's
     share of the app's replicas). ``memo``: skip the dry-run of objects found unchanged
-    before whose desired content and live ``resourceVersion`` are the same again."""
+    before whose desired content and live ``resourceVersion`` are the same again.
+    ``digests``: the pass's digests of desired objects, to reuse."""
     scaled = autoscaled(desired)
     plan = ClusterPlan(conn.name, live=live)
     creating_namespaces = {d["metadata"]["name"] for d in desired
                            if d["kind"] == "Namespace" and key_of(d) not in live}
 
-    def one(obj: Obj) -> Change:
+    def one(obj: Obj, *, local: bool = False) -> Change | None:
         change = _plan_object(conn, obj, live, options, scaled, creating_namespaces,
-                              initial_replicas or {}, memo)
-        if memo is not None:
+                              initial_replicas or {}, memo, digests, local=local)
+        if memo is not None and change is not None:
             memo.record(change)
         return change
 
     ordered = sorted(desired, key=lambda o: (kinds.order(o["kind"]), key_of(o)))
+    # what is decided without a request, here; only the dry-runs in threads (a thread's
+    # hand-off per object cost more than the check itself, for thousands of objects)
+    decided = [one(obj, local=True) for obj in ordered]
     with ThreadPoolExecutor(max_workers=options.workers) as pool:
-        plan.changes = list(pool.map(one, ordered))
+        asked = iter(pool.map(one, [o for o, c in zip(ordered, decided, strict=True)
+                                    if c is None]))
+        plan.changes = [c if c is not None else _given(next(asked)) for c in decided]
     desired_keys = {key_of(d) for d in desired}
     if memo is not None:
         memo.keep_only(desired_keys)
@@ -214,7 +221,11 @@ def prune_limit(max_prune: str, managed: int) -> int:
 
 def _plan_object(conn: Connection, obj: Obj, live: dict[Key, Obj], options: Options,
                  scaled: set[Key], creating_namespaces: set[str],
-                 initial_replicas: dict[Key, int], memo: PlanMemo | None = None) -> Change:
+                 initial_replicas: dict[Key, int], memo: PlanMemo | None = None,
+                 digests: applied.Digests | None = None, *, local: bool = False
+                 ) -> Change | None:
+    """What one object needs (``local``: only if that is known without a request; else
+    None)."""
     key = key_of(obj)
     current = live.get(key)
     to_apply = obj  # never changed in place below: a copy where it differs
@@ -226,13 +237,17 @@ def _plan_object(conn: Connection, obj: Obj, live: dict[Key, Obj], options: Opti
             spec.pop("replicas", None)
         to_apply = {**obj, "spec": spec}
     # the record leaves out replicas an HPA owns: the same whether set (at creation) or not
-    to_apply = applied.stamp(to_apply, _without_replicas(to_apply) if key in scaled else None)
+    to_apply = applied.stamp(to_apply, _without_replicas(to_apply) if key in scaled else None,
+                             digests)
     if current is not None and _failed_pod_to_recreate(current):
         return Change(Action.REPLACE, key, desired=to_apply, live=current, predicted=to_apply,
                       reason="the pod failed and asks for failover")
-    if current is not None and (applied.unchanged(to_apply, current) or (
-            memo is not None and memo.still_unchanged(key, to_apply, current))):
+    # the memo first: two strings compared, where the record's check walks every value
+    if current is not None and ((memo is not None and memo.still_unchanged(
+            key, to_apply, current)) or applied.unchanged(to_apply, current)):
         return Change(Action.UNCHANGED, key, desired=to_apply, live=current, predicted=current)
+    if local:
+        return None
     try:
         predicted = write.apply(conn, to_apply, dry_run=True)
     except DynamicApiError as exc:
@@ -262,6 +277,12 @@ def _plan_object(conn: Connection, obj: Obj, live: dict[Key, Obj], options: Opti
         return Change(Action.UNCHANGED, key, desired=to_apply, live=current, predicted=predicted)
     return Change(Action.UPDATE, key, desired=to_apply, live=current, predicted=predicted,
                   reason="" if is_managed(current) else "adopted")
+
+
+def _given(change: Change | None) -> Change:
+    """A change planned with its requests (never None)."""
+    assert change is not None
+    return change
 
 
 def _held(key: Key, desired: Obj, held: Obj | None, options: Options,

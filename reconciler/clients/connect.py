@@ -30,6 +30,7 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 
+from reconciler.clients.discovery import Discoverer
 from reconciler.clients.record import access_request, recorder
 
 FIELD_MANAGER = "pincompile"
@@ -247,7 +248,7 @@ class Connection:
         with self._lock:
             if self._dynamic is None:
                 try:
-                    self._dynamic = DynamicClient(self.api)
+                    self._dynamic = DynamicClient(self.api, discoverer=Discoverer)
                 except CONNECT_ERRORS as exc:
                     raise ClusterUnreachable(_reason(exc)) from exc
             return self._dynamic

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import orjson
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
 from pincompile.manifest import MANAGED_BY, MANAGED_BY_VALUE
@@ -55,8 +56,10 @@ def list_managed(conn: Connection, kind: KindInfo, *, field_selector: str | None
     Objects a controller made (with an ``ownerReference``: a Deployment's pods, a Job's
     pods, their volume claims) carry our labels from the template but are not ours."""
     explicit = bool(field_selector or label_selector)
-    data: Obj = conn.resource(kind.api_version, kind.kind).get(
-        **selector(field_selector, label_selector), serializer=plain)
+    # parsed by orjson, several times faster than the client's json.loads
+    response = conn.resource(kind.api_version, kind.kind).get(
+        **selector(field_selector, label_selector), serialize=False)
+    data: Obj = orjson.loads(response.data)
     found: dict[Key, Obj] = {}
     for item in data.get("items") or []:
         if not explicit and (item.get("metadata") or {}).get("ownerReferences"):

@@ -202,6 +202,46 @@ def test_a_warm_watch_cache_answers_a_pass_without_any_list(
                  if n != "host"}
         assert sorted(lists) == list(MEMBERS) and set(lists.values()) == {0}, lists
         assert sum(c.stats.writes for c in reconciler.connections.values()) == 0
+        assert sum(reconciler.connections["host"].stats.lists.values()) == 0
+    finally:
+        reconciler.close()
+
+
+def test_a_push_that_changes_one_app_writes_only_that_apps_objects_and_status(
+        rt_fleet: fleet_mod.FleetState, repo: Path, api: Callable[[str], k8s.ApiClient]
+) -> None:
+    reconciler = Reconciler(str(rt_fleet.kubeconfig), watch=True, wait=False,
+                            clock=lambda: SUNDAY)
+    try:
+        before = compile_path(repo)
+        assert reconciler.run(before).ok
+        edit(repo, "apps/shop/api.yaml", lambda docs: docs[0]["spec"]["template"][
+            "containers"][0].update(image="registry.internal/shop/api:2.0.1"), "api 2.0.1")
+        after = compile_path(repo)
+        for conn in reconciler.connections.values():
+            conn.stats.reset()
+        report = reconciler.run(after)
+        assert report.ok, report
+        written = [ref for name, c in report.clusters.items() if name != "host"
+                   for ref in [*c.created, *c.updated, *c.replaced, *c.pruned]]
+        api_clusters = [c for c in MEMBERS if _has(api, c, "api")]
+        assert sorted((r.cluster, r.kind, r.name) for r in written) == \
+            [(c, "Deployment", "api") for c in api_clusters]
+        members: Counter[str] = Counter()
+        for name, conn in reconciler.connections.items():
+            if name != "host":
+                members.update(conn.stats.writes_by_resource)
+        assert members == {"deployments": len(api_clusters)}, members
+        # on the host: the app's resource (its new compiled digest), its status, one Event
+        host = reconciler.connections["host"].stats
+        assert host.writes_by_resource == {"pinapps": 2, "events": 1}, host.writes_by_resource
+        assert sum(host.lists.values()) == 0
+        statuses = {"/".join(k): v for k, v in reconciler.statuses.items()}
+        assert statuses["PinApp/shop/api"]["observedRevision"] == after.revision
+        assert {c["observedRevision"] for c in statuses["PinApp/shop/api"]["clusters"]} \
+            == {after.revision}
+        for untouched in ("PinApp/shop/web", "PinScaler/shop/api", "PinPod/shop/notebook"):
+            assert statuses[untouched]["observedRevision"] not in ("", after.revision)
     finally:
         reconciler.close()
 
