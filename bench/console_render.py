@@ -34,8 +34,14 @@ from reconciler.store import Store
 
 CLUSTERS = ["rt-a", "rt-b", "rt-c", "batch-a", "batch-b", "gpu-a"]
 PROJECTS = ["search", "ads", "ml", "platform-system"]
-KINDS = ["PinApp", "PinterestService", "PinJob", "PinScaler"]
-PHASES = ["Healthy"] * 30 + ["Progressing", "Degraded", "Failed", "Suspended"]
+KINDS = ["PinApp", "PinterestService", "PinterestJobSet", "PinPod"]
+PHASES = ["Healthy"] * 30 + ["Progressing", "Degraded", "Failed"]
+READY = {"Healthy": (3, 3), "Progressing": (1, 2), "Degraded": (1, 2), "Failed": (0, 0),
+         "Suspended": (0, 0)}
+"""Ready pods of 3 a cell in each phase may show (a Suspended app wants none)."""
+MESSAGES = {"Healthy": "", "Progressing": "rolling out: {n} of 3 pods updated",
+            "Degraded": "{n} of 3 pods not ready", "Failed": "ImagePullBackOff: image not found",
+            "Suspended": "stopped in its spec"}
 WORST = ["Healthy", "Suspended", "Progressing", "Degraded", "Failed"]
 
 
@@ -61,15 +67,19 @@ def synthetic(apps: int, clusters: int, seed: int) -> dict[tuple[str, str, str],
     rng = random.Random(seed)
     out: dict[tuple[str, str, str], Any] = {}
     for i in range(apps):
-        entries = [{"name": c, "phase": rng.choice(PHASES), "replicas": 3,
-                    "readyReplicas": rng.randint(0, 3), "message": "" if rng.random() < 0.9
-                    else f"Deployment/x/app-{i} in {c}: 1 of 3 pods not ready"}
-                   for c in CLUSTERS[:clusters]]
+        suspended = rng.random() < 0.03
+        entries = []
+        for c in CLUSTERS[:clusters]:
+            phase = "Suspended" if suspended else rng.choice(PHASES)
+            n = rng.randint(*READY[phase])
+            entries.append({"name": c, "phase": phase, "readyReplicas": n,
+                            "replicas": 0 if suspended else 3,
+                            "message": MESSAGES[phase].format(n=n)})
         worst = max(entries, key=lambda e: WORST.index(e["phase"]))
         ready = sum(e["readyReplicas"] for e in entries)
         out[(KINDS[i % len(KINDS)], PROJECTS[i % len(PROJECTS)], f"app-{i:05}")] = {
             "phase": worst["phase"], "message": worst["message"],
-            "ready": f"{ready}/{3 * len(entries)}", "clusters": entries,
+            "ready": f"{ready}/{sum(e['replicas'] for e in entries)}", "clusters": entries,
             "lastAppliedRevision": f"{rng.getrandbits(64):016x}",
             "lastAppliedTime": "2026-11-26T09:00:00Z"}
     return out

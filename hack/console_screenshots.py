@@ -49,9 +49,15 @@ def seed(store: Store) -> None:
 def main() -> None:
     chromium = shutil.which("chromium") or "/usr/bin/chromium"
     statuses = synthetic(1000, 6, seed=1)
-    statuses[APP] = {**statuses[APP], "rollout": {
-        "phase": "Halted", "message": "zone use1b: 1 of 3 pods not ready",
-        "zones": ["use1a", "use1b", "use1c"], "zoneIndex": 1}}
+    # the app the page shows: its rollout halted in the zone of rt-b, where a pod backs off
+    clusters = [{**c, "phase": "Healthy", "readyReplicas": 3, "replicas": 3, "message": ""}
+                for c in statuses[APP]["clusters"]]
+    clusters[1] = {**clusters[1], "phase": "Degraded", "readyReplicas": 2,
+                   "message": "1 of 3 pods not ready"}
+    statuses[APP] = {**statuses[APP], "phase": "Degraded", "ready": "17/18",
+                     "message": "rt-b: 1 of 3 pods not ready", "clusters": clusters,
+                     "rollout": {"phase": "Halted", "message": "zone use1b: 1 of 3 pods not ready",
+                                 "zones": ["use1a", "use1b", "use1c"], "zoneIndex": 1}}
     with tempfile.TemporaryDirectory() as tmp:
         store = Store.open(f"sqlite:///{tmp}/insight.db")
         seed(store)
