@@ -21,7 +21,7 @@ demo: setup
 	$(BIN)/pincompile compile examples -o out
 	$(BIN)/pincompile apply examples
 	@echo "manifests in out/; status any time: .venv/bin/pincompile status --live (fleet: make fleet-down)"
-	-@$(BIN)/python -m reconciler.fleet.demo examples
+	@$(BIN)/python -m reconciler.fleet.demo examples
 
 lint: setup
 	$(BIN)/ruff check pincompile reconciler tests bench
