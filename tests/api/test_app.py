@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -14,37 +14,14 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from reconciler.api.access import AccessError, Caller, RateLimits
+from reconciler.api.access import RateLimits
 from reconciler.api.app import Gateway, create_app
 from reconciler.api.openapi import document
 from reconciler.store import EventRecord, RevisionRecord, Store
+from tests.api.fakes import Statuses, TablePolicy
 
 ROOT = Path(__file__).resolve().parents[2]
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
-
-
-class TablePolicy:
-    """Tokens and grants as a table (the host's TokenReview/SubjectAccessReview are
-    exercised against a real API server in test_access_e2e.py)."""
-
-    def __init__(self, tokens: Mapping[str, str], grants: set[tuple[str, str, str, str]]):
-        self.tokens, self.grants = tokens, grants
-
-    def authenticate(self, token: str) -> Caller:
-        if token not in self.tokens:
-            raise AccessError(401, "the bearer token was not accepted by the host cluster")
-        return Caller(self.tokens[token])
-
-    def allowed(self, caller: Caller, action: str, kind: str, project: str) -> bool:
-        return (caller.user, action, kind, project) in self.grants
-
-
-class Statuses:
-    def __init__(self, statuses: dict[tuple[str, str, str], Mapping[str, Any]]) -> None:
-        self._statuses = statuses
-
-    def statuses(self) -> Mapping[tuple[str, str, str], Mapping[str, Any]]:
-        return self._statuses
 
 
 def status(phase: str, *clusters: str) -> dict[str, Any]:

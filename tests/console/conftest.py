@@ -11,31 +11,11 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from reconciler.api.access import AccessError, Caller, RateLimits
+from reconciler.api.access import RateLimits
 from reconciler.api.app import Gateway, create_app
 from reconciler.console.routes import mount_console
 from reconciler.store import Store
-
-
-class TablePolicy:
-    def __init__(self, tokens: Mapping[str, str], grants: set[tuple[str, str, str, str]]):
-        self.tokens, self.grants = tokens, grants
-
-    def authenticate(self, token: str) -> Caller:
-        if token not in self.tokens:
-            raise AccessError(401, "the bearer token was not accepted by the host cluster")
-        return Caller(self.tokens[token])
-
-    def allowed(self, caller: Caller, action: str, kind: str, project: str) -> bool:
-        return (caller.user, action, kind, project) in self.grants
-
-
-class Statuses:
-    def __init__(self, statuses: dict[tuple[str, str, str], Mapping[str, Any]]) -> None:
-        self.items = statuses
-
-    def statuses(self) -> Mapping[tuple[str, str, str], Mapping[str, Any]]:
-        return self.items
+from tests.api.fakes import Statuses, TablePolicy
 
 
 def status(phase: str, **clusters: str) -> dict[str, Any]:
