@@ -7,11 +7,13 @@ from __future__ import annotations
 import inspect
 import shutil
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any, TypeVar
 
 import click
+from pydantic import BaseModel
 
 from pincompile.appref import AppRef, AppRefError, parse_app_ref
 from pincompile.commands.common import EXIT_CLUSTER, EXIT_INVALID, EXIT_OK, EXIT_USAGE, fail
@@ -21,6 +23,7 @@ from reconciler.commands.options import DURATION
 from reconciler.commands.status import age, columns, render, render_table
 
 F = TypeVar("F", bound=Callable[..., Any])
+Model = TypeVar("Model", bound=BaseModel)
 
 EXIT_CODES = """\b
 Exit codes: 0 ok, 1 not found (no such app, or no container matches), 2 usage (a bad
@@ -241,14 +244,9 @@ def events(app: AppRef, fmt: str, **api: Any) -> None:
     client = client_of(**api)
     with api_errors(str(app)):
         found = client.events(*app)
-    if fmt in ("json", "yaml"):
-        click.echo(render([e.model_dump(mode="json") for e in found], fmt))
-    else:
-        table = [["TIME", "TYPE", "REASON", "CLUSTER", "COUNT", "OBJECT", "MESSAGE"]] + [
-            [e.time.strftime("%Y-%m-%dT%H:%M:%SZ"), e.type, e.reason, e.cluster or "-",
-             e.count, e.object or "-", e.message] for e in found]
-        click.echo(columns(table, _width(fmt)) if found else "no events")
-    sys.exit(EXIT_OK)
+    _records(found, fmt, ["TIME", "TYPE", "REASON", "CLUSTER", "COUNT", "OBJECT", "MESSAGE"],
+             lambda e: [_utc(e.time), e.type, e.reason, e.cluster or "-", e.count,
+                        e.object or "-", e.message], "no events")
 
 
 @click.command("history")
@@ -267,14 +265,24 @@ def history(app: AppRef, fmt: str, **api: Any) -> None:
     client = client_of(**api)
     with api_errors(str(app)):
         found = client.history(*app)
+    _records(found, fmt, ["APPLIED", "REVISION", "RESULT", "COMMIT", "AUTHOR", "PUSH", "DETAIL"],
+             lambda r: [_utc(r.appliedAt), r.revision[:12], r.result, r.commit[:12] or "-",
+                        r.author or "-", r.push or "-", r.detail], "no revisions")
+
+
+def _utc(when: datetime) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _records(found: Sequence[Model], fmt: str, header: list[str],
+             row: Callable[[Model], list[Any]], none: str) -> None:
+    """``events``' and ``history``'s output: the API's documents (json, yaml) or a table;
+    exit 0."""
     if fmt in ("json", "yaml"):
         click.echo(render([r.model_dump(mode="json") for r in found], fmt))
     else:
-        table = [["APPLIED", "REVISION", "RESULT", "COMMIT", "AUTHOR", "PUSH", "DETAIL"]] + [
-            [r.appliedAt.strftime("%Y-%m-%dT%H:%M:%SZ"), r.revision[:12], r.result,
-             r.commit[:12] or "-", r.author or "-", r.push or "-", r.detail]
-            for r in found]
-        click.echo(columns(table, _width(fmt)) if found else "no revisions")
+        table = [header] + [row(r) for r in found]
+        click.echo(columns(table, _width(fmt)) if found else none)
     sys.exit(EXIT_OK)
 
 
