@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from reconciler.console.pods import Pods
 from reconciler.status import AppKey
 from reconciler.store import EventRecord, RevisionRecord
 
@@ -197,6 +198,7 @@ class AppPage:
     zones: list[Zone]
     events: list[EventRecord]
     history: list[RevisionRecord]
+    pods: Pods = field(default_factory=Pods)
 
     @property
     def phase(self) -> str:
@@ -219,3 +221,4 @@ def app_page(key: AppKey, status: Mapping[str, Any], events: list[EventRecord],
              for i, n in enumerate(names)]
     return AppPage(key=key, status=status, shares=shares, zones=zones,
                    events=list(reversed(events)), history=history)
+

@@ -13,6 +13,9 @@ from fastapi.testclient import TestClient
 
 from reconciler.api.access import RateLimits
 from reconciler.api.app import Gateway, create_app
+from reconciler.api.models import PodList
+from reconciler.api.pods import pod_summary
+from reconciler.clients.connect import Connection
 from reconciler.console.routes import mount_console
 from reconciler.store import Store
 from tests.api.fakes import Statuses, TablePolicy
@@ -40,6 +43,36 @@ def fleet_statuses() -> dict[tuple[str, str, str], Mapping[str, Any]]:
     return apps
 
 
+def pod(name: str, node: str, *, restarts: int = 0, last: str = "",
+        waiting: str = "") -> dict[str, Any]:
+    """A pod object of one container ``main`` as a kubelet reports it."""
+    state = {"waiting": {"reason": waiting}} if waiting else {"running": {}}
+    reported: dict[str, Any] = {"name": "main", "ready": not waiting, "restartCount": restarts,
+                                "state": state}
+    if last:
+        reported["lastState"] = {"terminated": {"reason": last, "exitCode": 137}}
+    return {"metadata": {"name": name, "namespace": "shop"},
+            "spec": {"nodeName": node, "containers": [{"name": "main", "image": "cart:1"}]},
+            "status": {"phase": "Running", "containerStatuses": [reported]}}
+
+
+class FixedPods:
+    """The member clusters' pods of app shop/cart, fixed; no member can be connected to
+    (so a log stream says why in its one line)."""
+
+    def pods(self, app: tuple[str, str, str], clusters: Any) -> PodList:
+        if app != ("PinApp", "shop", "cart"):
+            return PodList(items=[])
+        return PodList(items=[
+            pod_summary("east", pod("cart-7d4-a", "east-n1")),
+            pod_summary("west", pod("cart-7d4-b", "west-n2", restarts=4, last="OOMKilled",
+                                    waiting="CrashLoopBackOff"))],
+            unreadable=[{"cluster": "central", "message": "not read yet"}])
+
+    def connection(self, cluster: str) -> Connection | None:
+        return None
+
+
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[Store]:
     opened = Store.open(f"sqlite:///{tmp_path / 'insight.db'}")
@@ -53,7 +86,7 @@ def console(store: Store) -> TestClient:
               for kind in ("PinApp", "PinterestService")}
     gateway = Gateway(apps=Statuses(fleet_statuses()), store=store,
                       access=TablePolicy({"alice-token": "alice"}, grants),
-                      limits=RateLimits(qps=1000, burst=1000))
+                      limits=RateLimits(qps=1000, burst=1000), pods=FixedPods())
     app = create_app(gateway)
     mount_console(app)
     return TestClient(app, base_url="https://console.test", follow_redirects=False)

@@ -122,6 +122,21 @@ def test_the_app_page_has_placement_rollout_events_and_history(console: TestClie
     assert "<code>ffffffffffff</code>" in page and "ann" in page and "unconverged" in page
 
 
+def test_the_app_page_lists_every_pod_across_clusters_and_why_one_restarts(
+        console: TestClient) -> None:
+    page = logged_in(console).get("/apps/PinApp/shop/cart").text
+    rows = [re.sub(r"<[^>]+>", "|", row) for row in
+            re.findall(r"<tr>\s*<td>(?:east|west)</td>.*?</tr>", page, re.S)]
+    cells = [[c.strip() for c in row.split("|") if c.strip()] for row in rows]
+    assert cells == [
+        ["east", "cart-7d4-a", "east-n1", "Running", "1/1", "0"],
+        ["west", "cart-7d4-b", "west-n2", "Running", "0/1", "4", "main: CrashLoopBackOff",
+         "main: OOMKilled (137)"]]
+    assert "central: pods cannot be read (not read yet)" in page
+    empty = console.get("/apps/PinApp/shop/web-000").text
+    assert "No pods in any member cluster." in empty
+
+
 def test_another_projects_app_is_a_403_page(console: TestClient) -> None:
     client = logged_in(console)
     for path in ("/apps/PinApp/ads/secret", "/apps/PinApp/ads/no-such-app"):

@@ -1,0 +1,88 @@
+"""How the console answers: a page rendered with the session's CSRF value and the
+console's security headers, a problem page, the signed-in caller of a request (or the
+answer instead: the login form, 503, 429)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi import Request
+from fastapi.concurrency import run_in_threadpool
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from reconciler.api.access import AccessError, Caller
+from reconciler.api.app import Gateway
+from reconciler.console import session
+from reconciler.console.render import render
+
+REFRESH_SECONDS = 5
+HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
+                               "frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+    "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+
+
+def gateway_of(request: Request) -> Gateway:
+    gateway: Gateway = request.app.state.gateway
+    return gateway
+
+
+async def signed_in(request: Request) -> Caller | Response:
+    """The caller of a page, or the answer instead: to the login form (no or a rejected
+    token), 503 (no host cluster), 429 (over the rate limit)."""
+    gateway: Gateway | None = request.app.state.gateway
+    if gateway is None:
+        return await problem_page(request, None, 503, "the console needs the host cluster "
+                                                  "(serve --host-context)")
+    token = session.token_of(request)
+    if token is None:
+        return to_login(request)
+    try:
+        caller = await run_in_threadpool(gateway.access.authenticate, token)
+    except AccessError as exc:
+        if exc.status != 401:
+            return await problem_page(request, None, exc.status, str(exc))
+        response = to_login(request)
+        session.log_out(request, response)
+        return response
+    request.state.caller = caller
+    wait = gateway.limits.retry_after(caller)
+    if wait:
+        response = await problem_page(request, caller, 429, f"over the rate limit of "
+                                                        f"{gateway.limits.qps:g} requests/s")
+        response.headers["Retry-After"] = str(max(1, round(wait + 0.5)))
+        return response
+    return caller
+
+
+def to_login(request: Request) -> Response:
+    here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    target = "/login?" + urlencode({"next": here}) if here != "/" else "/login"
+    if request.headers.get("hx-request") == "true":  # a refresh: htmx loads the login page
+        return Response(status_code=401, headers={**HEADERS, "HX-Redirect": target})
+    return RedirectResponse(target, 303, headers=HEADERS)
+
+
+TITLES = {400: "Bad request", 401: "Not signed in", 403: "Forbidden", 404: "Not found",
+          429: "Too many requests", 503: "Unavailable"}
+
+
+async def problem_page(request: Request, caller: Caller | None, status: int,
+                   message: str) -> Response:
+    return await render_page(request, "problem.html", caller, status=status,
+                       title=TITLES.get(status, "Error"), message=message)
+
+
+async def render_page(request: Request, template: str, caller: Caller | None, *, status: int = 200,
+                **context: Any) -> Response:
+    csrf = session.csrf_of(request)
+    html = await run_in_threadpool(
+        render, template, user=caller.user if caller else None, csrf=csrf, status=status,
+        refresh=REFRESH_SECONDS, now=time.strftime("%H:%M:%S UTC", time.gmtime()), **context)
+    response = HTMLResponse(html, status, headers=HEADERS)
+    session.keep_csrf(request, response, csrf)
+    return response
