@@ -36,6 +36,12 @@ class Pods:
     rows: list[PodRow] = field(default_factory=list)
     unreadable: list[tuple[str, str]] = field(default_factory=list)
     problem: str = ""
+    containers: list[str] = field(default_factory=list)
+    """Every container name of the pods (what the logs panel may narrow to)."""
+
+    @property
+    def clusters(self) -> list[str]:
+        return sorted({row.cluster for row in self.rows})
 
 
 def pods_of(found: PodList) -> Pods:
@@ -49,7 +55,8 @@ def pods_of(found: PodList) -> Pods:
         rows.append(PodRow(cluster=pod.cluster, name=pod.name, node=pod.node or "-",
                            phase=pod.phase, ready=pod.ready, restarts=pod.restarts,
                            state=", ".join(states), last_termination=", ".join(ended)))
-    return Pods(rows=rows, unreadable=[(p.cluster, p.message) for p in found.unreadable])
+    return Pods(rows=rows, unreadable=[(p.cluster, p.message) for p in found.unreadable],
+                containers=sorted({c.name for p in found.items for c in p.containers}))
 
 
 def read_pods(gateway: Gateway, app: AppKey) -> Pods:

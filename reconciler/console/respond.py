@@ -5,6 +5,7 @@ answer instead: the login form, 503, 429)."""
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
@@ -15,6 +16,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from reconciler.api.access import AccessError, Caller
 from reconciler.api.app import Gateway
 from reconciler.console import session
+from reconciler.console.members import MemberSource
 from reconciler.console.render import render
 
 REFRESH_SECONDS = 5
@@ -24,6 +26,20 @@ HEADERS = {
     "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
+
+
+@dataclass(frozen=True)
+class Sources:
+    """What the console reads beside the API's gateway (``serve`` passes them to
+    ``mount_console``): the member clusters' health and the repository's URL."""
+
+    members: MemberSource | None = None
+    repo: str = ""
+
+
+def sources_of(request: Request) -> Sources:
+    sources: Sources = getattr(request.app.state, "console", None) or Sources()
+    return sources
 
 
 def gateway_of(request: Request) -> Gateway:
@@ -37,7 +53,7 @@ async def signed_in(request: Request) -> Caller | Response:
     gateway: Gateway | None = request.app.state.gateway
     if gateway is None:
         return await problem_page(request, None, 503, "the console needs the host cluster "
-                                                  "(serve --host-context)")
+                                                      "(serve --host-context)")
     token = session.token_of(request)
     if token is None:
         return to_login(request)
@@ -53,7 +69,7 @@ async def signed_in(request: Request) -> Caller | Response:
     wait = gateway.limits.retry_after(caller)
     if wait:
         response = await problem_page(request, caller, 429, f"over the rate limit of "
-                                                        f"{gateway.limits.qps:g} requests/s")
+                                                            f"{gateway.limits.qps:g} requests/s")
         response.headers["Retry-After"] = str(max(1, round(wait + 0.5)))
         return response
     return caller
@@ -72,13 +88,13 @@ TITLES = {400: "Bad request", 401: "Not signed in", 403: "Forbidden", 404: "Not 
 
 
 async def problem_page(request: Request, caller: Caller | None, status: int,
-                   message: str) -> Response:
+                       message: str) -> Response:
     return await render_page(request, "problem.html", caller, status=status,
                        title=TITLES.get(status, "Error"), message=message)
 
 
 async def render_page(request: Request, template: str, caller: Caller | None, *, status: int = 200,
-                **context: Any) -> Response:
+                      **context: Any) -> Response:
     csrf = session.csrf_of(request)
     html = await run_in_threadpool(
         render, template, user=caller.user if caller else None, csrf=csrf, status=status,

@@ -18,13 +18,18 @@ from starlette.staticfiles import StaticFiles
 from reconciler.api.access import AccessError, audit
 from reconciler.api.app import Gateway
 from reconciler.console import session
+from reconciler.console.logroutes import add_log_routes, may_read_logs
+from reconciler.console.logs import LogFilter
+from reconciler.console.members import MemberSource
 from reconciler.console.pods import read_pods
 from reconciler.console.respond import (
     HEADERS,
+    Sources,
     gateway_of,
     problem_page,
     render_page,
     signed_in,
+    sources_of,
 )
 from reconciler.console.views import PAGE_SIZES, Filters, app_page, grid
 from reconciler.status import APP_KINDS
@@ -36,8 +41,11 @@ FORM_MAX = 32 * 1024
 CONSOLE_PATHS = ("/", "/login", "/logout", "/apps/")
 
 
-def mount_console(app: FastAPI) -> None:
-    """Add the console to the API's app (``create_app``); it reads ``app.state.gateway``."""
+def mount_console(app: FastAPI, *, members: MemberSource | None = None,
+                  repo: str = "") -> None:
+    """Add the console to the API's app (``create_app``); it reads ``app.state.gateway``,
+    the member clusters' health from ``members`` and links commits of ``repo``."""
+    app.state.console = Sources(members=members, repo=repo)
     app.mount("/static", StaticFiles(packages=[("reconciler.console", "static")]),
               name="console-static")
 
@@ -54,6 +62,7 @@ def mount_console(app: FastAPI) -> None:
     app.add_api_route("/", overview, methods=["GET"], include_in_schema=False)
     app.add_api_route("/apps/{kind}/{project}/{name}", app_view, methods=["GET"],
                       include_in_schema=False)
+    add_log_routes(app)
     app.add_api_route("/login", login_form, methods=["GET"], include_in_schema=False)
     app.add_api_route("/login", log_in, methods=["POST"], include_in_schema=False)
     app.add_api_route("/logout", log_out, methods=["POST"], include_in_schema=False)
@@ -70,9 +79,11 @@ async def overview(request: Request) -> Response:
         return gateway.access.allowed(who, "list", kind, project)
 
     page = await run_in_threadpool(grid, gateway.apps.statuses(), filters, may_list)
+    source = sources_of(request).members
+    members = await run_in_threadpool(source.health) if source is not None else None
     partial = request.headers.get("hx-request") == "true"
     return await render_page(request, "grid.html" if partial else "overview.html", who,
-                       grid=page, sizes=PAGE_SIZES)
+                             grid=page, sizes=PAGE_SIZES, members=members)
 
 
 async def app_view(request: Request, kind: str, project: str, name: str) -> Response:
@@ -82,10 +93,10 @@ async def app_view(request: Request, kind: str, project: str, name: str) -> Resp
     gateway = gateway_of(request)
     if kind not in APP_KINDS:
         return await problem_page(request, who, 404, f"no app kind {kind!r}; one of "
-                                                 f"{', '.join(sorted(APP_KINDS))}")
+                                                     f"{', '.join(sorted(APP_KINDS))}")
     if not await run_in_threadpool(gateway.access.allowed, who, "read", kind, project):
         return await problem_page(request, who, 403, f"{who.user} may not read {kind} apps "
-                                                 f"in project {project}")
+                                                     f"in project {project}")
     key = (kind, project, name)
     status = gateway.apps.statuses().get(key)
     if status is None:
@@ -94,7 +105,8 @@ async def app_view(request: Request, kind: str, project: str, name: str) -> Resp
     history = await run_in_threadpool(gateway.store.history, key, limit=REVISIONS_SHOWN)
     page = app_page(key, status, events, history)
     page.pods = await run_in_threadpool(read_pods, gateway, key)
-    return await render_page(request, "app.html", who, page=page)
+    return await render_page(request, "app.html", who, page=page, log_filter=LogFilter(),
+                             may_logs=await may_read_logs(request, who, kind, project))
 
 
 async def login_form(request: Request) -> Response:
@@ -107,22 +119,22 @@ async def log_in(request: Request) -> Response:
     target = session.local_path(form.get("next", "/"))
     if not session.csrf_ok(request, form.get(session.CSRF_FIELD, "")):
         return await problem_page(request, None, 403, "the form was not sent from this console "
-                                                  "(CSRF check failed): reload and retry")
+                                                      "(CSRF check failed): reload and retry")
     token = form.get("token", "").strip()
     if not token or len(token) > session.TOKEN_MAX:
         return await render_page(request, "login.html", None, status=400, next=target,
-                           error="Enter a bearer token (at most 16 KiB).")
+                                 error="Enter a bearer token (at most 16 KiB).")
     gateway: Gateway | None = request.app.state.gateway
     if gateway is None:
         return await problem_page(request, None, 503, "the console needs the host cluster "
-                                                  "(serve --host-context)")
+                                                      "(serve --host-context)")
     try:
         request.state.caller = await run_in_threadpool(gateway.access.authenticate, token)
     except AccessError as exc:
         if exc.status != 401:
             return await problem_page(request, None, exc.status, str(exc))
         return await render_page(request, "login.html", None, status=401, next=target,
-                           error="The host cluster did not accept this token.")
+                                 error="The host cluster did not accept this token.")
     response = RedirectResponse(target, 303, headers=HEADERS)
     session.log_in(request, response, token)
     return response
@@ -132,7 +144,7 @@ async def log_out(request: Request) -> Response:
     form = await _form(request)
     if not session.csrf_ok(request, form.get(session.CSRF_FIELD, "")):
         return await problem_page(request, None, 403, "the form was not sent from this console "
-                                                  "(CSRF check failed): reload and retry")
+                                                      "(CSRF check failed): reload and retry")
     response = RedirectResponse("/login", 303, headers=HEADERS)
     session.log_out(request, response)
     return response

@@ -142,7 +142,8 @@ class ServeApp:
                           Deliveries(options.replay_window)),
             self.mirror.url, self.apps, status_token=options.status_token,
             limits=HTTPLimits(read_timeout=max(1, round(options.read_timeout))),
-            gateway=self.served_api.gateway if self.served_api else None)
+            gateway=self.served_api.gateway if self.served_api else None,
+            members=self.served_api.members if self.served_api else None)
         self.shutdown = threading.Event()
         self._stop_campaign = threading.Event()
         self._threads: list[threading.Thread] = []

@@ -12,6 +12,7 @@ from reconciler.api.app import Gateway
 from reconciler.api.pods import MemberPods
 from reconciler.api.sources import HostApps
 from reconciler.clients.connect import ClusterUnreachable, Connection, KubeconfigError
+from reconciler.console.members import MemberClusters
 from reconciler.fleet.build import cache_root
 from reconciler.live import member_contexts
 from reconciler.serve.mirror import Mirror
@@ -32,11 +33,14 @@ class ServedAPI:
     collector: HostCollector
     apps: HostApps
     pods: MemberPods
+    members: MemberClusters
+    """The member clusters' health for the console's overview."""
 
     def close(self) -> None:
         self.collector.close()
         self.apps.close()
         self.pods.close()
+        self.members.close()
         self.gateway.store.close()
 
 
@@ -70,4 +74,4 @@ def open_api(kubeconfig: str | None, context: str, mirror: Mirror, *, store_url:
     pods = MemberPods(kubeconfig, lambda: member_contexts(host))
     gateway = Gateway(apps=apps, store=store, access=HostAccess(host),
                       limits=RateLimits(rate, max(1, round(rate * 2))), pods=pods)
-    return ServedAPI(gateway, collector, apps, pods)
+    return ServedAPI(gateway, collector, apps, pods, MemberClusters(host, kubeconfig))

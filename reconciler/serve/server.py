@@ -42,6 +42,7 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from reconciler.api.app import Gateway, create_app
+from reconciler.console.members import MemberSource
 from reconciler.console.routes import mount_console
 from reconciler.serve.metrics import CONTENT_TYPE
 from reconciler.serve.redact import redact_data
@@ -81,14 +82,15 @@ class ServeHTTPServer:
     def __init__(self, address: tuple[str, int], service: Service, hooks: WebhookConfig,
                  repo: str, apps: AppStatusReader | None = None, *,
                  status_token: bytes | None = None, limits: HTTPLimits | None = None,
-                 gateway: Gateway | None = None) -> None:
+                 gateway: Gateway | None = None, members: MemberSource | None = None
+                 ) -> None:
         self.service, self.hooks, self.repo, self.apps = service, hooks, repo, apps
         self.status_token = status_token
         """When set, ``/status`` and ``/metrics`` need ``Authorization: Bearer <token>``."""
         self.limits = limits or HTTPLimits()
         self.app = create_app(gateway)
         self._routes(self.app)
-        mount_console(self.app)
+        mount_console(self.app, members=members, repo=repo)
         self._socket = socket.create_server(address, backlog=1024)
         front = BoundedBody(self.app, hooks.max_body, self.limits.read_timeout, self._refused)
         self._server = uvicorn.Server(uvicorn.Config(

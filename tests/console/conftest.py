@@ -16,6 +16,7 @@ from reconciler.api.app import Gateway, create_app
 from reconciler.api.models import PodList
 from reconciler.api.pods import pod_summary
 from reconciler.clients.connect import Connection
+from reconciler.console.members import MemberHealth
 from reconciler.console.routes import mount_console
 from reconciler.store import Store
 from tests.api.fakes import Statuses, TablePolicy
@@ -73,6 +74,19 @@ class FixedPods:
         return None
 
 
+MEMBERS = [
+    MemberHealth("central", None),
+    MemberHealth("east", True, nodes_ready=3, nodes=4),
+    MemberHealth("west", False, problem="connection refused", failover="Lost",
+                 failover_reason="unreachable for 310s (grace 300s): connection refused",
+                 since="2026-11-01T12:00:00Z")]
+
+
+class FixedMembers:
+    def health(self) -> list[MemberHealth]:
+        return MEMBERS
+
+
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[Store]:
     opened = Store.open(f"sqlite:///{tmp_path / 'insight.db'}")
@@ -82,13 +96,15 @@ def store(tmp_path: Path) -> Iterator[Store]:
 
 @pytest.fixture
 def console(store: Store) -> TestClient:
-    grants = {("alice", action, kind, "shop") for action in ("list", "read")
-              for kind in ("PinApp", "PinterestService")}
+    grants = {(user, action, kind, "shop") for user in ("alice", "bob")
+              for action in ("list", "read") for kind in ("PinApp", "PinterestService")}
+    grants.add(("alice", "logs", "PinApp", "shop"))  # bob may not read logs
     gateway = Gateway(apps=Statuses(fleet_statuses()), store=store,
-                      access=TablePolicy({"alice-token": "alice"}, grants),
+                      access=TablePolicy({"alice-token": "alice", "bob-token": "bob"}, grants),
                       limits=RateLimits(qps=1000, burst=1000), pods=FixedPods())
     app = create_app(gateway)
-    mount_console(app)
+    mount_console(app, members=FixedMembers(),
+                  repo="https://deploy:s3cret@git.example.com/platform/specs.git")
     return TestClient(app, base_url="https://console.test", follow_redirects=False)
 
 

@@ -2,12 +2,14 @@
 fleet's host API server: a service account's token logs in through TokenReview, the grid
 shows only the projects its RBAC allows (SubjectAccessReview), filters work with
 JavaScript off too, a status change on the host reaches an open page without a reload,
-the app page shows placement, events and history, another project's app is a 403 page;
-and the basics of accessibility: labelled inputs, contrast, keyboard order on the grid."""
+the app page shows placement, pods, events and history and follows the app's logs from
+the member clusters (a new line arrives), another project's app is a 403 page; and the
+basics of accessibility: labelled inputs, contrast, keyboard order on the grid."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import threading
@@ -22,9 +24,10 @@ import uvicorn
 from kubernetes import client as k8s
 
 from pincompile import crds
-from pincompile.manifest import MANAGED_BY, MANAGED_BY_VALUE
+from pincompile.manifest import LABEL_APP, LABEL_KIND, LABEL_PROJECT, MANAGED_BY, MANAGED_BY_VALUE
 from reconciler.api.access import HostAccess, RateLimits
 from reconciler.api.app import Gateway, create_app
+from reconciler.api.pods import MemberPods
 from reconciler.api.sources import HostApps
 from reconciler.clients.connect import Connection
 from reconciler.console.routes import mount_console
@@ -32,6 +35,7 @@ from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.clusters import ClusterSpec
 from reconciler.host import ensure_crds, write_status
 from reconciler.store import EventRecord, RevisionRecord, Store
+from tests.e2e.support import wait_for
 
 playwright = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.e2e
@@ -76,7 +80,9 @@ def carol_token(host: Connection) -> str:
     rbac.create_namespaced_role(SHOP, {
         "metadata": {"name": "app-reader"},
         "rules": [{"apiGroups": ["pincompute.io"], "resources": ["pinapps"],
-                   "verbs": ["get", "list"]}]})
+                   "verbs": ["get", "list"]},
+                  {"apiGroups": ["pincompute.io"], "resources": ["pinapps/logs"],
+                   "verbs": ["get"]}]})
     rbac.create_namespaced_role_binding(SHOP, {
         "metadata": {"name": "carol-reads"},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
@@ -88,12 +94,38 @@ def carol_token(host: Connection) -> str:
 
 
 @pytest.fixture(scope="module")
-def members(fleet_specs: dict[str, ClusterSpec]) -> list[str]:
-    return sorted(fleet_specs)[:2]
+def members(fleet: fleet_mod.FleetState, fleet_specs: dict[str, ClusterSpec]) -> list[str]:
+    """Two schedulable member clusters, each running one pod of app cart (the fleet's
+    pods write a log line every 2 s)."""
+    names = sorted(s.name for s in fleet_specs.values() if s.schedulable)[:2]
+    for name in names:
+        run_cart_pod(fleet, fleet_specs[name].context)
+    return names
+
+
+def run_cart_pod(fleet: fleet_mod.FleetState, context: str) -> None:
+    """A Deployment of one pod of app cart in ``context``, labelled as pincompile labels
+    an app's pods; waits until it runs."""
+    member = Connection(context, context, str(fleet.kubeconfig))
+    try:
+        core = k8s.CoreV1Api(member.api)
+        core.create_namespace({"metadata": {"name": SHOP}})
+        labels = {LABEL_APP: "cart", LABEL_KIND: "PinApp", LABEL_PROJECT: SHOP}
+        k8s.AppsV1Api(member.api).create_namespaced_deployment(SHOP, {
+            "metadata": {"name": "cart", "labels": labels},
+            "spec": {"replicas": 1, "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels}, "spec": {"containers": [
+                         {"name": "main", "image": "registry.internal/console-e2e/cart:1"}]}}}})
+        wait_for(f"a Running pod of cart in {context}", lambda: any(
+            p.status.phase == "Running" for p in core.list_namespaced_pod(SHOP).items),
+            timeout=90)
+    finally:
+        member.close()
 
 
 @pytest.fixture(scope="module")
-def console(host: Connection, carol_token: str, members: list[str],
+def console(fleet: fleet_mod.FleetState, fleet_specs: dict[str, ClusterSpec], host: Connection,
+            carol_token: str, members: list[str],
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The console on the API's app, on a port of 127.0.0.1, with apps in both projects
     (their namespaces made with carol's grant)."""
@@ -116,8 +148,10 @@ def console(host: Connection, carol_token: str, members: list[str],
                                       applied_at=when, result="unconverged", commit="c" * 40))
     watched = HostApps(host)
     watched.wait_synced()
+    pods = MemberPods(str(fleet.kubeconfig),
+                      lambda: {s.name: s.context for s in fleet_specs.values()})
     app = create_app(Gateway(apps=watched, store=store, access=HostAccess(host, ttl=30),
-                             limits=RateLimits(100, 200)))
+                             limits=RateLimits(100, 200), pods=pods))
     mount_console(app)
     sock = socket.create_server(("127.0.0.1", 0))
     server = uvicorn.Server(uvicorn.Config(app, lifespan="off", log_level="warning"))
@@ -134,6 +168,7 @@ def console(host: Connection, carol_token: str, members: list[str],
         thread.join(10)
         sock.close()
         watched.close()
+        pods.close()
         store.close()
 
 
@@ -200,6 +235,35 @@ def test_a_tenant_logs_in_sees_its_grid_filters_opens_an_app_and_is_refused_anot
     assert page.goto(console + "/") is not None and page.url.startswith(console + "/login")
 
 
+LOG_LINE = re.compile(r"^(?P<cluster>[^/\s]+)/cart-\S+/main .*pincompile fleet: pod log line "
+                      r"(?P<n>\d+)$")
+
+
+def test_the_app_page_lists_its_pods_and_follows_their_logs_as_lines_arrive(
+        browser: Any, console: str, carol_token: str, members: list[str]) -> None:
+    page = log_in(browser, console, carol_token)
+    page.goto(f"{console}/apps/PinApp/{SHOP}/cart")
+    rows = page.locator("table.pods tbody tr").all_inner_texts()
+    assert sorted(r.split()[0] for r in rows) == members and all("Running" in r for r in rows)
+
+    def lines() -> list[re.Match[str]]:
+        text = page.locator("#log-lines").inner_text()
+        return [m for m in map(LOG_LINE.match, text.splitlines()) if m]
+
+    first = wait_for("the last lines of both clusters' pods", lambda: {
+        m["cluster"] for m in lines()} == set(members) and lines(), timeout=20)
+    newest = {c: max(int(m["n"]) for m in first if m["cluster"] == c) for c in members}
+    wait_for("a line written after the page opened (one every 2 s)", lambda: any(
+        int(m["n"]) > newest[m["cluster"]] for m in lines()), timeout=15)
+
+    page.locator("#log-cluster").select_option(members[-1])  # narrow to one cluster
+    page.get_by_role("button", name="Show logs").click()
+    wait_for(f"only lines of {members[-1]}", lambda: (found := lines()) and all(
+        m["cluster"] == members[-1] for m in found), timeout=15)
+    page.get_by_label("Follow").uncheck()
+    assert page.locator("#log-status").inner_text() == "Paused."
+
+
 def test_the_grid_and_its_filters_work_with_javascript_off(
         browser: Any, console: str, carol_token: str) -> None:
     page = log_in(browser, console, carol_token, javascript=False)
@@ -207,6 +271,10 @@ def test_the_grid_and_its_filters_work_with_javascript_off(
     page.get_by_role("button", name="Apply").click()
     page.wait_for_url(lambda url: "q=car" in url)
     assert grid_apps(page) == [f"{SHOP}/cart"]
+    page.goto(f"{console}/apps/PinApp/{SHOP}/cart")  # the logs: the last lines, as a page
+    page.get_by_role("button", name="Show logs").click()
+    page.wait_for_url(f"**/apps/PinApp/{SHOP}/cart/logs?**")
+    assert "pincompile fleet: pod log line" in page.locator("#log-lines").inner_text()
 
 
 CONTRAST = """() => {

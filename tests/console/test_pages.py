@@ -67,11 +67,26 @@ def test_logout_needs_the_csrf_token_and_ends_the_session(console: TestClient) -
 def test_the_overview_shows_only_the_tenants_apps_as_a_grid(console: TestClient) -> None:
     page = logged_in(console).get("/").text
     assert "ads/secret" not in page and "122 of 122 apps, page 1 of 3" in page
-    headers = re.findall(r'<th scope="col">(\w+)', page)
+    headers = re.findall(r'<th scope="col">(\w+)', page[page.index('<table class="grid">'):])
     assert headers == ["App", "Phase", "Ready", "central", "east", "west"]
     assert app_links(page)[:2] == ["/apps/PinApp/shop/cart", "/apps/PinApp/shop/web-000"]
     assert '<td class="phase degraded">Degraded <span class="ready">2/2</span></td>' in page
     assert "1 not healthy" in page  # west: cart is Degraded there
+
+
+def test_the_overview_shows_each_member_clusters_health_and_failover_state(
+        console: TestClient) -> None:
+    page = logged_in(console).get("/").text
+    table = page[page.index('<table class="members">'):page.index('<p class="summary"')]
+    rows = [[c.strip() for c in re.sub(r"<[^>]+>", "|", row).split("|") if c.strip()]
+            for row in re.findall(r"<tr>\s*<th scope=\"row\">.*?</tr>", table, re.S)]
+    assert rows == [
+        ["central", "checking", "-", "Reachable"],
+        ["east", "reachable", "3/4", "Reachable"],
+        ["west", "unreachable", "connection refused", "-",
+         "Lost: unreachable for 310s (grace 300s): connection refused", "2026-11-01T12:00:00Z"]]
+    refresh = console.get("/", headers={"HX-Request": "true"}).text  # it refreshes with the grid
+    assert refresh.startswith('<section id="grid"') and 'class="failover lost"' in refresh
 
 
 def test_filters_search_and_pages_are_applied_on_the_server(console: TestClient) -> None:
