@@ -5,7 +5,7 @@ answer instead: the login form, 503, 429)."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
@@ -18,6 +18,7 @@ from reconciler.api.app import Gateway
 from reconciler.console import session
 from reconciler.console.members import MemberSource
 from reconciler.console.render import render
+from reconciler.console.throttle import LoginThrottle
 
 REFRESH_SECONDS = 5
 HEADERS = {
@@ -31,10 +32,13 @@ HEADERS = {
 @dataclass(frozen=True)
 class Sources:
     """What the console reads beside the API's gateway (``serve`` passes them to
-    ``mount_console``): the member clusters' health and the repository's URL."""
+    ``mount_console``): the member clusters' health, the repository's URL, and the
+    login throttle."""
 
     members: MemberSource | None = None
     repo: str = ""
+    logins: LoginThrottle = field(default_factory=LoginThrottle)
+    """Wrong tokens tried per client address."""
 
 
 def sources_of(request: Request) -> Sources:

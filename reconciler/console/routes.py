@@ -18,6 +18,7 @@ from starlette.staticfiles import StaticFiles
 from reconciler.api.access import AccessError, audit
 from reconciler.api.app import Gateway
 from reconciler.console import session
+from reconciler.console.links import commit_url
 from reconciler.console.logroutes import add_log_routes, may_read_logs
 from reconciler.console.logs import LogFilter
 from reconciler.console.members import MemberSource
@@ -105,7 +106,10 @@ async def app_view(request: Request, kind: str, project: str, name: str) -> Resp
     history = await run_in_threadpool(gateway.store.history, key, limit=REVISIONS_SHOWN)
     page = app_page(key, status, events, history)
     page.pods = await run_in_threadpool(read_pods, gateway, key)
+    repo = sources_of(request).repo
+    links = {r.commit: commit_url(repo, r.commit) for r in history if r.commit}
     return await render_page(request, "app.html", who, page=page, log_filter=LogFilter(),
+                             commit_links=links,
                              may_logs=await may_read_logs(request, who, kind, project))
 
 
@@ -120,6 +124,13 @@ async def log_in(request: Request) -> Response:
     if not session.csrf_ok(request, form.get(session.CSRF_FIELD, "")):
         return await problem_page(request, None, 403, "the form was not sent from this console "
                                                       "(CSRF check failed): reload and retry")
+    logins, client = sources_of(request).logins, request.client.host if request.client else ""
+    wait = logins.retry_after(client)
+    if wait:
+        response = await problem_page(request, None, 429, "too many wrong tokens from this "
+                                                          "address: wait and retry")
+        response.headers["Retry-After"] = str(max(1, round(wait + 0.5)))
+        return response
     token = form.get("token", "").strip()
     if not token or len(token) > session.TOKEN_MAX:
         return await render_page(request, "login.html", None, status=400, next=target,
@@ -133,6 +144,7 @@ async def log_in(request: Request) -> Response:
     except AccessError as exc:
         if exc.status != 401:
             return await problem_page(request, None, exc.status, str(exc))
+        logins.failed(client)
         return await render_page(request, "login.html", None, status=401, next=target,
                                  error="The host cluster did not accept this token.")
     response = RedirectResponse(target, 303, headers=HEADERS)
