@@ -1,11 +1,11 @@
 """The insight store: every app's events and applied revisions, kept beyond the API
-servers' event TTL.
+servers' event TTL, and PinScalers' replicas over time.
 
 SQLite (embedded, a file) by default; PostgreSQL when several ``serve`` replicas share
 one store. SQLAlchemy 2 with Alembic migrations, applied when the store is opened.
 """
 
-from reconciler.store.records import EventRecord, RevisionRecord
+from reconciler.store.records import EventRecord, RevisionRecord, ScaleSample
 from reconciler.store.store import Store, StoreError
 
-__all__ = ["EventRecord", "RevisionRecord", "Store", "StoreError"]
+__all__ = ["EventRecord", "RevisionRecord", "ScaleSample", "Store", "StoreError"]

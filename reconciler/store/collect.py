@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -20,7 +20,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from reconciler.cache import KindWatch
 from reconciler.clients.connect import Connection
 from reconciler.kinds import KindInfo
-from reconciler.store.records import AppKey, EventRecord, RevisionRecord
+from reconciler.store.records import AppKey, EventRecord, RevisionRecord, ScaleSample
 from reconciler.store.store import Store
 
 log = logging.getLogger("pincompile.store")
@@ -83,6 +83,41 @@ def revision_of(app: AppKey, status: Mapping[str, Any],
                           detail=str(status.get("message") or ""))
 
 
+SAMPLE_EVERY = timedelta(minutes=15)
+"""A PinScaler's replicas are sampled when they change, and at least this often."""
+
+
+def sample_of(app: AppKey, status: Mapping[str, Any], now: datetime) -> ScaleSample | None:
+    """A PinScaler's replicas now, at the minute (so replicas sampling in the same minute
+    write one row); None for another kind."""
+    if app[0] != "PinScaler":
+        return None
+
+    def number(field: str) -> int:
+        value = status.get(field)
+        return max(0, int(value)) if isinstance(value, int) else 0
+    return ScaleSample(app=app, at=now.replace(second=0, microsecond=0),
+                       desired=number("replicas"), ready=number("readyReplicas"),
+                       floor=number("floor"))
+
+
+def samples_due(statuses: Mapping[AppKey, Mapping[str, Any]],
+                sampled: Mapping[AppKey, ScaleSample], now: datetime) -> list[ScaleSample]:
+    """PinScalers whose replicas changed since last ``sampled``, or were sampled
+    ``SAMPLE_EVERY`` ago (a change in the minute last sampled waits for the next one)."""
+    due = []
+    for app, status in statuses.items():
+        sample = sample_of(app, status, now)
+        if sample is None:
+            continue
+        last = sampled.get(app)
+        if last is None or sample.at - last.at >= SAMPLE_EVERY or (
+                sample.at > last.at and (sample.desired, sample.ready, sample.floor)
+                != (last.desired, last.ready, last.floor)):
+            due.append(sample)
+    return due
+
+
 class HostCollector:
     """Every ``interval`` seconds, write to the store what is new on the host: Events of
     app resources (one watch) and, from the apps' statuses (``statuses``, kept by a
@@ -99,6 +134,7 @@ class HostCollector:
         self._events = KindWatch(host, EVENT_KIND, self.stop, field_selector=APP_EVENTS)
         self._seen_events: dict[str, tuple[int, datetime]] = {}
         self._seen_apps: dict[AppKey, tuple[Any, Any]] = {}
+        self._sampled: dict[AppKey, ScaleSample] = {}
         self.thread = threading.Thread(target=self._run, daemon=True, name="store-collector")
 
     def start(self) -> None:
@@ -129,7 +165,8 @@ class HostCollector:
         fresh = [r for r in events if self._seen_events.get(r.uid) != seen_events[r.uid]]
         seen_apps: dict[AppKey, tuple[Any, Any]] = {}
         revisions: list[RevisionRecord] = []
-        for app, status in self.statuses().items():
+        statuses = self.statuses()
+        for app, status in statuses.items():
             change = transition_of(app, status)
             revision = revision_of(app, status, self.author_of)
             seen_apps[app] = (change and change.uid,
@@ -139,6 +176,10 @@ class HostCollector:
                 fresh.append(change)
             if revision is not None and before[1] != seen_apps[app][1]:
                 revisions.append(revision)
-        written = self.store.add_events(fresh) + sum(map(self.store.add_revision, revisions))
+        samples = samples_due(statuses, self._sampled, datetime.now(UTC))
+        written = (self.store.add_events(fresh) + sum(map(self.store.add_revision, revisions))
+                   + self.store.add_samples(samples))
         self._seen_events, self._seen_apps = seen_events, seen_apps  # only once written
+        self._sampled = {**{a: v for a, v in self._sampled.items() if a in statuses},
+                         **{s.app: s for s in samples}}
         return written

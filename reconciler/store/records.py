@@ -1,4 +1,5 @@
-"""What the store keeps, as plain values: an event on an app and an applied revision."""
+"""What the store keeps, as plain values: an event on an app, an applied revision and a
+PinScaler's replicas at one time."""
 
 from __future__ import annotations
 
@@ -48,3 +49,15 @@ class RevisionRecord:
     push: str = ""
     """The webhook delivery that triggered the pass; empty for a one-shot ``apply``."""
     detail: str = ""
+
+
+@dataclass(frozen=True)
+class ScaleSample:
+    """A PinScaler's replicas across its clusters at one minute: what its HPAs want
+    (``desired``), how many are ready, and the floor (the sum of their minReplicas)."""
+
+    app: AppKey
+    at: datetime
+    desired: int
+    ready: int
+    floor: int

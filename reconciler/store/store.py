@@ -16,8 +16,14 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from reconciler.store.records import MESSAGE_LIMIT, AppKey, EventRecord, RevisionRecord
-from reconciler.store.tables import AppEvent, AppRevision
+from reconciler.store.records import (
+    MESSAGE_LIMIT,
+    AppKey,
+    EventRecord,
+    RevisionRecord,
+    ScaleSample,
+)
+from reconciler.store.tables import AppEvent, AppRevision, ScaleSampleRow
 
 READ_LIMIT = 1000
 """The most rows one read returns (a timeline is paged by ``since``)."""
@@ -151,14 +157,41 @@ class Store:
         with Session(self.engine) as session:
             return [_revision_record(row) for row in session.scalars(query)]
 
+    def add_samples(self, samples: Iterable[ScaleSample]) -> int:
+        """Record PinScalers' replicas; a (app, minute) recorded already is kept as it was
+        (another replica wrote it). Returns the samples offered."""
+        rows = [{"kind": s.app[0], "project": s.app[1], "name": s.app[2], "at": s.at,
+                 "desired": s.desired, "ready": s.ready, "floor": s.floor} for s in samples]
+        if not rows:
+            return 0
+        with Session(self.engine) as session, session.begin():
+            session.execute(self._insert(ScaleSampleRow).on_conflict_do_nothing(), rows)
+        return len(rows)
+
+    def samples(self, app: AppKey, *, since: datetime,
+                limit: int = READ_LIMIT) -> list[ScaleSample]:
+        """The app's samples at or after ``since``, oldest first."""
+        kind, project, name = app
+        query = (select(ScaleSampleRow)
+                 .where(ScaleSampleRow.kind == kind, ScaleSampleRow.project == project,
+                        ScaleSampleRow.name == name, ScaleSampleRow.at >= since)
+                 .order_by(ScaleSampleRow.at).limit(max(1, min(limit, READ_LIMIT))))
+        with Session(self.engine) as session:
+            return [ScaleSample(app=(r.kind, r.project, r.name), at=_aware(r.at),
+                                desired=r.desired, ready=r.ready, floor=r.floor)
+                    for r in session.scalars(query)]
+
     def prune(self, now: datetime | None = None) -> int:
-        """Drop events last seen and revisions applied before the retention. Returns rows."""
+        """Drop events last seen, revisions applied and samples taken before the
+        retention. Returns rows."""
         cutoff = (now or datetime.now(UTC)) - self.retention
         with Session(self.engine) as session, session.begin():
-            events = session.execute(delete(AppEvent).where(AppEvent.last_seen < cutoff))
-            revisions = session.execute(
-                delete(AppRevision).where(AppRevision.applied_at < cutoff))
-        return int(events.rowcount or 0) + int(revisions.rowcount or 0)  # type: ignore[attr-defined]
+            dropped = [session.execute(delete(AppEvent).where(AppEvent.last_seen < cutoff)),
+                       session.execute(delete(AppRevision).where(AppRevision.applied_at
+                                                                 < cutoff)),
+                       session.execute(delete(ScaleSampleRow).where(ScaleSampleRow.at
+                                                                    < cutoff))]
+        return sum(int(getattr(r, "rowcount", 0) or 0) for r in dropped)
 
 
 def _event_row(record: EventRecord) -> dict[str, Any]:

@@ -60,3 +60,22 @@ class AppRevision(Base):
     result: Mapped[str] = mapped_column(String(16))
     detail: Mapped[str] = mapped_column(Text, default="")
     applied_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class ScaleSampleRow(Base):
+    """A PinScaler's replicas at one minute (one row per app and minute)."""
+
+    __tablename__ = "scale_samples"
+    __table_args__ = (
+        UniqueConstraint("kind", "project", "name", "at", name="uq_scale_samples_app_at"),
+        Index("ix_scale_samples_at", "at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(63))
+    project: Mapped[str] = mapped_column(String(63))
+    name: Mapped[str] = mapped_column(String(253))
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    desired: Mapped[int] = mapped_column(Integer)
+    ready: Mapped[int] = mapped_column(Integer)
+    floor: Mapped[int] = mapped_column(Integer)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
-from reconciler.store.collect import event_of, revision_of, transition_of
+from reconciler.store.collect import event_of, revision_of, samples_due, transition_of
 
 APP = ("PinApp", "shop", "web")
 SHA = "a" * 40
@@ -50,3 +50,21 @@ def test_a_revision_names_its_commit_and_author_when_it_is_a_commit() -> None:
     local = revision_of(APP, status | {"lastAppliedRevision": "dirty-tree"}, lambda c: "x")
     assert local is not None and (local.commit, local.author) == ("", "")
     assert revision_of(APP, {"phase": "Healthy"}, lambda c: "x") is None
+
+
+def test_a_scalers_replicas_are_sampled_when_they_change_and_every_15_minutes() -> None:
+    scaler, now = ("PinScaler", "shop", "web"), datetime(2026, 11, 1, 10, 0, 42, tzinfo=UTC)
+    statuses = {scaler: {"replicas": 6, "readyReplicas": 4, "floor": 3},
+                APP: {"replicas": 2, "readyReplicas": 2}}
+    first = samples_due(statuses, {}, now)
+    assert [(s.app, s.at, s.desired, s.ready, s.floor) for s in first] == [
+        (scaler, datetime(2026, 11, 1, 10, 0, tzinfo=UTC), 6, 4, 3)]  # at the minute
+    sampled = {scaler: first[0]}
+    assert samples_due(statuses, sampled, now + timedelta(minutes=5)) == []  # unchanged
+    assert len(samples_due(statuses, sampled, now + timedelta(minutes=15))) == 1
+    changed = {scaler: {"replicas": 9, "readyReplicas": 4, "floor": 3}}
+    assert samples_due(changed, sampled, now + timedelta(seconds=10)) == []  # same minute
+    assert [s.desired for s in samples_due(changed, sampled, now + timedelta(minutes=1))] \
+        == [9]
+    hostile = {scaler: {"replicas": "many", "readyReplicas": -5}}
+    assert [(s.desired, s.ready, s.floor) for s in samples_due(hostile, {}, now)] == [(0, 0, 0)]

@@ -12,7 +12,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import text
 
-from reconciler.store import EventRecord, RevisionRecord, Store, StoreError
+from reconciler.store import EventRecord, RevisionRecord, ScaleSample, Store, StoreError
 from reconciler.store.tables import Base
 
 APP = ("PinApp", "shop", "web")
@@ -28,7 +28,7 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     base = request.getfixturevalue("postgres_url")
     store = Store.open(base)
     with store.engine.begin() as connection:  # every test starts from empty tables
-        connection.execute(text("TRUNCATE app_events, app_revisions"))
+        connection.execute(text("TRUNCATE app_events, app_revisions, scale_samples"))
     store.close()
     yield base
 
@@ -99,6 +99,20 @@ def test_a_hostile_message_is_kept_bounded(store: Store) -> None:
                                   uid="big", last_seen=T0)])
     (row,) = store.events(APP)
     assert len(row.message) == 4096 and len(row.reason) == 128
+
+
+def test_a_scalers_samples_are_one_per_minute_read_since_and_pruned(store: Store) -> None:
+    scaler = ("PinScaler", "shop", "web")
+    assert store.add_samples([ScaleSample(scaler, T0 + timedelta(minutes=m), 3 + m, 2 + m, 2)
+                              for m in range(3)]) == 3
+    store.add_samples([ScaleSample(scaler, T0, 99, 99, 99)])  # another replica, same minute
+    rows = store.samples(scaler, since=T0 + timedelta(minutes=1))
+    assert [(s.at, s.desired, s.ready, s.floor) for s in rows] == [
+        (T0 + timedelta(minutes=1), 4, 3, 2), (T0 + timedelta(minutes=2), 5, 4, 2)]
+    assert store.samples(scaler, since=T0)[0].desired == 3
+    assert store.samples(("PinScaler", "shop", "other"), since=T0) == []
+    store.prune(now=T0 + timedelta(days=7, minutes=1, seconds=30))
+    assert [s.desired for s in store.samples(scaler, since=T0)] == [5]
 
 
 def test_the_migrations_build_exactly_the_tables_the_code_uses(store: Store) -> None:
