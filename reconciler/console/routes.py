@@ -8,6 +8,7 @@ call. With JavaScript on, htmx refreshes the grid and the app's status every few
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qs
 
 from fastapi import FastAPI, Request
@@ -18,6 +19,7 @@ from starlette.staticfiles import StaticFiles
 from reconciler.api.access import AccessError, audit
 from reconciler.api.app import Gateway
 from reconciler.console import session
+from reconciler.console.chart import HOURS, scaling_chart
 from reconciler.console.links import commit_url
 from reconciler.console.logroutes import add_log_routes, may_read_logs
 from reconciler.console.logs import LogFilter
@@ -106,10 +108,16 @@ async def app_view(request: Request, kind: str, project: str, name: str) -> Resp
     history = await run_in_threadpool(gateway.store.history, key, limit=REVISIONS_SHOWN)
     page = app_page(key, status, events, history)
     page.pods = await run_in_threadpool(read_pods, gateway, key)
+    chart = None
+    if kind == "PinScaler":
+        now = datetime.now(UTC)
+        samples = await run_in_threadpool(gateway.store.samples, key,
+                                          since=now - timedelta(hours=HOURS))
+        chart = scaling_chart(samples, now)
     repo = sources_of(request).repo
     links = {r.commit: commit_url(repo, r.commit) for r in history if r.commit}
     return await render_page(request, "app.html", who, page=page, log_filter=LogFilter(),
-                             commit_links=links,
+                             commit_links=links, chart=chart, hours=HOURS,
                              may_logs=await may_read_logs(request, who, kind, project))
 
 

@@ -41,6 +41,7 @@ def fleet_statuses() -> dict[tuple[str, str, str], Mapping[str, Any]]:
                     "zones": ["a", "b", "c"], "zoneIndex": 1}}
     apps[("PinterestService", "shop", "api")] = status("Progressing", central="Progressing")
     apps[("PinApp", "ads", "secret")] = status("Healthy", east="Healthy")
+    apps[("PinScaler", "shop", "search")] = {**status("Healthy", east="Healthy"), "floor": 2}
     return apps
 
 
@@ -97,7 +98,8 @@ def store(tmp_path: Path) -> Iterator[Store]:
 @pytest.fixture
 def console(store: Store) -> TestClient:
     grants = {(user, action, kind, "shop") for user in ("alice", "bob")
-              for action in ("list", "read") for kind in ("PinApp", "PinterestService")}
+              for action in ("list", "read")
+              for kind in ("PinApp", "PinterestService", "PinScaler")}
     grants.add(("alice", "logs", "PinApp", "shop"))  # bob may not read logs
     gateway = Gateway(apps=Statuses(fleet_statuses()), store=store,
                       access=TablePolicy({"alice-token": "alice", "bob-token": "bob"}, grants),
