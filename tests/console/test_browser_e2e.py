@@ -21,7 +21,9 @@ from typing import Any
 
 import pytest
 import uvicorn
+import yaml
 from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
 
 from pincompile import crds
 from pincompile.manifest import LABEL_APP, LABEL_KIND, LABEL_PROJECT, MANAGED_BY, MANAGED_BY_VALUE
@@ -30,10 +32,11 @@ from reconciler.api.app import Gateway, create_app
 from reconciler.api.pods import MemberPods
 from reconciler.api.sources import HostApps
 from reconciler.clients.connect import Connection
+from reconciler.console.members import MemberClusters
 from reconciler.console.routes import mount_console
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.clusters import ClusterSpec
-from reconciler.host import ensure_crds, write_status
+from reconciler.host import ensure_crds, write_cluster_status, write_status
 from reconciler.store import EventRecord, RevisionRecord, Store
 from tests.e2e.support import wait_for
 
@@ -146,13 +149,15 @@ def console(fleet: fleet_mod.FleetState, fleet_specs: dict[str, ClusterSpec], ho
                                   object=f"Pod/{SHOP}/cart-1", last_seen=when)])
     store.add_revision(RevisionRecord(app=("PinApp", SHOP, "cart"), revision="abc123",
                                       applied_at=when, result="unconverged", commit="c" * 40))
+    register_members(fleet, fleet_specs, host, members)
     watched = HostApps(host)
     watched.wait_synced()
+    health = MemberClusters(host, str(fleet.kubeconfig))
     pods = MemberPods(str(fleet.kubeconfig),
                       lambda: {s.name: s.context for s in fleet_specs.values()})
     app = create_app(Gateway(apps=watched, store=store, access=HostAccess(host, ttl=30),
                              limits=RateLimits(100, 200), pods=pods))
-    mount_console(app)
+    mount_console(app, members=health)
     sock = socket.create_server(("127.0.0.1", 0))
     server = uvicorn.Server(uvicorn.Config(app, lifespan="off", log_level="warning"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
@@ -168,8 +173,33 @@ def console(fleet: fleet_mod.FleetState, fleet_specs: dict[str, ClusterSpec], ho
         thread.join(10)
         sock.close()
         watched.close()
+        health.close()
         pods.close()
         store.close()
+
+
+def register_members(fleet: fleet_mod.FleetState, fleet_specs: dict[str, ClusterSpec],
+                     host: Connection, members: list[str]) -> None:
+    """The members' Cluster resources on the host (as a pass applies them, unless one did
+    already), the second one Unreachable in its failover state."""
+    where = Path(fleet.clusters_path)
+    paths = [where] if where.is_file() else sorted(where.rglob("*.yaml"))
+    docs = [d for p in paths for d in yaml.safe_load_all(p.read_text())
+            if isinstance(d, dict) and d.get("kind") == "Cluster"
+            and d.get("metadata", {}).get("name") in members]
+    for doc in docs:
+        cr = crds.custom_resource(doc)
+        cr["metadata"].setdefault("labels", {})[MANAGED_BY] = MANAGED_BY_VALUE
+        cr["spec"]["context"] = fleet_specs[cr["metadata"]["name"]].context
+        try:
+            k8s.CustomObjectsApi(host.api).create_cluster_custom_object(
+                "pincompute.io", "v1", "clusters", cr)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+    write_cluster_status(host, members[-1], {"failover": {
+        "phase": "Unreachable", "reason": "console e2e: timed out",
+        "since": "2026-11-26T12:00:00Z"}})
 
 
 @pytest.fixture(scope="module")
@@ -208,6 +238,13 @@ def test_a_tenant_logs_in_sees_its_grid_filters_opens_an_app_and_is_refused_anot
     assert grid_apps(page) == [f"{SHOP}/cart", f"{SHOP}/web"]
     headers = page.locator("table.grid thead th").all_inner_texts()
     assert [h.split()[0] for h in headers[3:]] == sorted(members)
+
+    for name, failover in ((members[0], "Reachable"), (members[-1], "Unreachable")):
+        member = page.locator("table.members tbody tr", has_text=name)
+        member.locator("td.reach.reachable").wait_for()  # its node watch has listed
+        row = member.inner_text().split("\t")
+        ready, nodes = map(int, row[2].split("/"))
+        assert (row[1], row[3].split(":")[0]) == ("reachable", failover) and ready == nodes > 0
 
     page.get_by_label("Phase").select_option("Degraded")
     page.get_by_role("button", name="Apply").click()
