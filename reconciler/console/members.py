@@ -18,6 +18,8 @@ from reconciler.model import Obj
 NODE = KindInfo("v1", "Node", namespaced=False)
 EVERY_NODE = "kubernetes.io/os"
 """A label every kubelet sets: the node watch's selector (it must name one)."""
+FORBIDDEN = "forbidden"
+"""In the API server's message of a 403 (``nodes is forbidden: User ... cannot list``)."""
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,8 @@ class MemberHealth:
     problem: str = ""
     nodes_ready: int = 0
     nodes: int = 0
+    nodes_readable: bool = True
+    """False: the member answered, but this ``serve`` may not list its nodes."""
     failover: str = "Reachable"
     """Reachable, Unreachable, Lost or Returning (the reconciler's view)."""
     failover_reason: str = ""
@@ -74,13 +78,9 @@ class MemberClusters:
         watch = self._node_watch(name, str((cr.get("spec") or {}).get("context") or name))
         if isinstance(watch, str):
             return replace(known, reachable=False, problem=watch)
-        if not watch.synced.is_set():
-            return replace(known, reachable=None if watch.error is None else False,
-                           problem=watch.error or "")
         with watch.lock:
             nodes = list(watch.objects.values())
-        return replace(known, reachable=watch.error is None, problem=watch.error or "",
-                       nodes_ready=sum(map(node_ready, nodes)), nodes=len(nodes))
+        return seen(known, watch.error, watch.synced.is_set(), nodes)
 
     def _node_watch(self, name: str, context: str) -> KindWatch | str:
         with self._lock:
@@ -100,6 +100,21 @@ class MemberClusters:
         self._stop.set()
         for conn in self._connections:
             conn.close()
+
+
+def seen(known: MemberHealth, error: str | None, synced: bool,
+         nodes: list[Obj]) -> MemberHealth:
+    """A member's health from its node watch: the error it last met, whether it has
+    listed, the nodes it holds. A 403 means the API server answered (reachable) but this
+    ``serve`` may not list nodes there."""
+    if error is not None and FORBIDDEN in error:
+        return replace(known, reachable=True, nodes_readable=False,
+                       problem=f"nodes not readable: {error}")
+    if not synced:
+        return replace(known, reachable=None if error is None else False,
+                       problem=error or "")
+    return replace(known, reachable=error is None, problem=error or "",
+                   nodes_ready=sum(map(node_ready, nodes)), nodes=len(nodes))
 
 
 def node_ready(node: Obj) -> bool:
