@@ -1,3 +1,3 @@
-"""The web console ``serve`` serves at ``/``: the fleet's apps as a grid, one app's
-placement, rollout, events and history, in server-rendered pages on the API's own access
-control (docs/console.md)."""
+"""The web console ``serve`` serves at ``/``: the member clusters and the fleet's apps as a
+grid, one app's placement, rollout, pods, live logs, scaling, events and history, in
+server-rendered pages on the API's own access control (docs/console.md)."""

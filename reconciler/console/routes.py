@@ -1,8 +1,11 @@
-"""The console's pages on the API's ASGI app (``mount_console``): log in and out, the
-overview at ``/``, one app at ``/apps/KIND/PROJECT/NAME`` and the vendored assets at
-``/static/``. Who may see what is the API's own decision (``Gateway.access``: TokenReview,
-then SubjectAccessReview per kind and project), and every page is audited like an API
-call. With JavaScript on, htmx refreshes the grid and the app's status every few seconds.
+"""The console's pages on the API's ASGI app (``mount_console``): log in and out (wrong
+tokens throttled per client address), the overview at ``/`` (member clusters and the
+grid), one app at ``/apps/KIND/PROJECT/NAME`` (its pods, logs panel, scaling chart and
+history with commit links; its log routes in :mod:`reconciler.console.logroutes`) and the
+vendored assets at ``/static/``. Who may see what is the API's own decision
+(``Gateway.access``: TokenReview, then SubjectAccessReview per kind and project), and
+every page is audited like an API call. With JavaScript on, htmx refreshes the grid and
+the app's status every few seconds.
 """
 
 from __future__ import annotations
