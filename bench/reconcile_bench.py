@@ -330,8 +330,7 @@ def results_lines(r: dict[str, Any]) -> list[str]:
     if "before" in r:
         lines.append(row(f"no-op pass by the reconciler of `{r['before']['revision']}`",
                          r["before"]["noop_pass"],
-                         "every object dry-run; it also rewrote every object, to drop the "
-                         "record of the newer version (which it does not know)"))
+                         "the same pass by that revision's code, same fleet, same run"))
     reapply, create = r.get("reapply_everything"), r.get("create_baseline")
     if create:
         lines.append(
