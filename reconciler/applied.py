@@ -12,8 +12,9 @@ An object is *provably unchanged* when both hold:
   our fields since (another manager's label on top is theirs, and stays).
 
 Anything else — no record, another digest, a value that differs, even only in form
-(``0.5`` against ``500m``), a list of another length — is *unsure*, and the object gets the
-server-side dry-run as before. So a field changed by anyone is still found.
+(``0.5`` against ``500m``), a list of another length, a field the live object lacks (but
+for :data:`OMITTED_WHEN_ZERO`) — is *unsure*, and the object gets the server-side dry-run
+as before. So a field changed by anyone is still found.
 """
 
 from __future__ import annotations
