@@ -150,22 +150,21 @@ def _covers(want: Any, have: Any) -> bool:
     """Whether ``have`` holds every value of ``want``: dicts by key, lists item by item and
     of the same length, a bool only by a bool. Scalars are compared in the loop, not by a
     call each (a call per value was most of the check's cost)."""
-    if type(want) is dict:
-        if type(have) is not dict:
+    if isinstance(want, dict):
+        if not isinstance(have, dict):
             return False
         pairs: Any = ((value, have.get(key, _ABSENT)) for key, value in want.items())
-    elif type(want) is list:
-        if type(have) is not list or len(want) != len(have):
+    elif isinstance(want, list):
+        if not isinstance(have, list) or len(want) != len(have):
             return False
         pairs = zip(want, have, strict=True)
     else:
         return _same_scalar(want, have)
     for value, held in pairs:
-        kind = type(value)
-        if kind is dict or kind is list:
+        if isinstance(value, dict | list):
             if not _covers(value, held):
                 return False
-        elif value != held or (kind is bool) is not (type(held) is bool):
+        elif value != held or (type(value) is bool) is not (type(held) is bool):
             return False
     return True
 
