@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -105,14 +106,15 @@ def run_pass(kubeconfig: str, root: Path) -> dict[str, Any]:
     result = compile_path(root, revision="bench")
     assert result.ok, result.diagnostics[:3]
     reconciler = Reconciler(kubeconfig, wait=False)
-    started = time.monotonic()
+    started, cpu = time.monotonic(), cpu_seconds()
     report = reconciler.run(result)
-    seconds = time.monotonic() - started
+    seconds, cpu = time.monotonic() - started, cpu_seconds() - cpu
     stats = {n: c.stats for n, c in reconciler.connections.items()}
     reconciler.close()
     lists = Counter({f"{n}/{r}": k for n, s in stats.items() for r, k in s.lists.items()})
     members = {n: c for n, c in report.clusters.items() if n != "host"}
-    return {"seconds": round(seconds, 1), "ok": report.ok, "objects": len(result.manifests),
+    return {"seconds": round(seconds, 1), "cpu": round(cpu, 1), "ok": report.ok,
+            "objects": len(result.manifests),
             "created": {n: len(c.created) for n, c in members.items()},
             "updated": sum(len(c.updated) for c in members.values()),
             "writes": {n: s.writes for n, s in stats.items()},
@@ -121,6 +123,12 @@ def run_pass(kubeconfig: str, root: Path) -> dict[str, Any]:
             "gets": sum(s.by_verb["get"] for s in stats.values()),
             "max_lists_per_resource": max(lists.values()) if lists else 0,
             "lists": sum(lists.values()), "load": round(os.getloadavg()[0], 1)}
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process so far (user + system, every thread)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def pass_with(revision: str, kubeconfig: str, root: Path) -> dict[str, Any]:
@@ -253,10 +261,12 @@ def create_baseline(kubeconfig: str, root: Path, clusters: list[str]) -> dict[st
     return out
 
 
-def measure(apps: int, before: str | None, fleet: Path | None = None) -> dict[str, Any]:
+def measure(apps: int, before: str | None, fleet: Path | None = None,
+            reapply: bool = True) -> dict[str, Any]:
     """The passes and baselines on a fleet of this bench's own, or (``fleet``) on the
     running fleet in that directory, which already holds the same apps: then no first
-    pass and no creation baseline, and the fleet is left running."""
+    pass and no creation baseline, and the fleet is left running. ``reapply``: also the
+    re-apply baseline and the no-op pass after it."""
     build.ensure_binaries(echo=lambda m: print(m, file=sys.stderr))
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "repo"
@@ -276,8 +286,9 @@ def measure(apps: int, before: str | None, fleet: Path | None = None) -> dict[st
                 out["before"] = {"revision": before,
                                  "noop_pass": pass_with(before, kubeconfig, root)}
             clusters = sorted(out["noop_pass"]["created"])
-            out["reapply_everything"] = reapply_everything(kubeconfig, root, clusters)
-            out["noop_after_reapply"] = run_pass(kubeconfig, root)
+            if reapply:
+                out["reapply_everything"] = reapply_everything(kubeconfig, root, clusters)
+                out["noop_after_reapply"] = run_pass(kubeconfig, root)
             if fleet is None:
                 out["create_baseline"] = create_baseline(kubeconfig, root, clusters)
         finally:
@@ -295,7 +306,7 @@ def measure(apps: int, before: str | None, fleet: Path | None = None) -> dict[st
 def results_lines(r: dict[str, Any]) -> list[str]:
     def row(name: str, p: dict[str, Any], note: str = "") -> str:
         dry = sum(v for n, v in p["dry_runs"].items() if n != "host")
-        return (f"| {name} | {p['seconds']} | {p['member_writes']} | "
+        return (f"| {name} | {p['seconds']} | {p.get('cpu', '')} | {p['member_writes']} | "
                 f"{p['writes'].get('host', 0)} | {dry} | {p['dry_runs'].get('host', 0)} | "
                 f"{p['lists']} (max {p['max_lists_per_resource']} per resource) | "
                 f"{p.get('load', '')} | {note} |")
@@ -306,44 +317,50 @@ def results_lines(r: dict[str, Any]) -> list[str]:
              f"work (load: the 1-minute load average at the end of each row's run; "
              f"after the run {' '.join(map(str, r['loadavg']))}); "
              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.", "",
-             "| pass | wall s | writes to members | writes to host | dry-runs (members) "
+             "| pass | wall s | CPU s | writes to members | writes to host | dry-runs (members) "
              "| dry-runs (host) | LISTs | load | note |",
-             "|---|---:|---:|---:|---:|---:|---|---:|---|"]
+             "|---|---:|---:|---:|---:|---:|---:|---|---:|---|"]
     if "first_pass" in r:
         first = r["first_pass"]
         lines.append(row("first pass (creates everything)", first,
                          f"{sum(first['created'].values())} created"))
     else:
-        lines.append("| first pass | | | | | | | | not measured: run on a fleet that "
+        lines.append("| first pass | | | | | | | | | not measured: run on a fleet that "
                      "already held these apps (`--fleet`) |")
     if "before" in r:
         lines.append(row(f"no-op pass by the reconciler of `{r['before']['revision']}`",
                          r["before"]["noop_pass"],
-                         "every object dry-run; it also rewrote every object, to drop the "
-                         "record of the newer version (which it does not know)"))
-    reapply, create = r["reapply_everything"], r.get("create_baseline")
+                         "the same pass by that revision's code, same fleet, same run"))
+    reapply, create = r.get("reapply_everything"), r.get("create_baseline")
     if create:
         lines.append(
             f"| baseline: `{create['tool']}` of the same objects into a new namespace, "
-            f"every cluster in parallel | {create['seconds']} | {create['objects']} | | | | "
-            f"| {create['load']} | {create['per_minute_per_cluster']} objects/min per "
+            f"every cluster in parallel | {create['seconds']} | | {create['objects']} | | | "
+            f"| | {create['load']} | {create['per_minute_per_cluster']} objects/min per "
             "cluster |")
     lines += [
         row("**no-op pass, now**", noop, "target <= 10 s at 1,000 apps, 0 writes"),
         row("no-op pass, now, again", r["noop_pass_again"], ""),
-        f"| baseline: every object server-side applied again, `{reapply['tool']}` of "
-        f"each cluster's compiled tree, in parallel | {reapply['seconds']} | "
-        f"{reapply['objects']} | | | | | {reapply['load']} | |",
-        row("no-op pass, now, after that re-apply", r["noop_after_reapply"],
-            "the re-apply's field manager now shares our fields; nothing to change"),
     ]
+    if reapply:
+        lines += [
+            f"| baseline: every object server-side applied again, `{reapply['tool']}` of "
+            f"each cluster's compiled tree, in parallel | {reapply['seconds']} | | "
+            f"{reapply['objects']} | | | | | {reapply['load']} | |",
+            row("no-op pass, now, after that re-apply", r["noop_after_reapply"],
+                "the re-apply's field manager now shares our fields; nothing to change")]
+    else:
+        lines.append("| baseline: every object server-side applied again | | | | | | | | "
+                     "| not measured in this run (`--no-reapply`) |")
     host = noop["writes"].get("host", 0)
     met = noop["seconds"] <= 10 and noop["member_writes"] == 0
     lines += ["", f"Target (a no-op pass: <= 10 s and no object written, set for 1,000 "
               f"apps): **{'met' if met else 'not met'}** here at {r['apps']} apps: "
-              f"{noop['seconds']} s at load {noop.get('load')}, {noop['member_writes']} "
-              f"writes to members; the {host} writes to the host are app statuses that "
-              "changed since the pass before (pods becoming ready after the first pass)."]
+              f"{noop['seconds']} s ({noop.get('cpu')} CPU s) at load {noop.get('load')}, "
+              f"{noop['member_writes']} writes to members" + (
+                  f"; the {host} writes to the host are app statuses that changed since the "
+                  "pass before (pods becoming ready, HPAs getting metrics after the first "
+                  "pass)." if host else ", 0 to the host.")]
     return lines
 
 
@@ -355,6 +372,9 @@ def main() -> int:
     parser.add_argument("--fleet", type=Path, metavar="DIR",
                         help="use the running fleet in DIR, which already holds these apps "
                              "(no first pass, no creation baseline; left running)")
+    parser.add_argument("--no-reapply", action="store_true",
+                        help="skip the re-apply baseline and the pass after it (at 1,000 "
+                             "apps the re-apply alone takes minutes)")
     parser.add_argument("--results", action="store_true", help="write bench/RESULTS.md")
     parser.add_argument("--one-pass", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--kubeconfig", help=argparse.SUPPRESS)
@@ -363,12 +383,13 @@ def main() -> int:
     if args.one_pass:  # a child of --before: one pass with this tree's reconciler
         print(json.dumps(run_pass(args.kubeconfig, args.root)))
         return 0
-    out = measure(args.apps, args.before, args.fleet)
+    out = measure(args.apps, args.before, args.fleet, reapply=not args.no_reapply)
     print(json.dumps(out, indent=2))
     if args.results:
         command = "python bench/reconcile_bench.py --apps " + str(args.apps) + (
             f" --before {args.before}" if args.before else "") + (
-            f" --fleet {args.fleet}" if args.fleet else "") + " --results"
+            f" --fleet {args.fleet}" if args.fleet else "") + (
+            " --no-reapply" if args.no_reapply else "") + " --results"
         write_section(f"reconcile_bench apps={args.apps}",
                       f"reconcile_bench.py, {args.apps} apps", command, results_lines(out))
     return 0

@@ -12,8 +12,9 @@ An object is *provably unchanged* when both hold:
   our fields since (another manager's label on top is theirs, and stays).
 
 Anything else — no record, another digest, a value that differs, even only in form
-(``0.5`` against ``500m``), a list of another length — is *unsure*, and the object gets the
-server-side dry-run as before. So a field changed by anyone is still found.
+(``0.5`` against ``500m``), a list of another length, a field the live object lacks (but
+for :data:`OMITTED_WHEN_ZERO`) — is *unsure*, and the object gets the server-side dry-run
+as before. So a field changed by anyone is still found.
 """
 
 from __future__ import annotations
@@ -105,6 +106,13 @@ def unchanged(desired: Obj, live: Obj) -> bool:
     return record is not None and record == recorded(live) and covers(desired, live)
 
 
+OMITTED_WHEN_ZERO = frozenset({("PriorityClass", "globalDefault")})
+"""Top-level fields (kind, field) of a plain, non-pointer Go type with ``omitempty``: the
+API server never returns them at their zero value, so a ``false`` we set is absent from
+the live object (which made every PriorityClass a dry-run in every pass). A pointer field
+set to ``false`` is returned as set: absent, it was removed, and the object is unsure."""
+
+
 def covers(desired: Obj, live: Obj) -> bool:
     """Whether every value ``desired`` sets is already the live value (metadata the
     server or the revision owns left out)."""
@@ -114,7 +122,10 @@ def covers(desired: Obj, live: Obj) -> bool:
         if key == "metadata":
             if not _covers_metadata(want, live.get("metadata") or {}):
                 return False
-        elif key not in live or not _covers(want, live[key]):
+        elif key not in live:
+            if not (want is False and (desired.get("kind"), key) in OMITTED_WHEN_ZERO):
+                return False
+        elif not _covers(want, live[key]):
             return False
     return True
 
@@ -132,13 +143,33 @@ def _covers_metadata(want: dict[str, Any], have: dict[str, Any]) -> bool:
     return True
 
 
+_ABSENT = object()
+
+
 def _covers(want: Any, have: Any) -> bool:
+    """Whether ``have`` holds every value of ``want``: dicts by key, lists item by item and
+    of the same length, a bool only by a bool. Scalars are compared in the loop, not by a
+    call each (a call per value was most of the check's cost)."""
     if isinstance(want, dict):
-        return isinstance(have, dict) and all(
-            k in have and _covers(v, have[k]) for k, v in want.items())
-    if isinstance(want, list):
-        return isinstance(have, list) and len(want) == len(have) and all(
-            _covers(w, h) for w, h in zip(want, have, strict=True))
+        if not isinstance(have, dict):
+            return False
+        pairs: Any = ((value, have.get(key, _ABSENT)) for key, value in want.items())
+    elif isinstance(want, list):
+        if not isinstance(have, list) or len(want) != len(have):
+            return False
+        pairs = zip(want, have, strict=True)
+    else:
+        return _same_scalar(want, have)
+    for value, held in pairs:
+        if isinstance(value, dict | list):
+            if not _covers(value, held):
+                return False
+        elif value != held or (type(value) is bool) is not (type(held) is bool):
+            return False
+    return True
+
+
+def _same_scalar(want: Any, have: Any) -> bool:
     if isinstance(want, bool) or isinstance(have, bool):
         return want is have
     return bool(want == have)

@@ -100,7 +100,7 @@ class KindWatch:
         explicit = bool(self.field_selector or self.label_selector)
         stream = self.conn.dynamic.watch(resource,
                                          **read.selector(self.field_selector,
-                                                         self.label_selector),
+                                                         self.label_selector, self.kind),
                                          resource_version=self.version,
                                          timeout=WATCH_SECONDS, allow_watch_bookmarks=True)
         for event in stream:

@@ -84,8 +84,8 @@ def desired_objects(catalog: Catalog, revision: str,
     out: list[Obj] = []
     namespaces: set[str] = set()
     for entry in catalog.entries:
-        data = json.loads(json.dumps(entry.doc.data))
-        cr = crds.custom_resource(data)
+        data = json.loads(json.dumps(entry.doc.data))  # a copy of our own
+        cr = crds.custom_resource(data, owned=True)
         meta = cr["metadata"]
         meta.setdefault("labels", {})[MANAGED_BY] = MANAGED_BY_VALUE
         meta.setdefault("annotations", {})["pincompute.io/source"] = entry.file

@@ -360,9 +360,14 @@ def execute(conn: Connection, plan: ClusterPlan, *, workers: int = 8,
         return change
 
     done: dict[Action, list[Change]] = {a: [] for a in Action}
+    # only the writes go to the threads: a no-op pass handed thousands of unchanged
+    # objects to them, one future each, to do nothing
+    writing = plan.pending
+    if not writing:
+        return done
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        for _, wave in groupby(plan.changes, key=lambda c: (c.action is Action.PRUNE,
-                                                            kinds.order(c.key[0]))):
+        for _, wave in groupby(writing, key=lambda c: (c.action is Action.PRUNE,
+                                                       kinds.order(c.key[0]))):
             for change in pool.map(one, list(wave)):
                 if change is not None:
                     done[change.action].append(change)

@@ -183,15 +183,16 @@ def all_crds(kinds: list[str] | None = None) -> list[dict[str, Any]]:
     return [crd(kind) for kind in (kinds or list(KINDS))]
 
 
-def custom_resource(document: Mapping[str, Any], *, namespace: str | None = None
-                    ) -> dict[str, Any]:
+def custom_resource(document: Mapping[str, Any], *, namespace: str | None = None,
+                    owned: bool = False) -> dict[str, Any]:
     """A spec document as the custom resource the host cluster stores.
 
     For workloads and PinScaler, ``metadata.project`` becomes the label
     ``pincompute.io/project`` and the resource is put in ``namespace`` (default: the
-    project's name, which is also a Project's default namespace).
+    project's name, which is also a Project's default namespace). ``owned``: the caller
+    made ``document`` for this call, so it is used as it is, not deep-copied first.
     """
-    data = copy.deepcopy(dict(document))
+    data = dict(document) if owned else copy.deepcopy(dict(document))
     kind = str(data.get("kind", ""))
     meta = dict(data.get("metadata") or {})
     project = meta.pop("project", None)

@@ -62,12 +62,43 @@ def load_configuration(kubeconfig: str | None, context: str) -> k8s.Configuratio
                               f"contexts: {', '.join(names) or 'none'})")
     cfg = k8s.Configuration()
     try:
-        k8s_config.load_kube_config(config_file=kubeconfig, context=context,
-                                    client_configuration=cfg, persist_config=False)
+        loader = k8s_config.kube_config.KubeConfigLoader(
+            config_dict=_parsed(kubeconfig).config, config_base_path=None,
+            active_context=context)
+        loader.load_and_set(cfg)
     except Exception as exc:  # ConfigException, a missing certificate file, bad base64 ...
         raise KubeconfigError(f"kubeconfig {named}, context '{context}': "
                               f"{_config_reason(exc)}") from exc
     return cfg
+
+
+_PARSED: dict[tuple[str, tuple[tuple[int, int], ...]], Any] = {}
+_PARSED_LOCK = threading.Lock()
+
+
+def _parsed(kubeconfig: str | None) -> Any:
+    """The kubeconfig's file(s) read and merged (the client's ``KubeConfigMerger``, which
+    keeps each file's path for certificates named relative to it), once per process while
+    the files are unchanged: a pass connects to every cluster, and each connection read
+    and parsed the whole file twice (a fleet's kubeconfig holds every cluster's
+    certificates)."""
+    named = _kubeconfig_paths(kubeconfig)
+    files = [Path(p).expanduser() for p in named.split(os.pathsep) if p]
+    key = (named, tuple((s.st_mtime_ns, s.st_size) if (s := _stat(f)) else (0, -1)
+                        for f in files))
+    with _PARSED_LOCK:
+        if key not in _PARSED:
+            if len(_PARSED) > 8:
+                _PARSED.clear()
+            _PARSED[key] = k8s_config.kube_config.KubeConfigMerger(named)
+        return _PARSED[key]
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except OSError:
+        return None
 
 
 def _config_reason(exc: BaseException) -> str:
@@ -281,8 +312,11 @@ def contexts(kubeconfig: str | None) -> list[str]:
             " (pass --kubeconfig, set $KUBECONFIG, or start a local fleet: pincompile fleet up)"
         raise KubeconfigError(f"kubeconfig {named}: no such file{hint}")
     try:
-        found, _ = k8s_config.list_kube_config_contexts(config_file=kubeconfig)
-        return [str(c["name"]) for c in found]
+        merged = _parsed(kubeconfig).config
+        if merged is None:
+            raise k8s_config.ConfigException("No configuration found.")
+        return [str(c["name"]) for c in
+                k8s_config.kube_config.KubeConfigLoader(config_dict=merged).list_contexts()]
     except Exception as exc:  # not YAML, not a mapping, no contexts list ...
         raise KubeconfigError(f"kubeconfig {named} is not a usable "
                               f"kubeconfig: {_config_reason(exc)}") from exc

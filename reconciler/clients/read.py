@@ -39,12 +39,16 @@ def served(conn: Connection, kind: KindInfo) -> bool:
     return True
 
 
-def selector(field_selector: str | None = None, label_selector: str | None = None
-             ) -> dict[str, str]:
-    """The LIST/WATCH selector: the one given, else pincompile's managed-by label."""
+def selector(field_selector: str | None = None, label_selector: str | None = None,
+             kind: KindInfo | None = None) -> dict[str, str]:
+    """The LIST/WATCH selector: the one given, else pincompile's managed-by label (and
+    ``kind``'s own selector)."""
     if field_selector:
         return {"field_selector": field_selector}
-    return {"label_selector": label_selector or MANAGED_SELECTOR}
+    if label_selector:
+        return {"label_selector": label_selector}
+    extra = kind.selector if kind is not None else ""
+    return {"label_selector": f"{MANAGED_SELECTOR},{extra}" if extra else MANAGED_SELECTOR}
 
 
 def list_managed(conn: Connection, kind: KindInfo, *, field_selector: str | None = None,
@@ -58,7 +62,7 @@ def list_managed(conn: Connection, kind: KindInfo, *, field_selector: str | None
     explicit = bool(field_selector or label_selector)
     # parsed by orjson, several times faster than the client's json.loads
     response = conn.resource(kind.api_version, kind.kind).get(
-        **selector(field_selector, label_selector), serialize=False)
+        **selector(field_selector, label_selector, kind), serialize=False)
     data: Obj = orjson.loads(response.data)
     found: dict[Key, Obj] = {}
     for item in data.get("items") or []:

@@ -78,6 +78,8 @@ class Pass:
         self.writes = Counter({n: c.stats.writes for n, c in self.reconciler.connections.items()})
         self.lists = Counter({(n, r): k for n, c in self.reconciler.connections.items()
                               for r, k in c.stats.lists.items()})
+        self.dry_runs = Counter({n: c.stats.by_verb["dry-run"]
+                                 for n, c in self.reconciler.connections.items()})
         self.statuses = {"/".join(k): v for k, v in self.reconciler.statuses.items()}
         self.reconciler.close()
 
@@ -179,6 +181,9 @@ def test_second_pass_makes_zero_writes_and_one_list_per_kind(
     assert run.report.ok
     assert sum(run.writes.values()) == 0, (run.writes, run.lines)
     assert run.lists and max(run.lists.values()) == 1, run.lists
+    # every object's record answers: no dry-run (PriorityClasses, whose `globalDefault:
+    # false` the server leaves out, were dry-run in every pass)
+    assert sum(run.dry_runs.values()) == 0, run.dry_runs
     members = [c for n, c in run.report.clusters.items() if n != "host"]
     assert sum(c.unchanged for c in members) == len(run.result.manifests)
     cli_run = CliRunner().invoke(cli, ["plan", str(repo), "--exit-code",
