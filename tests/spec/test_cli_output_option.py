@@ -37,7 +37,7 @@ def test_compile_o_dir_still_writes_the_folder_with_one_deprecation_note(tmp_pat
                                                                          ) -> None:
     old = run("compile", str(EXAMPLES), "-o", str(tmp_path / "old"), "-q")
     new = run("compile", str(EXAMPLES), "--out-dir", str(tmp_path / "new"), "-q")
-    assert old.exit_code == 0, old.output
+    assert old.exit_code == new.exit_code == 0, old.output
     assert notes(old) == [f"note: -o {tmp_path / 'old'} is deprecated and will be removed in "
                           f"the next release; use --out-dir {tmp_path / 'old'} (-o now names "
                           "the output format: yaml|json)"]
