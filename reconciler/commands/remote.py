@@ -21,6 +21,7 @@ from pincompile.commands.common import (
     EXIT_OK,
     EXIT_USAGE,
     fail,
+    output_option,
     table_width,
 )
 from reconciler.api.client import ApiClient, ApiError, ServerUnreachable
@@ -106,8 +107,7 @@ def app_ref(_ctx: click.Context, _param: click.Parameter, value: str | None) -> 
 @click.option("-k", "--kind", help="Only apps of this kind (PinApp, PinterestService, ...).")
 @click.option("--phase", help="Only apps in this phase (Healthy, Degraded, ...).")
 @click.option("--cluster", help="Only apps placed in this member cluster.")
-@click.option("-o", "--output", "fmt", default="table", show_default=True,
-              type=click.Choice(["table", "wide", "json", "yaml", "name"]))
+@output_option("table", "wide", "json", "yaml", "name")
 @api_options
 def get(resource: str, app: AppRef | None, project: str | None, kind: str | None,
         phase: str | None, cluster: str | None, fmt: str, **api: Any) -> None:
@@ -230,8 +230,7 @@ def logs(app: AppRef, container: str | None, follow: bool, since: float | None,
 # -- events, history ------------------------------------------------------------------------
 @click.command("events")
 @click.argument("app", metavar="KIND/PROJECT/NAME", callback=app_ref)
-@click.option("-o", "--output", "fmt", default="table", show_default=True,
-              type=click.Choice(["table", "wide", "json", "yaml"]))
+@output_option("table", "wide", "json", "yaml")
 @api_options
 def events(app: AppRef, fmt: str, **api: Any) -> None:
     """An app's timeline, oldest first: Kubernetes Events of its objects and pincompile's
@@ -253,8 +252,7 @@ def events(app: AppRef, fmt: str, **api: Any) -> None:
 
 @click.command("history")
 @click.argument("app", metavar="KIND/PROJECT/NAME", callback=app_ref)
-@click.option("-o", "--output", "fmt", default="table", show_default=True,
-              type=click.Choice(["table", "wide", "json", "yaml"]))
+@output_option("table", "wide", "json", "yaml")
 @api_options
 def history(app: AppRef, fmt: str, **api: Any) -> None:
     """Every revision applied to an app, newest first: when, which commit and author,

@@ -104,7 +104,9 @@ def status(apps: tuple[str, ...], project: str | None, selector: str | None,
             if seen != previous:
                 if watch and previous is not None:
                     click.echo(f"--- {time.strftime('%H:%M:%S')}")
-                click.echo(render(rows, fmt, table_width(fmt)))
+                text = render(rows, fmt, table_width(fmt))
+                if text:
+                    click.echo(text)
                 previous = seen
             if not watch:
                 break

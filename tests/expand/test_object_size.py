@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -41,7 +42,6 @@ def test_an_object_over_the_limit_is_a_located_error(fleet_repo: Path, tmp_path:
     out = tmp_path / "out"
     for command in (["compile", str(fleet_repo), "--out-dir", str(out)],
                     ["compile", str(fleet_repo), "--out-dir", "-"],
-                    ["compile", str(fleet_repo), "--out-dir", str(out), "-o", "json"],
                     ["validate", str(fleet_repo)]):
         result = invoke(*command)
         assert result.exit_code == 1, (command, result.output)
@@ -50,6 +50,10 @@ def test_an_object_over_the_limit_is_a_located_error(fleet_repo: Path, tmp_path:
         clusters = sorted(m.group(1) for m in found if m)
         assert clusters == ["east-133", "gpu-133", "west-128"], command
         assert all(int(m.group(2)) > MAX_OBJECT_BYTES for m in found if m)
+    as_json = invoke("compile", str(fleet_repo), "--out-dir", str(out), "-o", "json")
+    assert as_json.exit_code == 1  # -o json: the errors as JSON on stdout
+    assert [(d["file"], d["line"], d["code"]) for d in json.loads(as_json.stdout)] == \
+        [(SPEC, 2, "object-too-large")] * 3
     assert not out.exists()
     located = {(d.location(), d.code) for d in compile_path(fleet_repo).diagnostics}
     assert located == {(f"{SPEC}:2:1", "object-too-large")}

@@ -168,9 +168,9 @@ def test_plan_and_status_narrow_to_apps(status_fleet: fleet_mod.FleetState, repo
 
     assert status("-o", "name") == (0, "PinApp/shop/web\n")
     assert status("PinApp/shop/web", "-p", "shop", "-o", "name") == (0, "PinApp/shop/web\n")
-    assert status("-p", "other", "-o", "name") == (0, "\n")
+    assert status("-p", "other", "-o", "name") == (0, "")
     assert status("-l", "!team", "-o", "name") == (0, "PinApp/shop/web\n")
-    assert status("-l", "team", "-o", "name") == (0, "\n")
+    assert status("-l", "team", "-o", "name") == (0, "")
     assert status("PinApp/shop/nope")[0] == 2
     assert status("-l", "team in (x")[0] == 2
 

@@ -150,19 +150,16 @@ def test_path_options_moved_off_o(tmp_path: Path, command: list[str], new: str) 
     (["compile"], "yaml|json"), (["validate"], "text|json"),
     (["diff"], "text|markdown|json"), (["status"], "table|wide|json|yaml|name"),
     (["plan"], "text|markdown|json"), (["apply"], "table|wide"),
-    (["get"], "table|wide|json|yaml|name"), (["version"], "text|json"),
+    (["get"], "table|wide|json|yaml|name"), (["events"], "table|wide|json|yaml"),
+    (["history"], "table|wide|json|yaml"), (["version"], "text|json"),
 ])
 def test_help_lists_the_formats_and_what_each_prints(command: list[str], formats: str
                                                      ) -> None:
     result = run(*command, "--help")
     assert result.exit_code == 0
     flat = " ".join(result.output.split())
-    assert "-o, --output" in flat
-    if command != ["get"]:  # get's own list predates the shared option
-        assert f"-o, --output {formats}" in flat
-        assert all(f"{name}:" in flat for name in formats.split("|"))
-    else:
-        assert "[table|wide|json|yaml|name]" in flat
+    assert f"-o, --output {formats}" in flat
+    assert all(f"{name}:" in flat for name in formats.split("|"))
 
 
 def test_an_unknown_format_is_a_usage_error_naming_the_choices() -> None:
