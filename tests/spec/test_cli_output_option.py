@@ -151,6 +151,7 @@ def test_path_options_moved_off_o(tmp_path: Path, command: list[str], new: str) 
     (["diff"], "text|markdown|json"), (["status"], "table|wide|json|yaml|name"),
     (["plan"], "text|markdown|json"), (["apply"], "table|wide"),
     (["get"], "table|wide|json|yaml|name"), (["events"], "table|wide|json|yaml"),
+    (["explain"], "table|wide|yaml|json"),
     (["history"], "table|wide|json|yaml"), (["version"], "text|json"),
 ])
 def test_help_lists_the_formats_and_what_each_prints(command: list[str], formats: str
@@ -166,3 +167,14 @@ def test_an_unknown_format_is_a_usage_error_naming_the_choices() -> None:
     result = run("validate", str(EXAMPLES), "-o", "xml")
     assert result.exit_code == 2
     assert "'xml' is not one of text, json" in result.stderr
+
+
+def test_explain_tables_fit_the_width_and_wide_keeps_every_reason() -> None:
+    args = ["explain", "PinApp/search/search-api", "--root", str(EXAMPLES)]
+    narrow = CliRunner().invoke(cli, args, env={"COLUMNS": "80"})
+    wide = CliRunner().invoke(cli, [*args, "-o", "wide"], env={"COLUMNS": "80"})
+    assert narrow.exit_code == wide.exit_code == 0
+    rows = [line for line in narrow.stdout.splitlines() if "project-placement" in line]
+    assert rows and all(len(line) <= 80 and line.endswith("…") for line in rows)
+    full = [line for line in wide.stdout.splitlines() if "project-placement" in line]
+    assert len(full) == len(rows) and all("…" not in line and len(line) > 80 for line in full)
