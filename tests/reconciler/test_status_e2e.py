@@ -172,6 +172,14 @@ def test_plan_and_status_narrow_to_apps(status_fleet: fleet_mod.FleetState, repo
     assert status("-l", "!team", "-o", "name") == (0, "PinApp/shop/web\n")
     assert status("-l", "team", "-o", "name") == (0, "")
     assert status("PinApp/shop/nope")[0] == 2
+    narrow = CliRunner().invoke(cli, ["status", *kubeconfig], env={"COLUMNS": "60"})
+    wide = CliRunner().invoke(cli, ["status", "-o", "wide", *kubeconfig],
+                              env={"COLUMNS": "60"})
+    assert narrow.exit_code == wide.exit_code == 0
+    assert all(len(line) <= 60 for line in narrow.stdout.splitlines()), narrow.stdout
+    assert "APPLIED" not in narrow.stdout.splitlines()[0]
+    assert wide.stdout.splitlines()[0].split()[-3:] == ["APPLIED", "AGE", "MESSAGE"]
+    assert len(wide.stdout.splitlines()[1]) > 60
     assert status("-l", "team in (x")[0] == 2
 
     # a labelled web with a new image: its Deployment would be updated
