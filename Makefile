@@ -18,7 +18,7 @@ setup: $(BIN)/pincompile
 demo: setup
 	$(BIN)/pincompile fleet up
 	$(BIN)/pincompile validate examples
-	$(BIN)/pincompile compile examples -o out
+	$(BIN)/pincompile compile examples --out-dir out
 	$(BIN)/pincompile apply examples
 	@echo "manifests in out/; status any time: .venv/bin/pincompile status --live (fleet: make fleet-down)"
 	@$(BIN)/python -m reconciler.fleet.demo examples
@@ -34,7 +34,7 @@ test: setup packages lint
 	$(BIN)/python -m pytest -q
 
 schemas: setup
-	$(BIN)/pincompile schema -o schemas
+	$(BIN)/pincompile schema --out-dir schemas
 
 openapi: setup
 	$(BIN)/python -m reconciler.api.openapi > docs/api/openapi.json

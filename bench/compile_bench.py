@@ -17,7 +17,7 @@ process (so peak RSS is per phase and no cache is warm from an earlier phase):
   compile      the stages of ``pipeline.run`` called one by one (load, parse, check, place,
                expand), then ``render_files`` (serialize, with placement.json) and
                ``write_tree``: the work of a compile, stage by stage, in one process
-  cli          ``pincompile compile REPO -o OUT -q --no-cache`` as a subprocess: the same
+  cli          ``pincompile compile REPO --out-dir OUT -q --no-cache`` as a subprocess: the same
                work plus interpreter start-up and imports, with expand, serialize and
                write streamed per workload in one process per CPU; and again with ``-j 1``;
                and ``-o -``, every object in one stream (as the floor serializes them:
@@ -439,7 +439,7 @@ def cli_compile(root: Path, out: Path | None, cache: Path | None = None,
     args = ["--cache-dir", str(cache)] if cache is not None else ["--no-cache"]
     settle(out if out is not None else root)
     if command == "compile":
-        args += ["-o", str(out) if out is not None else "-", "-q", "--revision", REVISION]
+        args += ["--out-dir", str(out) if out is not None else "-", "-q", "--revision", REVISION]
         args += ["-j", str(jobs)] if jobs is not None else []
     else:
         args += ["-q"]

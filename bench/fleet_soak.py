@@ -51,7 +51,7 @@ def say(line: str) -> None:
 
 
 def compile_examples(examples: Path, out: Path) -> None:
-    subprocess.run([sys.executable, "-m", "pincompile.cli", "compile", str(examples), "-o",
+    subprocess.run([sys.executable, "-m", "pincompile.cli", "compile", str(examples), "--out-dir",
                     str(out), "-q"], check=True, cwd=REPO)
 
 

@@ -211,8 +211,8 @@ def main() -> int:
         files_took = []
         for run in range(3):  # each into a directory of its own (file_creation_us)
             out = work / f"out-{run}"
-            files_took.append(timed([[*pincompile, "-o", str(out)]])[0])
-        stream, stream_kinds = min(timed([[*pincompile, "-o", "-"]]) for _ in range(3))
+            files_took.append(timed([[*pincompile, "--out-dir", str(out)]])[0])
+        stream, stream_kinds = min(timed([[*pincompile, "--out-dir", "-"]]) for _ in range(3))
         files = min(files_took)
         by_group = groups(out)
         expected: Counter[str] = Counter()

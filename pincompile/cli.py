@@ -28,6 +28,7 @@ COMMANDS = {
     "logs": ("reconciler.commands.remote", "logs"),
     "events": ("reconciler.commands.remote", "events"),
     "history": ("reconciler.commands.remote", "history"),
+    "version": ("pincompile.commands.version", "version"),
 }
 
 
@@ -59,7 +60,9 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup,
              context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(package_name="pincompile")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True,
+              callback=lambda ctx, param, value: _print_version(ctx, param, value),
+              help="Show the version, git commit and Python, and exit.")
 def cli() -> None:
     """pincompile — compile short app specs into Kubernetes manifests for every member
     cluster, and reconcile the clusters to match.
@@ -67,10 +70,20 @@ def cli() -> None:
     \b
     Typical use:
       pincompile validate .                     # pre-commit: are my specs valid?
-      pincompile compile . -o out/              # write every cluster's manifests
+      pincompile compile . --out-dir out/       # write every cluster's manifests
       pincompile diff --base origin/main        # pull request: what changes where?
       pincompile explain PinApp/search/search-api
       pincompile set image PinApp/search/search-api main=registry.internal/search/api:2.1
+      pincompile status -p search               # how are my apps doing?
+
+    \b
+    -o FORMAT names the output format in every command, from one set (each command
+    takes those that make sense, listed in its --help): table (fits the terminal),
+    wide (every column in full), text, markdown, yaml, json, name (KIND/PROJECT/NAME).
+
+    \b
+    Shell completion (bash; zsh and fish: zsh_source, fish_source):
+      eval "$(_PINCOMPILE_COMPLETE=bash_source pincompile)"
 
     Every error names file:line:column. Exit codes: 0 ok, 1 invalid or differences found,
     2 usage error, 3 cluster/API failure.
@@ -84,10 +97,18 @@ def cli() -> None:
             raise click.UsageError(str(exc)) from None
 
 
+def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value:
+        from pincompile.commands.version import print_version
+
+        print_version(ctx, param, value)
+
+
 #: Commands that only read files and write their output (no threads, no clusters): when
 #: one ends, the process exits at once instead of freeing its heap object by object
 #: (bench/RESULTS.md, "Tuning").
-EXIT_AT_ONCE = frozenset({"compile", "validate", "diff", "explain", "schema", "crds"})
+EXIT_AT_ONCE = frozenset({"compile", "validate", "diff", "explain", "schema", "crds",
+                          "version"})
 
 
 GC_THRESHOLDS = (100_000, 50, 1000)

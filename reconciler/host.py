@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import json
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kubernetes import client as k8s
@@ -161,10 +161,12 @@ def read_apps(conn: Connection, kinds: Iterable[KindInfo]) -> dict[AppKey, Obj]:
     return {app_key(obj): obj for obj in read.list_many(conn, served).values()}
 
 
-def read_rows(conn: Connection) -> list[dict[str, Any]]:
-    """Every workload's stored status on the host; then a row per member cluster that is
-    not simply reachable (kind ``Cluster``, its ``status.failover``). ``statusTime``: when
-    the status was last written (the API server's record of that write)."""
+def read_rows(conn: Connection, keep: Callable[[AppKey, Obj], bool] | None = None
+              ) -> list[dict[str, Any]]:
+    """Every workload's stored status on the host (only those ``keep`` keeps); then a row
+    per member cluster that is not simply reachable (kind ``Cluster``, its
+    ``status.failover``). ``statusTime``: when the status was last written (the API
+    server's record of that write)."""
     from pincompile.models import WORKLOAD_KINDS
 
     kinds = [k for k in spec_kinds() if k.kind in (*WORKLOAD_KINDS, "Cluster")]
@@ -173,6 +175,8 @@ def read_rows(conn: Connection) -> list[dict[str, Any]]:
         st = cr.get("status") or {}
         if key[0] == "Cluster" and (st.get("failover") or {}).get("phase", "Reachable") \
                 == "Reachable":
+            continue
+        if keep is not None and key[0] != "Cluster" and not keep(key, cr):
             continue
         rows.append({"kind": key[0], "project": key[1], "name": key[2],
                      "statusTime": status_time(cr), "status": st})

@@ -23,7 +23,7 @@ def test_checked_in_schemas_match_the_models() -> None:
     extra = sorted(set(on_disk) - set(rendered))
     assert not stale and not extra, (
         f"schemas/ is stale (changed: {stale}, unexpected: {extra}); "
-        "regenerate with: pincompile schema -o schemas")
+        "regenerate with: pincompile schema --out-dir schemas")
 
 
 def _validator() -> Draft202012Validator:

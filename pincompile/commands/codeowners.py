@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from pincompile.commands.common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, fail, report
+from pincompile.commands.common import (
+    EXIT_INVALID,
+    EXIT_OK,
+    EXIT_USAGE,
+    fail,
+    moved_output_option,
+    report,
+)
 
 if TYPE_CHECKING:
     from pincompile.diagnostics import Diagnostic
@@ -20,14 +27,15 @@ if TYPE_CHECKING:
 @click.command()
 @click.argument("root", default=".", type=click.Path(exists=True, file_okay=False,
                                                       path_type=Path))
-@click.option("-o", "--output", "output", default=None, metavar="FILE",
+@click.option("--out-file", "output", default=None, metavar="FILE",
               help="Where to write ('-': standard output). Default: the CODEOWNERS file the "
               "repository already has (CODEOWNERS, .github/, .gitlab/, .gitea/ or docs/), "
               "else CODEOWNERS at the repository root.")
+@moved_output_option("--out-file")
 @click.option("--check", is_flag=True,
               help="Write nothing; exit 1 (showing the difference) when the file is not what "
               "it would write.")
-def codeowners(root: Path, output: str | None, check: bool) -> None:
+def codeowners(root: Path, output: str | None, moved: str | None, check: bool) -> None:
     """Write CODEOWNERS from each Project's owners (for its folder apps/<project>/) and
     pincompile.yaml's platformOwners (for platform/, pincompile.yaml and CODEOWNERS).
 
@@ -43,9 +51,10 @@ def codeowners(root: Path, output: str | None, check: bool) -> None:
     \b
     Examples:
       pincompile codeowners                     # write the repository's CODEOWNERS
-      pincompile codeowners examples -o -       # print it
+      pincompile codeowners examples --out-file -   # print it
       pincompile codeowners --check             # in CI or pre-commit: is it current?
     """
+    output = output or moved
     from pincompile.codeowners import LOCATIONS, SAFE_PATH, render
     from pincompile.source.gitsource import GitError, spec_root
 

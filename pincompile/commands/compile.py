@@ -13,11 +13,13 @@ from pincompile.commands.common import (
     EXIT_INVALID,
     EXIT_OK,
     EXIT_USAGE,
-    OUTPUT_FORMATS,
+    Deprecated,
     cache_dir,
     cache_options,
+    deprecated,
     fail,
     jobs_option,
+    output_option,
     report_warnings,
     require_specs,
 )
@@ -41,50 +43,58 @@ if TYPE_CHECKING:
 
 @click.command("compile")
 @click.argument("root", default=".", type=click.Path(exists=True, path_type=Path))
-@click.option("-o", "--output", "output", required=True, metavar="OUT",
-              help="Directory to write (replaced as a whole), or '-' for stdout.")
+@click.option("--out-dir", "out_dir", default=None, metavar="DIR",
+              help="Directory to write (replaced as a whole); '-' or none: one stream of "
+              "every object on stdout.")
+@output_option("yaml", "json", path_option="--out-dir",
+               note="json also prints errors as JSON on stdout. (An older release took "
+               "-o DIR for --out-dir DIR: still accepted, with a note.)")
 @click.option("--cluster", "clusters", multiple=True, metavar="NAME",
               help="Only this member cluster (repeatable).")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="yaml", show_default=True,
-              help="Manifest format.")
+@click.option("--format", "legacy_format", type=click.Choice(FORMATS), default=None,
+              hidden=True, help="Deprecated: -o yaml|json.")
 @click.option("--revision", default=None,
               help="Git revision recorded in pincompute.io/revision (default: ROOT's HEAD).")
-@click.option("--errors", "errors_fmt", type=OUTPUT_FORMATS, default="human",
-              show_default=True, help="How to print errors (json: on stdout).")
+@click.option("--errors", "legacy_errors", type=click.Choice(["human", "json"]), default=None,
+              hidden=True, help="Deprecated: -o json prints errors as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 @jobs_option
 @cache_options
-def compile_cmd(root: Path, output: str, clusters: tuple[str, ...], fmt: str,
-                revision: str | None, errors_fmt: str, quiet: bool, jobs: int | None,
-                cache_dir_option: Path | None, no_cache: bool) -> None:
+def compile_cmd(root: Path, out_dir: str | None, fmt: str, clusters: tuple[str, ...],
+                legacy_format: str | None, revision: str | None, legacy_errors: str | None,
+                quiet: bool, jobs: int | None, cache_dir_option: Path | None,
+                no_cache: bool) -> None:
     """Compile the specs under ROOT (default: .) into native Kubernetes manifests.
 
     \b
-    Writes OUT/<cluster>/<namespace or _cluster>/<kind>-<name>.yaml for every object, and
-    OUT/placement.json: for every workload its eligible clusters, scores, replicas per
-    cluster and zone, and why every other cluster was filtered out.
+    With --out-dir DIR, writes DIR/<cluster>/<namespace or _cluster>/<kind>-<name>.yaml
+    for every object, and DIR/placement.json: for every workload its eligible clusters,
+    scores, replicas per cluster and zone, and why every other cluster was filtered out.
+    Without it, prints every object as one stream on stdout.
 
     Files whose content did not change since an earlier run are not loaded and parsed
     again: their specs come from the cache (see --cache-dir). When only app files changed
-    since the last clean compile into OUT at the same revision (every object records it,
+    since the last clean compile into DIR at the same revision (every object records it,
     so a new commit compiles everything), only those apps (and the PinScalers linked to
     them) are checked, placed and expanded again, and only output files whose bytes change
     are rewritten; any change to clusters, projects, sidecars or the runtime profile
     compiles everything. The output is the same bytes either way.
 
-    OUT is replaced atomically as a whole (or, incrementally, file by file), so files of
+    DIR is replaced atomically as a whole (or, incrementally, file by file), so files of
     objects that no longer exist do not linger; pincompile only replaces a directory it
     wrote (or an empty one). Nothing is written when any error is found. The same input
     gives the same bytes.
 
     \b
-    Exit codes: 0 written, 1 invalid specs (errors on stderr), 2 usage error (also: no
-    specs under ROOT; nothing is written).
+    Exit codes: 0 written, 1 invalid specs (errors on stderr; with -o json on stdout),
+    2 usage error (also: no specs under ROOT; nothing is written).
     \b
     Examples:
-      pincompile compile examples -o out/
-      pincompile compile . -o - --cluster use1a-general-01 | kubectl diff -f -
+      pincompile compile examples --out-dir out/
+      pincompile compile . --cluster use1a-general-01 | kubectl diff -f -
+      pincompile compile . -o json | jq '.items[].kind'
     """
+    fmt, output, errors_fmt = _legacy_output(fmt, out_dir, legacy_format, legacy_errors)
     started = time.monotonic()
     to_stdout = output == "-"
     out = Path(output)
@@ -108,16 +118,36 @@ def compile_cmd(root: Path, output: str, clusters: tuple[str, ...], fmt: str,
     report_warnings(result.warnings)
     if result.diagnostics:
         report_diagnostics(result.diagnostics, result.sources, errors_fmt)
-        if not quiet and errors_fmt == "human":
+        if not quiet and errors_fmt != "json":
             click.echo("nothing written", err=True)
         sys.exit(EXIT_INVALID)
     _write_clusters(result, rows, clusters, fmt, out, to_stdout, quiet, started)
 
 
+def _legacy_output(fmt: str, out_dir: str | None, legacy_format: str | None,
+                   legacy_errors: str | None) -> tuple[str, str, str]:
+    """(manifest format, DIR or '-', error format) from -o and --out-dir, and from the
+    options an older release took (-o DIR, --format, --errors), each with a note."""
+    if isinstance(fmt, Deprecated):
+        if out_dir is not None:
+            fail(f"-o {fmt} and --out-dir {out_dir}: give the directory once, as --out-dir")
+        out_dir, fmt = str(fmt), "yaml"
+    if legacy_format is not None:
+        deprecated(f"--format {legacy_format}", f"-o {legacy_format}")
+        fmt = legacy_format
+    errors_fmt = "json" if fmt == "json" else "text"
+    if legacy_errors is not None:
+        deprecated(f"--errors {legacy_errors}",
+                   "-o json" if legacy_errors == "json" else "-o yaml",
+                   "-o json prints errors as JSON too")
+        errors_fmt = legacy_errors
+    return fmt, out_dir or "-", errors_fmt
+
+
 def _read_ahead(root: Path, cache: Path | None, jobs: int,
                 to_folder: bool) -> tuple[Any, ReadTree | None]:
     """Start walking ROOT (and, when large, loading it) in a forked process while this one
-    imports the compiler; with a cache, -o OUT walks it by stat first (unchanged files are
+    imports the compiler; with a cache, --out-dir DIR walks it by stat first (unchanged files are
     not even read) and loads what changed after the import. (scanning, read)."""
     if to_folder and jobs > 1 and cache is not None:
         from pincompile.source.treescan import scan_ahead
@@ -133,7 +163,7 @@ def _read_ahead(root: Path, cache: Path | None, jobs: int,
 def _compile_folder(root: Path, out: Path, fmt: str, revision: str | None,
                     cache: Path | None, jobs: int, scanning: Any, read: ReadTree | None,
                     quiet: bool, started: float) -> Result:
-    """``-o OUT`` of every cluster: exits when written; else the invalid result."""
+    """``--out-dir DIR`` of every cluster: exits when written; else the invalid result."""
     from pincompile.emit.folder import compile_to_dir
 
     try:

@@ -6,18 +6,20 @@ from pathlib import Path
 
 import click
 
+from pincompile.commands.common import moved_output_option
 from pincompile.crds import GROUP, PROJECT_LABEL, all_crds, to_yaml
 from pincompile.models import KINDS
 
 
 @click.command()
-@click.option("-o", "--output", "directory", default=None,
+@click.option("--out-dir", "directory", default=None, metavar="DIR",
               type=click.Path(file_okay=False, path_type=Path),
               help="Write one <plural>.pincompute.io.yaml per CRD into this directory "
               "(stale ones are removed) instead of printing them.")
+@moved_output_option("--out-dir")
 @click.option("--kind", "kinds", multiple=True, metavar="KIND",
               type=click.Choice(list(KINDS)), help="Only this kind (repeatable), e.g. PinApp.")
-def crds(directory: Path | None, kinds: tuple[str, ...]) -> None:
+def crds(directory: Path | None, moved: str | None, kinds: tuple[str, ...]) -> None:
     """Print the CustomResourceDefinitions of every pincompute.io kind.
 
     One apiextensions.k8s.io/v1 CRD per kind (group pincompute.io, version v1), with the
@@ -30,10 +32,11 @@ def crds(directory: Path | None, kinds: tuple[str, ...]) -> None:
     \b
     Examples:
       pincompile crds | kubectl --context host apply --server-side -f -
-      pincompile crds -o deploy/crds/
+      pincompile crds --out-dir deploy/crds/
       pincompile crds --kind PinApp --kind PinScaler
       kubectl --context host get pincompute -A     # every kind, via the category
     """
+    directory = directory or (Path(moved) if moved else None)
     documents = all_crds(list(kinds) or None)
     if directory is None:
         click.echo(to_yaml(documents), nl=False)

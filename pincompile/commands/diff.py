@@ -10,7 +10,14 @@ from pathlib import Path
 
 import click
 
-from pincompile.commands.common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, fail
+from pincompile.commands.common import (
+    EXIT_INVALID,
+    EXIT_OK,
+    EXIT_USAGE,
+    deprecated,
+    fail,
+    output_option,
+)
 from pincompile.commands.common import report as report_diagnostics
 from pincompile.diagnostics import render_human
 from pincompile.emit.compare import (
@@ -117,10 +124,10 @@ def _report_failures(failed: list[Side], base: Side, head: Side, fmt: str) -> No
 @click.option("--head", default=None, metavar="REF",
               help="Revision to compare. Default: the working tree as it is now, uncommitted "
               "and untracked files included.")
-@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]),
-              default="text", show_default=True,
-              help="text: per-cluster summary and unified diffs (colored on a terminal); "
-              "markdown: a pull-request comment; json: for tools.")
+@output_option("text", "markdown", "json",
+               note="text: per-cluster summary and unified diffs (colored on a terminal).")
+@click.option("--format", "legacy_format", type=click.Choice(["text", "markdown", "json"]),
+              default=None, hidden=True, help="Deprecated: -o.")
 @click.option("--exit-code", is_flag=True,
               help="Exit 1 when anything differs (like git diff --exit-code).")
 @click.option("--cluster", "clusters", multiple=True, metavar="NAME",
@@ -132,9 +139,9 @@ def _report_failures(failed: list[Side], base: Side, head: Side, fmt: str) -> No
               show_default=True, help="Lines of context around each change.")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto",
               show_default=True, help="Color the text format (auto: when stdout is a terminal).")
-def diff(path: Path, base: str, head: str | None, fmt: str, exit_code: bool,
-         clusters: tuple[str, ...], quiet: bool, stat: bool, context: int, color: str
-         ) -> None:
+def diff(path: Path, base: str, head: str | None, fmt: str, legacy_format: str | None,
+         exit_code: bool, clusters: tuple[str, ...], quiet: bool, stat: bool, context: int,
+         color: str) -> None:
     """Show which generated objects change in which clusters between two revisions.
 
     Compiles the specs under PATH (default: the current directory; a folder inside a git
@@ -148,7 +155,7 @@ def diff(path: Path, base: str, head: str | None, fmt: str, exit_code: bool,
       pincompile diff --base origin/main                 # this branch + local edits
       pincompile diff --base HEAD~1 --head HEAD examples # the last commit only
       pincompile diff --base origin/main --stat --cluster use1a-general-01
-      pincompile diff --base origin/main --format markdown > comment.md   # PR comment
+      pincompile diff --base origin/main -o markdown > comment.md   # PR comment
       pincompile diff --base origin/main -q || echo "generated objects change"
 
     \b
@@ -162,6 +169,9 @@ def diff(path: Path, base: str, head: str | None, fmt: str, exit_code: bool,
     with --exit-code or a side does not compile, 2 usage error (unknown revision, not a
     git repository, unknown cluster).
     """
+    if legacy_format is not None:
+        deprecated(f"--format {legacy_format}", f"-o {legacy_format}")
+        fmt = legacy_format
     try:
         root = spec_root(path)
         sides = _compile_sides(root, path, [("base", base), ("head", head)])

@@ -14,7 +14,16 @@ import click
 
 from pincompile.appref import AppRefError, parse_app_ref
 from pincompile.catalog import Entry
-from pincompile.commands.common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, columns, report
+from pincompile.commands.common import (
+    EXIT_INVALID,
+    EXIT_OK,
+    EXIT_USAGE,
+    columns,
+    complete_app_ref,
+    output_option,
+    report,
+    table_width,
+)
 from pincompile.compiler import compile_path
 from pincompile.manifest import Manifest
 from pincompile.models import WORKLOAD_KINDS, PinScaler
@@ -27,11 +36,10 @@ Key = tuple[str, str, str]
 
 
 @click.command()
-@click.argument("ref", metavar="KIND/PROJECT/NAME")
+@click.argument("ref", metavar="KIND/PROJECT/NAME", shell_complete=complete_app_ref)
 @click.option("--root", type=click.Path(exists=True, path_type=Path), default=Path("."),
               show_default=True, help="The spec tree to compile.")
-@click.option("-o", "--output", "fmt", type=click.Choice(["table", "yaml", "json"]),
-              default="table", show_default=True)
+@output_option("table", "wide", "yaml", "json")
 def explain(ref: str, root: Path, fmt: str) -> None:
     """Show where a workload is placed and why, and the objects it produces.
 
@@ -60,8 +68,8 @@ def explain(ref: str, root: Path, fmt: str) -> None:
                       if m.source is not None and m.source.resource.key in sources),
                      key=lambda m: m.relpath)
     entry = _entry(result, target)
-    if fmt == "table":
-        click.echo(render_table(decision, objects, entry, scaler))
+    if fmt in ("table", "wide"):
+        click.echo(render_table(decision, objects, entry, scaler, table_width(fmt)))
     else:
         data = {"decision": decision.to_json(), "objects": [_object(m) for m in objects]}
         if scaler is not None:
@@ -144,8 +152,9 @@ def _yaml(data: Any) -> str:
     return buf.getvalue().rstrip("\n")
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
-    return columns([headers, *rows], indent="  ")
+def _table(headers: Sequence[str], rows: Sequence[Sequence[object]],
+           width: int | None) -> list[str]:
+    return columns([headers, *rows], indent="  ", width=width)
 
 
 def _number(value: float | None) -> str:
@@ -157,18 +166,18 @@ def _number(value: float | None) -> str:
 
 
 def render_table(decision: Decision, objects: Sequence[Manifest], entry: Entry[Any] | None,
-                 scaler: Entry[PinScaler] | None) -> str:
-    """The human-readable explanation of one decision."""
+                 scaler: Entry[PinScaler] | None, width: int | None = None) -> str:
+    """The human-readable explanation of one decision, its tables fit to ``width``."""
     out = _heading(decision, entry, scaler)
-    out += _placed(decision, entry)
-    out += _eligible(decision)
+    out += _placed(decision, entry, width)
+    out += _eligible(decision, width)
     if decision.filtered:
         out.append("Filtered out:")
         rows: list[list[object]] = []
         for c, reason in sorted(decision.filtered.items()):
             name, _, why = reason.partition(": ")
             rows.append([c, name, why])
-        out += _table(["CLUSTER", "FILTER", "REASON"], rows)
+        out += _table(["CLUSTER", "FILTER", "REASON"], rows, width)
         out.append("")
     if decision.notes:
         out.append("Notes:")
@@ -177,7 +186,8 @@ def render_table(decision: Decision, objects: Sequence[Manifest], entry: Entry[A
     out.append(f"Objects ({len(objects)}):")
     if objects:
         out += _table(["CLUSTER", "KIND", "NAMESPACE", "NAME"],
-                      [[m.cluster, m.kind, m.namespace or "-", m.name] for m in objects])
+                      [[m.cluster, m.kind, m.namespace or "-", m.name] for m in objects],
+                      width)
     else:
         out.append("  (none generated)")
     return "\n".join(out)
@@ -203,7 +213,7 @@ def _heading(decision: Decision, entry: Entry[Any] | None,
     return out
 
 
-def _placed(decision: Decision, entry: Entry[Any] | None) -> list[str]:
+def _placed(decision: Decision, entry: Entry[Any] | None, width: int | None) -> list[str]:
     """The clusters the workload is placed in, with its replicas (or that it is not)."""
     if not decision.shards:
         return ["Not placed: no cluster accepts it.", ""]
@@ -233,7 +243,7 @@ def _placed(decision: Decision, entry: Entry[Any] | None) -> list[str]:
         rows.append(row)
     out.append(f"Placed in {len(decision.shards)} cluster"
                f"{'s' if len(decision.shards) != 1 else ''}:")
-    out += _table(headers, rows)
+    out += _table(headers, rows, width)
     if decision.kind in ("PinApp", "PinterestService"):
         zones = ", ".join(f"{z}={n}" for z, n in decision.replicas_by_zone().items())
         out.append(f"  replicas per zone: {zones}")
@@ -241,7 +251,7 @@ def _placed(decision: Decision, entry: Entry[Any] | None) -> list[str]:
     return out
 
 
-def _eligible(decision: Decision) -> list[str]:
+def _eligible(decision: Decision, width: int | None) -> list[str]:
     """The eligible clusters in the order they are preferred, with their scores."""
     if not decision.order:
         return []
@@ -260,7 +270,7 @@ def _eligible(decision: Decision) -> list[str]:
             row.append(_number(sc.get(ZONE_SPREAD)))
         row += [_number(sc.get(TOTAL)), "yes" if c in chosen else "no"]
         rows.append(row)
-    out += _table(headers, rows)
+    out += _table(headers, rows, width)
     out.append("  total = headroom / -ln(stability/100): weighted rendezvous hashing, "
                "stable per workload")
     out.append("")

@@ -6,14 +6,16 @@ from pathlib import Path
 
 import click
 
+from pincompile.commands.common import moved_output_option
 from pincompile.schemas import ALL_SCHEMA, write_all
 
 
 @click.command()
-@click.option("-o", "--output", "directory", default="schemas", show_default=True,
+@click.option("--out-dir", "directory", default="schemas", show_default=True, metavar="DIR",
               type=click.Path(file_okay=False, path_type=Path),
               help="Directory to write one <Kind>.json per kind (plus pincompute.json).")
-def schema(directory: Path) -> None:
+@moved_output_option("--out-dir")
+def schema(directory: Path, moved: str | None) -> None:
     """Write one JSON Schema (draft 2020-12) per kind, generated from the models.
 
     \b
@@ -21,5 +23,5 @@ def schema(directory: Path) -> None:
       # yaml-language-server: $schema=../../schemas/pincompute.json
     or in VS Code settings ("yaml.schemas") for apps/**/*.yaml.
     """
-    written = write_all(directory)
+    written = write_all(Path(moved) if moved else directory)
     click.echo(f"wrote {len(written)} schemas to {directory}/ (any kind: {ALL_SCHEMA})")

@@ -14,6 +14,7 @@ from pincompile.commands.common import (
     cache_dir,
     cache_options,
     jobs_option,
+    output_option,
     report,
     report_warnings,
     require_specs,
@@ -22,9 +23,9 @@ from pincompile.commands.common import (
 
 @click.command()
 @click.argument("path", default=".", type=click.Path(exists=True, path_type=Path))
-@click.option("-o", "--output", "fmt", type=click.Choice(["human", "json"]), default="human",
-              show_default=True, help="human: file:line:column with the offending line; "
-              "json: a list of {file, line, column, code, message}.")
+@output_option("text", "json", aliases={"human": "text"},
+               note="text: file:line:column with the offending line; json: a list of "
+               "{file, line, column, code, message}.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing when the specs are valid.")
 @jobs_option
 @cache_options
@@ -64,7 +65,7 @@ def validate(path: Path, fmt: str, quiet: bool, jobs: int | None,
     report_warnings(result.warnings)
     require_specs(done.specs, result.diagnostics, path)
     report(result.diagnostics, result.sources, fmt)
-    if fmt == "human" and not result.diagnostics and not quiet:
+    if fmt == "text" and not result.diagnostics and not quiet:
         click.echo(f"ok: {done.specs} spec{'s' if done.specs != 1 else ''} valid, "
                    f"{done.objects} objects would be generated "
                    f"({time.monotonic() - started:.2f}s)")

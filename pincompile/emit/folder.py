@@ -1,4 +1,4 @@
-"""The output folder: ``pincompile compile ROOT -o OUT`` expands, serializes and writes
+"""The output folder: ``pincompile compile ROOT --out-dir OUT`` expands, serializes and writes
 every object (in one process per CPU), or rewrites only the changed apps' files against
 the snapshot of the last clean compile kept in the cache."""
 
@@ -90,7 +90,7 @@ def _read_bytes(path: Path) -> bytes | None:
 def compile_to_dir(root: Path, out: Path, *, fmt: str = "yaml", revision: str | None = None,
                    cache_dir: Path | None = None, jobs: int | None = None,
                    scanning: Any = None, read: ReadTree | None = None) -> DirCompile:
-    """``pincompile compile ROOT -o OUT``: compile and write OUT.
+    """``pincompile compile ROOT --out-dir OUT``: compile and write OUT.
 
     With ``cache_dir``, a snapshot of the last clean compile of ROOT into OUT is kept there;
     when only app files changed since (and OUT holds what that compile wrote: its marker

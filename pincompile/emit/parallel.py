@@ -1,6 +1,6 @@
 """Expand, serialize and write a compiled tree, split over worker processes.
 
-``pincompile compile ROOT -o OUT`` spends most of a large compile expanding specs into
+``pincompile compile ROOT --out-dir OUT`` spends most of a large compile expanding specs into
 objects, serializing them and writing one file per object. Each of those is independent
 per workload, so :func:`emit` runs ``jobs`` processes (forked after placement: the catalog
 and the plan are inherited, never copied through a pipe) that draw chunks of workloads

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
 import time
 from collections import Counter
@@ -12,7 +11,13 @@ from typing import Any
 
 import click
 
-from pincompile.commands.common import EXIT_CLUSTER, EXIT_OK, EXIT_UNCONVERGED
+from pincompile.commands.common import (
+    EXIT_CLUSTER,
+    EXIT_OK,
+    EXIT_UNCONVERGED,
+    output_option,
+    table_width,
+)
 from reconciler.commands.common import (
     check_clusters,
     clock_of,
@@ -48,12 +53,13 @@ from reconciler.sync import Options
 @click.option("--timeout", default=300.0, show_default=True, metavar="SECONDS",
               help="Longest wait for health after applying.")
 @failover_options
+@output_option("table", "wide", note="(the apps' status table at the end of the pass)")
 @click.option("-q", "--quiet", is_flag=True, help="Only the summary.")
 @click.pass_context
 def apply(ctx: click.Context, root: Path, kubeconfig: str | None, host_context: str,
           clusters: tuple[str, ...], at: datetime | None, max_prune: str, prune_data: bool,
           no_prune: bool, adopt: bool, dry_run: bool, no_wait: bool, timeout: float,
-          failover_after: float, failback_step: str, quiet: bool) -> None:
+          failover_after: float, failback_step: str, fmt: str, quiet: bool) -> None:
     """Make every member cluster match the specs under ROOT: one reconcile pass.
 
     \b
@@ -93,7 +99,7 @@ def apply(ctx: click.Context, root: Path, kubeconfig: str | None, host_context: 
     if dry_run:
         from reconciler.commands.plan import plan
 
-        ctx.invoke(plan, root=root, kubeconfig=kubeconfig, host_context=host_context,
+        ctx.invoke(plan, args=(str(root),), kubeconfig=kubeconfig, host_context=host_context,
                    clusters=clusters, at=at, adopt=adopt, max_prune=max_prune,
                    prune_data=prune_data)
         return
@@ -122,16 +128,16 @@ def apply(ctx: click.Context, root: Path, kubeconfig: str | None, host_context: 
         progress.close()
         reconciler.close()
     click.echo(_summary(report, writes, time.monotonic() - started))
-    _report_and_exit(report, statuses, lost, quiet)
+    _report_and_exit(report, statuses, lost, quiet, table_width(fmt))
 
 
 def _report_and_exit(report: PassReport, statuses: dict[AppKey, dict[str, Any]],
-                     lost: dict[str, Any], quiet: bool) -> None:
-    """Print the apps' status table and what the pass left undone; exit as documented."""
+                     lost: dict[str, Any], quiet: bool, width: int | None) -> None:
+    """Print the apps' status table (fit to ``width``) and what the pass left undone; exit
+    as documented."""
     if not quiet and statuses:
-        width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
         click.echo(render_table([_as_row(app, doc) for app, doc in statuses.items()],
-                                render_clusters(lost), width=width))
+                                render_clusters(lost, width), width=width))
     left = _left(report)
     if left:
         click.echo(left, err=True)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -17,6 +17,9 @@ from pincompile.commands.common import report as report_diagnostics
 from pincompile.compiler import compile_path
 from pincompile.pipeline import Result
 from reconciler.commands.options import DURATION
+
+if TYPE_CHECKING:
+    from pincompile.selector import Targets
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -139,3 +142,53 @@ def check_clusters(result: Result, clusters: tuple[str, ...]) -> None:
     if unknown:
         fail(f"unknown cluster(s): {', '.join(unknown)} (known: {', '.join(sorted(known))})",
              EXIT_USAGE)
+
+
+def _selector(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    from pincompile.selector import SelectorError, parse_selector
+
+    if value is not None:
+        try:
+            parse_selector(value)
+        except SelectorError as exc:
+            raise click.BadParameter(str(exc)) from None
+    return value
+
+
+def target_options(func: F) -> F:
+    """-p/--project and -l/--selector: narrow a command to some apps (with the
+    KIND/PROJECT/NAME arguments, see :func:`targets_of`)."""
+    func = click.option("-l", "--selector", metavar="SELECTOR", callback=_selector,
+                        help="Only apps whose spec's metadata.labels match this label "
+                             "selector (team=search,env!=prod,tier in (a,b),!legacy).")(func)
+    return click.option("-p", "--project", metavar="PROJECT",
+                        help="Only this project's apps.")(func)
+
+
+def targets_of(args: tuple[str, ...], project: str | None, selector: str | None,
+               root: bool = True) -> tuple[Path, Targets]:
+    """``[ROOT] [KIND/PROJECT/NAME]...`` (a directory that exists is ROOT, default ``.``)
+    with -p and -l, as (ROOT, the apps wanted); a usage error for anything else."""
+    from pincompile.appref import AppRefError, parse_app_ref
+    from pincompile.selector import Targets
+
+    roots = [Path(a) for a in args if root and Path(a).is_dir()]
+    if len(roots) > 1:
+        raise click.UsageError(f"one ROOT only: {', '.join(map(str, roots))}")
+    refs = []
+    for arg in args:
+        if roots and Path(arg) == roots[0]:
+            continue
+        try:
+            refs.append(parse_app_ref(arg))
+        except AppRefError as exc:
+            hint = " (nor a directory)" if root else ""
+            raise click.UsageError(f"{exc}{hint}") from None
+    return (roots[0] if roots else Path(".")), Targets(refs, project, selector)
+
+
+def check_targets(result: Result, wanted: Targets) -> None:
+    """Exit 2 when an app KIND/PROJECT/NAME names is not among the compiled specs."""
+    missing = sorted(wanted.refs - set(result.catalog.workloads_by_key))
+    if missing:
+        fail(f"no app {', '.join('/'.join(m) for m in missing)} in the specs", EXIT_USAGE)

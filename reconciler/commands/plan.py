@@ -5,40 +5,58 @@ from __future__ import annotations
 import json
 import sys
 from datetime import datetime
-from pathlib import Path
 
 import click
 
-from pincompile.commands.common import EXIT_CLUSTER, EXIT_INVALID, EXIT_OK
+from pincompile.commands.common import (
+    EXIT_CLUSTER,
+    EXIT_INVALID,
+    EXIT_OK,
+    complete_app_ref,
+    output_option,
+)
+from pincompile.manifest import LABEL_APP as APP_LABEL
+from pincompile.manifest import LABEL_KIND as KIND_LABEL
+from pincompile.manifest import LABEL_PROJECT as PROJECT_LABEL
+from pincompile.selector import Targets
 from reconciler.commands.common import (
     check_clusters,
+    check_targets,
     clock_of,
     cluster_errors,
     cluster_options,
     compile_or_exit,
+    target_options,
+    targets_of,
     usable_kubeconfig,
 )
 from reconciler.engine import MemberState, Reconciler
-from reconciler.sync import Action, Options
+from reconciler.sync import Action, Change, Options
 
 SHOWN = (Action.CREATE, Action.UPDATE, Action.REPLACE, Action.PRUNE, Action.CONFLICT,
          Action.INVALID, Action.SKIPPED)
 
 
 @click.command("plan")
-@click.argument("root", default=".", type=click.Path(exists=True, path_type=Path))
+@click.argument("args", nargs=-1, metavar="[ROOT] [KIND/PROJECT/NAME]...",
+                shell_complete=complete_app_ref)
+@target_options
 @cluster_options
-@click.option("-o", "--output", "fmt", type=click.Choice(["text", "markdown", "json"]),
-              default="text", show_default=True, help="Output format.")
+@output_option("text", "markdown", "json")
 @click.option("--exit-code", is_flag=True, help="Exit 1 when anything would change.")
 @click.option("--adopt", is_flag=True, help="Plan to take over unmanaged objects.")
 @click.option("--max-prune", default="20%", show_default=True,
               help="Most objects a pass may prune per cluster (count or percent).")
 @click.option("--prune-data", is_flag=True, help="Plan to prune Namespaces and PVCs too.")
-def plan(root: Path, kubeconfig: str | None, host_context: str, clusters: tuple[str, ...],
+def plan(args: tuple[str, ...], project: str | None, selector: str | None,
+         kubeconfig: str | None, host_context: str, clusters: tuple[str, ...],
          at: datetime | None, fmt: str, exit_code: bool, adopt: bool, max_prune: str,
          prune_data: bool) -> None:
     """Show what `apply` would change in every member cluster, without changing anything.
+
+    ROOT (default: .) is the spec tree; with KIND/PROJECT/NAME, -p PROJECT or -l
+    SELECTOR only the changes to those apps' objects are shown (the whole tree is still
+    compiled and checked).
 
     Each desired object is sent to its cluster as a server-side dry-run apply and the
     answer is compared with the live object, so defaults the API server adds never show
@@ -61,10 +79,14 @@ def plan(root: Path, kubeconfig: str | None, host_context: str, clusters: tuple[
     Examples:
       pincompile plan examples
       pincompile plan examples --cluster use1a-general-01 -o markdown > plan.md
+      pincompile plan examples PinApp/search/search-api
+      pincompile plan examples -p search -l team=search
       pincompile plan . --exit-code || echo "drift or changes pending"
     """
+    root, wanted = targets_of(args, project, selector)
     result = compile_or_exit(root)
     check_clusters(result, clusters)
+    check_targets(result, wanted)
     reconciler = Reconciler(usable_kubeconfig(kubeconfig), host_context,
                             clusters=clusters or None,
                             options=Options(adopt=adopt, max_prune=max_prune,
@@ -74,6 +96,10 @@ def plan(root: Path, kubeconfig: str | None, host_context: str, clusters: tuple[
             members = reconciler.plan(result)
     finally:
         reconciler.close()
+    if not wanted.everything:
+        for member in members.values():
+            if member.plan is not None:
+                member.plan.changes = [c for c in member.plan.changes if _of(c, wanted)]
     if fmt == "json":
         click.echo(json.dumps(_as_json(members), indent=2))
     else:
@@ -84,6 +110,14 @@ def plan(root: Path, kubeconfig: str | None, host_context: str, clusters: tuple[
     if failed:
         sys.exit(EXIT_CLUSTER)
     sys.exit(EXIT_INVALID if exit_code and pending else EXIT_OK)
+
+
+def _of(change: Change, wanted: Targets) -> bool:
+    """Whether ``change`` is to an object of an app ``wanted`` names (its ownership labels;
+    an app's spec labels are copied onto every object it generates)."""
+    labels = ((change.desired or change.live or {}).get("metadata") or {}).get("labels") or {}
+    return wanted.matches(labels.get(KIND_LABEL, ""), labels.get(PROJECT_LABEL, ""),
+                          labels.get(APP_LABEL, ""), labels)
 
 
 def _as_json(members: dict[str, MemberState]) -> list[dict[str, object]]:

@@ -5,7 +5,6 @@ kubeconfig nor to know which clusters its app landed in."""
 from __future__ import annotations
 
 import inspect
-import shutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -16,7 +15,15 @@ import click
 from pydantic import BaseModel
 
 from pincompile.appref import AppRef, AppRefError, parse_app_ref
-from pincompile.commands.common import EXIT_CLUSTER, EXIT_INVALID, EXIT_OK, EXIT_USAGE, fail
+from pincompile.commands.common import (
+    EXIT_CLUSTER,
+    EXIT_INVALID,
+    EXIT_OK,
+    EXIT_USAGE,
+    fail,
+    output_option,
+    table_width,
+)
 from reconciler.api.client import ApiClient, ApiError, ServerUnreachable
 from reconciler.api.models import AppSummary, PodList
 from reconciler.commands.options import DURATION
@@ -92,12 +99,6 @@ def app_ref(_ctx: click.Context, _param: click.Parameter, value: str | None) -> 
         raise click.BadParameter(str(exc)) from None
 
 
-def _width(fmt: str) -> int | None:
-    """Tables fit the terminal; ``-o wide`` (or a pipe) keeps whole lines."""
-    return shutil.get_terminal_size().columns if fmt == "table" and sys.stdout.isatty() \
-        else None
-
-
 # -- get ------------------------------------------------------------------------------------
 @click.command("get")
 @click.argument("resource", type=click.Choice(["apps", "pods"]))
@@ -106,8 +107,7 @@ def _width(fmt: str) -> int | None:
 @click.option("-k", "--kind", help="Only apps of this kind (PinApp, PinterestService, ...).")
 @click.option("--phase", help="Only apps in this phase (Healthy, Degraded, ...).")
 @click.option("--cluster", help="Only apps placed in this member cluster.")
-@click.option("-o", "--output", "fmt", default="table", show_default=True,
-              type=click.Choice(["table", "wide", "json", "yaml", "name"]))
+@output_option("table", "wide", "json", "yaml", "name")
 @api_options
 def get(resource: str, app: AppRef | None, project: str | None, kind: str | None,
         phase: str | None, cluster: str | None, fmt: str, **api: Any) -> None:
@@ -150,7 +150,7 @@ def _apps_text(apps: list[AppSummary], fmt: str) -> str:
         return render([a.model_dump(mode="json") for a in apps], fmt)
     rows = [{"kind": a.kind, "project": a.project, "name": a.name,
              "status": a.model_dump(mode="json")} for a in apps]
-    return render_table(rows, width=_width(fmt))
+    return render_table(rows, width=table_width(fmt))
 
 
 def _pods_text(pods: list[tuple[AppSummary, PodList]], fmt: str) -> str:
@@ -177,7 +177,8 @@ def _pods_text(pods: list[tuple[AppSummary, PodList]], fmt: str) -> str:
                           age(pod.created), *([states] if wide else []), last or "-"])
         problems += [f"{app.kind}/{app.project}/{app.name}: {p.cluster}: {p.message}"
                      for p in found.unreadable]
-    text = columns(table, _width(fmt)) if len(table) > 1 else "no pods"
+    text = columns(table, table_width(fmt), truncate=("LAST-TERMINATION", "POD"),
+                   drop=("NODE", "AGE", "RESTARTS")) if len(table) > 1 else "no pods"
     return text + "".join(f"\nunreadable: {line}" for line in problems)
 
 
@@ -229,8 +230,7 @@ def logs(app: AppRef, container: str | None, follow: bool, since: float | None,
 # -- events, history ------------------------------------------------------------------------
 @click.command("events")
 @click.argument("app", metavar="KIND/PROJECT/NAME", callback=app_ref)
-@click.option("-o", "--output", "fmt", default="table", show_default=True,
-              type=click.Choice(["table", "wide", "json", "yaml"]))
+@output_option("table", "wide", "json", "yaml")
 @api_options
 def events(app: AppRef, fmt: str, **api: Any) -> None:
     """An app's timeline, oldest first: Kubernetes Events of its objects and pincompile's
@@ -246,13 +246,13 @@ def events(app: AppRef, fmt: str, **api: Any) -> None:
         found = client.events(*app)
     _records(found, fmt, ["TIME", "TYPE", "REASON", "CLUSTER", "COUNT", "OBJECT", "MESSAGE"],
              lambda e: [_utc(e.time), e.type, e.reason, e.cluster or "-", e.count,
-                        e.object or "-", e.message], "no events")
+                        e.object or "-", e.message], "no events",
+             truncate=("MESSAGE", "OBJECT"), drop=("COUNT", "OBJECT", "CLUSTER"))
 
 
 @click.command("history")
 @click.argument("app", metavar="KIND/PROJECT/NAME", callback=app_ref)
-@click.option("-o", "--output", "fmt", default="table", show_default=True,
-              type=click.Choice(["table", "wide", "json", "yaml"]))
+@output_option("table", "wide", "json", "yaml")
 @api_options
 def history(app: AppRef, fmt: str, **api: Any) -> None:
     """Every revision applied to an app, newest first: when, which commit and author,
@@ -267,7 +267,8 @@ def history(app: AppRef, fmt: str, **api: Any) -> None:
         found = client.history(*app)
     _records(found, fmt, ["APPLIED", "REVISION", "RESULT", "COMMIT", "AUTHOR", "PUSH", "DETAIL"],
              lambda r: [_utc(r.appliedAt), r.revision[:12], r.result, r.commit[:12] or "-",
-                        r.author or "-", r.push or "-", r.detail], "no revisions")
+                        r.author or "-", r.push or "-", r.detail], "no revisions",
+             truncate=("DETAIL", "AUTHOR"), drop=("PUSH", "COMMIT", "AUTHOR"))
 
 
 def _utc(when: datetime) -> str:
@@ -275,14 +276,14 @@ def _utc(when: datetime) -> str:
 
 
 def _records(found: Sequence[Model], fmt: str, header: list[str],
-             row: Callable[[Model], list[Any]], none: str) -> None:
-    """``events``' and ``history``'s output: the API's documents (json, yaml) or a table;
-    exit 0."""
+             row: Callable[[Model], list[Any]], none: str, **fit: Sequence[str]) -> None:
+    """``events``' and ``history``'s output: the API's documents (json, yaml) or a table
+    (``fit``: how it fits the terminal, see :func:`columns`); exit 0."""
     if fmt in ("json", "yaml"):
         click.echo(render([r.model_dump(mode="json") for r in found], fmt))
     else:
         table = [header] + [row(r) for r in found]
-        click.echo(columns(table, _width(fmt)) if found else none)
+        click.echo(columns(table, table_width(fmt), **fit) if found else none)
     sys.exit(EXIT_OK)
 
 

@@ -3,42 +3,56 @@
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 import time
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 import click
 import yaml
 
-from pincompile.appref import AppRef, AppRefError, parse_app_ref
-from pincompile.commands.common import EXIT_OK, EXIT_USAGE, fail
+from pincompile.commands.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    complete_app_ref,
+    fail,
+    output_option,
+    table_width,
+)
 from pincompile.commands.common import columns as aligned
+from pincompile.selector import Targets
 from reconciler.clients.connect import Connection
-from reconciler.commands.common import cluster_errors, usable_kubeconfig
+from reconciler.commands.common import (
+    cluster_errors,
+    target_options,
+    targets_of,
+    usable_kubeconfig,
+)
 from reconciler.host import read_rows
 from reconciler.live import live_rows, member_contexts, read_members
 
 
 @click.command("status")
-@click.argument("app", required=False, metavar="[KIND/PROJECT/NAME]")
+@click.argument("apps", nargs=-1, metavar="[KIND/PROJECT/NAME]...",
+                shell_complete=complete_app_ref)
+@target_options
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None,
               help="kubeconfig (default: $KUBECONFIG, else the running local fleet's).")
 @click.option("--host-context", default="host", show_default=True,
               help="kubeconfig context of the host cluster.")
-@click.option("-o", "--output", "fmt", type=click.Choice(["table", "json", "yaml"]),
-              default="table", show_default=True)
+@output_option("table", "wide", "json", "yaml", "name")
 @click.option("--live", is_flag=True,
               help="Compute each app's status now from its objects in the member clusters "
                    "(one LIST per kind and cluster) instead of the host's record.")
 @click.option("-w", "--watch", is_flag=True, help="Keep showing changes (Ctrl-C to stop).")
-def status(app: str | None, kubeconfig: str | None, host_context: str, fmt: str,
-           live: bool, watch: bool) -> None:
+def status(apps: tuple[str, ...], project: str | None, selector: str | None,
+           kubeconfig: str | None, host_context: str, fmt: str, live: bool,
+           watch: bool) -> None:
     """One row per app: phase, ready/desired per cluster, rollout position, failover, last
     applied revision and the reason for anything not Healthy; then every member cluster
     that is unreachable, lost (its share runs elsewhere) or returning (shares moving back
-    step by step).
+    step by step). Only the apps named, of -p PROJECT or matching -l SELECTOR when given.
 
     Read from the host cluster (where `pincompile apply` and `serve` store it), so it
     works from any machine with the kubeconfig. AGE is how long ago the host's record of
@@ -62,24 +76,26 @@ def status(app: str | None, kubeconfig: str | None, host_context: str, fmt: str,
     Examples:
       pincompile status
       pincompile status PinApp/search/search-api -o yaml
+      pincompile status -p search -l team=search -o wide
       pincompile status --live
       pincompile status --watch
     """
-    wanted = _parse(app)
+    wanted = targets_of(apps, project, selector, root=False)[1]
     path = usable_kubeconfig(kubeconfig, host_context)
     with cluster_errors("host cluster"):
         conn = Connection("host", host_context, path)
-    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+    keep = None if wanted.everything else (
+        lambda key, cr: wanted.matches(key[0], key[1], key[2],
+                                       (cr.get("metadata") or {}).get("labels")))
     previous = None
     try:
         while True:
             with cluster_errors("host cluster"):
-                rows = read_rows(conn)
-                if wanted:
-                    rows = [r for r in rows if (r["kind"], r["project"], r["name"]) == wanted]
-                    if not rows:
-                        fail(f"no app {app} on the host (has `pincompile apply` run?)",
-                             EXIT_USAGE)
+                rows = read_rows(conn, keep)
+                missing = wanted.refs - {(r["kind"], r["project"], r["name"]) for r in rows}
+                if missing:
+                    fail(f"no app {', '.join('/'.join(m) for m in sorted(missing))} on the "
+                         "host (has `pincompile apply` run?)", EXIT_USAGE)
                 if live:
                     rows = live_rows(rows, read_members(path, _contexts(conn, rows, wanted)))
             # a row's age grows by itself: show the table again when something else changed
@@ -88,7 +104,9 @@ def status(app: str | None, kubeconfig: str | None, host_context: str, fmt: str,
             if seen != previous:
                 if watch and previous is not None:
                     click.echo(f"--- {time.strftime('%H:%M:%S')}")
-                click.echo(render(rows, fmt, width))
+                text = render(rows, fmt, table_width(fmt))
+                if text:
+                    click.echo(text)
                 previous = seen
             if not watch:
                 break
@@ -100,27 +118,23 @@ def status(app: str | None, kubeconfig: str | None, host_context: str, fmt: str,
     sys.exit(EXIT_OK)
 
 
-def _contexts(conn: Connection, rows: list[dict[str, Any]], wanted: AppRef | None
+def _contexts(conn: Connection, rows: list[dict[str, Any]], wanted: Targets
               ) -> dict[str, str]:
-    """The member clusters --live reads: every one, or only those the one app asked for
-    is placed in."""
+    """The member clusters --live reads: every one, or only those the apps asked for are
+    placed in."""
     contexts = member_contexts(conn)
-    if wanted is None:
+    if wanted.everything:
         return contexts
     placed = {c.get("name") for r in rows for c in r["status"].get("clusters") or []}
     return {name: context for name, context in contexts.items() if name in placed}
 
 
-def _parse(app: str | None) -> AppRef | None:
-    if not app:
-        return None
-    try:
-        return parse_app_ref(app)
-    except AppRefError as exc:
-        raise click.UsageError(str(exc)) from None
-
-
 def render(rows: list[dict[str, Any]], fmt: str, width: int | None = None) -> str:
+    """Rows as ``-o`` asks: json, yaml, name (KIND/PROJECT/NAME of each app) or a table
+    fit to ``width``."""
+    if fmt == "name":
+        return "\n".join(f"{r['kind']}/{r['project']}/{r['name']}" for r in rows
+                         if r["kind"] != "Cluster")
     if fmt == "json":
         return json.dumps(rows, indent=2)
     if fmt == "yaml":
@@ -158,12 +172,13 @@ def render_table(rows: list[dict[str, Any]], clusters_text: str = "",
                  width: int | None = None) -> str:
     """kubectl-like columns: APP PHASE READY CLUSTERS ROLLOUT FAILOVER REVISION APPLIED AGE
     MESSAGE; then the member clusters that are unreachable, lost or returning. With a
-    ``width`` (a terminal's), each line is cut to fit it."""
+    ``width`` (see :func:`pincompile.commands.common.table_width`) long cells are cut and
+    the least needed columns left out until each line fits it."""
     header = ["APP", "PHASE", "READY", "CLUSTERS", "ROLLOUT", "FAILOVER", "REVISION",
               "APPLIED", "AGE", "MESSAGE"]
     table = [header]
     lost = {r["name"]: r["status"].get("failover") or {} for r in rows if r["kind"] == "Cluster"}
-    clusters_text = clusters_text or render_clusters(lost)
+    clusters_text = clusters_text or render_clusters(lost, width)
     for row in rows:
         if row["kind"] == "Cluster":
             continue
@@ -181,8 +196,9 @@ def render_table(rows: list[dict[str, Any]], clusters_text: str = "",
                       _failover_cell(st.get("failover") or {}),
                       str(st.get("lastAppliedRevision", "-"))[:12],
                       str(st.get("lastAppliedTime", "-")), age(row.get("statusTime")),
-                      (st.get("message") or "")[:160]])
-    text = columns(table, width)
+                      st.get("message") or ""])
+    text = columns(table, width, truncate=("MESSAGE", "CLUSTERS"),
+                   drop=("APPLIED", "REVISION", "ROLLOUT", "FAILOVER", "AGE", "CLUSTERS"))
     return f"{text}\n\n{clusters_text}" if clusters_text else text
 
 
@@ -195,19 +211,21 @@ def _failover_cell(move: dict[str, Any]) -> str:
         str(move.get("phase", "-"))
 
 
-def render_clusters(states: dict[str, dict[str, Any]]) -> str:
+def render_clusters(states: dict[str, dict[str, Any]], width: int | None = None) -> str:
     """CLUSTER FAILOVER SINCE REASON for member clusters that are not simply reachable
-    ('' when there are none)."""
+    ('' when there are none), fit to ``width``."""
     table = [["CLUSTER", "FAILOVER", "SINCE", "REASON"]]
     for name, state in sorted(states.items()):
         phase = str(state.get("phase", "-"))
         if phase == "Returning":
             phase += f" (step {state.get('failbackSteps', 0)})"
         table.append([name, phase, str(state.get("since", "-")),
-                      str(state.get("reason", ""))[:160]])
-    return columns(table) if len(table) > 1 else ""
+                      str(state.get("reason", ""))])
+    return columns(table, width, drop=("SINCE",)) if len(table) > 1 else ""
 
 
-def columns(table: list[list[Any]], width: int | None = None) -> str:
-    """Aligned columns; the last one (a message) cut so each line fits ``width``."""
-    return "\n".join(aligned(table, gap="   ", width=width))
+def columns(table: list[list[Any]], width: int | None = None, *,
+            truncate: Sequence[str] = (), drop: Sequence[str] = ()) -> str:
+    """The reconciler's tables: aligned columns fit to ``width`` (see
+    :func:`pincompile.commands.common.columns`)."""
+    return "\n".join(aligned(table, gap="   ", width=width, truncate=truncate, drop=drop))

@@ -351,7 +351,7 @@ def test_crds_command_writes_a_directory(tmp_path: Path) -> None:
     out.mkdir()
     (out / f"stale.{GROUP}.yaml").write_text("old")
     (out / "kustomization.yaml").write_text("keep me")
-    result = CliRunner().invoke(cli, ["crds", "-o", str(out)])
+    result = CliRunner().invoke(cli, ["crds", "--out-dir", str(out)])
     assert result.exit_code == 0, result.output
     names = sorted(p.name for p in out.iterdir())
     assert names == sorted([f"{k.lower()}s.{GROUP}.yaml" for k in ALL_KINDS]

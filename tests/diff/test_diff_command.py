@@ -107,7 +107,7 @@ def test_head_ref_ignores_the_dirty_tree(repo: Repo, two_commits: tuple[str, str
 
 def test_markdown(repo: Repo, two_commits: tuple[str, str]) -> None:
     first, _ = two_commits
-    result = diff(repo, "--base", first, "--head", "main", "--format", "markdown")
+    result = diff(repo, "--base", first, "--head", "main", "-o", "markdown")
     assert result.exit_code == 0, result.output
     md = result.output
     assert md.startswith(f"### pincompile diff\n\n`{first}` → `main @ ")
@@ -119,7 +119,7 @@ def test_markdown(repo: Repo, two_commits: tuple[str, str]) -> None:
 
 def test_json(repo: Repo, two_commits: tuple[str, str]) -> None:
     first, second = two_commits
-    result = diff(repo, "--base", first, "--head", second, "--format", "json")
+    result = diff(repo, "--base", first, "--head", second, "-o", "json")
     data = json.loads(result.output)
     assert data["base"] == {"ref": first, "sha": first, "worktree": False}
     assert data["head"]["sha"] == second
@@ -169,11 +169,11 @@ def test_base_failing_to_compile(repo: Repo) -> None:
     assert f"error: base ({bad}) does not compile: 1 error — the diff needs both sides to " \
            "compile" in result.output
     assert "apps/shop/cart.yaml:" in result.output and ":latest" in result.output
-    md = diff(repo, "--base", bad, "--head", fixed, "--format", "markdown")
+    md = diff(repo, "--base", bad, "--head", fixed, "-o", "markdown")
     assert md.exit_code == 1
     assert f"**❌ base ({bad}) does not compile: 1 error" in md.output
     assert "```text\napps/shop/cart.yaml:" in md.output
-    js = diff(repo, "--base", bad, "--head", fixed, "--format", "json")
+    js = diff(repo, "--base", bad, "--head", fixed, "-o", "json")
     payload = json.loads(js.stdout)
     assert payload["failed"] == ["base"] and payload["diagnostics"]["base"][0]["file"] == (
         "apps/shop/cart.yaml")
@@ -202,4 +202,4 @@ def test_help_teaches() -> None:
     result = CliRunner().invoke(cli, ["diff", "--help"])
     assert result.exit_code == 0
     assert "pincompile diff --base origin/main" in result.output
-    assert "--format markdown" in result.output and "--exit-code" in result.output
+    assert "-o markdown" in result.output and "--exit-code" in result.output

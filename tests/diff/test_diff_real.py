@@ -28,7 +28,7 @@ def test_the_annotations_diff_treats_specially_are_the_ones_expansion_writes() -
 def test_replicas_and_label_change_between_two_commits(repo: Repo) -> None:
     first = repo.git("rev-parse", "HEAD")
     second = repo.commit({CART_FILE: CART_V2}, "cart: 4 replicas, tier-1 label")
-    result = diff(repo, "--base", first, "--head", second, "--format", "json", "--exit-code")
+    result = diff(repo, "--base", first, "--head", second, "-o", "json", "--exit-code")
     assert result.exit_code == 1, result.output
     data = json.loads(result.output)
     assert data["summary"]["added"] == data["summary"]["removed"] == 0
@@ -62,7 +62,7 @@ def test_reformatted_specs_compile_to_the_same_objects(repo: Repo) -> None:
 
 def test_markdown_comment_for_a_dirty_tree(repo: Repo) -> None:
     repo.write({CART_FILE: CART_V2})
-    result = diff(repo, "--base", "main", "--format", "markdown")
+    result = diff(repo, "--base", "main", "-o", "markdown")
     assert result.exit_code == 0, result.output
     assert "→ `working tree`" in result.output
     assert "| 🟡 changed | Deployment | shop | cart |" in result.output
@@ -72,7 +72,7 @@ def test_moving_a_spec_to_another_file_shows_in_the_source_annotation(repo: Repo
     first = repo.git("rev-parse", "HEAD")
     repo.commit({CART_FILE: None, "specs/apps/shop/web/cart.yaml": FILES["apps/shop/cart.yaml"]},
                 "move")
-    result = diff(repo, "--base", first, "--head", "HEAD", "--format", "json")
+    result = diff(repo, "--base", first, "--head", "HEAD", "-o", "json")
     changes = json.loads(result.output)["changes"]
     assert changes and {c["action"] for c in changes} == {"changed"}
     for change in changes:

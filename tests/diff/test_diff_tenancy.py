@@ -46,7 +46,7 @@ spec:
 def test_the_pr_comment_starts_with_what_widens_a_project(repo: Repo) -> None:
     base = repo.git("rev-parse", "HEAD")
     repo.commit({"specs/platform/project.yaml": WIDER}, "shop: privileged, more cpu")
-    result = diff(repo, "--base", base, "--head", "HEAD", "--format", "markdown")
+    result = diff(repo, "--base", base, "--head", "HEAD", "-o", "markdown")
     assert result.exit_code == 0, result.output
     top = result.output.split("\n#### ", 1)[0]  # before the first cluster's table
     assert "> [!WARNING]\n> **This change widens what tenants may do:**\n" in top
@@ -55,7 +55,7 @@ def test_the_pr_comment_starts_with_what_widens_a_project(repo: Repo) -> None:
     assert "**Touches** project `shop` (owners: `team-shop`)" in top
     assert top.index("[!WARNING]") < top.index("**Touches**")
 
-    data = json.loads(diff(repo, "--base", base, "--head", "HEAD", "--format", "json").output)
+    data = json.loads(diff(repo, "--base", base, "--head", "HEAD", "-o", "json").output)
     assert data["review"] == {
         "projects": [{"name": "shop", "owners": ["team-shop"]}], "platform": None,
         "widens": ["Project 'shop' turns on allowPrivileged",
@@ -80,7 +80,7 @@ def test_an_inject_always_sidecar_is_called_out_with_the_platform_owners(repo: R
 
 def test_an_app_change_names_its_project_and_widens_nothing(repo: Repo) -> None:
     repo.write({"specs/apps/shop/cart.yaml": CART_V2})
-    data = json.loads(diff(repo, "--base", "HEAD", "--format", "json").output)
+    data = json.loads(diff(repo, "--base", "HEAD", "-o", "json").output)
     assert data["review"] == {"projects": [{"name": "shop", "owners": ["team-shop"]}],
                               "platform": None, "widens": []}
     text = diff(repo, "--base", "HEAD", "--color", "never").output
@@ -95,7 +95,7 @@ def test_a_new_project_and_a_sidecar_switched_to_always_are_called_out(repo: Rep
         "specs/platform/tap.yaml": SIDECAR,
         "specs/platform/pwn.yaml": PWN.replace("quota:", "policy: {allowDaemons: true}\n  quota:"),
     })
-    data = json.loads(diff(repo, "--base", base, "--format", "json").output)
+    data = json.loads(diff(repo, "--base", base, "-o", "json").output)
     assert data["review"]["widens"] == [
         "new Project 'pwn' has allowDaemons: true",
         "new Project 'pwn' quota ondemand cpu: none → 32",

@@ -8,6 +8,7 @@ import json
 import os
 import pty
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -152,3 +153,56 @@ def test_the_long_running_reconciler_keeps_status_following_members(
         assert follower.rewrites >= 1
     finally:
         reconciler.close()
+
+
+def test_plan_and_status_narrow_to_apps(status_fleet: fleet_mod.FleetState, repo: Path,
+                                        tmp_path: Path) -> None:
+    """``plan`` and ``status`` take KIND/PROJECT/NAME, -p and -l (the spec's labels)."""
+    kubeconfig = ["--kubeconfig", str(status_fleet.kubeconfig)]
+    applied = CliRunner().invoke(cli, ["apply", str(repo), *kubeconfig, "--timeout", "120"])
+    assert applied.exit_code == 0, applied.output
+
+    def status(*args: str) -> tuple[int, str]:
+        done = CliRunner().invoke(cli, ["status", *args, *kubeconfig])
+        return done.exit_code, done.stdout
+
+    assert status("-o", "name") == (0, "PinApp/shop/web\n")
+    assert status("PinApp/shop/web", "-p", "shop", "-o", "name") == (0, "PinApp/shop/web\n")
+    assert status("-p", "other", "-o", "name") == (0, "")
+    assert status("-l", "!team", "-o", "name") == (0, "PinApp/shop/web\n")
+    assert status("-l", "team", "-o", "name") == (0, "")
+    assert status("PinApp/shop/nope")[0] == 2
+    narrow = CliRunner().invoke(cli, ["status", *kubeconfig], env={"COLUMNS": "60"})
+    wide = CliRunner().invoke(cli, ["status", "-o", "wide", *kubeconfig],
+                              env={"COLUMNS": "60"})
+    assert narrow.exit_code == wide.exit_code == 0
+    assert all(len(line) <= 60 for line in narrow.stdout.splitlines()), narrow.stdout
+    assert "APPLIED" not in narrow.stdout.splitlines()[0]
+    assert wide.stdout.splitlines()[0].split()[-3:] == ["APPLIED", "AGE", "MESSAGE"]
+    assert len(wide.stdout.splitlines()[1]) > 60
+    assert status("-l", "team in (x")[0] == 2
+
+    # a labelled web with a new image: its Deployment would be updated
+    edited = tmp_path / "edited"
+    shutil.copytree(repo, edited)
+    web = edited / "apps" / "shop" / "web.yaml"
+    web.write_text(web.read_text().replace("  project: shop\n",
+                                           "  project: shop\n  labels: {team: shop}\n")
+                   .replace("web:1.0.0", "web:1.0.1"))
+
+    def planned(*args: str) -> str:
+        done = CliRunner().invoke(cli, ["plan", str(edited), *args, *kubeconfig])
+        assert done.exit_code == 0, done.output
+        return done.stdout
+
+    everything = planned()
+    assert re.search(r"update\s+Deployment/shop/web", everything)
+    for narrowed in (planned("PinApp/shop/web"), planned("-p", "shop"),
+                     planned("-l", "team=shop")):
+        assert re.search(r"update\s+Deployment/shop/web", narrowed)
+    for excluded in (planned("-p", "other"), planned("-l", "team=ads"),
+                     planned("PinApp/shop/web", "-l", "team!=shop")):
+        assert "Deployment/shop/web" not in excluded
+        assert excluded.rstrip().endswith("no changes")
+    missing = CliRunner().invoke(cli, ["plan", str(edited), "PinApp/shop/nope", *kubeconfig])
+    assert missing.exit_code == 2 and "no app PinApp/shop/nope in the specs" in missing.stderr

@@ -54,7 +54,7 @@ def test_the_table_has_an_age_column_and_fits_a_width() -> None:
     assert lines[1].split()[header.index("AGE")] != "-"
     assert len(lines[1]) > 150
     narrow = render_table([_row("x" * 150)], width=100).splitlines()
-    assert all(len(line) <= 100 for line in narrow) and narrow[1].endswith("...")
+    assert all(len(line) <= 100 for line in narrow) and narrow[1].endswith("…")
 
 
 # --- --live -------------------------------------------------------------------------------

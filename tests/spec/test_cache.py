@@ -194,11 +194,11 @@ def test_cli_cache_dir_and_no_cache(tmp_path: Path) -> None:
     root = write_tree(tmp_path / "repo", files())
     cache = tmp_path / "cache"
     runner = CliRunner()
-    off = runner.invoke(cli, ["compile", str(root), "-o", str(tmp_path / "a"), "-q",
+    off = runner.invoke(cli, ["compile", str(root), "--out-dir", str(tmp_path / "a"), "-q",
                               "--revision", "r", "--no-cache", "--cache-dir", str(cache)])
     assert off.exit_code == 0 and not cache.exists()
     for out in ("b", "c"):  # cold, then warm
-        done = runner.invoke(cli, ["compile", str(root), "-o", str(tmp_path / out), "-q",
+        done = runner.invoke(cli, ["compile", str(root), "--out-dir", str(tmp_path / out), "-q",
                                    "--revision", "r", "--cache-dir", str(cache)])
         assert done.exit_code == 0, done.output
     assert any((cache / ENTRY_DIR).rglob("*.pickle"))

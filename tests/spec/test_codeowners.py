@@ -43,7 +43,7 @@ def tree(tmp_path: Path) -> Path:
 
 
 def test_each_project_folder_gets_its_owners_as_handles(tree: Path) -> None:
-    code, out, err = invoke("codeowners", str(tree), "-o", "-")
+    code, out, err = invoke("codeowners", str(tree), "--out-file", "-")
     assert (code, err) == (0, "")
     assert rules(out) == [
         "/platform/ @acme/platform", "platform/.* @acme/platform",
@@ -58,7 +58,7 @@ def test_each_project_folder_gets_its_owners_as_handles(tree: Path) -> None:
 
 def test_gitea_reads_the_regular_expressions_as_the_others_read_the_paths(tree: Path) -> None:
     """Gitea anchors each rule (``^rule$``); GitHub and GitLab match a folder path below it."""
-    out = invoke("codeowners", str(tree), "-o", "-")[1]
+    out = invoke("codeowners", str(tree), "--out-file", "-")[1]
     gitea = [(re.compile(f"^{line.split()[0]}$"), line.split()[1:]) for line in rules(out)
              if not line.startswith("/")]
     for path, owner in [("apps/shop/web.yaml", "@acme/team-shop"),
@@ -74,14 +74,14 @@ def test_gitea_reads_the_regular_expressions_as_the_others_read_the_paths(tree: 
 
 def test_check_is_0_when_current_and_1_when_stale(tree: Path) -> None:
     target = tree / "CODEOWNERS"
-    assert invoke("codeowners", str(tree), "--check", "-o", str(target))[0] == 1  # missing
-    code, out, _ = invoke("codeowners", str(tree), "-o", str(target))
+    assert invoke("codeowners", str(tree), "--check", "--out-file", str(target))[0] == 1  # missing
+    code, out, _ = invoke("codeowners", str(tree), "--out-file", str(target))
     assert code == 0 and out.startswith(f"wrote {target}: 2 project folders")
-    assert invoke("codeowners", str(tree), "--check", "-o", str(target))[:2] == (
+    assert invoke("codeowners", str(tree), "--check", "--out-file", str(target))[:2] == (
         0, f"ok: {target} is current\n")
     project = tree / "platform" / "projects" / "shop.yaml"
     project.write_text(project.read_text().replace("'@alice', ", ""))
-    code, out, err = invoke("codeowners", str(tree), "--check", "-o", str(target))
+    code, out, err = invoke("codeowners", str(tree), "--check", "--out-file", str(target))
     assert code == 1
     assert "-/apps/shop/ @acme/team-shop oncall@acme.example @alice bob@acme.example" in out
     assert "+/apps/shop/ @acme/team-shop oncall@acme.example bob@acme.example" in out
@@ -89,12 +89,12 @@ def test_check_is_0_when_current_and_1_when_stale(tree: Path) -> None:
 
 
 def test_check_of_standard_output_is_a_usage_error(tree: Path) -> None:
-    assert invoke("codeowners", str(tree), "--check", "-o", "-")[0] == 2
+    assert invoke("codeowners", str(tree), "--check", "--out-file", "-")[0] == 2
 
 
 def test_without_platform_owners_it_refuses_with_a_located_error(tree: Path) -> None:
     (tree / "pincompile.yaml").unlink()
-    code, out, err = invoke("codeowners", str(tree), "-o", "-")
+    code, out, err = invoke("codeowners", str(tree), "--out-file", "-")
     assert (code, out) == (1, "")
     assert "pincompile.yaml:1:1: error[repo-config]: no platformOwners" in err
 
@@ -102,7 +102,7 @@ def test_without_platform_owners_it_refuses_with_a_located_error(tree: Path) -> 
 def test_an_owner_that_maps_to_no_handle_is_a_located_error(tree: Path) -> None:
     project = tree / "platform" / "projects" / "shop.yaml"
     project.write_text(project.read_text().replace("'@alice'", "'@x y'"))
-    code, _, err = invoke("codeowners", str(tree), "-o", "-")
+    code, _, err = invoke("codeowners", str(tree), "--out-file", "-")
     assert code == 1
     assert re.search(r"platform/projects/shop\.yaml:6:\d+: error\[owner-handle\]: owner "
                      r"'@x y' becomes '@x y', which is not a code-host handle", err), err
@@ -126,7 +126,7 @@ def test_paths_are_relative_to_the_repository_and_the_file_lands_at_its_root(
 
 
 def test_examples_and_the_shipped_hook() -> None:
-    code, out, _ = invoke("codeowners", str(REPO_ROOT / "examples"), "-o", "-")
+    code, out, _ = invoke("codeowners", str(REPO_ROOT / "examples"), "--out-file", "-")
     assert code == 0
     assert "/examples/apps/search/ @example-org/team-search search-oncall@example.com" in out
     hooks = YAML(typ="safe").load((REPO_ROOT / ".pre-commit-hooks.yaml").read_text())

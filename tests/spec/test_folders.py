@@ -165,7 +165,7 @@ def test_each_attack_exits_1_with_a_located_error(examples: Path, tmp_path: Path
     write_tree(examples, {"apps/search/evil.yaml": text})
     args = [command, str(examples), "--no-cache"]
     if command == "compile":
-        args += ["-o", str(tmp_path / "out")]
+        args += ["--out-dir", str(tmp_path / "out")]
     code, out = invoke(*args)
     assert code == 1
     assert f"{where}: error[wrong-folder]" in out
@@ -180,7 +180,7 @@ def test_the_cache_reports_an_app_moved_to_another_project(examples: Path, tmp_p
     cache = tmp_path / "cache"
     args = [command, str(examples), "--cache-dir", str(cache)]
     if command == "compile":
-        args += ["-o", str(tmp_path / "out")]
+        args += ["--out-dir", str(tmp_path / "out")]
     assert invoke(*args)[0] == 0
     notebook = examples / "apps" / "search" / "relevance-notebook.yaml"
     notebook.write_text(notebook.read_text().replace("project: search", "project: ads"))

@@ -214,5 +214,5 @@ def test_a_hostile_tree_ends_in_located_errors(tree: dict[str, str | bytes],
         code, output, peak = _run("validate", "-j", "1", "--no-cache", str(root))
         _assert_clean(code, output, peak)
         if also_compile:
-            _assert_clean(*_run("compile", "-j", "1", "--no-cache", str(root), "-o", "-",
+            _assert_clean(*_run("compile", "-j", "1", "--no-cache", str(root), "--out-dir", "-",
                                 "-q", "--revision", "fuzz"))

@@ -83,8 +83,8 @@ def test_the_stream_is_the_same_from_processes(
     root = REPO / "examples"
     cold = run(load_tree(root), revision="test")
     monkeypatch.setattr(parallel, "SMALL", 1)
-    args = ["compile", str(root), "-o", "-", "--revision", "test", "--no-cache", "-q",
-            "--format", fmt]
+    args = ["compile", str(root), "--out-dir", "-", "--revision", "test", "--no-cache", "-q",
+            "-o", fmt]
     for jobs in ("1", "3"):
         result = CliRunner().invoke(cli, [*args, "-j", jobs])
         assert result.exit_code == 0, result.output
@@ -146,7 +146,7 @@ def test_the_tree_written_without_a_cache_is_the_same_from_processes(
     trees = {}
     for jobs in ("1", "3"):
         out = tmp_path / f"out-{jobs}"
-        result = CliRunner().invoke(cli, ["compile", str(REPO / "examples"), "-o", str(out),
+        result = CliRunner().invoke(cli, ["compile", str(REPO / "examples"), "--out-dir", str(out),
                                           "--revision", "test", "--no-cache", "-q", "-j", jobs])
         assert result.exit_code == 0, result.output
         trees[jobs] = _tree(out)

@@ -384,7 +384,7 @@ def test_aliases_repeating_a_long_string_are_refused_fast_and_small(
     root = write_tree(tmp_path / "repo", files({"apps/rep.yaml": alias_repeater(size)}))
     started = time.perf_counter()
     code, stderr, peak = peak_rss_mib(sys.executable, "-m", "pincompile.cli", "compile",
-                                      str(root), "-o", str(tmp_path / "out"))
+                                      str(root), "--out-dir", str(tmp_path / "out"))
     assert time.perf_counter() - started < 20
     assert code == 1
     assert stderr.splitlines()[0] == (
