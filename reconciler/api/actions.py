@@ -31,6 +31,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from pincompile.manifest import ANNOTATION_SOURCE, LABEL_APP, LABEL_KIND, LABEL_PROJECT
+from reconciler.api import rerun
 from reconciler.api.access import Caller
 from reconciler.api.models import ActionAnswer, Problem, SpecEdit, ZoneStep
 from reconciler.clients import read, write
@@ -216,6 +217,52 @@ def start_restart(gateway: ActionGateway, app: AppKey, user: str) -> ActionAnswe
                                for z, ws in plan.zones])
 
 
+# -- rerun ------------------------------------------------------------------------------------
+def start_rerun(gateway: ActionGateway, app: AppKey, user: str) -> ActionAnswer:
+    """Find the app's Jobs (or training job) and run them again in the background."""
+    why = rerun.why_not_rerunnable(app[0])
+    if why is not None:
+        raise HTTPException(409, f"{app[0]} cannot be rerun: {why}")
+    _resource(_host(gateway), app)
+    members = members_of(gateway, app)
+    try:
+        found = [(c, obj) for c, conn in sorted(members.items())
+                 for obj in app_objects(conn, app, rerun.RERUN_KINDS[app[0]])]
+    except CLUSTER_ERRORS as exc:
+        raise HTTPException(503, explain(exc)) from None
+    if not found:
+        raise HTTPException(409, f"{'/'.join(app)} has nothing to run again in its clusters "
+                                 "yet (the reconciler has not created it)")
+    store = gateway.store
+
+    def note(reason: str, message: str) -> None:
+        record(store, app, reason, f"{message} (rerun by {user})",
+               warning=reason == "RerunFailed")
+
+    def delete(cluster: str, live: Obj) -> bool:
+        write.delete(members[cluster], live, propagation="Foreground")
+        return write.wait_gone(members[cluster], live, uid=live["metadata"].get("uid"),
+                               timeout=120.0)
+
+    def work() -> None:
+        try:
+            rerun.run_rerun(found, delete=delete, record=note,
+                            create=lambda c, obj: write.apply(members[c], obj))
+        except CLUSTER_ERRORS as exc:
+            note("RerunFailed", f"a cluster failed: {explain(exc)}; the reconciler's next "
+                                "pass creates what is missing")
+
+    busy = gateway.operations.start(app, "rerun", work)
+    if busy:
+        raise HTTPException(409, busy)
+    objects = [rerun.describe(c, obj) for c, obj in found]
+    message = ("deleting and creating again, one after the other (each waits until the old "
+               "one and its pods are gone, at most 120s): " + ", ".join(objects))
+    record(store, app, "RerunRequested", f"{user}: {message}")
+    return ActionAnswer(action="rerun", app="/".join(app), user=user, message=message,
+                        objects=objects)
+
+
 # -- pause and resume -------------------------------------------------------------------------
 def set_paused(gateway: ActionGateway, app: AppKey, user: str, paused: bool) -> ActionAnswer:
     """Write (or remove) the pause annotation on the app's resource on the host."""
@@ -272,6 +319,15 @@ def spec_edit(gateway: ActionGateway, app: AppKey, field: str, value: Any,
                     file=source, field=field, value=value, command=command)
 
 
+RESTART_CONTAINER_501 = (
+    "not done: this server cannot restart one container in place. The Kubernetes API has "
+    "no call that restarts a container of a running pod (the kubelet restarts a container "
+    "only when it exits), and this server does not exec into pods. Nothing was changed. "
+    "A PinPod is a bare pod: deleting it stops every container, and the reconciler "
+    "creates it again, with the same spec, at its next pass (a push, or the resync "
+    "interval of `pincompile serve`, 3m by default).")
+
+
 def mount_actions(api: FastAPI, caller: Callable[..., Awaitable[Caller]],
                   authorize: Authorize) -> None:
     """Add the action routes to the API's app; ``caller`` authenticates and rate-limits,
@@ -312,6 +368,29 @@ def mount_actions(api: FastAPI, caller: Callable[..., Awaitable[Caller]],
         await authorize(request, user, "rollout", kind, project)
         return await run_in_threadpool(set_paused, request.app.state.gateway,
                                        (kind, project, name), user.user, False)
+
+    @router.post(f"{APP_PATH}/rerun", status_code=202, response_model=ActionAnswer,
+                 summary="Run a PinterestJobSet's Jobs or a PinterestTrainingJob again "
+                         "(verb: update <kind>s/rerun)")
+    async def rerun_app(request: Request, kind: str, project: str, name: str
+                        ) -> ActionAnswer:
+        user = who(request)
+        await authorize(request, user, "rerun", kind, project)
+        return await run_in_threadpool(start_rerun, request.app.state.gateway,
+                                       (kind, project, name), user.user)
+
+    @router.post(f"{APP_PATH}/restart-container", status_code=501,
+                 responses={501: {"model": Problem}},
+                 summary="Restart one container of a PinPod in place: not possible on this "
+                         "server, answered 501 with what to do (verb: update "
+                         "pinpods/restart-container)")
+    async def restart_container(request: Request, kind: str, project: str, name: str
+                                ) -> JSONResponse:
+        await authorize(request, who(request), "restart-container", kind, project)
+        if kind != "PinPod":
+            raise HTTPException(409, f"restart-container is for a PinPod; {kind} runs its "
+                                     "pods from a template: `restart` restarts them")
+        return JSONResponse({"detail": RESTART_CONTAINER_501}, status_code=501)
 
     _mount_spec_answers(router, who, authorize)
     api.include_router(router)

@@ -88,3 +88,15 @@ def test_the_cli_exits_1_when_refused_and_3_when_the_server_is_unreachable() -> 
     assert gone.exit_code == 3, gone.output
     usage = runner.invoke(cli, ["rollout", "pause", "PinApp/shop"])
     assert usage.exit_code == 2, usage.output
+
+
+def test_rerun_fits_jobs_only_and_restart_container_says_exactly_what_happens(
+        client: TestClient) -> None:
+    refused = post(client, "PinApp/shop/web/rerun")
+    assert refused.status_code == 409 and "restart" in refused.json()["detail"]
+    container = post(client, "PinPod/shop/notebook/restart-container")
+    assert container.status_code == 501
+    assert "Nothing was changed" in container.json()["detail"]
+    assert post(client, "PinApp/shop/web/restart-container").status_code == 409
+    assert post(client, "PinPod/shop/notebook/restart-container", "carol-token"
+                ).status_code == 403
