@@ -184,8 +184,8 @@ def start_restart(gateway: ActionGateway, app: AppKey, user: str) -> ActionAnswe
         raise HTTPException(503, explain(exc)) from None
     plan = restart.plan_restart(app, found, zones, _iso(time.time()))
     if not plan.workloads:
-        raise HTTPException(409, f"{'/'.join(app)} has no Deployment, StatefulSet or "
-                                 "DaemonSet in its clusters yet")
+        raise HTTPException(409, f"{'/'.join(app)} has no Deployment or DaemonSet in "
+                                 "its clusters yet")
     store = gateway.store
 
     def note(reason: str, message: str) -> None:

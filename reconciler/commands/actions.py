@@ -58,7 +58,7 @@ def act(app: AppRef, action: str, fmt: str, api: dict[str, Any]) -> None:
 @api_options
 def restart(app: AppRef, fmt: str, **api: Any) -> None:
     """Restart an app's pods in every cluster, zone by zone (like `kubectl rollout
-    restart`): each zone's Deployments, StatefulSets and DaemonSets get a new
+    restart`): each zone's Deployments and DaemonSets get a new
     restartedAt pod-template annotation, and the next zone starts once they have rolled
     out within the app's health timeout. The server runs it after answering; `pincompile
     events` shows its progress. Your token needs `update` on the app's `restart`

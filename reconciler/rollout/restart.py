@@ -1,6 +1,6 @@
 """A rollout restart of an app's workloads, zone by zone, with the gates of a zone-by-zone
-rollout (:mod:`.plan`): every Deployment, StatefulSet and DaemonSet of the app in the
-first zone's clusters gets a new ``kubectl.kubernetes.io/restartedAt`` pod-template
+rollout (:mod:`.plan`): every Deployment and DaemonSet of the app in the first zone's
+clusters gets a new ``kubectl.kubernetes.io/restartedAt`` pod-template
 annotation (as ``kubectl rollout restart`` writes it); the next zone starts only when
 each of them has rolled out again, within the app's health timeout. A zone that does not
 halts the restart: later zones keep their pods.
@@ -20,8 +20,9 @@ from reconciler.rollout.plan import health_timeout, rolled_out
 
 RESTARTED_AT_ANNOTATION = "kubectl.kubernetes.io/restartedAt"
 RESTART_MANAGER = "pincompile-api-restart"
-RESTARTABLE = {"Deployment": "apps/v1", "StatefulSet": "apps/v1", "DaemonSet": "apps/v1"}
-"""The kinds a restart patches, and their apiVersion."""
+RESTARTABLE = {"Deployment": "apps/v1", "DaemonSet": "apps/v1"}
+"""The kinds a restart patches (all the long-running kinds pincompile compiles to; serve's
+RBAC in contrib/serve/ covers them), and their apiVersion."""
 RESTART_APP_KINDS = frozenset({"PinApp", "PinterestService", "PinterestDaemon"})
 """App kinds whose pods run from a template a restart can roll."""
 NOT_RESTARTABLE = {
@@ -112,17 +113,12 @@ def restarted(live: Obj | None, at: str) -> tuple[bool, str]:
         return False, "another restart or apply replaced this one's annotation"
     if live.get("kind") == "Deployment":
         return rolled_out(live)
-    status = live.get("status") or {}
+    status = live.get("status") or {}  # a DaemonSet
     if int(status.get("observedGeneration", 0)) < int(live["metadata"].get("generation", 0)):
         return False, "the new generation is not observed yet"
-    if live.get("kind") == "DaemonSet":
-        want = int(status.get("desiredNumberScheduled", 0))
-        updated, available = (int(status.get("updatedNumberScheduled", 0)),
-                              int(status.get("numberAvailable", 0)))
-    else:  # StatefulSet
-        want = int((live.get("spec") or {}).get("replicas", 1))
-        updated, available = (int(status.get("updatedReplicas", 0)),
-                              int(status.get("availableReplicas", 0)))
+    want = int(status.get("desiredNumberScheduled", 0))
+    updated, available = (int(status.get("updatedNumberScheduled", 0)),
+                          int(status.get("numberAvailable", 0)))
     if updated < want:
         return False, f"{updated}/{want} pods updated"
     if available < want:

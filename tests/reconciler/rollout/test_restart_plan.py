@@ -38,8 +38,8 @@ def test_only_template_workloads_restart_zone_by_zone_in_zone_order() -> None:
 
 
 def test_the_patch_sets_only_the_template_annotation() -> None:
-    patch = restart_patch(Workload("a", "z1", "StatefulSet", "shop", "db"), AT)
-    assert patch == {"apiVersion": "apps/v1", "kind": "StatefulSet",
+    patch = restart_patch(Workload("a", "z1", "DaemonSet", "shop", "db"), AT)
+    assert patch == {"apiVersion": "apps/v1", "kind": "DaemonSet",
                      "metadata": {"name": "db", "namespace": "shop"},
                      "spec": {"template": {"metadata": {"annotations": {
                          RESTARTED_AT_ANNOTATION: AT}}}}}
@@ -67,7 +67,7 @@ def live(kind: str, at: str, *, generation: int = 2, observed: int = 2, updated:
 
 
 def test_a_workload_is_restarted_once_its_pods_rolled_with_this_restarts_annotation() -> None:
-    for kind in ("Deployment", "StatefulSet", "DaemonSet"):
+    for kind in ("Deployment", "DaemonSet"):
         assert restarted(live(kind, AT), AT) == (True, ""), kind
         assert not restarted(live(kind, AT, observed=1), AT)[0], kind
         assert restarted(live(kind, AT, updated=1), AT)[1] == "1/2 pods updated", kind
