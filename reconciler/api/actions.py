@@ -7,7 +7,7 @@
   resource on the host (:mod:`reconciler.rollout.pause`); the reconciler does not promote
   the next zone while it is there.
 * ``POST .../rerun``: a PinterestJobSet's Jobs or a PinterestTrainingJob's training job
-  deleted and created again (:mod:`reconciler.rollout.rerun`).
+  deleted and created again (:mod:`reconciler.api.rerun`).
 * ``POST .../restart-container``: 501, and why.
 * ``POST .../stop``, ``.../scale``, ``.../image``: 409 with the spec edit to commit.
 
