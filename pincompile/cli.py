@@ -28,6 +28,9 @@ COMMANDS = {
     "logs": ("reconciler.commands.remote", "logs"),
     "events": ("reconciler.commands.remote", "events"),
     "history": ("reconciler.commands.remote", "history"),
+    "restart": ("reconciler.commands.actions", "restart"),
+    "rollout": ("reconciler.commands.actions", "rollout"),
+    "rerun": ("reconciler.commands.actions", "rerun"),
     "version": ("pincompile.commands.version", "version"),
 }
 

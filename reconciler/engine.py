@@ -152,7 +152,8 @@ class Reconciler:
         moves = self._failover(result, found, stored, report)
         if not moves:  # while shares move between clusters, bounds do not
             self.rebalanced = scaling_step.rebalance_all(result, found, stored, self.echo)
-        rollouts = rollout_step.hold_zones(found, stored, report.revision)
+        rollouts = rollout_step.hold_zones(found, stored, report.revision,
+                                           rollout_step.paused_apps(host))
         self._in_parallel(found, self._plan)
         self._in_parallel(found, self._apply)
         rollout_step.advance(rollouts, found, self.connections.get(HOST), self.echo)

@@ -89,6 +89,8 @@ def app_status(views: Iterable[ClusterView], *, revision: str,
     health = aggregate(Health(Phase(c["phase"]), c.get("message", "")) for c in clusters)
     if rollout and rollout.get("phase") == "Halted":
         health = Health(Phase.DEGRADED, f"rollout halted: {rollout.get('message', '')}")
+    elif rollout and rollout.get("pausedBy") and health.phase is Phase.HEALTHY:
+        health = Health(Phase.PROGRESSING, f"rollout {rollout.get('message', '')}")
     ready = sum(c.get("readyReplicas", 0) for c in clusters)
     desired = sum(c.get("replicas", 0) for c in clusters)
     previous = previous or {}

@@ -116,8 +116,10 @@ def _rollout_status() -> dict[str, Any]:
             "zone": _str("The zone being rolled out (empty when complete)."),
             "phase": _str("Progressing, Halted or Complete.",
                           enum=["Progressing", "Halted", "Complete"]),
-            "message": _str("Why the rollout halted, if it did."),
+            "message": _str("Why the rollout halted or waits, if it does."),
             "since": {**_TIME, "description": "When the current zone started."},
+            "pausedBy": _str("Who paused the rollout (`pincompile rollout pause`): the "
+                             "next zone waits until it is resumed."),
         },
     }
 

@@ -28,7 +28,10 @@ ACTIONS: dict[str, tuple[str, str]] = {
     "read": ("get", ""),
     "logs": ("get", "logs"),
     "exec": ("create", "exec"),
-    "act": ("update", "actions"),
+    "restart": ("update", "restart"),
+    "rollout": ("update", "rollout"),
+    "rerun": ("update", "rerun"),
+    "restart-container": ("update", "restart-container"),
 }
 """What a call does → (RBAC verb, subresource) on the app's kind in its project."""
 

@@ -18,6 +18,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from reconciler.api.access import Access, AccessError, Caller, RateLimits, audit
+from reconciler.api.actions import Operations, mount_actions
 from reconciler.api.logs import (
     LogLimits,
     LogQuery,
@@ -68,6 +69,10 @@ class Gateway:
     pods: PodSource | None = None
     """None: no member cluster can be read (pods and logs answer 503)."""
     log_limits: LogLimits = field(default_factory=LogLimits)
+    host: Connection | None = None
+    """Where actions write (pause annotations); None: actions answer 503."""
+    operations: Operations = field(default_factory=Operations)
+    """Restarts running in this server."""
 
     def __post_init__(self) -> None:
         self.log_streams = StreamSlots(self.log_limits.streams_per_user)
@@ -95,6 +100,7 @@ def create_app(gateway: Gateway | None) -> FastAPI:
                             headers={"WWW-Authenticate": "Bearer"} if exc.status == 401 else {})
 
     _routes(api)
+    mount_actions(api, caller_of, _authorize)
     return api
 
 

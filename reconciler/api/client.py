@@ -12,7 +12,15 @@ from urllib.parse import quote, urlencode
 import urllib3
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from reconciler.api.models import AppDetail, AppEvent, AppList, AppRevision, AppSummary, PodList
+from reconciler.api.models import (
+    ActionAnswer,
+    AppDetail,
+    AppEvent,
+    AppList,
+    AppRevision,
+    AppSummary,
+    PodList,
+)
 
 PREFIX = "/api/v1"
 M = TypeVar("M")
@@ -101,10 +109,17 @@ class ApiClient:
             response.release_conn()
             response.close()
 
+    def act(self, kind: str, project: str, name: str, action: str) -> ActionAnswer:
+        """POST an action (``restart``, ``rollout/pause``, ``rollout/resume``, ``rerun``)."""
+        response = self._request(_app_path(kind, project, name, action), {}, method="POST")
+        return self._parse(response, ActionAnswer)
+
     # -- plumbing ---------------------------------------------------------------------------
     def _get(self, path: str, model: type[M] | Any, params: dict[str, Any] | None = None
              ) -> M:
-        response = self._request(path, params or {})
+        return self._parse(self._request(path, params or {}), model)
+
+    def _parse(self, response: Any, model: type[M] | Any) -> M:
         try:
             if isinstance(model, type) and issubclass(model, BaseModel):
                 return model.model_validate_json(response.data)  # type: ignore[return-value]
@@ -114,13 +129,14 @@ class ApiClient:
                                 f"PinCompute API's document: {exc.errors()[0]['msg']}"
                            ) from None
 
-    def _request(self, path: str, params: dict[str, Any], *, stream: bool = False) -> Any:
+    def _request(self, path: str, params: dict[str, Any], *, stream: bool = False,
+                 method: str = "GET") -> Any:
         query = urlencode({k: _text(v) for k, v in params.items() if v is not None})
         url = f"{self.server}{PREFIX}{path}" + (f"?{query}" if query else "")
         timeout = urllib3.Timeout(connect=min(5.0, self.timeout),
                                   read=None if stream else self.timeout)
         try:
-            response = self._http.request("GET", url, headers=self._headers, timeout=timeout,
+            response = self._http.request(method, url, headers=self._headers, timeout=timeout,
                                           preload_content=not stream, redirect=False)
         except urllib3.exceptions.HTTPError as exc:
             raise ServerUnreachable(f"{self.server}: {_reason(exc)}") from None

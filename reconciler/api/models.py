@@ -120,3 +120,31 @@ class PodList(BaseModel):
     unreadable: list[ClusterProblem] = Field(
         default=[], description="member clusters whose pods could not be read: the list "
                                 "may miss pods there")
+
+
+class ZoneStep(BaseModel):
+    """One zone of a restart: the objects it patches there, in this order."""
+
+    zone: str
+    objects: list[str] = Field(description="CLUSTER: Kind/namespace/name")
+
+
+class ActionAnswer(BaseModel):
+    """What an action did or will do."""
+
+    action: str = Field(description="restart, pause, resume or rerun")
+    app: str = Field(description="KIND/PROJECT/NAME")
+    user: str
+    message: str
+    zones: list[ZoneStep] = Field(default=[], description="restart: zone by zone, in order")
+    objects: list[str] = Field(default=[], description="rerun: CLUSTER: Kind/namespace/name "
+                                                       "deleted and created again")
+
+
+class SpecEdit(Problem):
+    """A change of desired state is a commit, never an API call: the edit to commit."""
+
+    file: str = Field(description="the spec's file in the spec repository")
+    field: str = Field(description="the field to change, e.g. spec.replicas")
+    value: Any
+    command: str = Field(description="the `pincompile set` command that makes the edit")

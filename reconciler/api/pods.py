@@ -116,6 +116,17 @@ class MemberPods:
     def connection(self, cluster: str) -> Connection | None:
         return self.members.get(cluster)
 
+    def connect(self, clusters: Iterable[str]) -> dict[str, Connection | str]:
+        """A connection to each of ``clusters`` (its pods watched from now on), or why
+        there is none; the host's Cluster resources are read again for one not known."""
+        wanted = set(clusters)
+        if wanted - set(self.members):
+            with self._lock:
+                self._looked_up = -self.LOOKUP_SECONDS
+            self.watch(wanted)
+        return {name: self.members.get(name) or self._unknown.get(name, "not connected")
+                for name in sorted(wanted)}
+
     def close(self) -> None:
         self._stop.set()
         for conn in self.members.values():

@@ -67,12 +67,15 @@ class State:
     message: str = ""
     since: float = field(default_factory=time.time)
     """When the current zone started (epoch seconds)."""
+    paused_by: str = ""
+    """Who paused the rollout, while it waits at a healthy zone (see :mod:`.pause`)."""
 
     def to_json(self) -> dict[str, Any]:
         current = self.zones[self.zone] if self.zone < len(self.zones) else ""
         return {"target": self.target, "revision": self.revision, "zones": self.zones,
                 "zoneIndex": self.zone, "zone": current, "phase": self.phase,
-                "message": self.message, "since": _iso(self.since)}
+                "message": self.message, "since": _iso(self.since),
+                **({"pausedBy": self.paused_by} if self.paused_by else {})}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> State | None:
@@ -81,7 +84,8 @@ class State:
         return cls(target=str(data["target"]), revision=str(data.get("revision", "")),
                    zones=list(data.get("zones") or []), zone=int(data.get("zoneIndex", 0)),
                    phase=str(data.get("phase", PROGRESSING)),
-                   message=str(data.get("message", "")), since=_epoch(data.get("since")))
+                   message=str(data.get("message", "")), since=_epoch(data.get("since")),
+                   paused_by=str(data.get("pausedBy") or ""))
 
 
 @dataclass
@@ -95,6 +99,8 @@ class AppRollout:
     state: State
     timeout: float
     started_new: bool = False
+    paused_by: str | None = None
+    """Who paused it (the app resource's annotation): no zone is promoted meanwhile."""
 
     def clusters_in(self, zone: str) -> list[str]:
         return sorted(c for c in self.desired if self.zone_of[c] == zone)
@@ -107,15 +113,17 @@ class AppRollout:
 
 
 def begin(app: tuple[str, str, str], desired: dict[str, Obj], zone_of: Mapping[str, str],
-          live: Mapping[str, Obj | None], stored: State | None, revision: str) -> AppRollout:
-    """Decide where an app's rollout stands before this pass applies anything."""
+          live: Mapping[str, Obj | None], stored: State | None, revision: str,
+          paused_by: str | None = None) -> AppRollout:
+    """Decide where an app's rollout stands before this pass applies anything
+    (``paused_by``: who paused it, if anyone)."""
     stamped = {c: stamp(d) for c, d in desired.items()}
     digests = {c: template_hash(d) for c, d in desired.items()}
     target = hashlib.sha256(json.dumps(sorted(digests.items())).encode()).hexdigest()[:16]
     zones = sorted({zone_of[c] for c in desired})
     timeout = max(health_timeout(d) for d in desired.values())
     rollout = AppRollout(app, stamped, dict(zone_of), stored or State(target, revision, zones),
-                         timeout)
+                         timeout, paused_by=paused_by)
     if stored is not None and stored.target == target and stored.zones == zones:
         return rollout
     changing = [c for c, obj in live.items() if obj is not None and
@@ -200,6 +208,9 @@ def advance(rollout: AppRollout, *, apply: Callable[[str, Obj], None],
             record("RolloutHalted", f"revision {state.revision}: {state.message}")
             save(state)
             return state
+        if state.zone + 1 < len(state.zones) and not _may_promote(rollout, zone, record,
+                                                                   save):
+            return state
         state.zone += 1
         state.since = clock()
         if state.zone >= len(state.zones):
@@ -214,6 +225,27 @@ def advance(rollout: AppRollout, *, apply: Callable[[str, Obj], None],
             apply(cluster, rollout.desired[cluster])
         save(state)
     return state
+
+
+def _may_promote(rollout: AppRollout, zone: str, record: Callable[[str, str], None],
+                 save: Callable[[State], None]) -> bool:
+    """Whether the next zone may start: not while paused. A pause or a resume is
+    recorded once (the state remembers who paused)."""
+    state = rollout.state
+    following = state.zones[state.zone + 1]
+    if rollout.paused_by:
+        if state.paused_by != rollout.paused_by:
+            state.paused_by = rollout.paused_by
+            state.message = (f"paused by {rollout.paused_by}: zone {zone} is healthy; "
+                             f"zone {following} waits for `rollout resume`")
+            record("RolloutPaused", f"revision {state.revision}: {state.message}")
+            save(state)
+        return False
+    if state.paused_by:
+        record("RolloutResumed", f"revision {state.revision}: paused by {state.paused_by}, "
+                                 f"resumed: rolling out to zone {following}")
+        state.paused_by, state.message = "", ""
+    return True
 
 
 def _iso(epoch: float) -> str:

@@ -4,6 +4,7 @@ template, then advance each rollout once the members are applied, recording halt
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -16,15 +17,18 @@ from reconciler.clients.read import key_of
 from reconciler.desired import Echo, MemberState, by_app
 from reconciler.errors import CLUSTER_ERRORS, explain
 from reconciler.model import Left, Obj, ObjectRef, Unconverged
+from reconciler.rollout import pause
 from reconciler.rollout import plan as rollout
 from reconciler.status import AppKey
 
 Stored = dict[AppKey, dict[str, Any]]
 
 
-def hold_zones(members: dict[str, MemberState], stored: Stored,
-               revision: str) -> dict[AppKey, rollout.AppRollout]:
-    """Decide each zone-by-zone app's rollout and keep later zones on the old template."""
+def hold_zones(members: dict[str, MemberState], stored: Stored, revision: str,
+               paused: Mapping[AppKey, str] | None = None
+               ) -> dict[AppKey, rollout.AppRollout]:
+    """Decide each zone-by-zone app's rollout and keep later zones on the old template.
+    ``paused``: who paused which app's rollout (its resource's annotation on the host)."""
     placed_apps = by_app((m for m in members.values() if m.error is None),
                          lambda obj, _app: rollout.is_zone_by_zone(obj))
     rollouts: dict[AppKey, rollout.AppRollout] = {}
@@ -33,7 +37,7 @@ def hold_zones(members: dict[str, MemberState], stored: Stored,
         live = {c: members[c].live.get(key_of(obj)) for c, obj in desired.items()}
         state = rollout.State.from_json((stored.get(app) or {}).get("rollout"))
         plan = rollout.begin(app, desired, {c: members[c].zone for c in desired}, live,
-                             state, revision)
+                             state, revision, (paused or {}).get(app))
         rollouts[app] = plan
         for cluster, (index, _) in placed.items():
             current = live[cluster]
@@ -107,3 +111,9 @@ def report_halts(rollouts: dict[AppKey, rollout.AppRollout],
             if report is not None and not plan.allowed(cluster):
                 report.unconverged.append(Unconverged(
                     Left.ROLLOUT_HALTED, "/".join(app), plan.state.message))
+
+
+def paused_apps(resources: Mapping[AppKey, Obj]) -> dict[AppKey, str]:
+    """Who paused which app's rollout, from the apps' resources on the host."""
+    return {app: user for app, cr in resources.items()
+            if (user := pause.paused_by(cr)) is not None}

@@ -72,6 +72,6 @@ def open_api(kubeconfig: str | None, context: str, mirror: Mirror, *, store_url:
     collector = HostCollector(host, store, apps.statuses, author_of=author_of)
     collector.start()
     pods = MemberPods(kubeconfig, lambda: member_contexts(host))
-    gateway = Gateway(apps=apps, store=store, access=HostAccess(host),
+    gateway = Gateway(apps=apps, store=store, access=HostAccess(host), host=host,
                       limits=RateLimits(rate, max(1, round(rate * 2))), pods=pods)
     return ServedAPI(gateway, collector, apps, pods, MemberClusters(host, kubeconfig))

@@ -1,0 +1,432 @@
+"""The API's actions: operations on an app's running workloads, never its desired state
+(git is the only way desired state changes).
+
+* ``POST .../restart``: a rollout restart, zone by zone (:mod:`reconciler.rollout.restart`),
+  run by this server in the background: 202 with the zones and objects, in order.
+* ``POST .../rollout/pause`` and ``.../rollout/resume``: an annotation on the app's
+  resource on the host (:mod:`reconciler.rollout.pause`); the reconciler does not promote
+  the next zone while it is there.
+* ``POST .../rerun``: a PinterestJobSet's Jobs or a PinterestTrainingJob's training job
+  deleted and created again (:mod:`reconciler.api.rerun`).
+* ``POST .../restart-container``: 501, and why.
+* ``POST .../stop``, ``.../scale``, ``.../image``: 409 with the spec edit to commit.
+
+Each action is authorized as a verb of its own (:data:`reconciler.api.access.ACTIONS`),
+rate-limited and audited like every call, and recorded in the insight store as a
+``pincompile`` event of the app, so ``events`` shows who did what.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+
+from pincompile.manifest import ANNOTATION_SOURCE, LABEL_APP, LABEL_KIND, LABEL_PROJECT
+from reconciler.api import rerun
+from reconciler.api.access import Caller
+from reconciler.api.models import ActionAnswer, Problem, SpecEdit, ZoneStep
+from reconciler.clients import read, write
+from reconciler.clients.connect import Connection
+from reconciler.errors import CLUSTER_ERRORS, explain
+from reconciler.host import cr_ref, read_apps, spec_kinds
+from reconciler.kinds import KindInfo
+from reconciler.model import Obj
+from reconciler.rollout import pause, restart
+from reconciler.status import AppKey
+from reconciler.status import iso_time as _iso
+from reconciler.store import Store
+from reconciler.store.records import EventRecord
+
+APP_PATH = "/api/v1/apps/{kind}/{project}/{name}"
+Authorize = Callable[[Request, Caller, str, str, str], Awaitable[None]]
+
+
+class Operations:
+    """Restarts running in this server: one per app at a time, at most ``most`` at once."""
+
+    def __init__(self, most: int = 8) -> None:
+        self.most = most
+        self._running: dict[AppKey, str] = {}
+        self._lock = threading.Lock()
+
+    def start(self, app: AppKey, what: str, work: Callable[[], None]) -> str | None:
+        """Run ``work`` in a thread of its own; why not, when it cannot start now."""
+        with self._lock:
+            if app in self._running:
+                return f"a {self._running[app]} of {'/'.join(app)} is running already"
+            if len(self._running) >= self.most:
+                return f"{self.most} actions are running in this server already"
+            self._running[app] = what
+
+        def run() -> None:
+            try:
+                work()
+            finally:
+                with self._lock:
+                    self._running.pop(app, None)
+
+        threading.Thread(target=run, daemon=True, name=f"{what}-{'/'.join(app)}").start()
+        return None
+
+    def running(self, app: AppKey) -> str | None:
+        with self._lock:
+            return self._running.get(app)
+
+
+class ActionGateway(Protocol):
+    """What the actions use of the API's gateway (:class:`reconciler.api.app.Gateway`)."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def host(self) -> Connection | None: ...
+
+    @property
+    def pods(self) -> Any: ...
+
+    @property
+    def operations(self) -> Operations: ...
+
+    @property
+    def apps(self) -> Any: ...
+
+
+def record(store: Store, app: AppKey, reason: str, message: str, *,
+           warning: bool = False) -> None:
+    """A ``pincompile`` event of the app in the insight store (what ``events`` shows)."""
+    store.add_events([EventRecord(app=app, reason=reason, message=message[:4000],
+                                  uid=f"api-{uuid.uuid4()}", last_seen=datetime.now(UTC),
+                                  source="pincompile", warning=warning)])
+
+
+def _host(gateway: ActionGateway) -> Connection:
+    if gateway.host is None or gateway.pods is None:
+        raise HTTPException(503, "actions need the host and member clusters (serve "
+                                 "--host-context)")
+    return gateway.host
+
+
+def _resource(host: Connection, app: AppKey) -> Obj:
+    """The app's resource on the host (404 when there is none)."""
+    try:
+        found = read.get(host, cr_ref(app))
+    except CLUSTER_ERRORS as exc:
+        raise HTTPException(503, f"the host cluster: {explain(exc)}") from None
+    if found is None:
+        raise HTTPException(404, f"{'/'.join(app)} not found")
+    return found
+
+
+def placed_clusters(gateway: ActionGateway, app: AppKey) -> list[str]:
+    status: Mapping[str, Any] = gateway.apps.statuses().get(app) or {}
+    return sorted(str(c.get("name")) for c in status.get("clusters") or [] if c.get("name"))
+
+
+def member_zones(host: Connection) -> dict[str, str]:
+    """Each member cluster's zone, from the host's Cluster resources."""
+    kinds = [k for k in spec_kinds() if k.kind == "Cluster"]
+    return {key[2]: str((cr.get("spec") or {}).get("zone") or key[2])
+            for key, cr in read_apps(host, kinds).items()}
+
+
+def app_objects(conn: Connection, app: AppKey, kinds: Mapping[str, str]) -> list[Obj]:
+    """The app's live objects of ``kinds`` (kind → apiVersion) in one member cluster."""
+    kind, project, name = app
+    labels = f"{LABEL_APP}={name},{LABEL_PROJECT}={project},{LABEL_KIND}={kind}"
+    out: list[Obj] = []
+    for found_kind, api_version in sorted(kinds.items()):
+        info = KindInfo(api_version, found_kind)
+        if read.served(conn, info):
+            out += list(read.list_managed(conn, info, label_selector=labels)[0].values())
+    return out
+
+
+def members_of(gateway: ActionGateway, app: AppKey) -> dict[str, Connection]:
+    """A connection to every member cluster the app is placed in (503 naming one that
+    cannot be reached)."""
+    clusters = placed_clusters(gateway, app)
+    if not clusters:
+        raise HTTPException(409, f"{'/'.join(app)} is placed in no cluster")
+    found = gateway.pods.connect(clusters)
+    missing = {c: why for c, why in found.items() if isinstance(why, str)}
+    if missing:
+        raise HTTPException(503, "; ".join(f"member cluster {c}: {why}"
+                                           for c, why in sorted(missing.items())))
+    return {c: conn for c, conn in found.items() if not isinstance(conn, str)}
+
+
+# -- restart ----------------------------------------------------------------------------------
+def start_restart(gateway: ActionGateway, app: AppKey, user: str) -> ActionAnswer:
+    """Plan a restart of the app's workloads and start it in the background."""
+    why = restart.why_not_restartable(app[0])
+    if why is not None:
+        raise HTTPException(409, f"{app[0]} cannot be restarted: {why}")
+    host = _host(gateway)
+    who = pause.paused_by(_resource(host, app))
+    if who:
+        raise HTTPException(409, f"the rollout of {'/'.join(app)} is paused by {who}: "
+                                 "`rollout resume` it first")
+    members = members_of(gateway, app)
+    try:
+        zones = member_zones(host)
+        found = {c: app_objects(conn, app, restart.RESTARTABLE) for c, conn in members.items()}
+    except CLUSTER_ERRORS as exc:
+        raise HTTPException(503, explain(exc)) from None
+    plan = restart.plan_restart(app, found, zones, _iso(time.time()))
+    if not plan.workloads:
+        raise HTTPException(409, f"{'/'.join(app)} has no Deployment or DaemonSet in "
+                                 "its clusters yet")
+    store = gateway.store
+
+    def note(reason: str, message: str) -> None:
+        record(store, app, reason, f"{message} (restart by {user} at {plan.at})",
+               warning=reason == "RestartHalted")
+
+    def work() -> None:
+        try:
+            restart.run_restart(
+                plan, record=note,
+                apply=lambda w, body: write.apply(members[w.cluster], body,
+                                                  manager=restart.RESTART_MANAGER),
+                fetch=lambda w: read.get(members[w.cluster], w.ref),
+                paused=lambda: pause.paused_by(read.get(host, cr_ref(app))))
+        except CLUSTER_ERRORS as exc:
+            note("RestartHalted", f"a cluster failed: {explain(exc)}; later zones keep "
+                                  "their pods")
+
+    busy = gateway.operations.start(app, "restart", work)
+    if busy:
+        raise HTTPException(409, busy)
+    order = " then ".join(z for z, _ in plan.zones)
+    message = (f"restarting zone by zone ({order}): each zone's workloads get "
+               f"{restart.RESTARTED_AT_ANNOTATION}={plan.at}; the next zone starts when "
+               f"they have rolled out, within {plan.timeout:.0f}s; `events` shows progress")
+    record(store, app, "RestartRequested", f"{user}: {message}")
+    return ActionAnswer(action="restart", app="/".join(app), user=user, message=message,
+                        zones=[ZoneStep(zone=z, objects=[str(w) for w in ws])
+                               for z, ws in plan.zones])
+
+
+# -- rerun ------------------------------------------------------------------------------------
+def start_rerun(gateway: ActionGateway, app: AppKey, user: str) -> ActionAnswer:
+    """Find the app's Jobs (or training job) and run them again in the background."""
+    why = rerun.why_not_rerunnable(app[0])
+    if why is not None:
+        raise HTTPException(409, f"{app[0]} cannot be rerun: {why}")
+    _resource(_host(gateway), app)
+    members = members_of(gateway, app)
+    try:
+        found = [(c, obj) for c, conn in sorted(members.items())
+                 for obj in app_objects(conn, app, rerun.RERUN_KINDS[app[0]])]
+    except CLUSTER_ERRORS as exc:
+        raise HTTPException(503, explain(exc)) from None
+    if not found:
+        raise HTTPException(409, f"{'/'.join(app)} has nothing to run again in its clusters "
+                                 "yet (the reconciler has not created it)")
+    store = gateway.store
+
+    def note(reason: str, message: str) -> None:
+        record(store, app, reason, f"{message} (rerun by {user})",
+               warning=reason == "RerunFailed")
+
+    def delete(cluster: str, live: Obj) -> bool:
+        write.delete(members[cluster], live, propagation="Foreground")
+        return write.wait_gone(members[cluster], live, uid=live["metadata"].get("uid"),
+                               timeout=120.0)
+
+    def work() -> None:
+        try:
+            rerun.run_rerun(found, delete=delete, record=note,
+                            create=lambda c, obj: write.apply(members[c], obj))
+        except CLUSTER_ERRORS as exc:
+            note("RerunFailed", f"a cluster failed: {explain(exc)}; the reconciler's next "
+                                "pass creates what is missing")
+
+    busy = gateway.operations.start(app, "rerun", work)
+    if busy:
+        raise HTTPException(409, busy)
+    objects = [rerun.describe(c, obj) for c, obj in found]
+    message = ("deleting and creating again, one after the other (each waits until the old "
+               "one and its pods are gone, at most 120s): " + ", ".join(objects))
+    record(store, app, "RerunRequested", f"{user}: {message}")
+    return ActionAnswer(action="rerun", app="/".join(app), user=user, message=message,
+                        objects=objects)
+
+
+# -- pause and resume -------------------------------------------------------------------------
+def set_paused(gateway: ActionGateway, app: AppKey, user: str, paused: bool) -> ActionAnswer:
+    """Write (or remove) the pause annotation on the app's resource on the host."""
+    name = "/".join(app)
+    if app[0] not in pause.ROLLOUT_APP_KINDS:
+        raise HTTPException(409, f"{app[0]} has no zone-by-zone rollout to pause or resume "
+                                 f"(only {', '.join(sorted(pause.ROLLOUT_APP_KINDS))})")
+    host = _host(gateway)
+    current = pause.paused_by(_resource(host, app))
+    if paused and current:
+        message = f"the rollout of {name} is paused already (by {current})"
+    elif not paused and not current:
+        message = f"the rollout of {name} is not paused"
+    else:
+        ref = cr_ref(app)
+        body = pause.pause_patch(ref, user, _iso(time.time())) if paused \
+            else pause.resume_patch(ref)
+        try:
+            write.apply(host, body, manager=pause.PAUSE_MANAGER)
+        except CLUSTER_ERRORS as exc:
+            raise HTTPException(503, f"the host cluster: {explain(exc)}") from None
+        message = (f"rollout paused by {user}: the zone being rolled out finishes and the "
+                   "next zone waits for `rollout resume`") if paused else \
+            (f"rollout resumed by {user} (paused by {current}): the next zone starts at "
+             "the reconciler's next pass")
+        record(gateway.store, app, "RolloutPauseRequested" if paused
+               else "RolloutResumeRequested", message)
+    return ActionAnswer(action="pause" if paused else "resume", app=name, user=user,
+                        message=message)
+
+
+# -- desired state ----------------------------------------------------------------------------
+class Scale(BaseModel):
+    replicas: int = Field(ge=0, le=100_000)
+
+
+class Image(BaseModel):
+    container: str = Field(min_length=1, max_length=253)
+    image: str = Field(min_length=1, max_length=1000)
+
+
+def spec_edit(gateway: ActionGateway, app: AppKey, field: str, value: Any,
+              command: str) -> SpecEdit:
+    """The 409 answer to a change of desired state: the edit to commit instead."""
+    source = "the app's spec file"
+    if gateway.host is not None:
+        annotations = (_resource(gateway.host, app).get("metadata") or {}).get(
+            "annotations") or {}
+        source = str(annotations.get(ANNOTATION_SOURCE) or source)
+    name = "/".join(app)
+    return SpecEdit(detail=f"desired state changes only through git: set {field} of "
+                           f"{name} to {value} in {source} and commit it (`{command}` "
+                           "makes the edit); the reconciler applies the commit",
+                    file=source, field=field, value=value, command=command)
+
+
+RESTART_CONTAINER_501 = (
+    "not done: this server cannot restart one container in place. The Kubernetes API has "
+    "no call that restarts a container of a running pod (the kubelet restarts a container "
+    "only when it exits), and this server does not exec into pods. Nothing was changed. "
+    "A PinPod is a bare pod: deleting it stops every container, and the reconciler "
+    "creates it again, with the same spec, at its next pass (a push, or the resync "
+    "interval of `pincompile serve`, 3m by default).")
+
+
+def mount_actions(api: FastAPI, caller: Callable[..., Awaitable[Caller]],
+                  authorize: Authorize) -> None:
+    """Add the action routes to the API's app; ``caller`` authenticates and rate-limits,
+    ``authorize(request, caller, action, kind, project)`` authorizes."""
+    router = APIRouter(dependencies=[Depends(caller)],
+                       responses={409: {"model": Problem}, 404: {"model": Problem}})
+
+    def who(request: Request) -> Caller:
+        found: Caller = request.state.caller
+        return found
+
+    @router.post(f"{APP_PATH}/restart", status_code=202, response_model=ActionAnswer,
+                 summary="Restart the app's workloads, zone by zone (verb: update "
+                         "<kind>s/restart)")
+    async def restart_app(request: Request, kind: str, project: str, name: str
+                          ) -> ActionAnswer:
+        user = who(request)
+        await authorize(request, user, "restart", kind, project)
+        return await run_in_threadpool(start_restart, request.app.state.gateway,
+                                       (kind, project, name), user.user)
+
+    @router.post(f"{APP_PATH}/rollout/pause", response_model=ActionAnswer,
+                 summary="Pause the app's zone-by-zone rollout (verb: update "
+                         "<kind>s/rollout)")
+    async def pause_rollout(request: Request, kind: str, project: str, name: str
+                            ) -> ActionAnswer:
+        user = who(request)
+        await authorize(request, user, "rollout", kind, project)
+        return await run_in_threadpool(set_paused, request.app.state.gateway,
+                                       (kind, project, name), user.user, True)
+
+    @router.post(f"{APP_PATH}/rollout/resume", response_model=ActionAnswer,
+                 summary="Resume the app's zone-by-zone rollout (verb: update "
+                         "<kind>s/rollout)")
+    async def resume_rollout(request: Request, kind: str, project: str, name: str
+                             ) -> ActionAnswer:
+        user = who(request)
+        await authorize(request, user, "rollout", kind, project)
+        return await run_in_threadpool(set_paused, request.app.state.gateway,
+                                       (kind, project, name), user.user, False)
+
+    @router.post(f"{APP_PATH}/rerun", status_code=202, response_model=ActionAnswer,
+                 summary="Run a PinterestJobSet's Jobs or a PinterestTrainingJob again "
+                         "(verb: update <kind>s/rerun)")
+    async def rerun_app(request: Request, kind: str, project: str, name: str
+                        ) -> ActionAnswer:
+        user = who(request)
+        await authorize(request, user, "rerun", kind, project)
+        return await run_in_threadpool(start_rerun, request.app.state.gateway,
+                                       (kind, project, name), user.user)
+
+    @router.post(f"{APP_PATH}/restart-container", status_code=501,
+                 responses={501: {"model": Problem}},
+                 summary="Restart one container of a PinPod in place: not possible on this "
+                         "server, answered 501 with what to do (verb: update "
+                         "pinpods/restart-container)")
+    async def restart_container(request: Request, kind: str, project: str, name: str
+                                ) -> JSONResponse:
+        await authorize(request, who(request), "restart-container", kind, project)
+        if kind != "PinPod":
+            raise HTTPException(409, f"restart-container is for a PinPod; {kind} runs its "
+                                     "pods from a template: `restart` restarts them")
+        return JSONResponse({"detail": RESTART_CONTAINER_501}, status_code=501)
+
+    _mount_spec_answers(router, who, authorize)
+    api.include_router(router)
+
+
+def _mount_spec_answers(router: APIRouter, who: Callable[[Request], Caller],
+                        authorize: Authorize) -> None:
+    """stop, scale and image: 409 with the spec edit to commit (verb: get <kind>s)."""
+    answers: dict[int | str, dict[str, Any]] = {
+        409: {"model": SpecEdit, "description": "the spec edit to commit"}}
+
+    async def answer(request: Request, app: AppKey, field: str, value: Any,
+                     command: str) -> JSONResponse:
+        await authorize(request, who(request), "read", app[0], app[1])
+        edit = await run_in_threadpool(spec_edit, request.app.state.gateway, app, field,
+                                       value, command)
+        return JSONResponse(edit.model_dump(mode="json"), status_code=409)
+
+    @router.post(f"{APP_PATH}/stop", responses=answers, response_model=None,
+                 summary="Stop the app: answered with the spec edit to commit")
+    async def stop(request: Request, kind: str, project: str, name: str) -> JSONResponse:
+        return await answer(request, (kind, project, name), "spec.replicas", 0,
+                            f"pincompile set replicas {kind}/{project}/{name} 0")
+
+    @router.post(f"{APP_PATH}/scale", responses=answers, response_model=None,
+                 summary="Scale the app: answered with the spec edit to commit")
+    async def scale(request: Request, kind: str, project: str, name: str,
+                    body: Scale) -> JSONResponse:
+        return await answer(request, (kind, project, name), "spec.replicas", body.replicas,
+                            f"pincompile set replicas {kind}/{project}/{name} {body.replicas}")
+
+    @router.post(f"{APP_PATH}/image", responses=answers, response_model=None,
+                 summary="Change a container's image: answered with the spec edit to commit")
+    async def image(request: Request, kind: str, project: str, name: str,
+                    body: Image) -> JSONResponse:
+        return await answer(request, (kind, project, name),
+                            f"spec.template.containers[{body.container}].image", body.image,
+                            f"pincompile set image {kind}/{project}/{name} "
+                            f"{body.container}={body.image}")

@@ -1,0 +1,132 @@
+"""``pincompile restart|rollout pause|rollout resume|rerun``: actions on an app's running
+workloads through the PinCompute API (``--server``), never its desired state."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import sys
+from typing import Any
+
+import click
+import yaml
+
+from pincompile.appref import AppRef
+from pincompile.commands.common import (
+    EXIT_CLUSTER,
+    EXIT_INVALID,
+    EXIT_OK,
+    EXIT_USAGE,
+    fail,
+    output_option,
+)
+from reconciler.api.client import ApiError, ServerUnreachable
+from reconciler.api.models import ActionAnswer
+from reconciler.commands.remote import SERVER_HELP, api_options, app_ref, client_of
+
+EXIT_CODES = """\b
+Exit codes: 0 accepted, 1 refused (401 token not accepted, 403 not allowed, 404 no such
+app, 409 not possible for this app now, 429 rate-limited, 501), 2 usage (a bad argument,
+no --server), 3 the server is unreachable or cannot reach the clusters (5xx)."""
+
+OUTPUT = output_option("text", "json", "yaml")
+
+
+def act(app: AppRef, action: str, fmt: str, api: dict[str, Any]) -> None:
+    """Ask the server for ``action`` on ``app``; print its answer; exit as documented."""
+    client = client_of(**api)
+    try:
+        answer: ActionAnswer = client.act(*app, action)
+    except ServerUnreachable as exc:
+        fail(f"server unreachable: {exc}", EXIT_CLUSTER)
+    except ApiError as exc:
+        if exc.status in (400, 422):
+            fail(f"{app}: {exc}", EXIT_USAGE)
+        if exc.status >= 500 and exc.status != 501:
+            fail(f"{app}: the server answered {exc.status}: {exc}", EXIT_CLUSTER)
+        fail(f"{app}: refused ({exc.status}): {exc}", EXIT_INVALID)
+    if fmt != "text":
+        doc = answer.model_dump(mode="json")
+        click.echo(json.dumps(doc, indent=2) if fmt == "json"
+                   else yaml.safe_dump(doc, sort_keys=False).rstrip())
+    else:
+        click.echo(f"{answer.app}: {answer.message}")
+        for step, zone in enumerate(answer.zones, 1):
+            click.echo(f"  {step}. zone {zone.zone}: {', '.join(zone.objects)}")
+        for obj in answer.objects:
+            click.echo(f"  {obj}")
+    sys.exit(EXIT_OK)
+
+
+@click.command("restart")
+@click.argument("app", metavar="KIND/PROJECT/NAME", callback=app_ref)
+@OUTPUT
+@api_options
+def restart(app: AppRef, fmt: str, **api: Any) -> None:
+    """Restart an app's pods in every cluster, zone by zone (like `kubectl rollout
+    restart`): each zone's Deployments and DaemonSets get a new
+    restartedAt pod-template annotation, and the next zone starts once they have rolled
+    out within the app's health timeout. The server runs it after answering; `pincompile
+    events` shows its progress. Your token needs `update` on the app's `restart`
+    subresource (docs/api/README.md).
+
+    \b
+    Example:
+      pincompile restart PinApp/search/search-api
+    """
+    act(app, "restart", fmt, api)
+
+
+@click.group("rollout")
+def rollout() -> None:
+    """Pause or resume an app's zone-by-zone rollout (`update` on its `rollout`
+    subresource)."""
+
+
+@rollout.command("pause")
+@click.argument("app", metavar="KIND/PROJECT/NAME", callback=app_ref)
+@OUTPUT
+@api_options
+def pause(app: AppRef, fmt: str, **api: Any) -> None:
+    """Pause an app's zone-by-zone rollout: the zone being rolled out finishes and the
+    next zone waits until `rollout resume` (the app's status says who paused it).
+
+    \b
+    Example:
+      pincompile rollout pause PinApp/search/search-api
+    """
+    act(app, "rollout/pause", fmt, api)
+
+
+@rollout.command("resume")
+@click.argument("app", metavar="KIND/PROJECT/NAME", callback=app_ref)
+@OUTPUT
+@api_options
+def resume(app: AppRef, fmt: str, **api: Any) -> None:
+    """Resume a paused rollout: the next zone starts at the reconciler's next pass.
+
+    \b
+    Example:
+      pincompile rollout resume PinApp/search/search-api
+    """
+    act(app, "rollout/resume", fmt, api)
+
+
+@click.command("rerun")
+@click.argument("app", metavar="KIND/PROJECT/NAME", callback=app_ref)
+@OUTPUT
+@api_options
+def rerun(app: AppRef, fmt: str, **api: Any) -> None:
+    """Run a PinterestJobSet's Jobs or a PinterestTrainingJob's training job again: the
+    server deletes them in every cluster and creates them again from the same spec
+    (`update` on the app's `rerun` subresource). Other kinds are refused (exit 1).
+
+    \b
+    Example:
+      pincompile rerun PinterestJobSet/search/search-indexer
+    """
+    act(app, "rerun", fmt, api)
+
+
+for _command in (restart, pause, resume, rerun):
+    _command.help = f"{inspect.cleandoc(_command.help or '')}\n\n{SERVER_HELP}\n\n{EXIT_CODES}"

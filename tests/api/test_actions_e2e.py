@@ -1,0 +1,270 @@
+"""The actions on the session fleet, through a real HTTP server and the CLI: a zone-by-zone
+PinApp in three zones (us-east-1a/b/c) applied by the reconciler; `restart` rolls its
+Deployment in every cluster, zone by zone, and the next pass neither reverts nor counts
+the annotation; `rollout pause` holds a new image's next zone until `rollout resume`;
+another project's tenant is refused (403, audited, exit 1)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+import yaml
+from click.testing import CliRunner
+from kubernetes import client as k8s
+
+from pincompile.cli import cli
+from pincompile.compiler import compile_path
+from reconciler.api.access import HostAccess, RateLimits
+from reconciler.api.app import Gateway, create_app
+from reconciler.api.client import ApiClient
+from reconciler.api.pods import MemberPods
+from reconciler.api.sources import HostApps
+from reconciler.clients.connect import Connection
+from reconciler.engine import Reconciler
+from reconciler.fleet import fleet as fleet_mod
+from reconciler.fleet.clusters import ClusterSpec
+from reconciler.model import PassReport
+from reconciler.rollout.restart import RESTARTED_AT_ANNOTATION
+from reconciler.store import Store
+from reconciler.sync import Options
+from tests.e2e.support import wait_for
+from tests.reconciler.fleet_support import git, spec_repo
+
+pytestmark = pytest.mark.e2e
+REPO = Path(__file__).resolve().parents[2]
+PROJECT, OTHER, TENANTS = "act-shop", "act-other", "act-e2e-tenants"
+APP = ("PinApp", PROJECT, "rolling")
+REF = "/".join(APP)
+ROLES = REPO / "contrib/api/rbac-tenant.yaml"
+SPEC = f"""\
+apiVersion: pincompute.io/v1
+kind: PinApp
+metadata: {{name: rolling, project: {PROJECT}}}
+spec:
+  replicas: 3
+  tier: ondemand
+  template:
+    containers:
+      - name: main
+        image: registry.internal/act-shop/rolling:IMAGE
+        resources: {{cpu: 100m, memory: 128Mi}}
+  placement: {{regions: [us-east-1], spread: zone, maxClusters: 3}}
+  rollout: {{strategy: zone-by-zone, healthTimeout: 30s}}
+"""
+PROJECTS = "".join(f"""\
+---
+apiVersion: pincompute.io/v1
+kind: Project
+metadata: {{name: {name}}}
+spec:
+  owners: [team-shop]
+  quota: {{ondemand: {{cpu: "16", memory: 32Gi}}}}
+  placement: {{regions: [us-east-1]}}
+""" for name in (PROJECT, OTHER))
+
+
+@dataclass
+class Served:
+    url: str
+    repo: Path
+    kubeconfig: str
+    zone_of: dict[str, str]
+    env: dict[str, str]
+    """PINCOMPILE_SERVER and the token of ``dana`` (may act in the app's project)."""
+    erin: str
+    """The token of ``erin`` (may act in another project only)."""
+
+
+def write_spec(repo: Path, image: str, message: str) -> None:
+    (repo / "apps" / PROJECT).mkdir(parents=True, exist_ok=True)
+    (repo / "apps" / PROJECT / "rolling.yaml").write_text(SPEC.replace("IMAGE", image))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", message)
+
+
+def reconcile(served: Served, *, wait: bool = True) -> tuple[PassReport, dict[str, Any]]:
+    """One pass of the spec repository (nothing pruned: the fleet is shared); the app's
+    status document."""
+    reconciler = Reconciler(served.kubeconfig, options=Options(prune=False), timeout=60,
+                            clusters=served.zone_of, wait=wait)
+    try:
+        started = time.monotonic()
+        report = reconciler.run(compile_path(served.repo))
+        print(f"pass: {time.monotonic() - started:.1f}s, {report.writes} writes")
+        return report, reconciler.statuses[APP]
+    finally:
+        reconciler.close()
+
+
+def tenant(host: Connection, user: str, project: str) -> str:
+    """A service account ``user`` bound to both tenant roles in ``project``; its token."""
+    core, rbac = k8s.CoreV1Api(host.api), k8s.RbacAuthorizationV1Api(host.api)
+    core.create_namespaced_service_account(TENANTS, {"metadata": {"name": user}})
+    for role in yaml.safe_load_all(ROLES.read_text()):
+        if role["kind"] != "ClusterRole":
+            continue
+        name = f"{user}-{role['metadata']['name']}"
+        rbac.create_namespaced_role(project, {"metadata": {"name": name},
+                                              "rules": role["rules"]})
+        rbac.create_namespaced_role_binding(project, {
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": user, "namespace": TENANTS}]})
+    return str(core.create_namespaced_service_account_token(
+        user, TENANTS, {"spec": {"expirationSeconds": 3600}}).status.token)
+
+
+@pytest.fixture(scope="module")
+def served(fleet: fleet_mod.FleetState, fleet_specs: dict[str, ClusterSpec],
+           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """The app applied by a pass, tenants on the host, the API on a uvicorn server."""
+    root = tmp_path_factory.mktemp("actions")
+    source = root / "source"
+    shutil.copytree(REPO / "examples" / "platform", source / "platform")
+    shutil.copy(REPO / "examples" / "pincompile.yaml", source)
+    (source / "platform" / "projects" / "act.yaml").write_text(PROJECTS)
+    repo = spec_repo(source, root / "repo")
+    write_spec(repo, "1.0.0", "rolling 1.0.0")
+    kubeconfig = str(fleet.kubeconfig)
+    host = Connection("host", "host", kubeconfig)
+    served = Served("", repo, kubeconfig, {s.name: s.zone for s in fleet_specs.values()
+                                            if s.region == "us-east-1"}, {}, "")
+    report, _ = reconcile(served, wait=False)  # the restart's gate waits for its pods
+    assert report.ok, report
+    for namespace in (TENANTS, OTHER):
+        k8s.CoreV1Api(host.api).create_namespace({"metadata": {"name": namespace}})
+    dana, served.erin = tenant(host, "dana", PROJECT), tenant(host, "erin", OTHER)
+    apps = HostApps(host)
+    pods = MemberPods(kubeconfig, lambda: {s.name: s.context for s in fleet_specs.values()})
+    store = Store.open(f"sqlite:///{root / 'insight.db'}")
+    gateway = Gateway(apps=apps, store=store, access=HostAccess(host, ttl=30),
+                      limits=RateLimits(100, 100), pods=pods, host=host)
+    sock = socket.create_server(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(create_app(gateway), lifespan="off",
+                                           log_level="warning"))
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])),
+                              daemon=True)
+    thread.start()
+    apps.wait_synced()
+    served.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    served.env = {"PINCOMPILE_SERVER": served.url, "PINCOMPILE_TOKEN": dana}
+    try:
+        yield served
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        apps.close()
+        pods.close()
+        store.close()
+        host.close()
+
+
+def deployments(served: Served) -> dict[str, Any]:
+    """The app's Deployment in each cluster it is placed in (cluster → V1Deployment)."""
+    out = {}
+    for cluster in served.zone_of:
+        member = Connection(cluster, cluster, served.kubeconfig)
+        try:
+            out[cluster] = k8s.AppsV1Api(member.api).read_namespaced_deployment(
+                "rolling", PROJECT)
+        except k8s.ApiException:
+            continue
+        finally:
+            member.close()
+    return out
+
+
+def events(served: Served) -> list[str]:
+    client = ApiClient(served.url, served.env["PINCOMPILE_TOKEN"])
+    return [f"{e.reason}: {e.message}" for e in client.events(*APP)]
+
+
+def test_restart_rolls_every_cluster_zone_by_zone_and_the_next_pass_keeps_it(
+        served: Served) -> None:
+    started = time.monotonic()
+    done = CliRunner().invoke(cli, ["restart", REF, "-o", "json"], env=served.env)
+    assert done.exit_code == 0, done.output
+    answer = json.loads(done.output)
+    placed = deployments(served)
+    assert [z["zone"] for z in answer["zones"]] == sorted({served.zone_of[c] for c in placed})
+    wait_for("the restart to complete", lambda: any(
+        e.startswith("RestartComplete") for e in events(served)), timeout=90,
+        describe=lambda: str(events(served)))
+    took = time.monotonic() - started
+    reasons = [e.split(":")[0] for e in events(served)]
+    assert reasons == ["RestartRequested", "RestartZone", "RestartZone", "RestartZone",
+                       "RestartComplete"], reasons
+    stamps = {c: (d.spec.template.metadata.annotations or {}).get(RESTARTED_AT_ANNOTATION)
+              for c, d in deployments(served).items()}
+    assert len(stamps) == 3 and len(set(stamps.values())) == 1 and None not in stamps.values()
+    for deployment in deployments(served).values():
+        assert deployment.status.updated_replicas == deployment.spec.replicas
+        assert deployment.status.observed_generation == deployment.metadata.generation
+    print(f"restart of 3 zones: {took:.1f}s")
+    report, status = reconcile(served)
+    assert status["phase"] == "Healthy", status
+    rewritten = [r for c in report.clusters.values() for r in c.updated if r.name == "rolling"]
+    assert rewritten == [], "the reconciler took the restart for drift"
+    assert {c: (d.spec.template.metadata.annotations or {}).get(RESTARTED_AT_ANNOTATION)
+            for c, d in deployments(served).items()} == stamps
+
+
+def image_by_zone(served: Served) -> dict[str, str]:
+    return {served.zone_of[c]: d.spec.template.spec.containers[0].image.rsplit(":", 1)[1]
+            for c, d in deployments(served).items()}
+
+
+def test_a_paused_rollout_holds_the_next_zone_until_resumed(served: Served) -> None:
+    paused = CliRunner().invoke(cli, ["rollout", "pause", REF], env=served.env)
+    assert paused.exit_code == 0 and "paused by" in paused.output, paused.output
+    write_spec(served.repo, "1.1.0", "rolling 1.1.0")
+    _, status = reconcile(served)
+    zones = sorted(image_by_zone(served))
+    assert image_by_zone(served) == dict(zip(zones, ["1.1.0", "1.0.0", "1.0.0"], strict=True))
+    dana = "system:serviceaccount:act-e2e-tenants:dana"
+    assert status["rollout"]["pausedBy"] == dana, status["rollout"]
+    assert status["phase"] == "Progressing" and f"paused by {dana}" in status["message"]
+    client = ApiClient(served.url, served.env["PINCOMPILE_TOKEN"])
+    wait_for("the API to show the paused rollout", lambda: (
+        client.app(*APP).rollout or {}).get("pausedBy") == dana, timeout=15)
+
+    resumed = CliRunner().invoke(cli, ["rollout", "resume", REF], env=served.env)
+    assert resumed.exit_code == 0, resumed.output
+    _, status = reconcile(served)
+    assert set(image_by_zone(served).values()) == {"1.1.0"}
+    assert status["rollout"]["phase"] == "Complete" and status["phase"] == "Healthy", status
+    host = Connection("host", "host", served.kubeconfig)
+    try:
+        host_events = {e.reason for e in k8s.CoreV1Api(host.api).list_namespaced_event(
+            PROJECT).items}
+    finally:
+        host.close()
+    assert {"RolloutPaused", "RolloutResumed"} <= host_events
+
+
+def test_another_projects_tenant_is_refused_and_audited(
+        served: Served, caplog: pytest.LogCaptureFixture) -> None:
+    env = {**served.env, "PINCOMPILE_TOKEN": served.erin}
+    with caplog.at_level(logging.INFO, logger="pincompile.api.audit"):
+        for args in (["restart", REF], ["rollout", "pause", REF]):
+            refused = CliRunner().invoke(cli, args, env=env)
+            assert refused.exit_code == 1 and "403" in refused.output, refused.output
+            assert served.erin not in refused.output
+    lines = [json.loads(r.getMessage()) for r in caplog.records
+             if r.name == "pincompile.api.audit"]
+    assert [(line["user"], line["method"], line["path"].rsplit("/", 1)[-1], line["status"])
+            for line in lines] == [
+        ("system:serviceaccount:act-e2e-tenants:erin", "POST", "restart", 403),
+        ("system:serviceaccount:act-e2e-tenants:erin", "POST", "pause", 403)]
