@@ -122,11 +122,17 @@ COMFORTABLE_CELL = 24
 
 
 def table_width(fmt: str) -> int | None:
-    """The width a table printed as ``fmt`` must fit: the terminal's (``$COLUMNS`` when set;
-    80 when stdout is not a terminal) for ``table``; None (no limit) for ``wide``."""
+    """The width a table printed as ``fmt`` must fit: ``$COLUMNS`` when set, else the
+    terminal's for ``table``; None (no limit) for ``wide``, and when stdout is not a
+    terminal (a pipe or a file gets whole lines, as kubectl prints them)."""
+    import os
     import shutil
 
-    return None if fmt != "table" else shutil.get_terminal_size().columns
+    if fmt != "table":
+        return None
+    if os.environ.get("COLUMNS", "").isdigit() or sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    return None
 
 
 def columns(table: Sequence[Sequence[object]], *, gap: str = "  ", indent: str = "",
