@@ -14,14 +14,23 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Annotated, Any, Protocol
 
-from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response, WebSocket
+from fastapi import (
+    Depends,
+    FastAPI,
+    HTTPException,
+    Query,
+    Request,
+    Response,
+    WebSocket,
+    WebSocketDisconnect,
+)
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import WebSocketRequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.requests import HTTPConnection
 
 from reconciler.api.access import Access, AccessError, Caller, RateLimits, audit
-from reconciler.api.exec import Upstream, UpstreamRefused, run_session
+from reconciler.api.exec import Ending, Upstream, UpstreamRefused, run_session
 from reconciler.api.exec_protocol import (
     SUBPROTOCOL,
     ExecLimits,
@@ -306,13 +315,15 @@ def _exec_route(api: FastAPI) -> None:
                 status_code=status, headers=getattr(exc, "headers", None)))
             return
         gateway: Gateway = websocket.app.state.gateway
+        started, ending = asyncio.get_running_loop().time(), Ending("client closed")
         try:
             await websocket.accept(subprotocol=SUBPROTOCOL if SUBPROTOCOL in
                                    websocket.scope.get("subprotocols", ()) else None)
             await websocket.send_bytes(status_frame({"type": "target", **target.document()}))
-            started = asyncio.get_running_loop().time()
             ending = await run_session(websocket, upstream, query, gateway.exec_limits,
                                        f"{target.cluster}/{target.pod}")
+        except (WebSocketDisconnect, OSError):
+            pass  # gone before the session started
         finally:
             upstream.abort()
             gateway.exec_sessions.give_back(caller.user)

@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import websocket as wsclient
-from fastapi import WebSocket
+from fastapi import WebSocket, WebSocketDisconnect
 from fastapi.concurrency import run_in_threadpool
 
 from reconciler.clients.connect import Connection
@@ -219,12 +219,15 @@ async def _to_client(ws: WebSocket, queue: asyncio.Queue[bytes | Ending | None],
             code, message = status
             return Ending("exited", code) if code is not None else Ending("failed",
                                                                           message=message)
-        if not item:
+        channel, payload = (item[0], item[1:]) if item else (STDIN, b"")
+        if not payload:  # the member's empty frames (stream starts) carry nothing
             continue
         activity.last = asyncio.get_running_loop().time()
-        channel, payload = item[0], item[1:]
         if channel in (STDOUT, STDERR):
-            await ws.send_bytes(item)
+            try:
+                await ws.send_bytes(item)
+            except (WebSocketDisconnect, RuntimeError, OSError):
+                return Ending("client closed")
         elif channel == STATUS:
             status = exit_status(payload)
 

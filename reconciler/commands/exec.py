@@ -90,7 +90,7 @@ def _print_output(session: ExecSession, quiet: bool) -> None:
 
 
 def _start(target: Any, *args: Any) -> None:
-    threading.Thread(target=target, args=args, daemon=True, name="exec-stdin").start()
+    threading.Thread(target=target, args=args, daemon=True, name="cli-exec-io").start()
 
 
 def _pass_stdin(session: ExecSession, source: BinaryIO) -> None:
