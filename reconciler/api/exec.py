@@ -193,13 +193,17 @@ async def run_session(ws: WebSocket, upstream: Upstream, query: ExecQuery,
 def _read_upstream(upstream: Upstream, loop: asyncio.AbstractEventLoop,
                    queue: asyncio.Queue[bytes | Ending | None], closed: threading.Event
                    ) -> None:
+    ended = False
     try:
         for message in upstream.messages():
+            ended = ended or message[:1] == bytes([STATUS])
             if not hand_over(loop, queue, message, closed):
                 return
         hand_over(loop, queue, None, closed)
     except Exception as exc:
-        if not closed.is_set():
+        if ended:  # the exit status came; answering the server's close failed (it is gone)
+            hand_over(loop, queue, None, closed)
+        elif not closed.is_set():
             hand_over(loop, queue, Ending("upstream error", message=f"the member API server "
                                           f"connection broke: {str(exc)[:200]}",
                                           close_code=1011), closed)
