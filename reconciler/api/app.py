@@ -35,6 +35,7 @@ from reconciler.api.exec_protocol import (
     SUBPROTOCOL,
     ExecLimits,
     ExecQuery,
+    ExecTarget,
     NoRunningPod,
     NotFound,
     check_command,
@@ -333,7 +334,7 @@ def _exec_route(api: FastAPI) -> None:
 
 
 async def _open_exec(websocket: WebSocket, caller: Caller, app: AppKey, query: ExecQuery
-                     ) -> tuple[Upstream, Any]:
+                     ) -> tuple[Upstream, ExecTarget]:
     """Authorize, pick the container, take one of the caller's sessions and start the
     exec on the member API server; HTTPException otherwise."""
     await _authorize(websocket, caller, "exec", app[0], app[1])
