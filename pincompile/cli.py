@@ -26,6 +26,7 @@ COMMANDS = {
     "serve": ("reconciler.commands.serve", "serve"),
     "get": ("reconciler.commands.remote", "get"),
     "logs": ("reconciler.commands.remote", "logs"),
+    "exec": ("reconciler.commands.exec", "exec_"),
     "events": ("reconciler.commands.remote", "events"),
     "history": ("reconciler.commands.remote", "history"),
     "restart": ("reconciler.commands.actions", "restart"),

@@ -155,9 +155,10 @@ class RateLimits:
         return bucket.try_take()
 
 
-def audit(caller: Caller | None, method: str, path: str, status: int) -> None:
-    """One JSON line per call: who, what, target, result."""
+def audit(caller: Caller | None, method: str, path: str, status: int, **detail: Any) -> None:
+    """One JSON line per call: who, what, target, result (and ``detail``: an exec's pod,
+    command and exit code)."""
     audit_log.info(json.dumps({
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "user": caller.user if caller else None, "method": method, "path": path,
-        "status": status}))
+        "status": status, **detail}))

@@ -322,7 +322,9 @@ def spec_edit(gateway: ActionGateway, app: AppKey, field: str, value: Any,
 RESTART_CONTAINER_501 = (
     "not done: this server cannot restart one container in place. The Kubernetes API has "
     "no call that restarts a container of a running pod (the kubelet restarts a container "
-    "only when it exits), and this server does not exec into pods. Nothing was changed. "
+    "only when it exits); killing its main process through exec would depend on the image "
+    "(a shell, a kill command, PID 1 handling signals), so this server does not try. "
+    "Nothing was changed. "
     "A PinPod is a bare pod: deleting it stops every container, and the reconciler "
     "creates it again, with the same spec, at its next pass (a push, or the resync "
     "interval of `pincompile serve`, 3m by default).")

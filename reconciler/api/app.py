@@ -5,6 +5,7 @@ per app kind and project (403), rate-limited per user (429 with Retry-After) and
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import json
@@ -13,12 +14,35 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Annotated, Any, Protocol
 
-from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response
+from fastapi import (
+    Depends,
+    FastAPI,
+    HTTPException,
+    Query,
+    Request,
+    Response,
+    WebSocket,
+    WebSocketDisconnect,
+)
 from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import WebSocketRequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.requests import HTTPConnection
 
 from reconciler.api.access import Access, AccessError, Caller, RateLimits, audit
 from reconciler.api.actions import Operations, mount_actions
+from reconciler.api.exec import Ending, Upstream, UpstreamRefused, run_session
+from reconciler.api.exec_protocol import (
+    SUBPROTOCOL,
+    ExecLimits,
+    ExecQuery,
+    ExecTarget,
+    NoRunningPod,
+    NotFound,
+    check_command,
+    pick_target,
+    status_frame,
+)
 from reconciler.api.logs import (
     LogLimits,
     LogQuery,
@@ -73,9 +97,11 @@ class Gateway:
     """Where actions write (pause annotations); None: actions answer 503."""
     operations: Operations = field(default_factory=Operations)
     """Restarts running in this server."""
+    exec_limits: ExecLimits = field(default_factory=ExecLimits)
 
     def __post_init__(self) -> None:
         self.log_streams = StreamSlots(self.log_limits.streams_per_user)
+        self.exec_sessions = StreamSlots(self.exec_limits.sessions_per_user)
 
 
 def create_app(gateway: Gateway | None) -> FastAPI:
@@ -99,13 +125,19 @@ def create_app(gateway: Gateway | None) -> FastAPI:
         return JSONResponse({"detail": str(exc)}, status_code=exc.status,
                             headers={"WWW-Authenticate": "Bearer"} if exc.status == 401 else {})
 
+    @api.exception_handler(WebSocketRequestValidationError)
+    async def invalid_websocket(websocket: WebSocket, exc: WebSocketRequestValidationError
+                                ) -> JSONResponse:  # a 422 like HTTP calls, not a 403
+        audit(None, "GET", websocket.url.path, 422)
+        return JSONResponse({"detail": [dict(e) for e in exc.errors()]}, status_code=422)
+
     _routes(api)
     mount_actions(api, caller_of, _authorize)
     return api
 
 
-async def caller_of(request: Request) -> Caller:
-    """The authenticated, rate-limited caller of a request."""
+async def caller_of(request: HTTPConnection) -> Caller:
+    """The authenticated, rate-limited caller of a request (or a WebSocket's handshake)."""
     gateway: Gateway | None = request.app.state.gateway
     if gateway is None:
         raise AccessError(503, "the API needs the host cluster (serve --host-context)")
@@ -124,7 +156,7 @@ async def caller_of(request: Request) -> Caller:
 CallerDep = Annotated[Caller, Depends(caller_of)]
 
 
-async def _authorize(request: Request, caller: Caller, action: str, kind: str,
+async def _authorize(request: HTTPConnection, caller: Caller, action: str, kind: str,
                      project: str) -> None:
     gateway: Gateway = request.app.state.gateway
     if kind not in APP_KINDS:
@@ -175,6 +207,7 @@ def _routes(api: FastAPI) -> None:
         return AppDetail(**_document((kind, project, name), status))
 
     _pod_routes(api)
+    _exec_route(api)
 
     @api.get(f"{PREFIX}/apps/{{kind}}/{{project}}/{{name}}/events",
              response_model=list[AppEvent], summary="The app's timeline, oldest first")
@@ -266,6 +299,79 @@ def _pod_routes(api: FastAPI) -> None:
         return StreamingResponse(body(), media_type="text/plain; charset=utf-8",
                                  headers={"X-Content-Type-Options": "nosniff",
                                           "Cache-Control": "no-store"})
+
+
+def _exec_route(api: FastAPI) -> None:
+    @api.websocket(f"{PREFIX}/apps/{{kind}}/{{project}}/{{name}}/exec")
+    async def exec_(websocket: WebSocket, kind: str, project: str, name: str,
+                    command: Annotated[list[str] | None, Query()] = None,
+                    container: str | None = None, cluster: str | None = None,
+                    pod: str | None = None, stdin: bool = False, tty: bool = False) -> None:
+        """A command in a container of the app (docs/api/README.md: the frames)."""
+        query = ExecQuery(tuple(command or ()), container, cluster, pod, stdin, tty)
+        path, caller = websocket.url.path, None
+        try:
+            caller = await caller_of(websocket)
+            upstream, target = await _open_exec(websocket, caller, (kind, project, name),
+                                                query)
+        except (AccessError, HTTPException) as exc:
+            status = exc.status if isinstance(exc, AccessError) else exc.status_code
+            audit(caller, "GET", path, status, command=list(query.command)[:20])
+            await websocket.send_denial_response(JSONResponse(
+                {"detail": str(exc) if isinstance(exc, AccessError) else exc.detail},
+                status_code=status, headers=getattr(exc, "headers", None)))
+            return
+        gateway: Gateway = websocket.app.state.gateway
+        started, ending = asyncio.get_running_loop().time(), Ending("client closed")
+        try:
+            await websocket.accept(subprotocol=SUBPROTOCOL if SUBPROTOCOL in
+                                   websocket.scope.get("subprotocols", ()) else None)
+            await websocket.send_bytes(status_frame({"type": "target", **target.document()}))
+            ending = await run_session(websocket, upstream, query, gateway.exec_limits,
+                                       f"{target.cluster}/{target.pod}")
+        except (WebSocketDisconnect, OSError):
+            pass  # gone before the session started
+        finally:
+            upstream.abort()
+            gateway.exec_sessions.give_back(caller.user)
+        audit(caller, "GET", path, 101, **target.document(), command=list(query.command),
+              tty=query.tty, ended=ending.reason, exitCode=ending.exit_code,
+              seconds=round(asyncio.get_running_loop().time() - started, 3))
+
+
+async def _open_exec(websocket: WebSocket, caller: Caller, app: AppKey, query: ExecQuery
+                     ) -> tuple[Upstream, ExecTarget]:
+    """Authorize, pick the container, take one of the caller's sessions and start the
+    exec on the member API server; HTTPException otherwise."""
+    await _authorize(websocket, caller, "exec", app[0], app[1])
+    gateway: Gateway = websocket.app.state.gateway
+    try:
+        check_command(query.command, gateway.exec_limits)
+        target = pick_target(await run_in_threadpool(app_pods, gateway, app), query)
+    except ValueError as exc:
+        raise HTTPException(400, str(exc)) from None
+    except NotFound as exc:
+        raise HTTPException(404, f"{'/'.join(app)}: {exc}") from None
+    except NoRunningPod as exc:
+        raise HTTPException(409, f"{'/'.join(app)}: {exc}") from None
+    assert gateway.pods is not None  # app_pods said so
+    connection = gateway.pods.connection(target.cluster)
+    if connection is None:
+        raise HTTPException(503, f"no connection to member cluster {target.cluster}")
+    if not gateway.exec_sessions.take(caller.user):
+        raise HTTPException(429, f"{caller.user} has {gateway.exec_limits.sessions_per_user}"
+                                 " exec sessions open already", headers={"Retry-After": "5"})
+    try:
+        upstream = await run_in_threadpool(Upstream.open, connection, target, query,
+                                           gateway.exec_limits.connect_seconds)
+    except UpstreamRefused as exc:
+        gateway.exec_sessions.give_back(caller.user)
+        raise HTTPException(502, f"{target.cluster} did not start the exec in "
+                                 f"{target.namespace}/{target.pod}: {exc}") from None
+    except BaseException:
+        gateway.exec_sessions.give_back(caller.user)
+        raise
+    return upstream, target
 
 
 def _matches(key: AppKey, status: Mapping[str, Any], project: str | None, kind: str | None,

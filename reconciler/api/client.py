@@ -5,13 +5,27 @@ goes in a header and nowhere else (never in an error message)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Generator
+import ssl
+from collections.abc import Generator, Iterator
+from contextlib import ExitStack
 from typing import Any, TypeVar
 from urllib.parse import quote, urlencode
 
 import urllib3
 from pydantic import BaseModel, TypeAdapter, ValidationError
+from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
+from websockets.sync.client import ClientConnection, connect
+from websockets.typing import Subprotocol
 
+from reconciler.api.exec_protocol import (
+    CLOSE,
+    RESIZE,
+    STATUS,
+    STDIN,
+    SUBPROTOCOL,
+    frame,
+    split,
+)
 from reconciler.api.models import (
     ActionAnswer,
     AppDetail,
@@ -47,7 +61,7 @@ class ApiClient:
         self._headers = {"Accept": "application/json"}
         if token:
             self._headers["Authorization"] = f"Bearer {token}"
-        self.timeout = timeout
+        self.timeout, self.ca_file, self.insecure = timeout, ca_file, insecure
         options: dict[str, Any] = {"retries": False}
         if insecure:
             options["cert_reqs"] = "CERT_NONE"
@@ -114,6 +128,33 @@ class ApiClient:
         response = self._request(_app_path(kind, project, name, action), {}, method="POST")
         return self._parse(response, ActionAnswer)
 
+    def exec(self, kind: str, project: str, name: str, command: list[str], *,
+             container: str | None = None, cluster: str | None = None,
+             pod: str | None = None, stdin: bool = False, tty: bool = False) -> ExecSession:
+        """Start ``command`` in a container of the app (a WebSocket: docs/api/README.md)."""
+        params: dict[str, Any] = {"container": container, "cluster": cluster, "pod": pod,
+                                  "stdin": stdin, "tty": tty}
+        query = urlencode([(k, _text(v)) for k, v in params.items() if v is not None]
+                          + [("command", arg) for arg in command])
+        url = ("ws" + self.server.removeprefix("http") + PREFIX
+               + _app_path(kind, project, name, "exec") + f"?{query}")
+        context = None
+        if url.startswith("wss://"):
+            context = ssl.create_default_context(cafile=self.ca_file)
+            if self.insecure:
+                context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+        headers = {k: v for k, v in self._headers.items() if k == "Authorization"}
+        try:
+            conn = ExitStack().enter_context(connect(  # entered: the non-legacy way
+                url, additional_headers=headers, subprotocols=[Subprotocol(SUBPROTOCOL)],
+                open_timeout=self.timeout, ssl=context, max_size=2**24,
+                user_agent_header="pincompile", compression=None))
+        except InvalidStatus as exc:
+            raise ApiError(exc.response.status_code, _detail(_Answer(exc.response))) from None
+        except (OSError, TimeoutError, WebSocketException) as exc:
+            raise ServerUnreachable(f"{self.server}: {_reason(exc)}") from None
+        return ExecSession(conn)
+
     # -- plumbing ---------------------------------------------------------------------------
     def _get(self, path: str, model: type[M] | Any, params: dict[str, Any] | None = None
              ) -> M:
@@ -143,6 +184,58 @@ class ApiClient:
         if response.status >= 400:
             raise ApiError(response.status, _detail(response))
         return response
+
+
+class ExecSession:
+    """One exec: :meth:`output` yields stdout and stderr as they come (the pod it runs in
+    is :attr:`target` once the first message came); :attr:`exit_code` is the command's
+    once it ends (None with :attr:`error` when it did not run to an exit)."""
+
+    def __init__(self, conn: ClientConnection) -> None:
+        self.conn = conn
+        self.target: dict[str, Any] = {}
+        self.exit_code: int | None = None
+        self.error = ""
+
+    def output(self) -> Iterator[tuple[int, bytes]]:
+        """(channel, bytes) of stdout (1) and stderr (2) until the session ends."""
+        try:
+            for message in self.conn:
+                channel, payload = split(message if isinstance(message, bytes)
+                                         else message.encode())
+                if channel != STATUS:
+                    yield channel, payload
+                    continue
+                status = json.loads(payload)
+                if status.get("type") == "target":
+                    self.target = status
+                elif status.get("type") == "exit":
+                    self.exit_code = int(status["exitCode"])
+                else:
+                    self.error = f"{status.get('reason')}: {status.get('message')}"
+        except (ConnectionClosed, ValueError, KeyError, TypeError) as exc:
+            self.error = self.error or f"the session broke: {exc}"
+        if self.exit_code is None and not self.error:
+            self.error = "the session ended without an exit status"
+
+    def send_stdin(self, data: bytes) -> None:
+        self.conn.send(frame(STDIN, data))
+
+    def close_stdin(self) -> None:
+        self.conn.send(bytes([CLOSE, STDIN]))
+
+    def resize(self, width: int, height: int) -> None:
+        self.conn.send(frame(RESIZE, json.dumps({"Width": width, "Height": height}).encode()))
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class _Answer:
+    """A refused WebSocket handshake's answer, read as :func:`_detail` reads a response."""
+
+    def __init__(self, response: Any) -> None:
+        self.data, self.reason = bytes(response.body or b""), response.reason_phrase
 
 
 def _app_path(kind: str, project: str, name: str, tail: str = "") -> str:

@@ -21,6 +21,7 @@ from kubernetes import client as k8s
 from reconciler.clients.connect import Connection
 
 from .models import PodList
+from .threads import hand_over
 
 
 @dataclass(frozen=True)
@@ -180,17 +181,7 @@ class MergedLogs:
         prefix = f"{target.prefix} ".encode()
 
         def put(item: bytes | None) -> bool:
-            future = asyncio.run_coroutine_threadsafe(queue.put(item), loop)
-            while not self._closed.is_set():
-                try:
-                    future.result(timeout=0.5)
-                    return True
-                except TimeoutError:
-                    continue
-                except Exception:  # the loop is gone
-                    return False
-            future.cancel()
-            return False
+            return hand_over(loop, queue, item, self._closed)
 
         response = None
         try:

@@ -1,13 +1,16 @@
 """The gateway against the fleet's real host API server: a service account's token is
 checked with TokenReview, every call with SubjectAccessReview under the host's RBAC, and
 app status comes from a watch, so warm reads make no request. Then an app's pods in the
-member clusters (a watch there too) and its logs, streamed from the member API servers
-through a real HTTP server, as `pincompile get|logs` read them."""
+member clusters (a watch there too), its logs, streamed from the member API servers, and
+exec sessions bridged to theirs, through a real HTTP server, as `pincompile get|logs|exec`
+use them."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import logging
 import re
 import socket
 import threading
@@ -33,6 +36,7 @@ from pincompile.manifest import LABEL_APP, LABEL_KIND, LABEL_PROJECT, MANAGED_BY
 from reconciler.api.access import HostAccess, RateLimits
 from reconciler.api.app import Gateway, create_app
 from reconciler.api.client import ApiClient, ApiError
+from reconciler.api.exec_protocol import ExecLimits
 from reconciler.api.logs import LogLimits
 from reconciler.api.pods import MemberPods
 from reconciler.api.sources import HostApps
@@ -156,6 +160,9 @@ LOG_LINE = re.compile(r"^(?P<prefix>\S+/\S+/main) (?P<time>\S+Z) pincompile flee
                       r"\d+$")
 
 
+EXEC_LIMITS = ExecLimits(sessions_per_user=1, idle_seconds=3, message_bytes=1024)
+
+
 @dataclass
 class Served:
     url: str
@@ -183,7 +190,8 @@ def served(fleet: fleet_mod.FleetState, fleet_specs: dict[str, ClusterSpec], hos
     store = Store.open(f"sqlite:///{tmp_path_factory.mktemp('api') / 'insight.db'}")
     gateway = Gateway(apps=apps, store=store, access=HostAccess(host, ttl=30),
                       limits=RateLimits(100, 100), pods=pods,
-                      log_limits=LogLimits(streams_per_user=1, seconds=60))
+                      log_limits=LogLimits(streams_per_user=1, seconds=60),
+                      exec_limits=EXEC_LIMITS)
     sock = socket.create_server(("127.0.0.1", 0))
     server = uvicorn.Server(uvicorn.Config(create_app(gateway), lifespan="off",
                                            log_level="warning"))
@@ -287,3 +295,78 @@ def test_logs_are_a_verb_of_their_own_and_the_cli_reads_through_the_api(
     denied = cli.invoke(cli_main, ["logs", "PinApp/api-shop/web"],
                         env={**env, "PINCOMPILE_TOKEN": carol_token})
     assert denied.exit_code == 3 and carol_token not in denied.output, denied.output
+
+
+# -- exec -------------------------------------------------------------------------------------
+ALICE = "system:serviceaccount:api-e2e-tenants:alice"
+EXEC = ["exec", "PinApp/api-shop/web"]
+
+
+def audited(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
+    return [json.loads(r.getMessage()) for r in caplog.records
+            if r.name == "pincompile.api.audit" and r.getMessage().startswith("{")]
+
+
+def exec_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("exec-")]
+
+
+def test_exec_runs_a_command_in_a_running_pod_and_exits_with_its_code(
+        served: Served, alice_token: str, carol_token: str,
+        caplog: pytest.LogCaptureFixture) -> None:
+    cli = CliRunner()
+    env = {"PINCOMPILE_SERVER": served.url, "PINCOMPILE_TOKEN": alice_token}
+    caplog.set_level(logging.INFO, logger="pincompile.api.audit")
+    done = cli.invoke(cli_main, [*EXEC, "--", "echo", "hi"], env=env)
+    assert (done.exit_code, done.stdout) == (0, "hi\n"), done.output
+    cluster = done.stderr.split()[1].split("/")[0]
+    assert cluster in served.clusters, done.stderr
+    failed = cli.invoke(cli_main, [*EXEC, "--cluster", served.clusters[-1], "-q", "--",
+                                   "sh", "-c", "echo oops >&2; exit 7"], env=env)
+    assert (failed.exit_code, failed.stdout, failed.stderr) == (7, "", "oops\n")
+    denied = cli.invoke(cli_main, [*EXEC, "--", "echo", "hi"],
+                        env={**env, "PINCOMPILE_TOKEN": carol_token})
+    assert denied.exit_code == 3 and "403" in denied.output, denied.output
+    assert carol_token not in denied.output
+    nowhere = cli.invoke(cli_main, [*EXEC, "--", "true"],
+                         env={**env, "PINCOMPILE_SERVER": "http://127.0.0.1:9"})
+    assert nowhere.exit_code == 3 and "unreachable" in nowhere.output, nowhere.output
+    records = audited(caplog)
+    ran = next(r for r in records if r.get("command") == ["echo", "hi"] and r["status"] == 101)
+    assert (ran["user"], ran["cluster"], ran["exitCode"], ran["ended"]) == \
+        (ALICE, cluster, 0, "exited")
+    assert any(r["status"] == 403 and r["user"].endswith(":carol")
+               and r["path"].endswith("/web/exec") for r in records), records
+    assert not exec_threads() and served.gateway.exec_sessions.open(ALICE) == 0
+
+
+def test_exec_passes_stdin_to_the_command(served: Served, alice_token: str) -> None:
+    env = {"PINCOMPILE_SERVER": served.url, "PINCOMPILE_TOKEN": alice_token}
+    piped = CliRunner().invoke(cli_main, [*EXEC, "-i", "-q", "--", "head", "-c", "5"],
+                               input="ping\nmore\n", env=env)
+    assert (piped.exit_code, piped.stdout) == (0, "ping\n"), piped.output
+
+
+def test_exec_sessions_are_bounded_and_a_gone_client_ends_its_bridge(
+        served: Served, alice_token: str) -> None:
+    client = ApiClient(served.url, alice_token)
+    session = client.exec(*WEB, ["sleep", "30"])
+    with pytest.raises(ApiError) as second:  # one session per user in this gateway
+        client.exec(*WEB, ["true"])
+    assert second.value.status == 429
+    wait_for("the bridge's reader thread", lambda: bool(exec_threads()), timeout=5)
+    session.close()  # the client goes: the member's exec and the thread end
+    wait_for("the session's slot and thread to be freed", lambda: (
+        served.gateway.exec_sessions.open(ALICE) == 0 and not exec_threads()), timeout=10)
+
+    started = time.monotonic()
+    idle = client.exec(*WEB, ["sleep", "30"])
+    assert list(idle.output()) == [] and idle.exit_code is None
+    assert idle.error.startswith("idle timeout"), idle.error
+    assert EXEC_LIMITS.idle_seconds <= time.monotonic() - started < 10
+
+    big = client.exec(*WEB, ["cat"], stdin=True)
+    big.send_stdin(b"x" * 2048)
+    assert list(big.output()) == [] and big.error.startswith("message too big"), big.error
+    wait_for("every session's thread to end", lambda: not exec_threads(), timeout=10)
+
