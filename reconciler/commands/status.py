@@ -10,11 +10,11 @@ from datetime import datetime
 from typing import Any
 
 import click
-import yaml
 
 from pincompile.appref import AppRef, AppRefError, parse_app_ref
 from pincompile.commands.common import EXIT_OK, EXIT_USAGE, fail
 from pincompile.commands.common import columns as aligned
+from pincompile.emit.output import to_yaml
 from reconciler.clients.connect import Connection
 from reconciler.commands.common import cluster_errors, usable_kubeconfig
 from reconciler.host import read_rows
@@ -124,7 +124,7 @@ def render(rows: list[dict[str, Any]], fmt: str, width: int | None = None) -> st
     if fmt == "json":
         return json.dumps(rows, indent=2)
     if fmt == "yaml":
-        return yaml.safe_dump(rows, sort_keys=False).rstrip()
+        return to_yaml(rows).rstrip()
     return render_table(rows, width=width)
 
 
