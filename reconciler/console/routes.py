@@ -22,7 +22,7 @@ from reconciler.api.app import Gateway
 from reconciler.console import session
 from reconciler.console.render import render
 from reconciler.console.views import PAGE_SIZES, Filters, app_page, grid
-from reconciler.status import APP_KINDS
+from reconciler.status_document import APP_KINDS
 
 REFRESH_SECONDS = 5
 EVENTS_SHOWN = 200

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler.status import AppKey
+from reconciler.status_document import AppKey
 from reconciler.store import EventRecord, RevisionRecord
 
 PAGE_SIZES = (50, 100, 200)

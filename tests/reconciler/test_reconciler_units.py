@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from reconciler import diff, rollout, status
+from reconciler import diff, rollout, status_document
 from reconciler.clients.connect import (
     ClusterUnreachable,
     RequestStats,
@@ -186,20 +186,21 @@ def test_status_of_an_app_with_an_unreachable_cluster_and_a_halted_rollout() -> 
     healthy = live_of(deploy("web:1"))
     healthy["status"]["readyReplicas"] = 2
     healthy["status"]["conditions"] = [{"type": "Available", "status": "True"}]
-    views = [status.ClusterView("a1", [(ObjectRef("a1", "apps/v1", "Deployment", "shop",
-                                                  "web"), healthy)]),
-             status.ClusterView("b1", error="connection refused")]
-    doc = status.app_status(views, revision="r1", rollout=None, previous=None, applied=True,
-                            now=0)
+    views = [status_document.ClusterView("a1", [(ObjectRef("a1", "apps/v1", "Deployment",
+                                                           "shop", "web"), healthy)]),
+             status_document.ClusterView("b1", error="connection refused")]
+    doc = status_document.app_status(views, revision="r1", rollout=None, previous=None,
+                                     applied=True, now=0)
     assert doc["phase"] == "Unknown" and doc["ready"] == "2/2"
     assert doc["clusters"][1] == {"name": "b1", "phase": "Unknown",
                                   "message": "cluster unreachable: connection refused"}
-    halted = status.app_status(views[:1], revision="r2", previous=doc, applied=False,
-                               rollout={"phase": "Halted", "message": "zone zb not healthy"})
+    halted = status_document.app_status(
+        views[:1], revision="r2", previous=doc, applied=False,
+        rollout={"phase": "Halted", "message": "zone zb not healthy"})
     assert halted["phase"] == "Degraded" and "zone zb not healthy" in halted["message"]
     assert halted["lastAppliedRevision"] == "r1"  # nothing applied in this pass
-    assert not status.changed(doc, {**doc, "lastAppliedTime": "later"})
-    assert status.changed(doc, halted)
+    assert not status_document.changed(doc, {**doc, "lastAppliedTime": "later"})
+    assert status_document.changed(doc, halted)
 
 
 def test_a_connection_keeps_a_connection_for_every_watch_and_worker(tmp_path: Any) -> None:
