@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
+
+from tests.support.git import git
 
 CLUSTERS = """\
 apiVersion: pincompute.io/v1
@@ -90,13 +90,6 @@ FILES = {
     "apps/shop/cart.yaml": CART,
 }
 
-_GIT_ENV = {
-    "GIT_AUTHOR_NAME": "test", "GIT_AUTHOR_EMAIL": "test@example.com",
-    "GIT_COMMITTER_NAME": "test", "GIT_COMMITTER_EMAIL": "test@example.com",
-    "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent",
-}
-
-
 class Repo:
     """A throwaway git repository."""
 
@@ -104,9 +97,7 @@ class Repo:
         self.root = root
 
     def git(self, *args: str) -> str:
-        env = {**os.environ, **_GIT_ENV}
-        return subprocess.run(["git", *args], cwd=self.root, env=env, check=True,
-                              capture_output=True, text=True).stdout.strip()
+        return git(self.root, *args)
 
     def write(self, files: dict[str, str | None]) -> None:
         """Write (or, for None, delete) files relative to the repository root."""

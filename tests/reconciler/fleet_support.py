@@ -5,7 +5,6 @@ app's status on the host."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -15,11 +14,9 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes import watch
 
+from tests.support.git import git
 
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com",
-                           *args], cwd=repo, check=True, capture_output=True,
-                          text=True).stdout.strip()
+__all__ = ["git", "host_status_follows", "scale_and_wait", "spec_repo"]
 
 
 def spec_repo(source: Path, path: Path) -> Path:

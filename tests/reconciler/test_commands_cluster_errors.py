@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.support.git import git
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 MEMBERS = ("use1a-general-01", "use1a-general-02", "use1b-general-01", "use1c-gpu-01",
@@ -113,7 +115,7 @@ def test_an_unreachable_server_is_a_cluster_failure(command: str, tmp_path: Path
 
 def serve_args(tmp_path: Path, *more: str) -> list[str]:
     repo = tmp_path / "repo.git"
-    subprocess.run(["git", "init", "--quiet", "--bare", str(repo)], check=True)
+    git(tmp_path, "init", "--quiet", "--bare", str(repo))
     return ["serve", "--repo", str(repo), "--listen", "127.0.0.1:0", *more]
 
 

@@ -19,6 +19,8 @@ from typing import Any
 
 import yaml
 
+from tests.support.git import git
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO_ROOT / "examples"
 BAD_SPEC = """apiVersion: pincompute.io/v1
@@ -27,14 +29,6 @@ metadata: {name: broken, project: search}
 spec:
   replicas: many
 """
-
-
-def git(cwd: Path, *args: str) -> str:
-    env = {"GIT_AUTHOR_NAME": "Ada Lovelace", "GIT_AUTHOR_EMAIL": "ada@example.com",
-           "GIT_COMMITTER_NAME": "Ada Lovelace", "GIT_COMMITTER_EMAIL": "ada@example.com",
-           "PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(cwd)}
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
-                          env=env).stdout.strip()
 
 
 class SpecRepo:

@@ -3,10 +3,8 @@ file for GitHub, GitLab and Gitea; ``--check`` tells when it is stale."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,7 @@ from click.testing import CliRunner
 from ruamel.yaml import YAML
 
 from pincompile.cli import cli
+from tests.support.git import git
 
 from .conftest import REPO_ROOT, files, write_tree
 
@@ -113,8 +112,7 @@ def test_paths_are_relative_to_the_repository_and_the_file_lands_at_its_root(
         tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     specs = write_tree(repo / "deploy" / "specs", files({"pincompile.yaml": CONFIG}))
-    subprocess.run(["git", "init", "-q"], cwd=repo, check=True,
-                   env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1"})
+    git(repo, "init", "-q")
     (repo / ".github").mkdir()
     (repo / ".github" / "CODEOWNERS").write_text("# old\n")  # the one GitHub reads first
     assert invoke("codeowners", str(specs))[0] == 0

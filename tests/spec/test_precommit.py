@@ -22,14 +22,14 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
+from tests.support.git import git, git_env
+
 from .conftest import REPO_ROOT, doc, files, write_tree
 
 HOOK_FILES = ("pyproject.toml", "README.md", "LICENSE", "pincompile", "reconciler",
               ".pre-commit-hooks.yaml")
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pincompile" / (
     "pre-commit")
-GIT_ENV = {"GIT_AUTHOR_NAME": "test", "GIT_AUTHOR_EMAIL": "test@example.invalid",
-           "GIT_COMMITTER_NAME": "test", "GIT_COMMITTER_EMAIL": "test@example.invalid"}
 BAD = doc("""
     apiVersion: pincompute.io/v1
     kind: PinPod
@@ -52,15 +52,10 @@ def test_hook_manifest_offers_pincompile_validate() -> None:
     assert hook["files"] == r"\.ya?ml$"
 
 
-def _git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
-                   env={**os.environ, **GIT_ENV}, timeout=60)
-
-
 def _commit_all(repo: Path) -> None:
-    _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "--no-verify", "-m", "snapshot")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--no-verify", "-m", "snapshot")
 
 
 def _hooks_repo(dest: Path) -> Path:
@@ -93,7 +88,7 @@ def _wheelhouse() -> Path:
 
 
 def _try_repo(hooks: Path, specs: Path, wheels: Path) -> subprocess.Popen[str]:
-    env = {**os.environ, **GIT_ENV, "PRE_COMMIT_HOME": str(CACHE / "home"),
+    env = {**git_env(), "PRE_COMMIT_HOME": str(CACHE / "home"),
            "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheels), "PIP_QUIET": "1",
            "PIP_NO_COMPILE": "1",
            "PRE_COMMIT_COLOR": "never"}
