@@ -136,7 +136,7 @@ def test_serve_refuses_a_kubeconfig_it_cannot_use(case: str, tmp_path: Path) -> 
 def test_serve_with_an_unreachable_host_keeps_running_not_ready(tmp_path: Path) -> None:
     """A long-running process outlives a host that is down: it stays up, not ready, says
     why, and stops cleanly on SIGTERM."""
-    from tests.serve.repo_helpers import http, wait_for
+    from tests.support.serve import http, wait_for
 
     path = kubeconfig(tmp_path / "kubeconfig", ("host", *MEMBERS))
     log = tmp_path / "serve.log"
