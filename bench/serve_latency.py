@@ -42,9 +42,8 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO), str(REPO / "tests" / "serve"), str(REPO / "bench")]
+sys.path[:0] = [str(REPO), str(REPO / "tests" / "reconciler" / "serve"), str(REPO / "bench")]
 
-from repo_helpers import ImageWatch, ServeProcess, SpecRepo, http, serve_status, wait_for  # noqa: E402
 from results import write_section  # noqa: E402
 
 from pincompile.compiler import compile_path  # noqa: E402
@@ -53,6 +52,7 @@ from reconciler.clients.connect import Connection  # noqa: E402
 from reconciler.fleet import build  # noqa: E402
 from reconciler.fleet import fleet as fleet_mod  # noqa: E402
 from reconciler.serve.webhooks import GENERIC_SIGNATURE_HEADER, sign  # noqa: E402
+from tests.support.serve import ImageWatch, ServeProcess, SpecRepo, http, serve_status, wait_for  # noqa: E402
 
 FIXTURE = REPO / "tests" / "reconciler" / "fixtures" / "repo"
 SECRET = "bench-secret"
@@ -183,7 +183,7 @@ def main() -> int:
                 identity="bench", real=True,
                 env={"PINCOMPILE_WEBHOOK_SECRET": SECRET, "KUBECONFIG": str(state.kubeconfig),
                      "SERVE_PROFILE": str(profile), "PYTHONPATH": os.pathsep.join(
-                         [str(REPO / "bench"), str(REPO / "tests" / "serve")])})
+                         [str(REPO / "bench"), str(REPO / "tests" / "reconciler" / "serve")])})
             objects = len(compile_path(target.specs, revision="count").manifests)
             first = time.monotonic()
             wait_for(lambda: serve_status(serve.base)["lastApplied"], timeout=3600,  # type: ignore[union-attr]

@@ -6,15 +6,19 @@ A pass reads a compile :class:`Result` (its manifests, its catalog of specs, its
 plan and :attr:`Result.revision`); during failover it asks for the placement without the
 lost clusters (:func:`place_without`); rebalancing asks how many of a scaled app's pods
 a cluster's capacity holds (:func:`pods_held`). The labels and annotations both sides read
-are named in :mod:`pincompile.manifest`.
+are named in :mod:`pincompile.manifest`. The local fleet reads its ``kind: Cluster`` specs
+as the compiler does (:func:`read_clusters`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from pincompile.catalog import Entry
+from pincompile.diagnostics import Diagnostic
 from pincompile.manifest import (
     ANNOTATION_FAILOVER,
     ANNOTATION_REVISION,
@@ -26,13 +30,15 @@ from pincompile.manifest import (
     MANAGED_BY_VALUE,
     Manifest,
 )
+from pincompile.models import Cluster
 from pincompile.models.types import duration_seconds
 from pincompile.pipeline import Result
 
 __all__ = [
     "ANNOTATION_FAILOVER", "ANNOTATION_REVISION", "ANNOTATION_SCALE_SCHEDULES", "LABEL_APP",
-    "LABEL_KIND", "LABEL_PROJECT", "MANAGED_BY", "MANAGED_BY_VALUE", "Manifest", "Placed",
-    "Result", "duration_seconds", "place_without", "pods_held",
+    "LABEL_KIND", "LABEL_PROJECT", "MANAGED_BY", "MANAGED_BY_VALUE", "Cluster", "Diagnostic",
+    "Entry", "Manifest", "Placed", "Result", "duration_seconds", "place_without", "pods_held",
+    "read_clusters",
 ]
 
 
@@ -72,3 +78,24 @@ def pods_held(result: Result, scaler: Any, cluster: str) -> int | None:
         return None
     fit = pods_fit(pool_capacity(entry.resource, decision.tier), decision.pod_requests)
     return None if fit is None else whole(fit)
+
+
+def read_clusters(root: Path) -> tuple[list[Entry[Cluster]], list[Diagnostic]]:
+    """The ``kind: Cluster`` specs in the YAML files under ``root`` (a folder, or one file),
+    read, validated and defaulted as a compile reads them, in load order; and what is wrong
+    with them, located (file names relative to ``root``; a file's own name when it is
+    one). Other kinds are not read."""
+    from pincompile.parse import parse_document
+    from pincompile.source.loader import load_tree
+
+    loaded = load_tree(root)
+    clusters: list[Entry[Cluster]] = []
+    problems = list(loaded.diagnostics)
+    for doc in loaded.documents:
+        if doc.kind != Cluster.KIND:
+            continue
+        entry, found = parse_document(doc)
+        problems.extend(found)
+        if entry is not None:
+            clusters.append(entry)
+    return clusters, problems

@@ -13,8 +13,7 @@ import copy
 import difflib
 from typing import Any
 
-import yaml
-
+from pincompile.emit.output import to_yaml
 from pincompile.manifest import ANNOTATION_REVISION
 from reconciler.model import Obj
 
@@ -51,13 +50,10 @@ def same(live: Obj | None, predicted: Obj | None) -> bool:
 
 def unified(live: Obj | None, predicted: Obj | None, name: str) -> str:
     """A unified diff from the live object to what applying would make of it."""
-    before = _yaml(normalize(live)) if live else ""
-    after = _yaml(normalize(predicted)) if predicted else ""
+    before = to_yaml(normalize(live)) if live else ""
+    after = to_yaml(normalize(predicted)) if predicted else ""
     return "".join(difflib.unified_diff(
         before.splitlines(keepends=True), after.splitlines(keepends=True),
         fromfile=f"live/{name}", tofile=f"desired/{name}"))
 
 
-def _yaml(obj: Obj) -> str:
-    return yaml.dump(obj, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper),
-                     sort_keys=True, default_flow_style=False)

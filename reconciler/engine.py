@@ -36,7 +36,7 @@ from reconciler.model import ClusterReport, Left, Obj, PassReport, Phase, Unconv
 from reconciler.progress import Progress
 from reconciler.rollout import step as rollout_step
 from reconciler.scaling import step as scaling_step
-from reconciler.status import AppKey
+from reconciler.status_document import AppKey
 from reconciler.sync import Action, Options, PlanMemo, execute, plan_cluster, read_live
 
 __all__ = ["HOST", "MemberState", "Reconciler"]

@@ -23,7 +23,7 @@ from reconciler.clients.connect import ClusterUnreachable
 from reconciler.clients.read import Key
 from reconciler.live import live_status
 from reconciler.model import Obj
-from reconciler.status import AppKey, app_of, changed
+from reconciler.status_document import AppKey, app_of, changed
 
 DELAY = 1.0
 """Seconds from an app's first change to its status rewrite."""

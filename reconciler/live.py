@@ -12,7 +12,7 @@ from typing import Any
 
 from reconciler.clients.read import Key
 from reconciler.model import Health, Obj, ObjectRef, Phase
-from reconciler.status import APP_KINDS, AppKey, ClusterView, app_of, app_status, iso_time
+from reconciler.status_document import APP_KINDS, AppKey, ClusterView, app_of, app_status, iso_time
 
 Found = Mapping[str, "dict[Key, Obj] | str"]
 """Per member cluster: every managed object in it, or why it could not be read."""

@@ -1,7 +1,7 @@
 """The last step of a pass: one status document per app (from its objects' live state and
 what the other steps decided) and its Events, written to the host.
 
-The documents themselves are built by :mod:`reconciler.status`; this module gathers each
+The documents themselves are built by :mod:`reconciler.status_document`; this module gathers each
 app's objects across the members, adds the rollout, failover and PinScaler parts, and
 writes what changed."""
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from reconciler import status
+from reconciler import status_document
 from reconciler.clients.connect import Connection
 from reconciler.clients.read import Key, key_of
 from reconciler.desired import MemberState
@@ -22,7 +22,7 @@ from reconciler.failover.decide import AppMove
 from reconciler.model import Health, Left, Obj, ObjectRef, Phase
 from reconciler.rollout.plan import AppRollout
 from reconciler.scaling.step import floor_status, hpas_by_app, replicas_seen
-from reconciler.status import AppKey
+from reconciler.status_document import AppKey
 from reconciler.sync import Action
 
 #: Event reason for each kind of write a pass makes.
@@ -61,7 +61,7 @@ def documents(members: dict[str, MemberState], stored: dict[AppKey, dict[str, An
     out: dict[AppKey, dict[str, Any]] = {}
     for app in sorted(views):
         plan = decided.rollouts.get(app)
-        doc = status.app_status(
+        doc = status_document.app_status(
             views[app], revision=decided.revisions.get(app, revision),
             rollout=plan.state.to_json() if plan else None,
             previous=stored.get(app), applied=app in written)
@@ -98,7 +98,7 @@ def write(conn: Connection, docs: dict[AppKey, dict[str, Any]],
             return
         doc, move = docs[app], moves.get(app)
         try:
-            if status.changed(stored.get(app), doc):
+            if status_document.changed(stored.get(app), doc):
                 host.write_status(conn, app, doc)
             for reason, text in events(writes.get(app, []), revision):
                 host.record_event(conn, app, reason, text)
@@ -115,18 +115,19 @@ def write(conn: Connection, docs: dict[AppKey, dict[str, Any]],
 
 
 def _views(members: dict[str, MemberState]
-           ) -> tuple[dict[AppKey, list[status.ClusterView]], set[AppKey]]:
+           ) -> tuple[dict[AppKey, list[status_document.ClusterView]], set[AppKey]]:
     """Each app's objects per member with their live state; and the apps this pass wrote."""
-    views: dict[AppKey, list[status.ClusterView]] = defaultdict(list)
+    views: dict[AppKey, list[status_document.ClusterView]] = defaultdict(list)
     written: set[AppKey] = set()
     for member in members.values():
-        per_app: dict[AppKey, status.ClusterView] = {}
+        per_app: dict[AppKey, status_document.ClusterView] = {}
         problems = unapplied(member)
         for obj in member.desired:
-            app = status.app_of(obj)
+            app = status_document.app_of(obj)
             if app is None:
                 continue
-            view = per_app.setdefault(app, status.ClusterView(member.name, error=member.error))
+            view = per_app.setdefault(
+                app, status_document.ClusterView(member.name, error=member.error))
             key = key_of(obj)
             ref = ObjectRef(member.name, obj["apiVersion"], obj["kind"], key[1] or None, key[2])
             view.objects.append((ref, member.live.get(key)))
@@ -136,7 +137,7 @@ def _views(members: dict[str, MemberState]
             views[app].append(view)
         if member.plan is not None:
             for change in member.plan.pending:
-                app = status.app_of(change.desired or change.live or {})
+                app = status_document.app_of(change.desired or change.live or {})
                 if app is not None:
                     written.add(app)
     return views, written
@@ -178,7 +179,7 @@ def pending_by_app(members: dict[str, MemberState]
         if member.plan is None:
             continue
         for change in member.plan.pending:
-            app = status.app_of(change.desired or change.live or {})
+            app = status_document.app_of(change.desired or change.live or {})
             if app is not None:
                 out[app].append((member.name, change.action, change.name))
     return out

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import io
 import json
 import sys
 from collections.abc import Sequence
@@ -25,6 +24,7 @@ from pincompile.commands.common import (
     table_width,
 )
 from pincompile.compiler import compile_path
+from pincompile.emit.output import to_yaml
 from pincompile.manifest import Manifest
 from pincompile.models import WORKLOAD_KINDS, PinScaler
 from pincompile.models.types import format_quantity
@@ -74,7 +74,7 @@ def explain(ref: str, root: Path, fmt: str) -> None:
         data = {"decision": decision.to_json(), "objects": [_object(m) for m in objects]}
         if scaler is not None:
             data["scaler"] = "/".join(scaler.resource.key)
-        click.echo(_yaml(data) if fmt == "yaml" else json.dumps(data, indent=2))
+        click.echo(to_yaml(data).rstrip("\n") if fmt == "yaml" else json.dumps(data, indent=2))
     if result.diagnostics:
         report(result.diagnostics, result.sources, "human")
         sys.exit(EXIT_INVALID)
@@ -139,17 +139,6 @@ def _not_found(ref: str, key: Key, result: Result) -> None:
 def _object(m: Manifest) -> dict[str, Any]:
     return {"cluster": m.cluster, "kind": m.kind, "namespace": m.namespace, "name": m.name,
             "path": m.relpath}
-
-
-def _yaml(data: Any) -> str:
-    from ruamel.yaml import YAML
-
-    yaml = YAML(typ="safe", pure=True)
-    yaml.default_flow_style = False
-    yaml.width = 4096
-    buf = io.StringIO()
-    yaml.dump(data, buf)
-    return buf.getvalue().rstrip("\n")
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[object]],

@@ -62,7 +62,7 @@ from reconciler.api.models import (
     Problem,
 )
 from reconciler.clients.connect import Connection
-from reconciler.status import APP_KINDS, AppKey
+from reconciler.status_document import APP_KINDS, AppKey
 from reconciler.store import Store
 
 PREFIX = "/api/v1"

@@ -19,7 +19,7 @@ from reconciler.cache import KindWatch
 from reconciler.clients.connect import ClusterUnreachable, Connection, KubeconfigError
 from reconciler.kinds import KindInfo
 from reconciler.model import Obj
-from reconciler.status import AppKey, app_of
+from reconciler.status_document import AppKey, app_of
 
 from .models import ClusterProblem, ContainerStatus, PodList, PodSummary
 

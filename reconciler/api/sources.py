@@ -11,7 +11,7 @@ from typing import Any
 from reconciler.cache import KindWatch
 from reconciler.clients.connect import ClusterUnreachable, Connection
 from reconciler.host import app_key, spec_kinds
-from reconciler.status import APP_KINDS, AppKey
+from reconciler.status_document import APP_KINDS, AppKey
 
 
 class HostApps:

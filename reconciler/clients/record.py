@@ -2,7 +2,7 @@
 subresource, namespace), one JSON line each, when ``PINCOMPILE_RECORD_REQUESTS=FILE`` is set.
 
 Tests run ``serve`` (or ``apply``) with it and check that the shipped RBAC allows every
-request that was made (``tests/serve/test_serve_e2e.py``).
+request that was made (``tests/reconciler/serve/test_serve_e2e.py``).
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from reconciler.host import AppKey
 from reconciler.model import PassReport
 from reconciler.progress import Progress
 from reconciler.progress import for_output as progress_for
-from reconciler.status import iso_time
+from reconciler.status_document import iso_time
 from reconciler.sync import Options
 
 

@@ -10,7 +10,6 @@ from datetime import datetime
 from typing import Any
 
 import click
-import yaml
 
 from pincompile.commands.common import (
     EXIT_OK,
@@ -22,6 +21,7 @@ from pincompile.commands.common import (
 )
 from pincompile.commands.common import columns as aligned
 from pincompile.selector import Targets
+from pincompile.emit.output import to_yaml
 from reconciler.clients.connect import Connection
 from reconciler.commands.common import (
     cluster_errors,
@@ -138,7 +138,7 @@ def render(rows: list[dict[str, Any]], fmt: str, width: int | None = None) -> st
     if fmt == "json":
         return json.dumps(rows, indent=2)
     if fmt == "yaml":
-        return yaml.safe_dump(rows, sort_keys=False).rstrip()
+        return to_yaml(rows).rstrip()
     return render_table(rows, width=width)
 
 

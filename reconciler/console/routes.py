@@ -38,7 +38,7 @@ from reconciler.console.respond import (
     sources_of,
 )
 from reconciler.console.views import PAGE_SIZES, Filters, app_page, grid
-from reconciler.status import APP_KINDS
+from reconciler.status_document import APP_KINDS
 
 EVENTS_SHOWN = 200
 REVISIONS_SHOWN = 50

@@ -34,7 +34,7 @@ from typing import Any
 from pincompile.contract import ANNOTATION_FAILOVER
 from reconciler.clients.read import Key, key_of
 from reconciler.model import Obj
-from reconciler.status import AppKey, app_of
+from reconciler.status_document import AppKey, app_of
 from reconciler.sync import autoscaled
 
 REACHABLE, UNREACHABLE, LOST, RETURNING = "Reachable", "Unreachable", "Lost", "Returning"

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from pincompile.contract import Result, place_without
-from reconciler import status
+from reconciler import status_document
 from reconciler.clients.connect import Connection
 from reconciler.clients.read import key_of
 from reconciler.desired import (
@@ -26,7 +26,7 @@ from reconciler.desired import (
 from reconciler.errors import CLUSTER_ERRORS, explain
 from reconciler.failover import decide
 from reconciler.model import Obj
-from reconciler.status import AppKey
+from reconciler.status_document import AppKey
 
 Stored = dict[AppKey, dict[str, Any]]
 
@@ -94,7 +94,7 @@ def fail_over(result: Result, members: dict[str, MemberState], stored: Stored, *
         member.desired = arranged.desired[name]
         member.initial_replicas = shares(result.plan, name, member.desired)
         member.initial_replicas.update(shares(placed.plan, name, [
-            o for o in member.desired if status.app_of(o) in arranged.moved_apps]))
+            o for o in member.desired if status_document.app_of(o) in arranged.moved_apps]))
     out.held = hold_capacity(members, stored, arranged.moves, states)
     for name, state in out.states.items():
         if state.phase == decide.RETURNING and state.steps > 0 \
@@ -152,7 +152,7 @@ def _target_app(members: dict[str, MemberState],
         key = target_key(hpa)
         for obj in members[cluster].desired:
             if key_of(obj) == key:
-                return status.app_of(obj)
+                return status_document.app_of(obj)
     return None
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import click
-import yaml
 
+from pincompile.emit.output import to_yaml
 from reconciler.commands.options import Duration
 from reconciler.fleet import build, control, load
 from reconciler.fleet import fleet as fleet_mod
@@ -237,7 +237,7 @@ def _dump(data: dict[str, Any], output: str) -> None:
     if output == "json":
         click.echo(json.dumps(data, indent=2))
     else:
-        click.echo(yaml.safe_dump(data, sort_keys=False), nl=False)
+        click.echo(to_yaml(data), nl=False)
 
 
 cluster_arg = click.argument("cluster")

@@ -19,7 +19,7 @@ from reconciler.errors import CLUSTER_ERRORS, explain
 from reconciler.model import Left, Obj, ObjectRef, Unconverged
 from reconciler.rollout import pause
 from reconciler.rollout import plan as rollout
-from reconciler.status import AppKey
+from reconciler.status_document import AppKey
 
 Stored = dict[AppKey, dict[str, Any]]
 

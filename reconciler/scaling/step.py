@@ -9,13 +9,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pincompile.contract import Result, pods_held
-from reconciler import status
+from reconciler import status_document
 from reconciler.clients.read import key_of
 from reconciler.desired import Echo, MemberState, by_app, int_or_none, target_replicas
 from reconciler.model import Obj
 from reconciler.scaling import rebalance
 from reconciler.scaling.schedules import ScheduleError, hpa_floor
-from reconciler.status import AppKey
+from reconciler.status_document import AppKey
 
 
 def rebalance_all(result: Result, members: dict[str, MemberState],
@@ -61,7 +61,7 @@ def hpas_by_app(members: dict[str, MemberState]
     out: dict[AppKey, list[tuple[MemberState, Obj]]] = defaultdict(list)
     for member in members.values():
         for obj in member.desired:
-            if obj["kind"] == "HorizontalPodAutoscaler" and (app := status.app_of(obj)):
+            if obj["kind"] == "HorizontalPodAutoscaler" and (app := status_document.app_of(obj)):
                 out[app].append((member, obj))
     return out
 

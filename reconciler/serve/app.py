@@ -19,6 +19,7 @@ from reconciler.clients.connect import load_configuration
 from reconciler.clients.record import record_requests
 from reconciler.serve.audit import AuditSink, EventAudit, JsonLinesAudit
 from reconciler.serve.coalesce import Coalescer
+from reconciler.serve.documents import AppStatusReader
 from reconciler.serve.gateway import open_api
 from reconciler.serve.leader import Campaign, Elector, LeaseTiming, Roster, lease_name
 from reconciler.serve.metrics import Metrics
@@ -26,7 +27,6 @@ from reconciler.serve.mirror import Mirror
 from reconciler.serve.runner import RunnerFactory
 from reconciler.serve.server import HTTPLimits, ServeHTTPServer, WebhookConfig, parse_listen
 from reconciler.serve.service import Service, ServiceState
-from reconciler.serve.status import AppStatusReader
 from reconciler.serve.webhooks import DEFAULT_REPLAY_WINDOW, Deliveries
 
 log = logging.getLogger("pincompile.serve")

@@ -44,10 +44,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from reconciler.api.app import Gateway, create_app
 from reconciler.console.members import MemberSource
 from reconciler.console.routes import mount_console
+from reconciler.serve.documents import AppStatusReader
 from reconciler.serve.metrics import CONTENT_TYPE
 from reconciler.serve.redact import redact_data
 from reconciler.serve.service import Service
-from reconciler.serve.status import AppStatusReader
 from reconciler.serve.webhooks import DEFAULT_MAX_BODY, PROVIDERS, Deliveries, Verdict, judge
 
 log = logging.getLogger("pincompile.serve.http")

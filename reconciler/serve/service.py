@@ -19,11 +19,11 @@ from pincompile.source.gitsource import GitError
 from reconciler.model import PassReport
 from reconciler.serve.audit import AuditSink, record_for
 from reconciler.serve.coalesce import Coalescer, Trigger
+from reconciler.serve.documents import report_json
 from reconciler.serve.metrics import Metrics
 from reconciler.serve.mirror import Mirror
 from reconciler.serve.runner import PassRunner, RunnerFactory
 from reconciler.serve.shards import assign
-from reconciler.serve.status import report_json
 
 log = logging.getLogger("pincompile.serve")
 

@@ -1,5 +1,5 @@
 """The store's tables (SQLAlchemy 2 declarative). A change here needs a migration in
-``migrations/versions``; ``tests/store`` checks that the two agree."""
+``migrations/versions``; ``tests/reconciler/store`` checks that the two agree."""
 
 from __future__ import annotations
 

@@ -45,7 +45,8 @@ def test_load_clusters_reads_fixture_specs() -> None:
 
 
 def test_load_clusters_rejects_duplicates(tmp_path: Path) -> None:
-    doc = "apiVersion: pincompute.io/v1\nkind: Cluster\nmetadata: {name: a}\nspec: {}\n"
+    doc = ("apiVersion: pincompute.io/v1\nkind: Cluster\nmetadata: {name: a}\n"
+           "spec: {region: r, zone: z}\n")
     (tmp_path / "a.yaml").write_text(doc + "---\n" + doc)
     with pytest.raises(ClusterSpecError, match="already defined"):
         load_clusters(tmp_path)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pincompile.manifest import ANNOTATION_REVISION, Manifest
-from reconciler import host, status
+from reconciler import host, status_document
 from reconciler.desired import MemberState, app_digests
 from reconciler.publish import Decided, documents, revisions_of
 
@@ -59,7 +59,7 @@ def test_the_status_names_the_commit_its_resource_was_last_written_at() -> None:
     again = documents({"rt-a": member}, {CART: stored}, "r2", Decided(revisions=revisions),
                       NOW)[CART]
     assert again["observedRevision"] == "r1"
-    assert not status.changed(stored, again)
+    assert not status_document.changed(stored, again)
     # without a revision of its own (the host could not be read): the pass's
     alone = documents({"rt-a": member}, {}, "r2", Decided(), NOW)[CART]
     assert alone["observedRevision"] == "r2"

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.support.git import git
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 MEMBERS = ("use1a-general-01", "use1a-general-02", "use1b-general-01", "use1c-gpu-01",
@@ -113,7 +115,7 @@ def test_an_unreachable_server_is_a_cluster_failure(command: str, tmp_path: Path
 
 def serve_args(tmp_path: Path, *more: str) -> list[str]:
     repo = tmp_path / "repo.git"
-    subprocess.run(["git", "init", "--quiet", "--bare", str(repo)], check=True)
+    git(tmp_path, "init", "--quiet", "--bare", str(repo))
     return ["serve", "--repo", str(repo), "--listen", "127.0.0.1:0", *more]
 
 
@@ -134,7 +136,7 @@ def test_serve_refuses_a_kubeconfig_it_cannot_use(case: str, tmp_path: Path) -> 
 def test_serve_with_an_unreachable_host_keeps_running_not_ready(tmp_path: Path) -> None:
     """A long-running process outlives a host that is down: it stays up, not ready, says
     why, and stops cleanly on SIGTERM."""
-    from tests.serve.repo_helpers import http, wait_for
+    from tests.support.serve import http, wait_for
 
     path = kubeconfig(tmp_path / "kubeconfig", ("host", *MEMBERS))
     log = tmp_path / "serve.log"

@@ -27,7 +27,7 @@ from reconciler.fleet import fleet as fleet_mod
 from reconciler.model import PassReport
 from reconciler.sync import Options
 from tests.conftest import api_clients, fleet_of_its_own
-from tests.reconciler.fleet_support import git, spec_repo
+from tests.support.fleet import git, spec_repo
 
 pytestmark = pytest.mark.e2e
 FIXTURE_REPO = Path(__file__).parent / "fixtures" / "repo"

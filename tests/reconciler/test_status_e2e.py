@@ -25,7 +25,7 @@ from pincompile.compiler import compile_path
 from reconciler.engine import Reconciler
 from reconciler.fleet import fleet as fleet_mod
 from tests.conftest import api_clients, fleet_of_its_own
-from tests.reconciler.fleet_support import host_status_follows, scale_and_wait, spec_repo
+from tests.support.fleet import host_status_follows, scale_and_wait, spec_repo
 
 pytestmark = pytest.mark.e2e
 FIXTURE_REPO = Path(__file__).parent / "fixtures" / "repo"

@@ -1,8 +1,0 @@
-"""Placement tests build small catalogs from YAML strings (see ``placement_helpers``)."""
-
-from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).parent))

@@ -1,0 +1,1 @@
+"""Helpers the tests share across folders (each folder's own helpers stay beside it)."""
