@@ -41,8 +41,8 @@ from reconciler.host import cr_ref, read_apps, spec_kinds
 from reconciler.kinds import KindInfo
 from reconciler.model import Obj
 from reconciler.rollout import pause, restart
-from reconciler.status import AppKey
-from reconciler.status import iso_time as _iso
+from reconciler.status_document import AppKey
+from reconciler.status_document import iso_time as _iso
 from reconciler.store import Store
 from reconciler.store.records import EventRecord
 

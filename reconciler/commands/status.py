@@ -20,8 +20,8 @@ from pincompile.commands.common import (
     table_width,
 )
 from pincompile.commands.common import columns as aligned
-from pincompile.selector import Targets
 from pincompile.emit.output import to_yaml
+from pincompile.selector import Targets
 from reconciler.clients.connect import Connection
 from reconciler.commands.common import (
     cluster_errors,

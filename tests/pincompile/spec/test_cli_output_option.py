@@ -13,7 +13,7 @@ from click.testing import CliRunner, Result
 
 from pincompile.cli import cli
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 EXAMPLES = REPO / "examples"
 CLUSTER = "use1a-general-01"
 

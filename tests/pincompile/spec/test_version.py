@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from pincompile.cli import cli
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 PINCOMPILE = str(Path(sys.executable).parent / "pincompile")
 
 

@@ -18,7 +18,7 @@ from pincompile.cli import cli
 from reconciler.api.access import RateLimits
 from reconciler.api.app import Gateway, create_app
 from reconciler.store import Store
-from tests.api.fakes import Statuses, TablePolicy
+from tests.support.api_fakes import Statuses, TablePolicy
 
 APPS = {("PinApp", "shop", "web"): {"phase": "Healthy", "clusters": [{"name": "east"}]},
         ("PinterestJobSet", "shop", "index"): {"phase": "Healthy"},

@@ -40,10 +40,11 @@ from reconciler.rollout.restart import RESTARTED_AT_ANNOTATION
 from reconciler.store import Store
 from reconciler.sync import Options
 from tests.e2e.support import wait_for
-from tests.reconciler.fleet_support import git, spec_repo
+from tests.support.fleet import spec_repo
+from tests.support.git import git
 
 pytestmark = pytest.mark.e2e
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 PROJECT, OTHER, TENANTS = "act-shop", "act-other", "act-e2e-tenants"
 APP = ("PinApp", PROJECT, "rolling")
 REF = "/".join(APP)

@@ -32,8 +32,8 @@ from reconciler.api.exec_protocol import (
 from reconciler.api.models import PodList
 from reconciler.api.pods import pod_summary
 from reconciler.store import Store
-from tests.api.fakes import Statuses, TablePolicy
-from tests.api.test_app import APPS
+from tests.reconciler.api.test_app import APPS
+from tests.support.api_fakes import Statuses, TablePolicy
 
 
 def pod(cluster: str, name: str, phase: str = "Running", ready: bool = True) -> dict:

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from reconciler.console.chart import HEIGHT, LEFT, TOP, WIDTH, scaling_chart
 from reconciler.store import ScaleSample, Store
-from tests.console.conftest import logged_in
+from tests.reconciler.console.conftest import logged_in
 
 SCALER = ("PinScaler", "shop", "search")
 NOW = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)

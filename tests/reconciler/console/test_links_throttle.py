@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from reconciler.console.links import commit_url
 from reconciler.console.throttle import LoginThrottle
 from reconciler.store import RevisionRecord, Store
-from tests.console.conftest import csrf, logged_in
+from tests.reconciler.console.conftest import csrf, logged_in
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 

@@ -9,7 +9,7 @@ import re
 from fastapi.testclient import TestClient
 
 from reconciler.console.logs import TAIL_DEFAULT, TAIL_MAX, LogFilter
-from tests.console.conftest import logged_in
+from tests.reconciler.console.conftest import logged_in
 
 CART = "/apps/PinApp/shop/cart"
 
