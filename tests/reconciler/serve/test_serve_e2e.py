@@ -425,6 +425,8 @@ IDLE_GRANTS: dict[tuple[str, str, str], str] = {
                                                  "Lease when it stops",
     ("patch", "coordination.k8s.io", "leases"): "--shards: a push relayed to another "
                                                 "shard's leader is a note on its Lease",
+    ("create", "", "pods/exec"): "the API's exec sessions (`pincompile exec`; a WebSocket "
+                                 "exec is authorized as create): this run opens none",
 }
 
 
