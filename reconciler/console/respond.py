@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode
 
 from fastapi import Request
 from fastapi.concurrency import run_in_threadpool
@@ -21,12 +21,18 @@ from reconciler.console.render import render
 from reconciler.console.throttle import LoginThrottle
 
 REFRESH_SECONDS = 5
+FORM_MAX = 32 * 1024
+"""Bytes of a POSTed form read (a token is at most session.TOKEN_MAX)."""
 HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
                                "frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
     "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
+TERMINAL_HEADERS = {**HEADERS, "Content-Security-Policy": HEADERS["Content-Security-Policy"]
+                    + "; style-src 'self' 'unsafe-inline'"}
+"""An app page with a terminal: xterm.js sizes and colours its screen with ``<style>``
+elements it writes, so styles (never scripts) may be inline there."""
 
 
 @dataclass(frozen=True)
@@ -98,11 +104,21 @@ async def problem_page(request: Request, caller: Caller | None, status: int,
 
 
 async def render_page(request: Request, template: str, caller: Caller | None, *, status: int = 200,
-                      **context: Any) -> Response:
+                      headers: dict[str, str] = HEADERS, **context: Any) -> Response:
     csrf = session.csrf_of(request)
     html = await run_in_threadpool(
         render, template, user=caller.user if caller else None, csrf=csrf, status=status,
         refresh=REFRESH_SECONDS, now=time.strftime("%H:%M:%S UTC", time.gmtime()), **context)
-    response = HTMLResponse(html, status, headers=HEADERS)
+    response = HTMLResponse(html, status, headers=headers)
     session.keep_csrf(request, response, csrf)
     return response
+
+
+async def form_of(request: Request) -> dict[str, str]:
+    """A urlencoded form's first value per field (bounded: ``FORM_MAX`` bytes)."""
+    if not request.headers.get("content-type", "").startswith(
+            "application/x-www-form-urlencoded"):
+        return {}
+    body = (await request.body())[:FORM_MAX]
+    fields = parse_qs(body.decode("utf-8", "replace"), max_num_fields=20)
+    return {key: values[0] for key, values in fields.items() if values}

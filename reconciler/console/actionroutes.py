@@ -1,0 +1,44 @@
+"""The app page's actions: ``POST /apps/KIND/PROJECT/NAME/actions/ACTION`` (restart,
+pause, resume, rerun). Each is a form with the page's CSRF value; the first POST answers
+the confirmation page, whose form POSTs again with ``confirmed=yes`` and runs the action
+as the API does (same verb, same code, same events): the app page then shows its outcome,
+with the action's status (202, or the 409 that says why not). No JavaScript needed."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
+from starlette.responses import Response
+
+from reconciler.console import session
+from reconciler.console.actions import ACTIONS, perform
+from reconciler.console.apppage import app_response
+from reconciler.console.respond import form_of, gateway_of, problem_page, render_page, signed_in
+from reconciler.status_document import APP_KINDS
+
+
+def add_action_routes(app: FastAPI) -> None:
+    app.add_api_route("/apps/{kind}/{project}/{name}/actions/{slug}", act, methods=["POST"],
+                      include_in_schema=False)
+
+
+async def act(request: Request, kind: str, project: str, name: str, slug: str) -> Response:
+    who = await signed_in(request)
+    if isinstance(who, Response):
+        return who
+    form = await form_of(request)
+    if not session.csrf_ok(request, form.get(session.CSRF_FIELD, "")):
+        return await problem_page(request, who, 403, "the form was not sent from this console "
+                                                     "(CSRF check failed): reload and retry")
+    action = ACTIONS.get(slug)
+    if action is None or kind not in APP_KINDS:
+        return await problem_page(request, who, 404, f"no action {slug!r} on {kind} apps")
+    gateway = gateway_of(request)
+    if not await run_in_threadpool(gateway.access.allowed, who, action.verb, kind, project):
+        return await problem_page(request, who, 403, f"{who.user} may not {action.verb} "
+                                                     f"{kind} in project {project}")
+    key = (kind, project, name)
+    if form.get("confirmed") != "yes":
+        return await render_page(request, "confirm.html", who, key=key, action=action)
+    outcome = await run_in_threadpool(perform, action, gateway, key, who.user)
+    return await app_response(request, who, key, outcome=outcome)
