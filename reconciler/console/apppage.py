@@ -59,12 +59,15 @@ async def app_response(request: Request, who: Caller, key: AppKey, *,
     repo = sources_of(request).repo
     links = {r.commit: commit_url(repo, r.commit) for r in history if r.commit}
 
-    def may(verb: str) -> bool:
-        return gateway.access.allowed(who, verb, kind, project)
-
     supported = offered(kind)
-    actions = [a for a in supported if await run_in_threadpool(may, a.verb)]
-    may_exec = await run_in_threadpool(may, "exec")
+    verbs = {action.verb for action in supported} | {"exec"}
+
+    def granted() -> set[str]:
+        return {verb for verb in verbs if gateway.access.allowed(who, verb, kind, project)}
+
+    allowed = await run_in_threadpool(granted)
+    actions = [action for action in supported if action.verb in allowed]
+    may_exec = "exec" in allowed
     return await render_page(request, "app.html", who, page=page, log_filter=LogFilter(),
                              commit_links=links, chart=chart, hours=HOURS,
                              may_logs=await may_read_logs(request, who, kind, project),
