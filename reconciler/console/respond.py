@@ -23,6 +23,7 @@ from reconciler.console.throttle import LoginThrottle
 REFRESH_SECONDS = 5
 FORM_MAX = 32 * 1024
 """Bytes of a POSTed form read (a token is at most session.TOKEN_MAX)."""
+FORM_FIELDS = 20
 HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
                                "frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
@@ -115,10 +116,19 @@ async def render_page(request: Request, template: str, caller: Caller | None, *,
 
 
 async def form_of(request: Request) -> dict[str, str]:
-    """A urlencoded form's first value per field (bounded: ``FORM_MAX`` bytes)."""
+    """A urlencoded form's first value per field; empty for another content type or a form
+    of more than ``FORM_FIELDS`` fields (at most ``FORM_MAX`` bytes are read)."""
     if not request.headers.get("content-type", "").startswith(
             "application/x-www-form-urlencoded"):
         return {}
-    body = (await request.body())[:FORM_MAX]
-    fields = parse_qs(body.decode("utf-8", "replace"), max_num_fields=20)
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) >= FORM_MAX:
+            break
+    try:
+        fields = parse_qs(body[:FORM_MAX].decode("utf-8", "replace"),
+                          max_num_fields=FORM_FIELDS)
+    except ValueError:  # more fields than any console form has
+        return {}
     return {key: values[0] for key, values in fields.items() if values}

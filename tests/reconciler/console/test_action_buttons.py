@@ -88,3 +88,23 @@ def test_an_action_is_refused_without_the_verb_or_the_forms_csrf_value(
 def test_an_action_without_a_session_leads_to_the_login_form(console: TestClient) -> None:
     answer = console.post(f"{CART}/actions/restart", data={"csrf": "x", "confirmed": "yes"})
     assert answer.status_code == 303 and answer.headers["location"].startswith("/login?next=")
+
+
+def test_an_overfull_or_oversized_form_is_refused_as_forged_not_failed(
+        console: TestClient) -> None:
+    logged_in(console)
+    grant(console, "alice", "restart")
+    token = csrf(console, CART)
+    form = {"content-type": "application/x-www-form-urlencoded"}
+
+    def post(body: str) -> tuple[int, str]:
+        answer = console.post(f"{CART}/actions/restart", content=body, headers=form)
+        return answer.status_code, answer.text
+
+    overfull = "&".join([f"csrf={token}", "confirmed=yes", *(f"f{i}=x" for i in range(30))])
+    status, text = post(overfull)
+    assert status == 403 and "CSRF check failed" in text
+    status, text = post(f"csrf={token}&confirmed=yes&pad=" + "x" * 200_000)
+    assert status == 503 and "Restart: 503" in text  # read up to its first 32 KiB
+    status, text = post("pad=" + "x" * 40_000 + f"&csrf={token}&confirmed=yes")
+    assert status == 403 and "CSRF check failed" in text  # past the bytes read
