@@ -1,19 +1,30 @@
 """The app page's actions: ``POST /apps/KIND/PROJECT/NAME/actions/ACTION`` (restart,
 pause, resume, rerun). Each is a form with the page's CSRF value; the first POST answers
 the confirmation page, whose form POSTs again with ``confirmed=yes`` and runs the action
-as the API does (same verb, same code, same events): the app page then shows its outcome,
-with the action's status (202, or the 409 that says why not). No JavaScript needed."""
+as the API does (same verb, same code, same events), then redirects to the app page,
+which shows its outcome with the API's status (202, or the 409 that says why not) for
+``OUTCOME_SECONDS`` to whoever ran it. No JavaScript needed."""
 
 from __future__ import annotations
 
+import secrets
+from urllib.parse import quote, urlencode
+
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
 
 from reconciler.console import session
 from reconciler.console.actions import ACTIONS, perform
-from reconciler.console.apppage import app_response
-from reconciler.console.respond import form_of, gateway_of, problem_page, render_page, signed_in
+from reconciler.console.respond import (
+    HEADERS,
+    form_of,
+    gateway_of,
+    problem_page,
+    render_page,
+    signed_in,
+    sources_of,
+)
 from reconciler.status_document import APP_KINDS
 
 
@@ -41,4 +52,8 @@ async def act(request: Request, kind: str, project: str, name: str, slug: str) -
     if form.get("confirmed") != "yes":
         return await render_page(request, "confirm.html", who, key=key, action=action)
     outcome = await run_in_threadpool(perform, action, gateway, key, who.user)
-    return await app_response(request, who, key, outcome=outcome)
+    shown = secrets.token_urlsafe(16)
+    sources_of(request).outcomes.put(shown, (who.user, key, outcome))
+    # the app page shows it (POST, redirect, GET: a reload does not run the action again)
+    return RedirectResponse(f"/apps/{quote(kind)}/{quote(project)}/{quote(name)}?"
+                            + urlencode({"outcome": shown}), 303, headers=HEADERS)

@@ -1,7 +1,7 @@
 """One app's page, ``/apps/KIND/PROJECT/NAME``: its status, placement, rollout, pods (each
 with a terminal button for a caller who may exec), the actions the caller may run, logs
 panel, scaling chart, events and history with commit links; after an action, its outcome
-on top (and the page's status is the action's)."""
+on top."""
 
 from __future__ import annotations
 
@@ -33,8 +33,7 @@ EVENTS_SHOWN = 200
 REVISIONS_SHOWN = 50
 
 
-async def app_response(request: Request, who: Caller, key: AppKey, *,
-                       outcome: Outcome | None = None) -> Response:
+async def app_response(request: Request, who: Caller, key: AppKey) -> Response:
     kind, project, name = key
     gateway = gateway_of(request)
     if kind not in APP_KINDS:
@@ -72,5 +71,12 @@ async def app_response(request: Request, who: Caller, key: AppKey, *,
                              commit_links=links, chart=chart, hours=HOURS,
                              may_logs=await may_read_logs(request, who, kind, project),
                              may_exec=may_exec, actions=actions, supported=supported,
-                             outcome=outcome, status=outcome.status if outcome else 200,
+                             outcome=_outcome(request, who, key),
                              headers=TERMINAL_HEADERS if may_exec else HEADERS)
+
+
+def _outcome(request: Request, who: Caller, key: AppKey) -> Outcome | None:
+    """The outcome of the action that redirected here (``?outcome=ID``), if ``who`` ran it
+    on this app."""
+    shown = sources_of(request).outcomes.get(request.query_params.get("outcome", ""))
+    return shown[2] if shown is not None and shown[:2] == (who.user, key) else None

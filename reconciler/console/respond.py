@@ -13,14 +13,20 @@ from fastapi import Request
 from fastapi.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from reconciler.api.access import AccessError, Caller
+from reconciler.api.access import AccessError, Caller, TtlCache
 from reconciler.api.app import Gateway
 from reconciler.console import session
+from reconciler.console.actions import Outcome
 from reconciler.console.members import MemberSource
 from reconciler.console.render import render
 from reconciler.console.throttle import LoginThrottle
+from reconciler.status_document import AppKey
 
 REFRESH_SECONDS = 5
+OUTCOME_SECONDS = 600
+"""How long the page an action redirects to shows its outcome."""
+Shown = tuple[str, AppKey, Outcome]
+"""An action's outcome as kept for its page: who ran it, on which app, what it answered."""
 FORM_MAX = 32 * 1024
 """Bytes of a POSTed form read (a token is at most session.TOKEN_MAX)."""
 FORM_FIELDS = 20
@@ -46,6 +52,9 @@ class Sources:
     repo: str = ""
     logins: LoginThrottle = field(default_factory=LoginThrottle)
     """Wrong tokens tried per client address."""
+    outcomes: TtlCache[str, Shown] = field(
+        default_factory=lambda: TtlCache(OUTCOME_SECONDS, size=1000))
+    """Actions' outcomes, for the app page an action redirects to (``?outcome=ID``)."""
 
 
 def sources_of(request: Request) -> Sources:

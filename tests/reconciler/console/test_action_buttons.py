@@ -1,7 +1,8 @@
 """The app page's actions without a browser: which buttons a tenant gets (the kinds each
 action is for, the API's verbs), the confirmation step (a POST form, no script), CSRF, the
 403 of a tenant without the verb, and the outcome shown on the page with the action's
-status. A restart that runs (202, its events) is in test_browser_e2e.py."""
+status (after a redirect, so a reload does not run it again). A restart that runs (202,
+its events) is in test_browser_e2e.py."""
 
 from __future__ import annotations
 
@@ -56,14 +57,20 @@ def test_an_action_asks_for_confirmation_in_a_post_form_then_shows_its_outcome(
 
     with caplog.at_level(logging.INFO, logger="pincompile.api.audit"):
         done = console.post(f"{CART}/actions/restart", data={"csrf": token, "confirmed": "yes"})
-    assert done.status_code == 503  # the API's answer: this gateway has no host cluster
+    assert done.status_code == 303  # to the app page: a reload does not run it again
+    assert re.fullmatch(rf"{CART}\?outcome=[\w-]{{22}}", done.headers["location"])
+    assert '"path": "/apps/PinApp/shop/cart/actions/restart", "status": 303' in caplog.text
+    shown = console.get(done.headers["location"])
+    assert shown.status_code == 200  # the API's answer: this gateway has no host cluster
     assert re.search(r'<p class="outcome error" role="status">Restart: 503 Service '
-                     r'Unavailable — actions need the host and member clusters', done.text)
-    assert '"path": "/apps/PinApp/shop/cart/actions/restart", "status": 503' in caplog.text
+                     r'Unavailable — actions need the host and member clusters', shown.text)
+    assert "outcome" not in console.get(CART).text.split("<main")[1]
 
     refused = console.post(f"{CART}/actions/rerun", data={"csrf": token, "confirmed": "yes"})
-    assert refused.status_code == 409 and "Rerun: 409 Conflict — PinApp cannot be rerun: " \
-        "only a PinterestJobSet or a PinterestTrainingJob runs to completion" in refused.text
+    assert "Rerun: 409 Conflict — PinApp cannot be rerun: only a PinterestJobSet or a " \
+        "PinterestTrainingJob runs to completion" in console.get(refused.headers["location"]).text
+    logged_in(console, "bob-token")  # another user's outcome is not shown to bob
+    assert "outcome" not in console.get(refused.headers["location"]).text.split("<main")[1]
 
 
 def test_an_action_is_refused_without_the_verb_or_the_forms_csrf_value(
@@ -104,7 +111,7 @@ def test_an_overfull_or_oversized_form_is_refused_as_forged_not_failed(
     overfull = "&".join([f"csrf={token}", "confirmed=yes", *(f"f{i}=x" for i in range(30))])
     status, text = post(overfull)
     assert status == 403 and "CSRF check failed" in text
-    status, text = post(f"csrf={token}&confirmed=yes&pad=" + "x" * 200_000)
-    assert status == 503 and "Restart: 503" in text  # read up to its first 32 KiB
+    status, _ = post(f"csrf={token}&confirmed=yes&pad=" + "x" * 200_000)
+    assert status == 303  # its first 32 KiB read: a form, confirmed
     status, text = post("pad=" + "x" * 40_000 + f"&csrf={token}&confirmed=yes")
     assert status == 403 and "CSRF check failed" in text  # past the bytes read
