@@ -368,7 +368,7 @@ def test_a_pods_terminal_runs_a_command_and_shows_its_output(
     page.on("console", lambda m: refused.append(m.text)
             if "Content Security Policy" in m.text else None)
     page.goto(f"{console}/apps/PinApp/{SHOP}/cart")
-    page.get_by_role("button", name=re.compile(f"^Terminal in {members[0]}/cart-")).click()
+    page.get_by_role("button", name=re.compile(rf"^Terminal in {members[0]}\/cart-")).click()
     status = page.locator("#terminal-status")
     status.filter(has_text=f"Connected to {members[0]}/cart-").wait_for()
     page.keyboard.type("echo hi")
