@@ -144,7 +144,12 @@ async def caller_of(request: HTTPConnection) -> Caller:
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise AccessError(401, "send a bearer token: Authorization: Bearer TOKEN")
-    caller = await run_in_threadpool(gateway.access.authenticate, token.strip())
+    return await caller_with_token(request, gateway, token.strip())
+
+
+async def caller_with_token(request: HTTPConnection, gateway: Gateway, token: str) -> Caller:
+    """The caller ``token`` authenticates, rate-limited (the console passes its cookie's)."""
+    caller = await run_in_threadpool(gateway.access.authenticate, token)
     request.state.caller = caller
     wait = gateway.limits.retry_after(caller)
     if wait:
@@ -309,34 +314,42 @@ def _exec_route(api: FastAPI) -> None:
                     pod: str | None = None, stdin: bool = False, tty: bool = False) -> None:
         """A command in a container of the app (docs/api/README.md: the frames)."""
         query = ExecQuery(tuple(command or ()), container, cluster, pod, stdin, tty)
-        path, caller = websocket.url.path, None
-        try:
-            caller = await caller_of(websocket)
-            upstream, target = await _open_exec(websocket, caller, (kind, project, name),
-                                                query)
-        except (AccessError, HTTPException) as exc:
-            status = exc.status if isinstance(exc, AccessError) else exc.status_code
-            audit(caller, "GET", path, status, command=list(query.command)[:20])
-            await websocket.send_denial_response(JSONResponse(
-                {"detail": str(exc) if isinstance(exc, AccessError) else exc.detail},
-                status_code=status, headers=getattr(exc, "headers", None)))
-            return
-        gateway: Gateway = websocket.app.state.gateway
-        started, ending = asyncio.get_running_loop().time(), Ending("client closed")
-        try:
-            await websocket.accept(subprotocol=SUBPROTOCOL if SUBPROTOCOL in
-                                   websocket.scope.get("subprotocols", ()) else None)
-            await websocket.send_bytes(status_frame({"type": "target", **target.document()}))
-            ending = await run_session(websocket, upstream, query, gateway.exec_limits,
-                                       f"{target.cluster}/{target.pod}")
-        except (WebSocketDisconnect, OSError):
-            pass  # gone before the session started
-        finally:
-            upstream.abort()
-            gateway.exec_sessions.give_back(caller.user)
-        audit(caller, "GET", path, 101, **target.document(), command=list(query.command),
-              tty=query.tty, ended=ending.reason, exitCode=ending.exit_code,
-              seconds=round(asyncio.get_running_loop().time() - started, 3))
+        await serve_exec(websocket, (kind, project, name), query, caller_of)
+
+
+async def serve_exec(websocket: WebSocket, app: AppKey, query: ExecQuery,
+                     authenticate: Callable[[WebSocket], Awaitable[Caller]]) -> None:
+    """One exec session on ``websocket``: ``authenticate`` its handshake (the API: a bearer
+    header; the console: its cookie session), authorize ``exec``, start the command on the
+    member API server and pass frames until it ends. A refusal is the handshake's HTTP
+    answer; either way one audit line."""
+    path, caller = websocket.url.path, None
+    try:
+        caller = await authenticate(websocket)
+        upstream, target = await _open_exec(websocket, caller, app, query)
+    except (AccessError, HTTPException) as exc:
+        status = exc.status if isinstance(exc, AccessError) else exc.status_code
+        audit(caller, "GET", path, status, command=list(query.command)[:20])
+        await websocket.send_denial_response(JSONResponse(
+            {"detail": str(exc) if isinstance(exc, AccessError) else exc.detail},
+            status_code=status, headers=getattr(exc, "headers", None)))
+        return
+    gateway: Gateway = websocket.app.state.gateway
+    started, ending = asyncio.get_running_loop().time(), Ending("client closed")
+    try:
+        await websocket.accept(subprotocol=SUBPROTOCOL if SUBPROTOCOL in
+                               websocket.scope.get("subprotocols", ()) else None)
+        await websocket.send_bytes(status_frame({"type": "target", **target.document()}))
+        ending = await run_session(websocket, upstream, query, gateway.exec_limits,
+                                   f"{target.cluster}/{target.pod}")
+    except (WebSocketDisconnect, OSError):
+        pass  # gone before the session started
+    finally:
+        upstream.abort()
+        gateway.exec_sessions.give_back(caller.user)
+    audit(caller, "GET", path, 101, **target.document(), command=list(query.command),
+          tty=query.tty, ended=ending.reason, exitCode=ending.exit_code,
+          seconds=round(asyncio.get_running_loop().time() - started, 3))
 
 
 async def _open_exec(websocket: WebSocket, caller: Caller, app: AppKey, query: ExecQuery

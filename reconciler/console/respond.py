@@ -7,26 +7,39 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode
 
 from fastapi import Request
 from fastapi.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from reconciler.api.access import AccessError, Caller
+from reconciler.api.access import AccessError, Caller, TtlCache
 from reconciler.api.app import Gateway
 from reconciler.console import session
+from reconciler.console.actions import Outcome
 from reconciler.console.members import MemberSource
 from reconciler.console.render import render
 from reconciler.console.throttle import LoginThrottle
+from reconciler.status_document import AppKey
 
 REFRESH_SECONDS = 5
+OUTCOME_SECONDS = 600
+"""How long the page an action redirects to shows its outcome."""
+Shown = tuple[str, AppKey, Outcome]
+"""An action's outcome as kept for its page: who ran it, on which app, what it answered."""
+FORM_MAX = 32 * 1024
+"""Bytes of a POSTed form read (a token is at most session.TOKEN_MAX)."""
+FORM_FIELDS = 20
 HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
                                "frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
     "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
+TERMINAL_HEADERS = {**HEADERS, "Content-Security-Policy": HEADERS["Content-Security-Policy"]
+                    + "; style-src 'self' 'unsafe-inline'"}
+"""An app page with a terminal: xterm.js sizes and colours its screen with ``<style>``
+elements it writes, so styles (never scripts) may be inline there."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +52,9 @@ class Sources:
     repo: str = ""
     logins: LoginThrottle = field(default_factory=LoginThrottle)
     """Wrong tokens tried per client address."""
+    outcomes: TtlCache[str, Shown] = field(
+        default_factory=lambda: TtlCache(OUTCOME_SECONDS, size=1000))
+    """Actions' outcomes, for the app page an action redirects to (``?outcome=ID``)."""
 
 
 def sources_of(request: Request) -> Sources:
@@ -98,11 +114,30 @@ async def problem_page(request: Request, caller: Caller | None, status: int,
 
 
 async def render_page(request: Request, template: str, caller: Caller | None, *, status: int = 200,
-                      **context: Any) -> Response:
+                      headers: dict[str, str] = HEADERS, **context: Any) -> Response:
     csrf = session.csrf_of(request)
     html = await run_in_threadpool(
         render, template, user=caller.user if caller else None, csrf=csrf, status=status,
         refresh=REFRESH_SECONDS, now=time.strftime("%H:%M:%S UTC", time.gmtime()), **context)
-    response = HTMLResponse(html, status, headers=HEADERS)
+    response = HTMLResponse(html, status, headers=headers)
     session.keep_csrf(request, response, csrf)
     return response
+
+
+async def form_of(request: Request) -> dict[str, str]:
+    """A urlencoded form's first value per field; empty for another content type or a form
+    of more than ``FORM_FIELDS`` fields (at most ``FORM_MAX`` bytes are read)."""
+    if not request.headers.get("content-type", "").startswith(
+            "application/x-www-form-urlencoded"):
+        return {}
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) >= FORM_MAX:
+            break
+    try:
+        fields = parse_qs(body[:FORM_MAX].decode("utf-8", "replace"),
+                          max_num_fields=FORM_FIELDS)
+    except ValueError:  # more fields than any console form has
+        return {}
+    return {key: values[0] for key, values in fields.items() if values}

@@ -1,18 +1,17 @@
 """The console's pages on the API's ASGI app (``mount_console``): log in and out (wrong
 tokens throttled per client address), the overview at ``/`` (member clusters and the
-grid), one app at ``/apps/KIND/PROJECT/NAME`` (its pods, logs panel, scaling chart and
-history with commit links; its log routes in :mod:`reconciler.console.logroutes`) and the
-vendored assets at ``/static/``. Who may see what is the API's own decision
-(``Gateway.access``: TokenReview, then SubjectAccessReview per kind and project), and
-every page is audited like an API call. With JavaScript on, htmx refreshes the grid and
-the app's status every few seconds.
+grid), one app at ``/apps/KIND/PROJECT/NAME`` (:mod:`reconciler.console.apppage`; its
+log routes in :mod:`~reconciler.console.logroutes`, its actions in
+:mod:`~reconciler.console.actionroutes`, its pods' terminal in
+:mod:`~reconciler.console.terminal`) and the vendored assets at ``/static/``. Who may
+see what is the API's own decision (``Gateway.access``: TokenReview, then
+SubjectAccessReview per kind and project), and every page is audited like an API call.
+With JavaScript on, htmx refreshes the grid and the app's status every few seconds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
-from urllib.parse import parse_qs
 
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
@@ -22,28 +21,23 @@ from starlette.staticfiles import StaticFiles
 from reconciler.api.access import AccessError, audit
 from reconciler.api.app import Gateway
 from reconciler.console import session
-from reconciler.console.chart import HOURS, scaling_chart
-from reconciler.console.links import commit_url
-from reconciler.console.logroutes import add_log_routes, may_read_logs
-from reconciler.console.logs import LogFilter
+from reconciler.console.actionroutes import add_action_routes
+from reconciler.console.apppage import app_response
+from reconciler.console.logroutes import add_log_routes
 from reconciler.console.members import MemberSource
-from reconciler.console.pods import read_pods
 from reconciler.console.respond import (
     HEADERS,
     Sources,
+    form_of,
     gateway_of,
     problem_page,
     render_page,
     signed_in,
     sources_of,
 )
-from reconciler.console.views import PAGE_SIZES, Filters, app_page, grid
-from reconciler.status_document import APP_KINDS
+from reconciler.console.terminal import add_terminal_route
+from reconciler.console.views import PAGE_SIZES, Filters, grid
 
-EVENTS_SHOWN = 200
-REVISIONS_SHOWN = 50
-FORM_MAX = 32 * 1024
-"""Bytes of a POSTed form read (a token is at most session.TOKEN_MAX)."""
 CONSOLE_PATHS = ("/", "/login", "/logout", "/apps/")
 
 
@@ -69,6 +63,8 @@ def mount_console(app: FastAPI, *, members: MemberSource | None = None,
     app.add_api_route("/apps/{kind}/{project}/{name}", app_view, methods=["GET"],
                       include_in_schema=False)
     add_log_routes(app)
+    add_action_routes(app)
+    add_terminal_route(app)
     app.add_api_route("/login", login_form, methods=["GET"], include_in_schema=False)
     app.add_api_route("/login", log_in, methods=["POST"], include_in_schema=False)
     app.add_api_route("/logout", log_out, methods=["POST"], include_in_schema=False)
@@ -96,32 +92,7 @@ async def app_view(request: Request, kind: str, project: str, name: str) -> Resp
     who = await signed_in(request)
     if isinstance(who, Response):
         return who
-    gateway = gateway_of(request)
-    if kind not in APP_KINDS:
-        return await problem_page(request, who, 404, f"no app kind {kind!r}; one of "
-                                                     f"{', '.join(sorted(APP_KINDS))}")
-    if not await run_in_threadpool(gateway.access.allowed, who, "read", kind, project):
-        return await problem_page(request, who, 403, f"{who.user} may not read {kind} apps "
-                                                     f"in project {project}")
-    key = (kind, project, name)
-    status = gateway.apps.statuses().get(key)
-    if status is None:
-        return await problem_page(request, who, 404, f"{kind}/{project}/{name} not found")
-    events = await run_in_threadpool(gateway.store.events, key, limit=EVENTS_SHOWN)
-    history = await run_in_threadpool(gateway.store.history, key, limit=REVISIONS_SHOWN)
-    page = app_page(key, status, events, history)
-    page.pods = await run_in_threadpool(read_pods, gateway, key)
-    chart = None
-    if kind == "PinScaler":
-        now = datetime.now(UTC)
-        samples = await run_in_threadpool(gateway.store.samples, key,
-                                          since=now - timedelta(hours=HOURS))
-        chart = scaling_chart(samples, now)
-    repo = sources_of(request).repo
-    links = {r.commit: commit_url(repo, r.commit) for r in history if r.commit}
-    return await render_page(request, "app.html", who, page=page, log_filter=LogFilter(),
-                             commit_links=links, chart=chart, hours=HOURS,
-                             may_logs=await may_read_logs(request, who, kind, project))
+    return await app_response(request, who, (kind, project, name))
 
 
 async def login_form(request: Request) -> Response:
@@ -130,7 +101,7 @@ async def login_form(request: Request) -> Response:
 
 
 async def log_in(request: Request) -> Response:
-    form = await _form(request)
+    form = await form_of(request)
     target = session.local_path(form.get("next", "/"))
     if not session.csrf_ok(request, form.get(session.CSRF_FIELD, "")):
         return await problem_page(request, None, 403, "the form was not sent from this console "
@@ -164,21 +135,10 @@ async def log_in(request: Request) -> Response:
 
 
 async def log_out(request: Request) -> Response:
-    form = await _form(request)
+    form = await form_of(request)
     if not session.csrf_ok(request, form.get(session.CSRF_FIELD, "")):
         return await problem_page(request, None, 403, "the form was not sent from this console "
                                                       "(CSRF check failed): reload and retry")
     response = RedirectResponse("/login", 303, headers=HEADERS)
     session.log_out(request, response)
     return response
-
-
-# -- helpers ------------------------------------------------------------------------------
-async def _form(request: Request) -> dict[str, str]:
-    """A urlencoded form's first value per field (bounded: ``FORM_MAX`` bytes)."""
-    if not request.headers.get("content-type", "").startswith(
-            "application/x-www-form-urlencoded"):
-        return {}
-    body = (await request.body())[:FORM_MAX]
-    fields = parse_qs(body.decode("utf-8", "replace"), max_num_fields=20)
-    return {key: values[0] for key, values in fields.items() if values}

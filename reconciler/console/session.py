@@ -14,7 +14,7 @@ import hmac
 import secrets
 from urllib.parse import urlsplit
 
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
 
 TOKEN_COOKIE = "pincompile_token"
@@ -25,7 +25,7 @@ TOKEN_MAX = 16 * 1024
 SESSION_SECONDS = 8 * 3600
 
 
-def token_of(request: Request) -> str | None:
+def token_of(request: HTTPConnection) -> str | None:
     token = request.cookies.get(TOKEN_COOKIE, "").strip()
     return token if token and len(token) <= TOKEN_MAX else None
 
@@ -56,16 +56,21 @@ def log_out(request: Request, response: Response) -> None:
                            secure=_secure(request), path="/")
 
 
-def csrf_ok(request: Request, submitted: str) -> bool:
-    """A POST is ours: its form's CSRF value equals its cookie's, and a browser that names
-    the page it came from (``Origin``) names this site."""
+def csrf_ok(request: HTTPConnection, submitted: str) -> bool:
+    """A POST (or the terminal's WebSocket) is ours: its CSRF value equals its cookie's, and
+    a browser that names the page it came from (``Origin``) names this site."""
     cookie = request.cookies.get(CSRF_COOKIE, "")
     origin = request.headers.get("origin")
-    if origin is not None and origin != "null":
-        parts = urlsplit(origin)
-        if (parts.scheme, parts.netloc) != (request.url.scheme, request.url.netloc):
-            return False
+    if origin is not None and origin != "null" and not same_origin(request, origin):
+        return False
     return bool(cookie) and hmac.compare_digest(cookie.encode(), submitted.encode())
+
+
+def same_origin(request: HTTPConnection, origin: str) -> bool:
+    """``origin`` is this site's (a WebSocket's ``ws``/``wss`` is ``http``/``https``)."""
+    scheme = {"ws": "http", "wss": "https"}.get(request.url.scheme, request.url.scheme)
+    parts = urlsplit(origin)
+    return (parts.scheme, parts.netloc) == (scheme, request.url.netloc)
 
 
 def local_path(target: str) -> str:

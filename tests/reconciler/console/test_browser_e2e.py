@@ -3,8 +3,10 @@ fleet's host API server: a service account's token logs in through TokenReview, 
 shows only the projects its RBAC allows (SubjectAccessReview), filters work with
 JavaScript off too, a status change on the host reaches an open page without a reload,
 the app page shows placement, pods, events and history and follows the app's logs from
-the member clusters (a new line arrives), another project's app is a 403 page; and the
-basics of accessibility: labelled inputs, contrast, keyboard order on the grid."""
+the member clusters (a new line arrives), runs ``echo hi`` in a pod's terminal and
+restarts the app after a confirmation (its events show the zones), another project's app
+is a 403 page; and the basics of accessibility: labelled inputs, contrast, keyboard order
+on the grid."""
 
 from __future__ import annotations
 
@@ -75,7 +77,8 @@ def host(fleet: fleet_mod.FleetState) -> Iterator[Connection]:
 
 @pytest.fixture(scope="module")
 def carol_token(host: Connection) -> str:
-    """Service account ``carol`` may get and list PinApps in project console-shop only."""
+    """Service account ``carol`` may get and list PinApps in project console-shop only, read
+    their logs, exec in their pods and restart them."""
     core, rbac = k8s.CoreV1Api(host.api), k8s.RbacAuthorizationV1Api(host.api)
     for ns in (TENANTS, SHOP, ADS):
         core.create_namespace({"metadata": {"name": ns}})
@@ -85,7 +88,11 @@ def carol_token(host: Connection) -> str:
         "rules": [{"apiGroups": ["pincompute.io"], "resources": ["pinapps"],
                    "verbs": ["get", "list"]},
                   {"apiGroups": ["pincompute.io"], "resources": ["pinapps/logs"],
-                   "verbs": ["get"]}]})
+                   "verbs": ["get"]},
+                  {"apiGroups": ["pincompute.io"], "resources": ["pinapps/exec"],
+                   "verbs": ["create"]},
+                  {"apiGroups": ["pincompute.io"], "resources": ["pinapps/restart"],
+                   "verbs": ["update"]}]})
     rbac.create_namespaced_role_binding(SHOP, {
         "metadata": {"name": "carol-reads"},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
@@ -156,7 +163,7 @@ def console(fleet: fleet_mod.FleetState, fleet_specs: dict[str, ClusterSpec], ho
     pods = MemberPods(str(fleet.kubeconfig),
                       lambda: {s.name: s.context for s in fleet_specs.values()})
     app = create_app(Gateway(apps=watched, store=store, access=HostAccess(host, ttl=30),
-                             limits=RateLimits(100, 200), pods=pods))
+                             limits=RateLimits(100, 200), pods=pods, host=host))
     mount_console(app, members=health)
     sock = socket.create_server(("127.0.0.1", 0))
     server = uvicorn.Server(uvicorn.Config(app, lifespan="off", log_level="warning"))
@@ -348,3 +355,45 @@ def test_inputs_are_labelled_text_has_contrast_and_the_grid_is_in_keyboard_order
     page.keyboard.press("Shift+Tab")
     page.keyboard.press("Enter")  # the focused grid link opens its app
     page.wait_for_url(f"**/apps/PinApp/{SHOP}/cart")
+
+
+def terminal_lines(page: Any) -> list[str]:
+    return [line.strip() for line in page.locator(".xterm-rows").inner_text().splitlines()]
+
+
+def test_a_pods_terminal_runs_a_command_and_shows_its_output(
+        browser: Any, console: str, carol_token: str, members: list[str]) -> None:
+    page = log_in(browser, console, carol_token)
+    refused: list[str] = []
+    page.on("console", lambda m: refused.append(m.text)
+            if "Content Security Policy" in m.text else None)
+    page.goto(f"{console}/apps/PinApp/{SHOP}/cart")
+    page.get_by_role("button", name=re.compile(rf"^Terminal in {members[0]}\/cart-")).click()
+    status = page.locator("#terminal-status")
+    status.filter(has_text=f"Connected to {members[0]}/cart-").wait_for()
+    page.keyboard.type("echo hi")
+    page.keyboard.press("Enter")
+    wait_for("the shell's output line hi", lambda: "hi" in terminal_lines(page), timeout=15)
+    page.keyboard.type("exit 3")
+    page.keyboard.press("Enter")
+    status.filter(has_text="exited (code 3)").wait_for()
+    assert refused == []  # no script or style refused by the page's CSP
+
+
+def test_restart_asks_for_confirmation_and_the_events_show_its_zones(
+        browser: Any, console: str, carol_token: str, members: list[str]) -> None:
+    page = log_in(browser, console, carol_token)
+    page.goto(f"{console}/apps/PinApp/{SHOP}/cart")
+    page.get_by_role("button", name="Restart…").click()
+    page.wait_for_url(f"**/apps/PinApp/{SHOP}/cart/actions/restart")
+    assert "zone by zone" in page.inner_text("main")
+    page.get_by_role("button", name="Yes, restart").click()
+    page.wait_for_url(f"**/apps/PinApp/{SHOP}/cart?outcome=*")
+    outcome = page.locator("p.outcome").inner_text()
+    assert outcome.startswith("Restart: 202 Accepted — restarting zone by zone"), outcome
+    events = page.locator("#events table.events")
+    assert "RestartRequested" in events.inner_text()
+    events.locator("td", has_text="RestartZone").first.wait_for()  # the live refresh
+    events.locator("td", has_text="RestartComplete").wait_for(timeout=60_000)
+    zones = [row for row in events.inner_text().splitlines() if "RestartZone" in row]
+    assert len(zones) == len({row.split("zone ")[1].split(":")[0] for row in zones}) >= 1
