@@ -63,13 +63,14 @@ class AppEntry:
 
 
 SUMMARY_FIELDS = set(AppSummary.model_fields)
+DETAIL_FIELDS = frozenset(AppDetail.model_fields)
 
 
 def app_detail(key: AppKey, status: Mapping[str, Any]) -> AppDetail:
     """The API's document of one app: its status on the host without the noise (fields the
     model does not know); a status the model cannot read is phase Unknown, saying why."""
     kind, project, name = key
-    document = {**{k: v for k, v in status.items() if k in AppDetail.model_fields},
+    document = {**{k: v for k, v in status.items() if k in DETAIL_FIELDS},
                 "kind": kind, "project": project, "name": name,
                 "phase": status.get("phase", "Unknown"), "ready": status.get("ready", "0/0")}
     try:

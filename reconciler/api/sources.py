@@ -1,6 +1,7 @@
 """Where the API reads apps from: the host's app resources, LISTed once per kind and then
 WATCHed (the reconciler's own watch cache), so a warm read makes no request at all, and
-copies nothing either: the mappings are built again only after the watches saw a change."""
+copies nothing either: the mappings are built again only after the watches saw a change
+(at most every ``LAG_SECONDS``)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,10 @@ from reconciler.clients.connect import ClusterUnreachable, Connection
 from reconciler.host import app_key, spec_kinds
 from reconciler.status_document import APP_KINDS, AppKey
 
+LAG_SECONDS = 0.25
+"""The mappings are built again at most this often: while a pass writes many statuses, a
+read is at most this far behind the watches instead of copying the cache for each one."""
+
 
 class HostApps:
     """Every app's status and labels on the host, kept current by one watch per app kind
@@ -27,6 +32,7 @@ class HostApps:
                          if kind.kind in APP_KINDS]
         self._lock = threading.Lock()
         self._stamp: tuple[str, ...] | None = None
+        self._built = 0.0
         self._statuses: Mapping[AppKey, Mapping[str, Any]] = {}
         self._labels: Mapping[AppKey, Labels] = {}
         for watch in self._watches:
@@ -52,7 +58,7 @@ class HostApps:
         # it: read before the objects, a stamp never claims a change not yet copied
         stamp = tuple(watch.version for watch in self._watches)
         with self._lock:
-            if stamp != self._stamp:
+            if stamp != self._stamp and time.monotonic() - self._built >= LAG_SECONDS:
                 statuses: dict[AppKey, Mapping[str, Any]] = {}
                 labels: dict[AppKey, Labels] = {}
                 for watch in self._watches:
@@ -63,6 +69,7 @@ class HostApps:
                         statuses[key] = obj.get("status") or {}
                         labels[key] = (obj.get("metadata") or {}).get("labels") or {}
                 self._statuses, self._labels, self._stamp = statuses, labels, stamp
+                self._built = time.monotonic()
             return self._statuses, self._labels
 
     def close(self) -> None:
