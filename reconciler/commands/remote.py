@@ -119,7 +119,8 @@ def get(resource: str, app: AppRef | None, project: str | None, selector: str | 
     apps: one row per app: phase, ready/desired per cluster, rollout, failover, revision.
     pods: every pod of the apps in every member cluster: node, phase, ready containers,
           restarts, and why a container last ended (OOMKilled, Error, ...).
-    -p, -k, --phase, --cluster and -l narrow the apps (all must hold); -l matches the
+    -p, -k, --phase, --cluster and -l narrow the list (all must hold; not with
+    KIND/PROJECT/NAME, which names one app); -l matches the
     labels of the app's spec (metadata.labels) with a Kubernetes label selector.
     -o table fits the terminal, -o wide keeps whole lines (and adds images and
     container states to pods), -o name prints KIND/PROJECT/NAME (pods:
@@ -133,6 +134,9 @@ def get(resource: str, app: AppRef | None, project: str | None, selector: str | 
       pincompile get pods PinApp/search/search-api -o wide
       pincompile get pods -p search
     """
+    if app is not None and any((project, selector, kind, phase, cluster)):
+        raise click.UsageError(f"{app} names one app: -p, -l, -k, --phase and --cluster "
+                               "narrow a list of apps; give either")
     client = client_of(**api)
     with api_errors(str(app) if app else resource):
         if app is not None:

@@ -243,3 +243,5 @@ def test_get_apps_l_lists_the_apps_whose_spec_labels_match(server: str) -> None:
     assert (both.exit_code, both.output) == (0, "PinApp/shop/web-canary\n")
     wrong = cli.invoke(cli_main, ["get", "apps", "-l", "tier in (web"], env=env)
     assert wrong.exit_code == 2 and "cannot read" in wrong.output, wrong.output
+    named = cli.invoke(cli_main, ["get", "pods", "PinApp/shop/web", "-l", "tier=web"], env=env)
+    assert named.exit_code == 2 and "names one app" in named.output, named.output
