@@ -120,8 +120,8 @@ def get(resource: str, app: AppRef | None, project: str | None, selector: str | 
     pods: every pod of the apps in every member cluster: node, phase, ready containers,
           restarts, and why a container last ended (OOMKilled, Error, ...).
     -p, -k, --phase, --cluster and -l narrow the list (all must hold; not with
-    KIND/PROJECT/NAME, which names one app); -l matches the
-    labels of the app's spec (metadata.labels) with a Kubernetes label selector.
+    KIND/PROJECT/NAME, which names one app); -l matches the labels of the app's spec
+    (metadata.labels) with a Kubernetes label selector.
     -o table fits the terminal, -o wide keeps whole lines (and adds images and
     container states to pods), -o name prints KIND/PROJECT/NAME (pods:
     CLUSTER/NAMESPACE/POD), -o json|yaml the API's documents.
