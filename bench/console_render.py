@@ -55,13 +55,25 @@ class Everyone:
     def allowed(self, caller: Caller, action: str, kind: str, project: str) -> bool:
         return True
 
+    def known_caller(self, token: str) -> Caller | None:  # answered from memory
+        return self.authenticate(token)
+
+    def known_decision(self, caller: Caller, action: str, kind: str, project: str
+                       ) -> bool | None:
+        return True
+
 
 class Fixed:
-    def __init__(self, statuses: Mapping[tuple[str, str, str], Mapping[str, Any]]) -> None:
-        self._statuses = statuses
+    def __init__(self, statuses: Mapping[tuple[str, str, str], Mapping[str, Any]],
+                 labels: Mapping[tuple[str, str, str], Mapping[str, str]] | None = None
+                 ) -> None:
+        self._statuses, self._labels = statuses, labels or {}
 
     def statuses(self) -> Mapping[tuple[str, str, str], Mapping[str, Any]]:
         return self._statuses
+
+    def labels(self) -> Mapping[tuple[str, str, str], Mapping[str, str]]:
+        return self._labels
 
 
 class Members:

@@ -3,7 +3,9 @@ host cluster, each call authorized with a SubjectAccessReview against the app's 
 there (so the host's RBAC is the one policy), a rate limit per user, an audit line per call.
 
 Decisions are cached for ``ttl`` seconds like the API server's webhook authorizer does,
-in bounded caches; a token is cached by its SHA-256, never kept in clear.
+in bounded caches; a token is cached by its SHA-256, never kept in clear. A cached answer
+is given in the event loop (:func:`authenticate`, :func:`allowed`); only a review goes to
+a worker thread.
 """
 
 from __future__ import annotations
@@ -14,10 +16,14 @@ import logging
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from functools import cache
+from typing import Any, Generic, Protocol, TypeVar, cast, runtime_checkable
 
 from kubernetes.dynamic.exceptions import DynamicApiError
+from starlette.concurrency import run_in_threadpool
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from reconciler.clients.connect import ClusterUnreachable, Connection, TokenBucket
 
@@ -56,6 +62,44 @@ class Access(Protocol):
     def allowed(self, caller: Caller, action: str, kind: str, project: str) -> bool: ...
 
 
+@runtime_checkable
+class Remembering(Protocol):
+    """An :class:`Access` that may know an answer without asking anyone (a cache)."""
+
+    def known_caller(self, token: str) -> Caller | None:
+        """The caller of ``token`` if known now, else None (ask :meth:`authenticate`)."""
+
+    def known_decision(self, caller: Caller, action: str, kind: str, project: str
+                       ) -> bool | None:
+        """The decision if known now, else None (ask :meth:`allowed`)."""
+
+
+@cache
+def _remembers(kind: type) -> bool:
+    return issubclass(kind, Remembering)  # once per class: a protocol check is slow
+
+
+async def authenticate(access: Access, token: str) -> Caller:
+    """``access.authenticate(token)``: at once when the answer is known, else in a worker
+    thread (a TokenReview is a request to the host)."""
+    if _remembers(type(access)):
+        known = cast(Remembering, access).known_caller(token)
+        if known is not None:
+            return known
+    return await run_in_threadpool(access.authenticate, token)
+
+
+async def allowed(access: Access, caller: Caller, action: str, kind: str, project: str
+                  ) -> bool:
+    """``access.allowed(...)``: at once when the decision is known, else in a worker thread
+    (a SubjectAccessReview is a request to the host)."""
+    if _remembers(type(access)):
+        known = cast(Remembering, access).known_decision(caller, action, kind, project)
+        if known is not None:
+            return known
+    return await run_in_threadpool(access.allowed, caller, action, kind, project)
+
+
 K = TypeVar("K")
 V = TypeVar("V")
 
@@ -91,8 +135,15 @@ class HostAccess:
         self._callers: TtlCache[str, Caller | None] = TtlCache(ttl)
         self._decisions: TtlCache[tuple[Caller, str, str, str], bool] = TtlCache(ttl)
 
+    def known_caller(self, token: str) -> Caller | None:
+        return self._callers.get(_digest(token))
+
+    def known_decision(self, caller: Caller, action: str, kind: str, project: str
+                       ) -> bool | None:
+        return self._decisions.get((caller, action, kind, project))
+
     def authenticate(self, token: str) -> Caller:
-        digest = hashlib.sha256(token.encode()).hexdigest()
+        digest = _digest(token)
         caller = self._callers.get(digest)
         if caller is None:
             review = self._create("authentication.k8s.io/v1", "TokenReview",
@@ -132,6 +183,10 @@ class HostAccess:
         return dict(created.to_dict())
 
 
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
 def plural(kind: str) -> str:
     """The resource name of an app kind on the host (``PinApp`` → ``pinapps``)."""
     return kind.lower() + "s"
@@ -162,3 +217,35 @@ def audit(caller: Caller | None, method: str, path: str, status: int, **detail: 
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "user": caller.user if caller else None, "method": method, "path": path,
         "status": status, **detail}))
+
+
+class Audited:
+    """ASGI middleware: an audit line for every HTTP call whose path ``audited`` says,
+    written when its answer starts (a stream's too) or when it failed without one. The
+    caller is what the call's authentication put in ``request.state.caller``. (A plain
+    ASGI wrapper: Starlette's ``BaseHTTPMiddleware`` costs a task and a stream a call.)"""
+
+    def __init__(self, app: ASGIApp, audited: Callable[[str], bool]) -> None:
+        self.app, self.audited = app, audited
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or not self.audited(path):
+            await self.app(scope, receive, send)
+            return
+        state = scope.setdefault("state", {})
+        answered = False
+
+        async def sending(message: Message) -> None:
+            nonlocal answered
+            if message["type"] == "http.response.start" and not answered:
+                answered = True
+                audit(state.get("caller"), scope["method"], path, message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        except BaseException:
+            if not answered:
+                audit(state.get("caller"), scope["method"], path, 500)
+            raise

@@ -9,10 +9,11 @@ import asyncio
 import base64
 import binascii
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Annotated, Any, Protocol
+from functools import lru_cache
+from typing import Annotated, Protocol
 
 from fastapi import (
     Depends,
@@ -29,7 +30,18 @@ from fastapi.exceptions import WebSocketRequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.requests import HTTPConnection
 
-from reconciler.api.access import Access, AccessError, Caller, RateLimits, audit
+from pincompile.selector import MAX_LENGTH as MAX_SELECTOR
+from pincompile.selector import Labels, SelectorError, parse_selector
+from reconciler.api.access import (
+    Access,
+    AccessError,
+    Audited,
+    Caller,
+    RateLimits,
+    allowed,
+    audit,
+    authenticate,
+)
 from reconciler.api.actions import Operations, mount_actions
 from reconciler.api.exec import Ending, Upstream, UpstreamRefused, run_session
 from reconciler.api.exec_protocol import (
@@ -43,6 +55,7 @@ from reconciler.api.exec_protocol import (
     pick_target,
     status_frame,
 )
+from reconciler.api.index import AppEntry, AppIndex, AppSource, list_json
 from reconciler.api.logs import (
     LogLimits,
     LogQuery,
@@ -57,7 +70,6 @@ from reconciler.api.models import (
     AppEvent,
     AppList,
     AppRevision,
-    AppSummary,
     PodList,
     Problem,
 )
@@ -67,12 +79,6 @@ from reconciler.store import Store
 
 PREFIX = "/api/v1"
 PAGE_MAX = 500
-
-
-class AppSource(Protocol):
-    """Every app's last status on the host, kept current by a watch (no request per call)."""
-
-    def statuses(self) -> Mapping[AppKey, Mapping[str, Any]]: ...
 
 
 class PodSource(Protocol):
@@ -100,6 +106,7 @@ class Gateway:
     exec_limits: ExecLimits = field(default_factory=ExecLimits)
 
     def __post_init__(self) -> None:
+        self.index = AppIndex(self.apps)
         self.log_streams = StreamSlots(self.log_limits.streams_per_user)
         self.exec_sessions = StreamSlots(self.exec_limits.sessions_per_user)
 
@@ -110,15 +117,8 @@ def create_app(gateway: Gateway | None) -> FastAPI:
                   openapi_url=f"{PREFIX}/openapi.json", docs_url=None, redoc_url=None,
                   responses={code: {"model": Problem} for code in (401, 403, 429, 503)})
     api.state.gateway = gateway
-
-    @api.middleware("http")
-    async def audited(request: Request,
-                      call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        response = await call_next(request)
-        if request.url.path.startswith(PREFIX) and request.url.path != api.openapi_url:
-            audit(getattr(request.state, "caller", None), request.method, request.url.path,
-                  response.status_code)
-        return response
+    api.add_middleware(Audited, audited=lambda path: path.startswith(PREFIX)
+                       and path != api.openapi_url)
 
     @api.exception_handler(AccessError)
     async def refused(_request: Request, exc: AccessError) -> JSONResponse:
@@ -149,7 +149,7 @@ async def caller_of(request: HTTPConnection) -> Caller:
 
 async def caller_with_token(request: HTTPConnection, gateway: Gateway, token: str) -> Caller:
     """The caller ``token`` authenticates, rate-limited (the console passes its cookie's)."""
-    caller = await run_in_threadpool(gateway.access.authenticate, token)
+    caller = await authenticate(gateway.access, token)
     request.state.caller = caller
     wait = gateway.limits.retry_after(caller)
     if wait:
@@ -166,50 +166,56 @@ async def _authorize(request: HTTPConnection, caller: Caller, action: str, kind:
     gateway: Gateway = request.app.state.gateway
     if kind not in APP_KINDS:
         raise HTTPException(404, f"no app kind {kind!r}; one of {', '.join(sorted(APP_KINDS))}")
-    if not await run_in_threadpool(gateway.access.allowed, caller, action, kind, project):
+    if not await allowed(gateway.access, caller, action, kind, project):
         raise HTTPException(403, f"{caller.user} may not {action} {kind} in project {project}")
 
 
 def _routes(api: FastAPI) -> None:
     @api.get(f"{PREFIX}/apps", response_model=AppList, response_model_by_alias=True,
+             responses={400: {"model": Problem}},
              summary="List apps the caller may see, filtered and paged")
     async def list_apps(request: Request, caller: CallerDep, project: str | None = None,
                         kind: str | None = None, phase: str | None = None,
                         cluster: str | None = None,
+                        selector: Annotated[str | None, Query(
+                            description="a label selector on the labels of the app's spec "
+                                        "(team=search,env!=prod,tier in (a,b),!legacy)",
+                            max_length=MAX_SELECTOR)] = None,
                         limit: Annotated[int, Query(ge=1, le=PAGE_MAX)] = 100,
                         continue_: Annotated[str | None, Query(alias="continue")] = None,
-                        ) -> AppList:
+                        ) -> Response:
         gateway: Gateway = request.app.state.gateway
         after = _decode(continue_) if continue_ else None
-        rows = sorted((key, status) for key, status in gateway.apps.statuses().items()
-                      if _matches(key, status, project, kind, phase, cluster)
-                      and (after is None or key > after))
+        labels = _selector(selector) if selector else None
         visible: dict[tuple[str, str], bool] = {}
-        items: list[AppSummary] = []
-        for key, status in rows:
-            scope = (key[0], key[1])
+        items: list[AppEntry] = []
+        for entry in gateway.index.snapshot().after(after, project):
+            kind_of, project_of, _ = entry.key
+            if not ((kind is None or kind_of == kind)
+                    and (phase is None or entry.phase == phase)
+                    and (cluster is None or cluster in entry.clusters)
+                    and (labels is None or labels(entry.labels))):
+                continue
+            scope = (kind_of, project_of)
             if scope not in visible:
-                visible[scope] = await run_in_threadpool(
-                    gateway.access.allowed, caller, "list", *scope)
+                visible[scope] = await allowed(gateway.access, caller, "list", *scope)
             if visible[scope]:
-                items.append(AppSummary(**_document(key, status)))
+                items.append(entry)
                 if len(items) > limit:
                     break
-        more = len(items) > limit
-        items = items[:limit]
-        last = items[-1] if more else None
-        return AppList.model_validate({"items": items, "continue": _encode(
-            (last.kind, last.project, last.name)) if last else None})
+        last = items[limit - 1].key if len(items) > limit else None
+        return Response(list_json(items[:limit], _encode(last) if last else None),
+                        media_type="application/json")
 
     @api.get(f"{PREFIX}/apps/{{kind}}/{{project}}/{{name}}", response_model=AppDetail,
              responses={404: {"model": Problem}}, summary="One app in every cluster")
     async def get_app(request: Request, caller: CallerDep, kind: str, project: str,
-                      name: str) -> AppDetail:
+                      name: str) -> Response:
         await _authorize(request, caller, "read", kind, project)
-        status = request.app.state.gateway.apps.statuses().get((kind, project, name))
-        if status is None:
+        entry = request.app.state.gateway.index.snapshot().by_key.get((kind, project, name))
+        if entry is None:
             raise HTTPException(404, f"{kind}/{project}/{name} not found")
-        return AppDetail(**_document((kind, project, name), status))
+        return Response(entry.detail_json, media_type="application/json")
 
     _pod_routes(api)
     _exec_route(api)
@@ -387,19 +393,20 @@ async def _open_exec(websocket: WebSocket, caller: Caller, app: AppKey, query: E
     return upstream, target
 
 
-def _matches(key: AppKey, status: Mapping[str, Any], project: str | None, kind: str | None,
-             phase: str | None, cluster: str | None) -> bool:
-    return ((project is None or key[1] == project) and (kind is None or key[0] == kind)
-            and (phase is None or status.get("phase") == phase)
-            and (cluster is None or any(c.get("name") == cluster
-                                        for c in status.get("clusters") or [])))
+@lru_cache(maxsize=256)
+def _parsed(text: str) -> Callable[[Labels], bool] | str:
+    """A selector's predicate, or why it is not one (parsed once per distinct text)."""
+    try:
+        return parse_selector(text)
+    except SelectorError as exc:
+        return str(exc)
 
 
-def _document(key: AppKey, status: Mapping[str, Any]) -> dict[str, Any]:
-    kind, project, name = key
-    return {**{k: v for k, v in status.items() if k in AppDetail.model_fields},
-            "kind": kind, "project": project, "name": name,
-            "phase": status.get("phase", "Unknown"), "ready": status.get("ready", "0/0")}
+def _selector(text: str) -> Callable[[Labels], bool]:
+    predicate = _parsed(text)
+    if isinstance(predicate, str):
+        raise HTTPException(400, f"selector: {predicate}")
+    return predicate
 
 
 def _encode(key: AppKey) -> str:

@@ -72,11 +72,12 @@ class ApiClient:
     # -- calls ------------------------------------------------------------------------------
     def apps(self, *, project: str | None = None, kind: str | None = None,
              phase: str | None = None, cluster: str | None = None,
-             most: int = 10_000) -> list[AppSummary]:
-        """Every app the caller may list (each page followed), at most ``most``."""
+             selector: str | None = None, most: int = 10_000) -> list[AppSummary]:
+        """Every app the caller may list (each page followed), at most ``most``;
+        ``selector``: a label selector on the labels of the apps' specs."""
         items: list[AppSummary] = []
         params: dict[str, Any] = {"project": project, "kind": kind, "phase": phase,
-                                  "cluster": cluster, "limit": 500}
+                                  "cluster": cluster, "selector": selector, "limit": 500}
         while len(items) < most:
             page: AppList = self._get("/apps", AppList, params)
             items += page.items

@@ -1,5 +1,7 @@
 """Where the API reads apps from: the host's app resources, LISTed once per kind and then
-WATCHed (the reconciler's own watch cache), so a warm read makes no request at all."""
+WATCHed (the reconciler's own watch cache), so a warm read makes no request at all, and
+copies nothing either: the mappings are built again only after the watches saw a change
+(at most every ``LAG_SECONDS``)."""
 
 from __future__ import annotations
 
@@ -8,20 +10,31 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from pincompile.selector import Labels
 from reconciler.cache import KindWatch
 from reconciler.clients.connect import ClusterUnreachable, Connection
 from reconciler.host import app_key, spec_kinds
 from reconciler.status_document import APP_KINDS, AppKey
 
+LAG_SECONDS = 0.25
+"""The mappings are built again at most this often: while a pass writes many statuses, a
+read is at most this far behind the watches instead of copying the cache for each one."""
+
 
 class HostApps:
-    """Every app's status on the host, kept current by one watch per app kind."""
+    """Every app's status and labels on the host, kept current by one watch per app kind
+    (an :class:`reconciler.api.index.AppSource`)."""
 
     def __init__(self, host: Connection) -> None:
         self._stop = threading.Event()
         # every app kind, served or not yet (the first pass installs the CRDs)
         self._watches = [KindWatch(host, kind, self._stop) for kind in spec_kinds()
                          if kind.kind in APP_KINDS]
+        self._lock = threading.Lock()
+        self._stamp: tuple[str, ...] | None = None
+        self._built = 0.0
+        self._statuses: Mapping[AppKey, Mapping[str, Any]] = {}
+        self._labels: Mapping[AppKey, Labels] = {}
         for watch in self._watches:
             watch.thread.start()
 
@@ -33,13 +46,31 @@ class HostApps:
                                          f"({watch.error or 'timed out'})")
 
     def statuses(self) -> Mapping[AppKey, Mapping[str, Any]]:
-        out: dict[AppKey, Mapping[str, Any]] = {}
-        for watch in self._watches:
-            with watch.lock:
-                objects = list(watch.objects.values())
-            for obj in objects:
-                out[app_key(obj)] = obj.get("status") or {}
-        return out
+        """Every app's status; the same mapping until a watch saw a change."""
+        return self._current()[0]
+
+    def labels(self) -> Mapping[AppKey, Labels]:
+        """Every app's resource's labels (its spec's, and pincompile's own)."""
+        return self._current()[1]
+
+    def _current(self) -> tuple[Mapping[AppKey, Mapping[str, Any]], Mapping[AppKey, Labels]]:
+        # each watch's resource version moves with every change it applies, after applying
+        # it: read before the objects, a stamp never claims a change not yet copied
+        stamp = tuple(watch.version for watch in self._watches)
+        with self._lock:
+            if stamp != self._stamp and time.monotonic() - self._built >= LAG_SECONDS:
+                statuses: dict[AppKey, Mapping[str, Any]] = {}
+                labels: dict[AppKey, Labels] = {}
+                for watch in self._watches:
+                    with watch.lock:
+                        objects = list(watch.objects.values())
+                    for obj in objects:
+                        key = app_key(obj)
+                        statuses[key] = obj.get("status") or {}
+                        labels[key] = (obj.get("metadata") or {}).get("labels") or {}
+                self._statuses, self._labels, self._stamp = statuses, labels, stamp
+                self._built = time.monotonic()
+            return self._statuses, self._labels
 
     def close(self) -> None:
         self._stop.set()

@@ -26,6 +26,7 @@ from pincompile.commands.common import (
 )
 from reconciler.api.client import ApiClient, ApiError, ServerUnreachable
 from reconciler.api.models import AppSummary, PodList
+from reconciler.commands.common import target_options
 from reconciler.commands.options import DURATION
 from reconciler.commands.status import age, columns, render, render_table
 
@@ -103,20 +104,24 @@ def app_ref(_ctx: click.Context, _param: click.Parameter, value: str | None) -> 
 @click.command("get")
 @click.argument("resource", type=click.Choice(["apps", "pods"]))
 @click.argument("app", required=False, metavar="[KIND/PROJECT/NAME]", callback=app_ref)
-@click.option("-p", "--project", help="Only this project's apps.")
+@target_options
 @click.option("-k", "--kind", help="Only apps of this kind (PinApp, PinterestService, ...).")
 @click.option("--phase", help="Only apps in this phase (Healthy, Degraded, ...).")
 @click.option("--cluster", help="Only apps placed in this member cluster.")
 @output_option("table", "wide", "json", "yaml", "name")
 @api_options
-def get(resource: str, app: AppRef | None, project: str | None, kind: str | None,
-        phase: str | None, cluster: str | None, fmt: str, **api: Any) -> None:
+def get(resource: str, app: AppRef | None, project: str | None, selector: str | None,
+        kind: str | None, phase: str | None, cluster: str | None, fmt: str,
+        **api: Any) -> None:
     """List apps, or pods of apps, that your token may see, through the PinCompute API.
 
     \b
     apps: one row per app: phase, ready/desired per cluster, rollout, failover, revision.
     pods: every pod of the apps in every member cluster: node, phase, ready containers,
           restarts, and why a container last ended (OOMKilled, Error, ...).
+    -p, -k, --phase, --cluster and -l narrow the list (all must hold; not with
+    KIND/PROJECT/NAME, which names one app); -l matches the labels of the app's spec
+    (metadata.labels) with a Kubernetes label selector.
     -o table fits the terminal, -o wide keeps whole lines (and adds images and
     container states to pods), -o name prints KIND/PROJECT/NAME (pods:
     CLUSTER/NAMESPACE/POD), -o json|yaml the API's documents.
@@ -125,15 +130,20 @@ def get(resource: str, app: AppRef | None, project: str | None, kind: str | None
     Examples:
       pincompile get apps
       pincompile get apps -p search --phase Degraded
+      pincompile get apps -l 'team=search,tier in (web,api)' -o name
       pincompile get pods PinApp/search/search-api -o wide
       pincompile get pods -p search
     """
+    if app is not None and any((project, selector, kind, phase, cluster)):
+        raise click.UsageError(f"{app} names one app: -p, -l, -k, --phase and --cluster "
+                               "narrow a list of apps; give either")
     client = client_of(**api)
     with api_errors(str(app) if app else resource):
         if app is not None:
             apps: list[AppSummary] = [client.app(*app)]
         else:
-            apps = client.apps(project=project, kind=kind, phase=phase, cluster=cluster)
+            apps = client.apps(project=project, kind=kind, phase=phase, cluster=cluster,
+                               selector=selector)
         if resource == "apps":
             click.echo(_apps_text(apps, fmt))
         else:

@@ -11,14 +11,12 @@ With JavaScript on, htmx refreshes the grid and the app's status every few secon
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from starlette.responses import RedirectResponse, Response
 from starlette.staticfiles import StaticFiles
 
-from reconciler.api.access import AccessError, audit
+from reconciler.api.access import AccessError, Audited
 from reconciler.api.app import Gateway
 from reconciler.console import session
 from reconciler.console.actionroutes import add_action_routes
@@ -49,15 +47,8 @@ def mount_console(app: FastAPI, *, members: MemberSource | None = None,
     app.mount("/static", StaticFiles(packages=[("reconciler.console", "static")]),
               name="console-static")
 
-    @app.middleware("http")
-    async def audited(request: Request,
-                      call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        response = await call_next(request)
-        path = request.url.path
-        if path == "/" or path.startswith(CONSOLE_PATHS[1:]):
-            audit(getattr(request.state, "caller", None), request.method, path,
-                  response.status_code)
-        return response
+    app.add_middleware(Audited, audited=lambda path: path == "/"
+                       or path.startswith(CONSOLE_PATHS[1:]))
 
     app.add_api_route("/", overview, methods=["GET"], include_in_schema=False)
     app.add_api_route("/apps/{kind}/{project}/{name}", app_view, methods=["GET"],

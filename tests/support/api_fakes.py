@@ -29,10 +29,15 @@ class TablePolicy:
 
 
 class Statuses:
-    """The host's app statuses, fixed."""
+    """The host's app statuses (and their resources' labels), fixed."""
 
-    def __init__(self, statuses: Mapping[AppKey, Mapping[str, Any]]) -> None:
+    def __init__(self, statuses: Mapping[AppKey, Mapping[str, Any]],
+                 labels: Mapping[AppKey, Mapping[str, str]] | None = None) -> None:
         self._statuses = statuses
+        self._labels = labels or {}
 
     def statuses(self) -> Mapping[AppKey, Mapping[str, Any]]:
         return self._statuses
+
+    def labels(self) -> Mapping[AppKey, Mapping[str, str]]:
+        return self._labels

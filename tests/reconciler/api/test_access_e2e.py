@@ -53,9 +53,11 @@ TENANT_ROLE = Path(__file__).resolve().parents[3] / "contrib/api/rbac-tenant.yam
 
 
 def pin_app(project: str, name: str) -> dict[str, Any]:
+    """A PinApp's resource as a pass writes it; ``web``'s spec labels it tier=frontend."""
     cr = crds.custom_resource({
         "apiVersion": "pincompute.io/v1", "kind": "PinApp",
-        "metadata": {"name": name, "project": project},
+        "metadata": {"name": name, "project": project,
+                     "labels": {"tier": "frontend"} if name == "web" else {}},
         "spec": {"replicas": 1, "template": {"containers": [{"name": "main",
                                                              "image": "example/app:1"}]}}})
     cr["metadata"]["labels"][MANAGED_BY] = MANAGED_BY_VALUE
@@ -134,6 +136,9 @@ def test_a_tenant_sees_and_reads_only_its_project_from_a_warm_cache(
         assert [(a["project"], a["name"]) for a in listed if a["project"].startswith("api-")] \
             == [("api-shop", "web")]
         assert client.get("/api/v1/apps/PinApp/api-ads/secret", headers=auth).status_code == 403
+        selected = client.get("/api/v1/apps", headers=auth, params={
+            "selector": "tier=frontend,pincompute.io/project=api-shop"}).json()["items"]
+        assert [a["name"] for a in selected] == ["web"]
         assert client.get("/api/v1/apps", headers={"Authorization": "Bearer forged"}
                           ).status_code == 401
 
@@ -290,6 +295,9 @@ def test_logs_are_a_verb_of_their_own_and_the_cli_reads_through_the_api(
     assert listed.exit_code == 0 and len(listed.output.splitlines()) == len(served.clusters)
     table = cli.invoke(cli_main, ["get", "apps", "-p", "api-shop"], env=env)
     assert table.exit_code == 0 and "PinApp/api-shop/web" in table.output, table.output
+    for selector, shown in (("tier=frontend", "PinApp/api-shop/web\n"), ("tier!=frontend", "")):
+        selected = cli.invoke(cli_main, ["get", "apps", "-l", selector, "-o", "name"], env=env)
+        assert (selected.exit_code, selected.output) == (0, shown), selected.output
     missing = cli.invoke(cli_main, ["get", "pods", "PinApp/api-shop/nope"], env=env)
     assert missing.exit_code == 1, missing.output
     denied = cli.invoke(cli_main, ["logs", "PinApp/api-shop/web"],
