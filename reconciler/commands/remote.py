@@ -145,11 +145,13 @@ def get(resource: str, app: AppRef | None, project: str | None, selector: str | 
             apps = client.apps(project=project, kind=kind, phase=phase, cluster=cluster,
                                selector=selector)
         if resource == "apps":
-            click.echo(_apps_text(apps, fmt))
+            text = _apps_text(apps, fmt)
         else:
             pods = [(summary, client.pods(summary.kind, summary.project, summary.name))
                     for summary in apps]
-            click.echo(_pods_text(pods, fmt))
+            text = _pods_text(pods, fmt)
+    if text:  # `-o name` of nothing prints nothing, as kubectl does
+        click.echo(text)
     sys.exit(EXIT_OK)
 
 
