@@ -30,9 +30,9 @@ from pincompile.source.loader_ruamel import (
 )
 from pincompile.source.positioned import Document, PathKey, YamlMap, YamlSeq, locate
 
-__all__ = ["ALLOWED_TAGS", "API_GROUP", "API_VERSION", "MAX_EXPANDED_BYTES",
-           "MAX_EXPANDED_NODES", "MAX_FILE_BYTES", "MAX_FLOW_DEPTH", "MAX_INT_DIGITS",
-           "YAML_SUFFIXES", "Document", "LoadResult", "PathKey", "YamlMap",
+__all__ = ["ALLOWED_TAGS", "API_GROUP", "API_VERSION", "MAX_CAREFUL_BYTES",
+           "MAX_EXPANDED_BYTES", "MAX_EXPANDED_NODES", "MAX_FILE_BYTES", "MAX_FLOW_DEPTH",
+           "MAX_INT_DIGITS", "YAML_SUFFIXES", "Document", "LoadResult", "PathKey", "YamlMap",
            "YamlSeq", "iter_yaml_files", "load_text", "load_tree", "locate", "read_tree"]
 
 API_GROUP = "pincompute.io"
@@ -42,6 +42,10 @@ MAX_FILE_BYTES = 16 * 1024 * 1024
 #: Flow collections ([...], {...}) nested deeper than this are refused before parsing: the
 #: YAML scanner's cost grows with the square of the depth (1,000 levels take seconds).
 MAX_FLOW_DEPTH = 100
+#: The reference loader (pure Python) reads about 100 KB per CPU-second, slower with merge
+#: keys: a file that needs it (see :mod:`pincompile.source.loader_c`) is read only up to this
+#: size, so one hostile file costs seconds, not minutes.
+MAX_CAREFUL_BYTES = 256 * 1024
 
 #: Text that makes a file that is not valid YAML worth reporting: it was meant as a spec.
 _SPEC_MARKER = re.compile(
@@ -49,6 +53,7 @@ _SPEC_MARKER = re.compile(
     re.MULTILINE)
 
 _BRACKETS = re.compile(r"[\[\]{}]")
+_MERGE_KEY = re.compile(r"<<\s*:")
 
 
 @dataclass
@@ -127,8 +132,11 @@ def load_text(file: str, raw: bytes | str) -> LoadResult:
         result.documents.extend(
             loader_c.load_documents(file, text, MAX_EXPANDED_NODES, positions=False))
         return result
-    except loader_c.Unusual:
-        pass
+    except loader_c.Unusual as unusual:
+        if len(text) > MAX_CAREFUL_BYTES:
+            if _SPEC_MARKER.search(text):
+                result.diagnostics.append(_too_large_to_read_carefully(file, text, unusual))
+            return result
     except loader_c.Refused as refused:
         result.documents.extend(refused.documents)
         result.diagnostics.append(refused.problem)
@@ -139,6 +147,42 @@ def load_text(file: str, raw: bytes | str) -> LoadResult:
     if problem is not None and (always or _SPEC_MARKER.search(text)):
         result.diagnostics.append(problem)
     return result
+
+
+#: What made the fast loader give a file up, in a reader's words.
+_UNUSUAL_WORDS = {"tag:yaml.org,2002:merge": "a merge key (<<)", "text": "a tab, a "
+                  "directive or characters YAML readers disagree on", "deep": "deep nesting",
+                  "long integer": f"an integer of more than {MAX_INT_DIGITS} digits"}
+
+
+def _too_large_to_read_carefully(file: str, text: str, unusual: loader_c.Unusual
+                                 ) -> Diagnostic:
+    """A large file the fast loader gave up on: libyaml's own syntax error where it found
+    one, else which feature (and where) needs the reference loader, which reads small
+    files only."""
+    cause = unusual.__cause__
+    syntax = getattr(cause, "problem_mark", None)
+    if syntax is not None:
+        problem = str(getattr(cause, "problem", None) or cause)
+        if "nesting depth" in problem:
+            return Diagnostic(file, syntax.line + 1, syntax.column + 1, "yaml-too-deep",
+                              "YAML nesting is too deep")
+        return Diagnostic(file, syntax.line + 1, syntax.column + 1, "yaml-syntax",
+                          f"invalid YAML: {problem}")
+    what = _UNUSUAL_WORDS.get(str(unusual), str(unusual))
+    line, column = (unusual.mark.line + 1, unusual.mark.column + 1) if unusual.mark else (1, 1)
+    merge = _MERGE_KEY.search(text) if unusual.mark is None and "merge" in str(unusual) \
+        else None
+    if merge is not None:
+        line = text.count("\n", 0, merge.start()) + 1
+        column = merge.start() - (text.rfind("\n", 0, merge.start()) + 1) + 1
+    if str(unusual) == "duplicate key":
+        return Diagnostic(file, line, column, "duplicate-key",
+                          f'duplicate key "{unusual.key}"', "remove one of the two")
+    return Diagnostic(file, line, column, "file-too-large",
+                      f"file is {len(text.encode())} bytes and uses {what}, which is read "
+                      f"only in files of up to {MAX_CAREFUL_BYTES} bytes",
+                      f"write it without {what}, or split the file")
 
 
 #: Codes of the walk's problems that are warnings: the folder is skipped, the specs are

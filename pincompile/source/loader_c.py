@@ -50,7 +50,12 @@ _CACHE_LIMIT = 1 << 18
 
 
 class Unusual(Exception):
-    """This text needs the reference loader."""
+    """This text needs the reference loader (``mark``: where, when known; ``key``: the
+    duplicate key)."""
+
+    def __init__(self, reason: str, mark: Any = None, key: Any = None) -> None:
+        super().__init__(reason)
+        self.mark, self.key = mark, key
 
 
 class Refused(Exception):
@@ -176,7 +181,7 @@ class _Builder:
                     raise Unusual("complex key")
                 key = self.scalar(knode)
                 if key in mapping:
-                    raise Unusual("duplicate key")
+                    raise Unusual("duplicate key", knode.start_mark, key)
                 value, size = self.build(vnode)
                 mapping[key] = value
                 if pos is not None:

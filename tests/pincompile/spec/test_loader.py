@@ -12,6 +12,7 @@ import pytest
 
 from pincompile.compiler import compile_path
 from pincompile.source.loader import (
+    MAX_CAREFUL_BYTES,
     MAX_EXPANDED_BYTES,
     MAX_EXPANDED_NODES,
     MAX_FILE_BYTES,
@@ -84,6 +85,45 @@ def test_utf8_byte_order_mark_is_accepted() -> None:
 def test_file_too_large_is_refused_without_parsing() -> None:
     result = load_text("huge.yaml", b"#" * (MAX_FILE_BYTES + 1))
     assert [d.code for d in result.diagnostics] == ["file-too-large"]
+
+
+HEADER = "apiVersion: pincompute.io/v1\nkind: PinApp\nmetadata: {name: big}\nspec:\n"
+
+
+def _big(tail: str, size: int = 4 * MAX_CAREFUL_BYTES) -> str:
+    """A spec of ``size`` bytes of plain keys, then ``tail``."""
+    lines, written, i = [HEADER + "  env:"], 0, 0
+    while written < size:
+        lines.append(f"    k{i}: value-{i}")
+        written, i = written + len(lines[-1]) + 1, i + 1
+    return "\n".join(lines) + "\n" + tail
+
+
+@pytest.mark.parametrize(("tail", "code"), [
+    ("    k0: again\n", "duplicate-key"),
+    ("    m: &m {a: 1}\n    n: {<<: *m, b: 2}\n", "file-too-large"),
+    ("    x: [1, 2\n", "yaml-syntax"),
+])
+def test_a_large_file_the_fast_reader_gives_up_on_costs_at_most_a_second(
+        tail: str, code: str) -> None:
+    """Over MAX_CAREFUL_BYTES, what needs the slow reference reader (a duplicate key, a
+    merge key, a syntax error) is a located error from the fast one: 1 MB took 9-18 CPU
+    seconds in the reference reader, a 16 MB file minutes."""
+    text = _big(tail)
+    started = time.process_time()
+    result = load_text("big.yaml", text.encode())
+    took = time.process_time() - started
+    (problem,) = result.diagnostics
+    assert problem.code == code, problem
+    assert problem.file == "big.yaml" and problem.line >= text.count("\n") - 1, problem
+    if code == "duplicate-key":
+        assert problem.message == 'duplicate key "k0"'
+    assert took < 2.0, f"{took:.1f} CPU-s for {len(text)} bytes"
+
+
+def test_a_large_file_that_is_not_a_spec_is_still_not_ours() -> None:
+    text = _big("    k0: again\n").replace("pincompute.io/v1", "v1").replace("PinApp", "Foo")
+    assert load_text("other.yaml", text.encode()).diagnostics == []
 
 
 def test_yaml_syntax_error_is_located() -> None:
