@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from pincompile.commands.common import EXIT_INVALID, EXIT_USAGE, fail
+from pincompile.commands.common import EXIT_CLUSTER, EXIT_INVALID, EXIT_USAGE, fail
 from pincompile.source.gitsource import GitError
 from reconciler.clients.connect import KubeconfigError
 from reconciler.commands.common import failover_options
@@ -83,10 +83,14 @@ Examples:
 A pass running longer than --pass-deadline turns /readyz not ready (the reason is in
 /status) until it ends; pushes that arrive meanwhile are queued.
 
+A pass running longer than --stuck-after (a call that never returns) is given up: serve
+releases its Lease, so that a standby takes over at once, and exits 3; on Kubernetes the
+container restarts.
+
 Exit codes: 0 stopped by SIGTERM/SIGINT, 1 the pass in flight did not finish within
 --shutdown-timeout, 2 usage error (also: the kubeconfig is missing, malformed or has no
---host-context). A host cluster that does not answer is no exit: serve stays up, not
-ready, and keeps trying.
+--host-context), 3 a pass ran past --stuck-after. A host cluster that does not answer is no
+exit: serve stays up, not ready, and keeps trying.
 """
 
 
@@ -151,6 +155,9 @@ ready, and keeps trying.
 @click.option("--pass-deadline", type=DURATION, default="5m", show_default=True,
               help="A pass running longer turns /readyz not ready (the reason in /status) "
                    "until it ends; pushes meanwhile are queued.")
+@click.option("--stuck-after", type=DURATION, default="15m", show_default=True,
+              help="A pass running longer is given up: serve releases its Lease (a standby "
+                   "takes over) and exits 3. 0: never.")
 @failover_options
 @click.option("--store", "store_url", envvar="PINCOMPILE_STORE", default=None, metavar="URL",
               help="The API's insight store (events, history): sqlite:///FILE or "
@@ -170,7 +177,8 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
           host_context: str, namespace: str, identity: str | None, leader_election: bool,
           shards: int, lease_duration: float, renew_deadline: float, retry_period: float,
           audit_log: Path | None, events: bool, mirror_dir: Path | None,
-          shutdown_timeout: float, pass_deadline: float, failover_after: float,
+          shutdown_timeout: float, pass_deadline: float, stuck_after: float,
+          failover_after: float,
           failback_step: str, store_url: str | None, store_retention: float,
           api_rate: float, runner: str | None, verbose: bool) -> None:
     """Reconcile after every git push, and periodically (:data:`SERVE_HELP`)."""
@@ -198,6 +206,7 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
         host_context=host_context, namespace=namespace, leader_election=leader_election,
         shards=shards, timing=timing, audit_log=audit_log, events=events,
         mirror_dir=mirror_dir, shutdown_timeout=shutdown_timeout, pass_deadline=pass_deadline,
+        stuck_after=stuck_after,
         app_status=runner is None, status_token=status_token, read_timeout=read_timeout,
         replay_window=replay_window, store=store_url, store_retention=store_retention,
         api_rate=api_rate)
@@ -245,11 +254,20 @@ def _serve_until_stopped(app: ServeApp, branch: str, identity: str) -> None:
     click.echo(f"serving {app.mirror.url} {branch} on "
                f"http://{host}:{port} as {identity}", err=True)
     app.wait()
-    click.echo("shutting down: finishing the pass in flight, releasing the Lease", err=True)
-    if not app.stop():
+    if app.stuck:
+        click.echo(f"giving up: {app.stuck}; releasing the Lease so that a standby (or "
+                   "this replica's restart) takes over", err=True)
+    else:
+        click.echo("shutting down: finishing the pass in flight, releasing the Lease",
+                   err=True)
+    finished = app.stop()
+    code = EXIT_CLUSTER if app.stuck else EXIT_INVALID
+    if not finished:
         # the stuck pass's threads (and any worker pool waiting at exit) must not hold the
         # process past --shutdown-timeout
         logging.shutdown()
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(EXIT_INVALID)
+        os._exit(code)
+    if app.stuck:
+        sys.exit(code)

@@ -58,6 +58,8 @@ class ServeOptions:
     shutdown_timeout: float = 30.0
     pass_deadline: float = 300.0
     """A pass running longer turns /readyz not ready (the reason in /status)."""
+    stuck_after: float = 900.0
+    """A pass running longer is given up: release the Leases and exit (0: never)."""
     app_status: bool = True
     """Serve the apps' stored status (from the host) in ``/status``."""
     status_token: bytes | None = None
@@ -113,7 +115,11 @@ class ServeApp:
         self.service = Service(self.mirror, runners, self.metrics, audits,
                                coalescer=Coalescer(options.coalesce), shards=options.shards,
                                resync=options.resync, identity=options.identity,
-                               pass_deadline=options.pass_deadline)
+                               pass_deadline=options.pass_deadline,
+                               stuck_after=options.stuck_after)
+        self.service.on_stuck = self._give_up
+        self.stuck: str | None = None
+        """Why this process gave its pass up (None: it did not)."""
         self.campaign: Campaign | None = None
         if options.leader_election:
             from kubernetes import client
@@ -170,6 +176,13 @@ class ServeApp:
 
     def wait(self) -> None:
         self.shutdown.wait()
+
+    def _give_up(self, reason: str) -> None:
+        """A pass that will not end: stop as SIGTERM does, so the Leases go to a standby
+        (a thread cannot be cut short; only the process's exit ends its calls)."""
+        log.error("%s: giving it up, releasing the Lease and exiting", reason)
+        self.stuck = reason
+        self.shutdown.set()
 
     def stop(self) -> bool:
         """Let the pass in flight finish (up to ``shutdown_timeout``), release the Leases,

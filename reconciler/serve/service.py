@@ -50,7 +50,7 @@ class Service:
     def __init__(self, mirror: Mirror, runners: RunnerFactory, metrics: Metrics,
                  audits: Sequence[AuditSink] = (), *, coalescer: Coalescer | None = None,
                  shards: int = 1, resync: float = 180.0, identity: str = "serve",
-                 pass_deadline: float = 300.0,
+                 pass_deadline: float = 300.0, stuck_after: float = 0.0,
                  clock: Callable[[], float] = time.time) -> None:
         self.mirror = mirror
         self.runners = runners
@@ -61,6 +61,9 @@ class Service:
         self.resync = resync
         self.identity = identity
         self.pass_deadline = pass_deadline
+        self.stuck_after = stuck_after
+        """A pass running this long is given up (``on_stuck``); 0: never."""
+        self.on_stuck: Callable[[str], None] | None = None
         self.clock = clock
         self.state = ServiceState(held=frozenset(range(shards)))
         self._lock = threading.Lock()
@@ -133,6 +136,12 @@ class Service:
             if reason is not None and not self.state.overdue:
                 self.state.overdue = True
                 log.warning("%s", reason)
+            running = self.running_for()
+            if self.stuck_after and running is not None and running > self.stuck_after \
+                    and self.on_stuck is not None:
+                self.on_stuck(f"the pass in flight ({self.state.stage or 'starting'}) has run "
+                              f"{running:.0f}s, past --stuck-after {self.stuck_after:g}s")
+                return
 
     # -- the worker -----------------------------------------------------------------------
     def run(self) -> None:

@@ -43,10 +43,11 @@ def readyz(base: str) -> tuple[int, str]:
     return status, body.decode()
 
 
-def serve_with_slow_templates(repo: SpecRepo, tmp_path: Path, seconds: int) -> ServeProcess:
+def serve_with_slow_templates(repo: SpecRepo, tmp_path: Path, seconds: int,
+                              *args: str) -> ServeProcess:
     return ServeProcess(
         repo.bare, tmp_path / "passes.jsonl", "--no-leader-election", "--no-events",
-        "--pass-deadline", "2s", "--shutdown-timeout", "2s",
+        "--pass-deadline", "2s", "--shutdown-timeout", "2s", *args,
         env={"PINCOMPILE_WEBHOOK_SECRET": SECRET,
              "PINCOMPILE_TEMPLATE_SECONDS": str(seconds),
              "PINCOMPILE_TEMPLATE_ITERATIONS": str(10**10)})
@@ -96,6 +97,24 @@ def test_sigterm_ends_serve_within_the_shutdown_timeout_during_a_stuck_compile(
         # under load; removing the mirror file by file beside the busy thread took 2.6 s more)
         assert time.monotonic() - start < 2 + 2.5
         assert "did not finish within 2s" in serve.log.read_text()
+    finally:
+        serve.stop()
+
+
+def test_a_pass_past_stuck_after_is_given_up_and_serve_exits_3(
+        spec_repo: SpecRepo, tmp_path: Path) -> None:
+    """A pass that will not end cannot be cut short inside the process: serve stops as on
+    SIGTERM (releasing its Lease, see test_leader_e2e) and exits 3 so it is restarted."""
+    serve = serve_with_slow_templates(spec_repo, tmp_path, 600, "--stuck-after", "4s")
+    try:
+        wait_for(lambda: readyz(serve.base)[0] == 200, what="the first pass")
+        pushed = time.monotonic()
+        push(serve.base, spec_repo.commit("a template that loops", slow_template(spec_repo)))
+        assert serve.proc.wait(timeout=60) == 3
+        # --stuck-after, then --shutdown-timeout; the rest is the loaded machine
+        assert 4 <= time.monotonic() - pushed < 4 + 2 + 10
+        log = serve.log.read_text()
+        assert "past --stuck-after 4s: giving it up, releasing the Lease" in log, log
     finally:
         serve.stop()
 
