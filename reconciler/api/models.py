@@ -66,7 +66,8 @@ class AppEvent(BaseModel):
 class AppRevision(BaseModel):
     revision: str
     appliedAt: datetime
-    result: str = Field(description="converged, unconverged or failed")
+    result: str = Field(description="the app's phase when this revision was first seen "
+                        "(Healthy, Progressing, Degraded, ...)")
     commit: str
     author: str
     push: str = Field(description="the webhook delivery that triggered the pass")

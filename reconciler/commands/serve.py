@@ -155,7 +155,7 @@ exit: serve stays up, not ready, and keeps trying.
 @click.option("--pass-deadline", type=DURATION, default="5m", show_default=True,
               help="A pass running longer turns /readyz not ready (the reason in /status) "
                    "until it ends; pushes meanwhile are queued.")
-@click.option("--stuck-after", type=DURATION, default="15m", show_default=True,
+@click.option("--stuck-after", type=DURATION, default="1h", show_default=True,
               help="A pass running longer is given up: serve releases its Lease (a standby "
                    "takes over) and exits 3. 0: never.")
 @failover_options

@@ -58,7 +58,7 @@ class ServeOptions:
     shutdown_timeout: float = 30.0
     pass_deadline: float = 300.0
     """A pass running longer turns /readyz not ready (the reason in /status)."""
-    stuck_after: float = 900.0
+    stuck_after: float = 3600.0
     """A pass running longer is given up: release the Leases and exit (0: never)."""
     app_status: bool = True
     """Serve the apps' stored status (from the host) in ``/status``."""

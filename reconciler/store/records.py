@@ -43,7 +43,7 @@ class RevisionRecord:
     revision: str
     applied_at: datetime
     result: str
-    """``converged``, ``unconverged`` or ``failed``."""
+    """The app's phase when the revision was first seen (``Healthy``, ``Progressing``, ...)."""
     commit: str = ""
     author: str = ""
     push: str = ""

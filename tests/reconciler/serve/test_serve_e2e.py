@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,6 +25,7 @@ from rbac_rules import CHECK_ONLY_VERBS, SERVICE_ACCOUNT, allowed, documents, gr
 from reconciler.clients.record import AccessRequest, read_requests
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.serve.webhooks import GENERIC_SIGNATURE_HEADER, sign
+from tests.reconciler.store.postgres import postgres_server
 from tests.support.fleet import host_status_follows, scale_and_wait
 from tests.support.serve import (
     BAD_SPEC,
@@ -84,15 +86,23 @@ def host_ns(api: Callable[[str], Any]) -> str:
 
 
 @pytest.fixture(scope="module")
+def store_url() -> Iterator[str]:
+    """The insight store every replica of this module shares: a real PostgreSQL server."""
+    with (tempfile.TemporaryDirectory(prefix="pincompile-pg-") as base,
+          postgres_server(Path(base)) as url):
+        yield url
+
+
+@pytest.fixture(scope="module")
 def serve(serve_fleet: fleet_mod.FleetState, repo: SpecRepo, host_ns: str,
-          workdir: Path) -> Iterator[ServeProcess]:
+          workdir: Path, store_url: str) -> Iterator[ServeProcess]:
     process = ServeProcess(
         repo.bare, workdir / "audit.jsonl", "--kubeconfig", str(serve_fleet.kubeconfig),
         "--namespace", host_ns, "--audit-log", str(workdir / "audit.jsonl"),
         "--lease-duration", "8s", "--renew-deadline", "5s", "--retry-period", "1s",
         "--resync", "30m",  # passes come from pushes only: a test can tell one ran
         identity="serve-e2e", real=True,
-        env={"PINCOMPILE_WEBHOOK_SECRET": SECRET,
+        env={"PINCOMPILE_WEBHOOK_SECRET": SECRET, "PINCOMPILE_STORE": store_url,
              "PINCOMPILE_RECORD_REQUESTS": str(workdir / "requests.jsonl")})
     yield process
     process.stop()
@@ -131,12 +141,12 @@ def restricted_kubeconfig(serve_fleet: fleet_mod.FleetState, api: Callable[[str]
 
 @pytest.fixture(scope="module")
 def restricted_serve(restricted_kubeconfig: Path, repo: SpecRepo, host_ns: str,
-                     workdir: Path) -> Iterator[ServeProcess]:
+                     workdir: Path, store_url: str) -> Iterator[ServeProcess]:
     process = ServeProcess(
         repo.bare, workdir / "restricted.jsonl", "--kubeconfig", str(restricted_kubeconfig),
         "--namespace", host_ns, "--lease-duration", "8s", "--renew-deadline", "5s",
         "--retry-period", "1s", identity="serve-restricted", real=True,
-        env={"PINCOMPILE_WEBHOOK_SECRET": SECRET,
+        env={"PINCOMPILE_WEBHOOK_SECRET": SECRET, "PINCOMPILE_STORE": store_url,
              "PINCOMPILE_RECORD_REQUESTS": str(workdir / "requests.jsonl")})
     yield process
     process.stop()
@@ -297,18 +307,19 @@ def test_status_serves_the_document_of_pincompile_status(
     assert serve_status(serve.base)["lastApplied"]["revision"] != changed_api
 
 
-def tenant_token(api: Callable[[str], Any], project: str) -> str:
-    """A host ServiceAccount token allowed to get and list PinApps in ``project`` only."""
+@pytest.fixture(scope="module")
+def shop_token(api: Callable[[str], Any]) -> str:
+    """A host ServiceAccount token allowed to get and list PinApps in ``shop`` only."""
     from kubernetes import client
 
     core, rbac = client.CoreV1Api(api("host")), client.RbacAuthorizationV1Api(api("host"))
     core.create_namespace({"metadata": {"name": "tenants"}})
     core.create_namespaced_service_account("tenants", {"metadata": {"name": "reader"}})
-    rbac.create_namespaced_role(project, {
+    rbac.create_namespaced_role("shop", {
         "metadata": {"name": "app-reader"},
         "rules": [{"apiGroups": ["pincompute.io"], "resources": ["pinapps"],
                    "verbs": ["get", "list"]}]})
-    rbac.create_namespaced_role_binding(project, {
+    rbac.create_namespaced_role_binding("shop", {
         "metadata": {"name": "reader"},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
                     "name": "app-reader"},
@@ -318,10 +329,10 @@ def tenant_token(api: Callable[[str], Any], project: str) -> str:
 
 
 def test_the_api_serves_a_tenant_its_apps_history_and_events(
-        serve: ServeProcess, repo: SpecRepo, api: Callable[[str], Any]) -> None:
+        serve: ServeProcess, repo: SpecRepo, shop_token: str) -> None:
     wait_for(lambda: (serve_status(serve.base)["lastPass"] or {}).get("ok"), timeout=300,
              what="serve's first pass succeeds")
-    auth = {"Authorization": f"Bearer {tenant_token(api, 'shop')}"}
+    auth = {"Authorization": f"Bearer {shop_token}"}
 
     def listed() -> Any:  # the first pass installed the CRDs: the API's watch finds them
         time.sleep(0.5)
@@ -515,3 +526,39 @@ def test_serve_reconciles_with_nothing_but_the_shipped_rbac(
     denied = re.search(r"\b403\b|\bforbidden\b(?!:)", messages, re.IGNORECASE)
     assert denied is None, f"the restricted replica was denied: {denied}"
     _check_requests(workdir / "requests.jsonl")
+
+
+def test_history_is_one_postgresql_store_that_outlives_the_replica_that_wrote_it(
+        serve: ServeProcess, restricted_serve: ServeProcess, repo: SpecRepo,
+        serve_fleet: fleet_mod.FleetState, host_ns: str, workdir: Path, store_url: str,
+        shop_token: str) -> None:
+    """Every replica of this module writes one PostgreSQL store. In file order ``api`` was
+    applied four times (the first pass and three pushes) by two replicas, the first of them
+    stopped since; a replica started now, with no state of its own, serves all of them."""
+    broken = git(repo.work, "log", "--diff-filter=A", "--format=%H", "--",
+                 "apps/shop/broken.yaml").split()  # the push that failed: never applied
+    changed = [c for c in git(repo.work, "log", "--format=%H", "--", API_SPEC).split()
+               if c not in broken]  # newest first
+    auth = {"Authorization": f"Bearer {shop_token}"}
+
+    def history(base: str) -> list[dict[str, Any]] | None:
+        time.sleep(0.3)
+        status, body = http("GET", f"{base}/api/v1/apps/PinApp/shop/api/history",
+                            headers=auth)
+        return json.loads(body) if status == 200 else None  # 404/503: still warming up
+
+    written = wait_for(lambda: (h := history(restricted_serve.base)) and
+                       [r["commit"] for r in h] == changed and h, timeout=120,
+                       what=f"the restricted replica's history: the {len(changed)} revisions")
+    assert all(r["result"] in ("Progressing", "Healthy") and r["author"] for r in written), \
+        written
+    again = ServeProcess(
+        repo.bare, workdir / "again.jsonl", "--kubeconfig", str(serve_fleet.kubeconfig),
+        "--namespace", host_ns, identity="serve-again", real=True,
+        env={"PINCOMPILE_WEBHOOK_SECRET": SECRET, "PINCOMPILE_STORE": store_url})
+    try:
+        read = wait_for(lambda: history(again.base), timeout=120,
+                        what="a new replica serves the app's history")
+    finally:
+        again.stop()
+    assert read == written
