@@ -6,12 +6,9 @@ another project's tenant is refused (403, audited, exit 1)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import shutil
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,8 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
-import yaml
 from click.testing import CliRunner
 from kubernetes import client as k8s
 
@@ -40,6 +35,7 @@ from reconciler.rollout.restart import RESTARTED_AT_ANNOTATION
 from reconciler.store import Store
 from reconciler.sync import Options
 from tests.e2e.support import wait_for
+from tests.support import api_fleet
 from tests.support.fleet import spec_repo
 from tests.support.git import git
 
@@ -48,7 +44,6 @@ REPO = Path(__file__).resolve().parents[3]
 PROJECT, OTHER, TENANTS = "act-shop", "act-other", "act-e2e-tenants"
 APP = ("PinApp", PROJECT, "rolling")
 REF = "/".join(APP)
-ROLES = REPO / "contrib/api/rbac-tenant.yaml"
 SPEC = f"""\
 apiVersion: pincompute.io/v1
 kind: PinApp
@@ -110,21 +105,9 @@ def reconcile(served: Served, *, wait: bool = True) -> tuple[PassReport, dict[st
 
 
 def tenant(host: Connection, user: str, project: str) -> str:
-    """A service account ``user`` bound to both tenant roles in ``project``; its token."""
-    core, rbac = k8s.CoreV1Api(host.api), k8s.RbacAuthorizationV1Api(host.api)
-    core.create_namespaced_service_account(TENANTS, {"metadata": {"name": user}})
-    for role in yaml.safe_load_all(ROLES.read_text()):
-        if role["kind"] != "ClusterRole":
-            continue
-        name = f"{user}-{role['metadata']['name']}"
-        rbac.create_namespaced_role(project, {"metadata": {"name": name},
-                                              "rules": role["rules"]})
-        rbac.create_namespaced_role_binding(project, {
-            "metadata": {"name": name},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-            "subjects": [{"kind": "ServiceAccount", "name": user, "namespace": TENANTS}]})
-    return str(core.create_namespaced_service_account_token(
-        user, TENANTS, {"spec": {"expirationSeconds": 3600}}).status.token)
+    """A service account ``user`` with both tenant roles in ``project``; its token."""
+    return api_fleet.tenant_token(host, TENANTS, user, project, api_fleet.tenant_rules(
+        "pincompute-app-debugger", "pincompute-app-operator"))
 
 
 @pytest.fixture(scope="module")
@@ -152,20 +135,12 @@ def served(fleet: fleet_mod.FleetState, fleet_specs: dict[str, ClusterSpec],
     store = Store.open(f"sqlite:///{root / 'insight.db'}")
     gateway = Gateway(apps=apps, store=store, access=HostAccess(host, ttl=30),
                       limits=RateLimits(100, 100), pods=pods, host=host)
-    sock = socket.create_server(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(create_app(gateway), lifespan="off",
-                                           log_level="warning"))
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])),
-                              daemon=True)
-    thread.start()
     apps.wait_synced()
-    served.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    served.env = {"PINCOMPILE_SERVER": served.url, "PINCOMPILE_TOKEN": dana}
     try:
-        yield served
+        with api_fleet.served_locally(create_app(gateway)) as served.url:
+            served.env = {"PINCOMPILE_SERVER": served.url, "PINCOMPILE_TOKEN": dana}
+            yield served
     finally:
-        server.should_exit = True
-        thread.join(10)
         apps.close()
         pods.close()
         store.close()
