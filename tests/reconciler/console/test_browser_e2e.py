@@ -3,10 +3,10 @@ fleet's host API server: a service account's token logs in through TokenReview, 
 shows only the projects its RBAC allows (SubjectAccessReview), filters work with
 JavaScript off too, a status change on the host reaches an open page without a reload,
 the app page shows placement, pods, events and history and follows the app's logs from
-the member clusters (a new line arrives), runs ``echo hi`` in a pod's terminal and
-restarts the app after a confirmation (its events show the zones), another project's app
-is a 403 page; and the basics of accessibility: labelled inputs, contrast, keyboard order
-on the grid."""
+the member clusters (a new line arrives), runs ``echo hi`` in a pod's terminal (in its
+first container, then in its sidecar, picked with the keyboard) and restarts the app
+after a confirmation (its events show the zones), another project's app is a 403 page;
+and the basics of accessibility: labelled inputs, contrast, keyboard order on the grid."""
 
 from __future__ import annotations
 
@@ -77,11 +77,13 @@ def carol_token(host: Connection) -> str:
 @pytest.fixture(scope="module")
 def members(fleet: fleet_mod.FleetState, fleet_specs: dict[str, ClusterSpec]) -> list[str]:
     """Two schedulable member clusters, each running one pod of app cart (the fleet's
-    pods write a log line every 2 s)."""
+    pods write a log line every 2 s); the first one's pod has a sidecar."""
     names = sorted(s.name for s in fleet_specs.values() if s.schedulable)[:2]
+    main = {"name": "main", "image": "registry.internal/console-e2e/cart:1"}
+    sidecar = {"name": "sidecar", "image": "registry.internal/console-e2e/shipper:1"}
     for name in names:
-        api_fleet.run_app_pod(fleet, fleet_specs[name].context, CART, [
-            {"name": "main", "image": "registry.internal/console-e2e/cart:1"}])
+        api_fleet.run_app_pod(fleet, fleet_specs[name].context, CART,
+                              [main, sidecar] if name == names[0] else [main])
     return names
 
 
@@ -312,13 +314,26 @@ def test_a_pods_terminal_runs_a_command_and_shows_its_output(
     page.goto(f"{console}/apps/PinApp/{SHOP}/cart")
     page.get_by_role("button", name=re.compile(rf"^Terminal in {members[0]}\/cart-")).click()
     status = page.locator("#terminal-status")
-    status.filter(has_text=f"Connected to {members[0]}/cart-").wait_for()
+    status.filter(has_text=re.compile(rf"Connected to {members[0]}/cart-\S+ \(container "
+                                      r"main\)")).wait_for()  # the first, unless picked
     page.keyboard.type("echo hi")
     page.keyboard.press("Enter")
     wait_for("the shell's output line hi", lambda: "hi" in terminal_lines(page), timeout=15)
     page.keyboard.type("exit 3")
     page.keyboard.press("Enter")
     status.filter(has_text="exited (code 3)").wait_for()
+
+    picker = page.get_by_label(re.compile(rf"^Container of {members[0]}/cart-"))
+    assert picker.locator("option").all_inner_texts() == ["main", "sidecar"]
+    picker.focus()  # by keyboard: pick the sidecar, Tab to the pod's button, Enter
+    page.keyboard.press("ArrowDown")
+    assert picker.input_value() == "sidecar"
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    status.filter(has_text="(container sidecar)").wait_for()
+    page.keyboard.type("echo hi")
+    page.keyboard.press("Enter")
+    wait_for("hi from the sidecar's shell", lambda: "hi" in terminal_lines(page), timeout=15)
     assert refused == []  # no script or style refused by the page's CSP
 
 
