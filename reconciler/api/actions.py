@@ -101,6 +101,10 @@ class ActionGateway(Protocol):
     def apps(self) -> Any: ...
 
 
+Run = Callable[[ActionGateway, AppKey, str], ActionAnswer]
+"""An action: ``run(gateway, app, user)``, its answer (or an HTTPException saying why not)."""
+
+
 def record(store: Store, app: AppKey, reason: str, message: str, *,
            warning: bool = False) -> None:
     """A ``pincompile`` event of the app in the insight store (what ``events`` shows)."""
@@ -294,6 +298,16 @@ def set_paused(gateway: ActionGateway, app: AppKey, user: str, paused: bool) -> 
                         message=message)
 
 
+def pause_app(gateway: ActionGateway, app: AppKey, user: str) -> ActionAnswer:
+    """``rollout pause``: :func:`set_paused` with ``paused=True``."""
+    return set_paused(gateway, app, user, True)
+
+
+def resume_app(gateway: ActionGateway, app: AppKey, user: str) -> ActionAnswer:
+    """``rollout resume``: :func:`set_paused` with ``paused=False``."""
+    return set_paused(gateway, app, user, False)
+
+
 # -- desired state ----------------------------------------------------------------------------
 class Scale(BaseModel):
     replicas: int = Field(ge=0, le=100_000)
@@ -341,45 +355,40 @@ def mount_actions(api: FastAPI, caller: Callable[..., Awaitable[Caller]],
         found: Caller = request.state.caller
         return found
 
+    async def act(request: Request, verb: str, app: AppKey, run: Run) -> ActionAnswer:
+        """Authorize the caller for ``verb`` on the app, then ``run`` the action in a
+        thread (it talks to the clusters); the audit middleware records the call."""
+        user = who(request)
+        await authorize(request, user, verb, app[0], app[1])
+        return await run_in_threadpool(run, request.app.state.gateway, app, user.user)
+
     @router.post(f"{APP_PATH}/restart", status_code=202, response_model=ActionAnswer,
                  summary="Restart the app's workloads, zone by zone (verb: update "
                          "<kind>s/restart)")
     async def restart_app(request: Request, kind: str, project: str, name: str
                           ) -> ActionAnswer:
-        user = who(request)
-        await authorize(request, user, "restart", kind, project)
-        return await run_in_threadpool(start_restart, request.app.state.gateway,
-                                       (kind, project, name), user.user)
+        return await act(request, "restart", (kind, project, name), start_restart)
 
     @router.post(f"{APP_PATH}/rollout/pause", response_model=ActionAnswer,
                  summary="Pause the app's zone-by-zone rollout (verb: update "
                          "<kind>s/rollout)")
     async def pause_rollout(request: Request, kind: str, project: str, name: str
                             ) -> ActionAnswer:
-        user = who(request)
-        await authorize(request, user, "rollout", kind, project)
-        return await run_in_threadpool(set_paused, request.app.state.gateway,
-                                       (kind, project, name), user.user, True)
+        return await act(request, "rollout", (kind, project, name), pause_app)
 
     @router.post(f"{APP_PATH}/rollout/resume", response_model=ActionAnswer,
                  summary="Resume the app's zone-by-zone rollout (verb: update "
                          "<kind>s/rollout)")
     async def resume_rollout(request: Request, kind: str, project: str, name: str
                              ) -> ActionAnswer:
-        user = who(request)
-        await authorize(request, user, "rollout", kind, project)
-        return await run_in_threadpool(set_paused, request.app.state.gateway,
-                                       (kind, project, name), user.user, False)
+        return await act(request, "rollout", (kind, project, name), resume_app)
 
     @router.post(f"{APP_PATH}/rerun", status_code=202, response_model=ActionAnswer,
                  summary="Run a PinterestJobSet's Jobs or a PinterestTrainingJob again "
                          "(verb: update <kind>s/rerun)")
     async def rerun_app(request: Request, kind: str, project: str, name: str
                         ) -> ActionAnswer:
-        user = who(request)
-        await authorize(request, user, "rerun", kind, project)
-        return await run_in_threadpool(start_rerun, request.app.state.gateway,
-                                       (kind, project, name), user.user)
+        return await act(request, "rerun", (kind, project, name), start_rerun)
 
     @router.post(f"{APP_PATH}/restart-container", status_code=501,
                  responses={501: {"model": Problem}},

@@ -12,12 +12,16 @@ from http import HTTPStatus
 from fastapi import HTTPException
 
 from reconciler.api import rerun
-from reconciler.api.actions import ActionGateway, set_paused, start_rerun, start_restart
-from reconciler.api.models import ActionAnswer
+from reconciler.api.actions import (
+    ActionGateway,
+    Run,
+    pause_app,
+    resume_app,
+    start_rerun,
+    start_restart,
+)
 from reconciler.rollout import pause, restart
 from reconciler.status_document import AppKey
-
-Run = Callable[[ActionGateway, AppKey, str], ActionAnswer]
 
 
 @dataclass(frozen=True)
@@ -47,11 +51,11 @@ ACTIONS = {action.slug: action for action in (
            "The zone being rolled out finishes; the next zone waits until the rollout is "
            "resumed.",
            lambda kind: kind in pause.ROLLOUT_APP_KINDS,
-           lambda gateway, app, user: set_paused(gateway, app, user, True), 200),
+           pause_app, 200),
     Action("resume", "rollout", "Resume rollout", "Yes, resume the rollout",
            "The next zone starts at the reconciler's next pass.",
            lambda kind: kind in pause.ROLLOUT_APP_KINDS,
-           lambda gateway, app, user: set_paused(gateway, app, user, False), 200),
+           resume_app, 200),
     Action("rerun", "rerun", "Rerun", "Yes, run it again",
            "The app's Jobs (or its training job) are deleted, with their pods, and created "
            "again, one after the other.",

@@ -26,6 +26,9 @@ class PodRow:
     """Why a container waits or ended now (``main: CrashLoopBackOff``), if one does."""
     last_termination: str
     """Why containers last ended (``main: OOMKilled (137)``), empty if none ever did."""
+    containers: tuple[str, ...] = ()
+    """Its containers in the pod's spec order (the terminal opens the first unless one is
+    picked)."""
 
 
 @dataclass
@@ -54,7 +57,8 @@ def pods_of(found: PodList) -> Pods:
                  for c in pod.containers if c.lastTerminationReason]
         rows.append(PodRow(cluster=pod.cluster, name=pod.name, node=pod.node or "-",
                            phase=pod.phase, ready=pod.ready, restarts=pod.restarts,
-                           state=", ".join(states), last_termination=", ".join(ended)))
+                           state=", ".join(states), last_termination=", ".join(ended),
+                           containers=tuple(c.name for c in pod.containers)))
     return Pods(rows=rows, unreadable=[(p.cluster, p.message) for p in found.unreadable],
                 containers=sorted({c.name for p in found.items for c in p.containers}))
 

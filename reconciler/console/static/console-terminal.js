@@ -1,14 +1,15 @@
 // pincompile console: a terminal per pod on the app page. A pod's Terminal button opens
 // xterm.js on a WebSocket to .../terminal (the console's session cookie, the page's CSRF
 // value), framed as the API's exec: first byte the channel (0 stdin, 1 stdout, 2 stderr,
-// 3 status JSON, 4 resize JSON {"Width", "Height"}). Without this script the buttons stay
-// hidden; the pods table is the same.
+// 3 status JSON, 4 resize JSON {"Width", "Height"}). A pod of several containers has a
+// picker beside its button (the button's data-picker); the shell runs in the picked one.
+// Without this script the buttons and pickers stay hidden; the pods table is the same.
 (() => {
   "use strict";
   const STDIN = 0, STDOUT = 1, STDERR = 2, STATUS = 3, RESIZE = 4;
   const panel = document.getElementById("terminal");
   if (!panel || !window.Terminal || !window.FitAddon) return;
-  document.documentElement.classList.add("terminal-ready"); // shows the Terminal buttons
+  document.documentElement.classList.add("terminal-ready"); // shows the buttons, pickers
   const screen = panel.querySelector("#terminal-screen");
   const status = panel.querySelector("#terminal-status");
   const encoder = new TextEncoder();
@@ -40,16 +41,17 @@
     return `The session ended: ${doc.message || doc.reason}`;
   };
 
-  const open = (cluster, pod) => {
+  const open = (cluster, pod, container) => {
     close();
     panel.hidden = false;
-    const where = `${cluster}/${pod}`;
+    const where = container ? `${cluster}/${pod}/${container}` : `${cluster}/${pod}`;
     const term = new window.Terminal({ cursorBlink: true, fontSize: 14, scrollback: 2000 });
     const fit = new window.FitAddon.FitAddon();
     term.loadAddon(fit);
     term.open(screen);
     fit.fit();
     const params = new URLSearchParams({ cluster, pod, csrf: panel.dataset.csrf });
+    if (container) params.set("container", container);
     const scheme = window.location.protocol === "https:" ? "wss" : "ws";
     const socket = new WebSocket(`${scheme}://${window.location.host}${panel.dataset.socket}?${params}`,
       ["v1.exec.pincompute.io"]);
@@ -86,7 +88,9 @@
 
   document.addEventListener("click", (event) => {
     const button = event.target.closest(".terminal-open");
-    if (button) open(button.dataset.cluster, button.dataset.pod);
+    if (!button) return;
+    const picker = button.dataset.picker && document.getElementById(button.dataset.picker);
+    open(button.dataset.cluster, button.dataset.pod, picker ? picker.value : "");
   });
   panel.querySelector("#terminal-close").addEventListener("click", () => {
     close();

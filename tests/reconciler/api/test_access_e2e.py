@@ -7,12 +7,10 @@ use them."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
 import re
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -23,16 +21,12 @@ from typing import Any
 
 import pytest
 import urllib3
-import uvicorn
-import yaml
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from pincompile import crds
 from pincompile.cli import cli as cli_main
-from pincompile.manifest import LABEL_APP, LABEL_KIND, LABEL_PROJECT, MANAGED_BY, MANAGED_BY_VALUE
 from reconciler.api.access import HostAccess, RateLimits
 from reconciler.api.app import Gateway, create_app
 from reconciler.api.client import ApiClient, ApiError
@@ -43,25 +37,19 @@ from reconciler.api.sources import HostApps
 from reconciler.clients.connect import Connection
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.clusters import ClusterSpec
-from reconciler.host import ensure_crds, write_status
+from reconciler.host import write_status
 from reconciler.store import Store
 from tests.e2e.support import wait_for
+from tests.support import api_fleet
 
 pytestmark = pytest.mark.e2e
 TENANTS = "api-e2e-tenants"
-TENANT_ROLE = Path(__file__).resolve().parents[3] / "contrib/api/rbac-tenant.yaml"
 
 
 def pin_app(project: str, name: str) -> dict[str, Any]:
-    """A PinApp's resource as a pass writes it; ``web``'s spec labels it tier=frontend."""
-    cr = crds.custom_resource({
-        "apiVersion": "pincompute.io/v1", "kind": "PinApp",
-        "metadata": {"name": name, "project": project,
-                     "labels": {"tier": "frontend"} if name == "web" else {}},
-        "spec": {"replicas": 1, "template": {"containers": [{"name": "main",
-                                                             "image": "example/app:1"}]}}})
-    cr["metadata"]["labels"][MANAGED_BY] = MANAGED_BY_VALUE
-    return cr
+    """``web``'s spec labels it tier=frontend."""
+    return api_fleet.pin_app(project, name, labels={"tier": "frontend"} if name == "web"
+                             else {})
 
 
 def ready(phase: str) -> dict[str, Any]:
@@ -71,50 +59,24 @@ def ready(phase: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def host(fleet: fleet_mod.FleetState) -> Iterator[Connection]:
-    conn = Connection("host", "host", str(fleet.kubeconfig))
-    ensure_crds(conn)
-    yield conn
-    conn.close()
+    with api_fleet.host_cluster(fleet) as conn:
+        yield conn
 
 
 @pytest.fixture(scope="module")
 def alice_token(host: Connection) -> str:
     """Service account ``alice`` may get and list PinApps, and get their logs, in project
     ``api-shop`` only."""
-    core = k8s.CoreV1Api(host.api)
-    for ns in (TENANTS, "api-shop", "api-ads"):
-        core.create_namespace({"metadata": {"name": ns}})
-    tenant_role = next(doc for doc in yaml.safe_load_all(TENANT_ROLE.read_text())
-                       if doc["kind"] == "ClusterRole")
-    grant(host, "alice", tenant_role["rules"])
-    return token_of(host, "alice")
+    api_fleet.create_namespaces(host, TENANTS, "api-shop", "api-ads")
+    return api_fleet.tenant_token(host, TENANTS, "alice", "api-shop",
+                                  api_fleet.tenant_rules("pincompute-app-debugger"))
 
 
 @pytest.fixture(scope="module")
 def carol_token(host: Connection, alice_token: str) -> str:
     """``carol`` may read PinApps in ``api-shop`` but not their logs."""
-    grant(host, "carol", [{"apiGroups": ["pincompute.io"], "resources": ["pinapps"],
-                           "verbs": ["get", "list"]}])
-    return token_of(host, "carol")
-
-
-def grant(host: Connection, user: str, rules: list[dict[str, Any]]) -> None:
-    """A service account ``user`` with a Role of ``rules`` in project ``api-shop``."""
-    core, rbac = k8s.CoreV1Api(host.api), k8s.RbacAuthorizationV1Api(host.api)
-    core.create_namespaced_service_account(TENANTS, {"metadata": {"name": user}})
-    rbac.create_namespaced_role("api-shop", {"metadata": {"name": f"{user}-role"},
-                                             "rules": rules})
-    rbac.create_namespaced_role_binding("api-shop", {
-        "metadata": {"name": f"{user}-binding"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
-                    "name": f"{user}-role"},
-        "subjects": [{"kind": "ServiceAccount", "name": user, "namespace": TENANTS}]})
-
-
-def token_of(host: Connection, user: str) -> str:
-    request = k8s.CoreV1Api(host.api).create_namespaced_service_account_token(
-        user, TENANTS, {"spec": {"expirationSeconds": 3600}})
-    return str(request.status.token)
+    return api_fleet.tenant_token(host, TENANTS, "carol", "api-shop", [
+        {"apiGroups": ["pincompute.io"], "resources": ["pinapps"], "verbs": ["get", "list"]}])
 
 
 def test_a_tenant_sees_and_reads_only_its_project_from_a_warm_cache(
@@ -183,7 +145,8 @@ def served(fleet: fleet_mod.FleetState, fleet_specs: dict[str, ClusterSpec], hos
     schedulable member clusters (labelled as pincompile labels an app's pods)."""
     clusters = sorted(s.name for s in fleet_specs.values() if s.schedulable)[:3]
     for name in clusters:
-        run_web_pod(fleet, fleet_specs[name].context)
+        api_fleet.run_app_pod(fleet, fleet_specs[name].context, WEB, [
+            {"name": "main", "image": "registry.internal/api-e2e/web:1"}])
     with contextlib.suppress(ApiException):  # the first test made it already
         k8s.CustomObjectsApi(host.api).create_namespaced_custom_object(
             "pincompute.io", "v1", WEB[1], "pinapps", pin_app(WEB[1], WEB[2]))
@@ -197,40 +160,14 @@ def served(fleet: fleet_mod.FleetState, fleet_specs: dict[str, ClusterSpec], hos
                       limits=RateLimits(100, 100), pods=pods,
                       log_limits=LogLimits(streams_per_user=1, seconds=60),
                       exec_limits=EXEC_LIMITS)
-    sock = socket.create_server(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(create_app(gateway), lifespan="off",
-                                           log_level="warning"))
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])),
-                              daemon=True)
-    thread.start()
     apps.wait_synced()
     try:
-        yield Served(f"http://127.0.0.1:{sock.getsockname()[1]}", gateway, pods, clusters)
+        with api_fleet.served_locally(create_app(gateway)) as url:
+            yield Served(url, gateway, pods, clusters)
     finally:
-        server.should_exit = True
-        thread.join(10)
         apps.close()
         pods.close()
         store.close()
-
-
-def run_web_pod(fleet: fleet_mod.FleetState, context: str) -> None:
-    """A Deployment of one pod of app ``web`` in ``context``, Running."""
-    member = Connection(context, context, str(fleet.kubeconfig))
-    try:
-        k8s.CoreV1Api(member.api).create_namespace({"metadata": {"name": WEB[1]}})
-        labels = {LABEL_APP: WEB[2], LABEL_KIND: WEB[0], LABEL_PROJECT: WEB[1]}
-        k8s.AppsV1Api(member.api).create_namespaced_deployment(WEB[1], {
-            "metadata": {"name": WEB[2], "labels": labels},
-            "spec": {"replicas": 1, "selector": {"matchLabels": labels},
-                     "template": {"metadata": {"labels": labels}, "spec": {"containers": [
-                         {"name": "main", "image": "registry.internal/api-e2e/web:1"}]}}}})
-        core = k8s.CoreV1Api(member.api)
-        wait_for(f"a Running pod of web in {context}", lambda: any(
-            p.status.phase == "Running" for p in core.list_namespaced_pod(WEB[1]).items),
-            timeout=90)
-    finally:
-        member.close()
 
 
 def test_an_apps_pods_come_from_every_member_cluster_and_warm_reads_ask_none(

@@ -2,16 +2,15 @@
 PinApp in three zones (us-east-1a/b/c) applied by the reconciler; `restart` rolls its
 Deployment in every cluster, zone by zone, and the next pass neither reverts nor counts
 the annotation; `rollout pause` holds a new image's next zone until `rollout resume`;
-another project's tenant is refused (403, audited, exit 1)."""
+another project's tenant is refused (403, audited, exit 1); `rerun` of a finished
+PinterestJobSet deletes its Job and creates it again, which runs to completion again,
+with the events recorded, and the next pass leaves the new Job as it is."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import shutil
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,10 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
-import yaml
 from click.testing import CliRunner
 from kubernetes import client as k8s
+from kubernetes import watch
 
 from pincompile.cli import cli
 from pincompile.compiler import compile_path
@@ -37,9 +35,11 @@ from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.clusters import ClusterSpec
 from reconciler.model import PassReport
 from reconciler.rollout.restart import RESTARTED_AT_ANNOTATION
+from reconciler.status_document import AppKey
 from reconciler.store import Store
 from reconciler.sync import Options
 from tests.e2e.support import wait_for
+from tests.support import api_fleet
 from tests.support.fleet import spec_repo
 from tests.support.git import git
 
@@ -48,7 +48,6 @@ REPO = Path(__file__).resolve().parents[3]
 PROJECT, OTHER, TENANTS = "act-shop", "act-other", "act-e2e-tenants"
 APP = ("PinApp", PROJECT, "rolling")
 REF = "/".join(APP)
-ROLES = REPO / "contrib/api/rbac-tenant.yaml"
 SPEC = f"""\
 apiVersion: pincompute.io/v1
 kind: PinApp
@@ -95,8 +94,9 @@ def write_spec(repo: Path, image: str, message: str) -> None:
     git(repo, "commit", "-qm", message)
 
 
-def reconcile(served: Served, *, wait: bool = True) -> tuple[PassReport, dict[str, Any]]:
-    """One pass of the spec repository (nothing pruned: the fleet is shared); the app's
+def reconcile(served: Served, *, wait: bool = True,
+              app: AppKey = APP) -> tuple[PassReport, dict[str, Any]]:
+    """One pass of the spec repository (nothing pruned: the fleet is shared); ``app``'s
     status document."""
     reconciler = Reconciler(served.kubeconfig, options=Options(prune=False), timeout=60,
                             clusters=served.zone_of, wait=wait)
@@ -104,27 +104,15 @@ def reconcile(served: Served, *, wait: bool = True) -> tuple[PassReport, dict[st
         started = time.monotonic()
         report = reconciler.run(compile_path(served.repo))
         print(f"pass: {time.monotonic() - started:.1f}s, {report.writes} writes")
-        return report, reconciler.statuses[APP]
+        return report, reconciler.statuses[app]
     finally:
         reconciler.close()
 
 
 def tenant(host: Connection, user: str, project: str) -> str:
-    """A service account ``user`` bound to both tenant roles in ``project``; its token."""
-    core, rbac = k8s.CoreV1Api(host.api), k8s.RbacAuthorizationV1Api(host.api)
-    core.create_namespaced_service_account(TENANTS, {"metadata": {"name": user}})
-    for role in yaml.safe_load_all(ROLES.read_text()):
-        if role["kind"] != "ClusterRole":
-            continue
-        name = f"{user}-{role['metadata']['name']}"
-        rbac.create_namespaced_role(project, {"metadata": {"name": name},
-                                              "rules": role["rules"]})
-        rbac.create_namespaced_role_binding(project, {
-            "metadata": {"name": name},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-            "subjects": [{"kind": "ServiceAccount", "name": user, "namespace": TENANTS}]})
-    return str(core.create_namespaced_service_account_token(
-        user, TENANTS, {"spec": {"expirationSeconds": 3600}}).status.token)
+    """A service account ``user`` with both tenant roles in ``project``; its token."""
+    return api_fleet.tenant_token(host, TENANTS, user, project, api_fleet.tenant_rules(
+        "pincompute-app-debugger", "pincompute-app-operator"))
 
 
 @pytest.fixture(scope="module")
@@ -152,20 +140,12 @@ def served(fleet: fleet_mod.FleetState, fleet_specs: dict[str, ClusterSpec],
     store = Store.open(f"sqlite:///{root / 'insight.db'}")
     gateway = Gateway(apps=apps, store=store, access=HostAccess(host, ttl=30),
                       limits=RateLimits(100, 100), pods=pods, host=host)
-    sock = socket.create_server(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(create_app(gateway), lifespan="off",
-                                           log_level="warning"))
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])),
-                              daemon=True)
-    thread.start()
     apps.wait_synced()
-    served.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    served.env = {"PINCOMPILE_SERVER": served.url, "PINCOMPILE_TOKEN": dana}
     try:
-        yield served
+        with api_fleet.served_locally(create_app(gateway)) as served.url:
+            served.env = {"PINCOMPILE_SERVER": served.url, "PINCOMPILE_TOKEN": dana}
+            yield served
     finally:
-        server.should_exit = True
-        thread.join(10)
         apps.close()
         pods.close()
         store.close()
@@ -187,9 +167,9 @@ def deployments(served: Served) -> dict[str, Any]:
     return out
 
 
-def events(served: Served) -> list[str]:
+def events(served: Served, app: AppKey = APP) -> list[str]:
     client = ApiClient(served.url, served.env["PINCOMPILE_TOKEN"])
-    return [f"{e.reason}: {e.message}" for e in client.events(*APP)]
+    return [f"{e.reason}: {e.message}" for e in client.events(*app)]
 
 
 def test_restart_rolls_every_cluster_zone_by_zone_and_the_next_pass_keeps_it(
@@ -269,3 +249,89 @@ def test_another_projects_tenant_is_refused_and_audited(
             for line in lines] == [
         ("system:serviceaccount:act-e2e-tenants:erin", "POST", "restart", 403),
         ("system:serviceaccount:act-e2e-tenants:erin", "POST", "pause", 403)]
+
+
+# -- rerun ------------------------------------------------------------------------------------
+JOBSET = ("PinterestJobSet", PROJECT, "nightly")
+JOBSET_SPEC = f"""\
+apiVersion: pincompute.io/v1
+kind: PinterestJobSet
+metadata: {{name: nightly, project: {PROJECT}}}
+spec:
+  completions: 2
+  parallelism: 2
+  tier: ondemand
+  placement: {{regions: [us-east-1]}}
+  template:
+    containers:
+      - name: main
+        image: registry.internal/act-shop/nightly:1
+        resources: {{cpu: 100m, memory: 128Mi}}
+"""
+
+
+def nightly_uid(served: Served, cluster: str) -> str:
+    member = Connection(cluster, cluster, served.kubeconfig)
+    try:
+        return str(k8s.BatchV1Api(member.api).read_namespaced_job("nightly", PROJECT)
+                   .metadata.uid)
+    finally:
+        member.close()
+
+
+def watch_completed(served: Served, cluster: str, *, other_than: str | None = None,
+                    timeout: int = 90) -> str:
+    """Watch ``cluster``'s Job ``nightly`` until one (other than the Job ``other_than``)
+    has completed every index; its uid."""
+    member = Connection(cluster, cluster, served.kubeconfig)
+    try:
+        stream = watch.Watch()
+        for event in stream.stream(k8s.BatchV1Api(member.api).list_namespaced_job, PROJECT,
+                                   field_selector="metadata.name=nightly",
+                                   timeout_seconds=timeout):
+            job = event["object"]
+            if event["type"] != "DELETED" and job.metadata.uid != other_than \
+                    and (job.status.succeeded or 0) == job.spec.completions:
+                stream.stop()
+                return str(job.metadata.uid)
+    finally:
+        member.close()
+    pytest.fail(f"no{' new' if other_than else ''} Job nightly completed in {cluster} "
+                f"within {timeout}s", pytrace=False)
+
+
+def test_rerun_runs_a_finished_jobsets_job_again_and_records_it(served: Served) -> None:
+    (served.repo / "apps" / PROJECT / "nightly.yaml").write_text(JOBSET_SPEC)
+    git(served.repo, "add", "-A")
+    git(served.repo, "commit", "-qm", "nightly")
+    _, status = reconcile(served, app=JOBSET)
+    placed = [c["name"] for c in status["clusters"]]
+    assert len(placed) == 1, status
+    cluster = placed[0]
+    finished = watch_completed(served, cluster)
+    client = ApiClient(served.url, served.env["PINCOMPILE_TOKEN"])
+    wait_for("the API to place the JobSet", lambda: client.app(*JOBSET).clusters, timeout=15)
+
+    ref = "/".join(JOBSET)
+    done = CliRunner().invoke(cli, ["rerun", ref, "-o", "json"], env=served.env)
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.output)["objects"] == [f"{cluster}: Job/{PROJECT}/nightly"]
+    started = time.monotonic()
+    again = watch_completed(served, cluster, other_than=finished)
+    print(f"rerun: the new Job completed {time.monotonic() - started:.1f}s after the answer")
+    wait_for("RerunStarted in the events", lambda: any(
+        e.startswith("RerunStarted") for e in events(served, JOBSET)), timeout=15,
+        describe=lambda: str(events(served, JOBSET)))
+    dana = "system:serviceaccount:act-e2e-tenants:dana"
+    assert [e.split(":")[0] for e in events(served, JOBSET)] == ["RerunRequested",
+                                                                 "RerunStarted"]
+    requested, recreated = events(served, JOBSET)
+    assert requested.startswith(f"RerunRequested: {dana}: deleting and creating again")
+    assert recreated == (f"RerunStarted: created again: {cluster}: Job/{PROJECT}/nightly "
+                       f"(rerun by {dana})")
+
+    report, _ = reconcile(served, app=JOBSET)
+    written = [r for c in report.clusters.values()
+               for r in (*c.created, *c.updated, *c.replaced) if r.name == "nightly"]
+    assert written == [], "the reconciler took the rerun Job for drift"
+    assert nightly_uid(served, cluster) == again

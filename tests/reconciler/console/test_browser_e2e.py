@@ -3,32 +3,28 @@ fleet's host API server: a service account's token logs in through TokenReview, 
 shows only the projects its RBAC allows (SubjectAccessReview), filters work with
 JavaScript off too, a status change on the host reaches an open page without a reload,
 the app page shows placement, pods, events and history and follows the app's logs from
-the member clusters (a new line arrives), runs ``echo hi`` in a pod's terminal and
-restarts the app after a confirmation (its events show the zones), another project's app
-is a 403 page; and the basics of accessibility: labelled inputs, contrast, keyboard order
-on the grid."""
+the member clusters (a new line arrives), runs ``echo hi`` in a pod's terminal (in its
+first container, then in its sidecar, picked with the keyboard) and restarts the app
+after a confirmation (its events show the zones), another project's app is a 403 page;
+and the basics of accessibility: labelled inputs, contrast, keyboard order on the grid."""
 
 from __future__ import annotations
 
 import os
 import re
 import shutil
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 import yaml
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from pincompile import crds
-from pincompile.manifest import LABEL_APP, LABEL_KIND, LABEL_PROJECT, MANAGED_BY, MANAGED_BY_VALUE
+from pincompile.manifest import MANAGED_BY, MANAGED_BY_VALUE
 from reconciler.api.access import HostAccess, RateLimits
 from reconciler.api.app import Gateway, create_app
 from reconciler.api.pods import MemberPods
@@ -38,25 +34,17 @@ from reconciler.console.members import MemberClusters
 from reconciler.console.routes import mount_console
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.clusters import ClusterSpec
-from reconciler.host import ensure_crds, write_cluster_status, write_status
+from reconciler.host import write_cluster_status, write_status
 from reconciler.store import EventRecord, RevisionRecord, Store
 from tests.e2e.support import wait_for
+from tests.support import api_fleet
 
 playwright = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.e2e
 TENANTS, SHOP, ADS = "console-e2e-tenants", "console-shop", "console-ads"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 WAIT_MS = 20_000
-
-
-def pin_app(project: str, name: str) -> dict[str, Any]:
-    cr = crds.custom_resource({
-        "apiVersion": "pincompute.io/v1", "kind": "PinApp",
-        "metadata": {"name": name, "project": project},
-        "spec": {"replicas": 2, "template": {"containers": [{"name": "main",
-                                                             "image": "example/app:1"}]}}})
-    cr["metadata"]["labels"][MANAGED_BY] = MANAGED_BY_VALUE
-    return cr
+CART = ("PinApp", SHOP, "cart")
 
 
 def app_status(**phases: str) -> dict[str, Any]:
@@ -69,68 +57,34 @@ def app_status(**phases: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def host(fleet: fleet_mod.FleetState) -> Iterator[Connection]:
-    conn = Connection("host", "host", str(fleet.kubeconfig))
-    ensure_crds(conn)
-    yield conn
-    conn.close()
+    with api_fleet.host_cluster(fleet) as conn:
+        yield conn
 
 
 @pytest.fixture(scope="module")
 def carol_token(host: Connection) -> str:
     """Service account ``carol`` may get and list PinApps in project console-shop only, read
     their logs, exec in their pods and restart them."""
-    core, rbac = k8s.CoreV1Api(host.api), k8s.RbacAuthorizationV1Api(host.api)
-    for ns in (TENANTS, SHOP, ADS):
-        core.create_namespace({"metadata": {"name": ns}})
-    core.create_namespaced_service_account(TENANTS, {"metadata": {"name": "carol"}})
-    rbac.create_namespaced_role(SHOP, {
-        "metadata": {"name": "app-reader"},
-        "rules": [{"apiGroups": ["pincompute.io"], "resources": ["pinapps"],
-                   "verbs": ["get", "list"]},
-                  {"apiGroups": ["pincompute.io"], "resources": ["pinapps/logs"],
-                   "verbs": ["get"]},
-                  {"apiGroups": ["pincompute.io"], "resources": ["pinapps/exec"],
-                   "verbs": ["create"]},
-                  {"apiGroups": ["pincompute.io"], "resources": ["pinapps/restart"],
-                   "verbs": ["update"]}]})
-    rbac.create_namespaced_role_binding(SHOP, {
-        "metadata": {"name": "carol-reads"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
-                    "name": "app-reader"},
-        "subjects": [{"kind": "ServiceAccount", "name": "carol", "namespace": TENANTS}]})
-    request = core.create_namespaced_service_account_token(
-        "carol", TENANTS, {"spec": {"expirationSeconds": 3600}})
-    return str(request.status.token)
+    api_fleet.create_namespaces(host, TENANTS, SHOP, ADS)
+    return api_fleet.tenant_token(host, TENANTS, "carol", SHOP, [
+        {"apiGroups": ["pincompute.io"], "resources": ["pinapps"], "verbs": ["get", "list"]},
+        {"apiGroups": ["pincompute.io"], "resources": ["pinapps/logs"], "verbs": ["get"]},
+        {"apiGroups": ["pincompute.io"], "resources": ["pinapps/exec"], "verbs": ["create"]},
+        {"apiGroups": ["pincompute.io"], "resources": ["pinapps/restart"],
+         "verbs": ["update"]}])
 
 
 @pytest.fixture(scope="module")
 def members(fleet: fleet_mod.FleetState, fleet_specs: dict[str, ClusterSpec]) -> list[str]:
     """Two schedulable member clusters, each running one pod of app cart (the fleet's
-    pods write a log line every 2 s)."""
+    pods write a log line every 2 s); the first one's pod has a sidecar."""
     names = sorted(s.name for s in fleet_specs.values() if s.schedulable)[:2]
+    main = {"name": "main", "image": "registry.internal/console-e2e/cart:1"}
+    sidecar = {"name": "sidecar", "image": "registry.internal/console-e2e/shipper:1"}
     for name in names:
-        run_cart_pod(fleet, fleet_specs[name].context)
+        api_fleet.run_app_pod(fleet, fleet_specs[name].context, CART,
+                              [main, sidecar] if name == names[0] else [main])
     return names
-
-
-def run_cart_pod(fleet: fleet_mod.FleetState, context: str) -> None:
-    """A Deployment of one pod of app cart in ``context``, labelled as pincompile labels
-    an app's pods; waits until it runs."""
-    member = Connection(context, context, str(fleet.kubeconfig))
-    try:
-        core = k8s.CoreV1Api(member.api)
-        core.create_namespace({"metadata": {"name": SHOP}})
-        labels = {LABEL_APP: "cart", LABEL_KIND: "PinApp", LABEL_PROJECT: SHOP}
-        k8s.AppsV1Api(member.api).create_namespaced_deployment(SHOP, {
-            "metadata": {"name": "cart", "labels": labels},
-            "spec": {"replicas": 1, "selector": {"matchLabels": labels},
-                     "template": {"metadata": {"labels": labels}, "spec": {"containers": [
-                         {"name": "main", "image": "registry.internal/console-e2e/cart:1"}]}}}})
-        wait_for(f"a Running pod of cart in {context}", lambda: any(
-            p.status.phase == "Running" for p in core.list_namespaced_pod(SHOP).items),
-            timeout=90)
-    finally:
-        member.close()
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +100,7 @@ def console(fleet: fleet_mod.FleetState, fleet_specs: dict[str, ClusterSpec], ho
             (ADS, "secret"): app_status(**{first: "Healthy"})}
     for (project, name), status in apps.items():
         custom.create_namespaced_custom_object("pincompute.io", "v1", project, "pinapps",
-                                               pin_app(project, name))
+                                               api_fleet.pin_app(project, name, replicas=2))
         write_status(host, ("PinApp", project, name), status)
     store = Store.open(f"sqlite:///{tmp_path_factory.mktemp('console') / 'insight.db'}")
     when = datetime.now(UTC)
@@ -165,20 +119,10 @@ def console(fleet: fleet_mod.FleetState, fleet_specs: dict[str, ClusterSpec], ho
     app = create_app(Gateway(apps=watched, store=store, access=HostAccess(host, ttl=30),
                              limits=RateLimits(100, 200), pods=pods, host=host))
     mount_console(app, members=health)
-    sock = socket.create_server(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, lifespan="off", log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
     try:
-        deadline = time.monotonic() + 10
-        while not server.started:
-            assert time.monotonic() < deadline, "the console did not start"
-            time.sleep(0.05)
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+        with api_fleet.served_locally(app) as url:
+            yield url
     finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
         watched.close()
         health.close()
         pods.close()
@@ -370,13 +314,26 @@ def test_a_pods_terminal_runs_a_command_and_shows_its_output(
     page.goto(f"{console}/apps/PinApp/{SHOP}/cart")
     page.get_by_role("button", name=re.compile(rf"^Terminal in {members[0]}\/cart-")).click()
     status = page.locator("#terminal-status")
-    status.filter(has_text=f"Connected to {members[0]}/cart-").wait_for()
+    status.filter(has_text=re.compile(rf"Connected to {members[0]}/cart-\S+ \(container "
+                                      r"main\)")).wait_for()  # the first, unless picked
     page.keyboard.type("echo hi")
     page.keyboard.press("Enter")
     wait_for("the shell's output line hi", lambda: "hi" in terminal_lines(page), timeout=15)
     page.keyboard.type("exit 3")
     page.keyboard.press("Enter")
     status.filter(has_text="exited (code 3)").wait_for()
+
+    picker = page.get_by_label(re.compile(rf"^Container of {members[0]}/cart-"))
+    assert picker.locator("option").all_inner_texts() == ["main", "sidecar"]
+    picker.focus()  # by keyboard: pick the sidecar, Tab to the pod's button, Enter
+    page.keyboard.press("ArrowDown")
+    assert picker.input_value() == "sidecar"
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    status.filter(has_text="(container sidecar)").wait_for()
+    page.keyboard.type("echo hi")
+    page.keyboard.press("Enter")
+    wait_for("hi from the sidecar's shell", lambda: "hi" in terminal_lines(page), timeout=15)
     assert refused == []  # no script or style refused by the page's CSP
 
 
