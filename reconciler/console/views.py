@@ -187,7 +187,9 @@ class Share:
 class Zone:
     name: str
     state: str
-    """done, current or pending."""
+    """done, current (its gate waits for it to be healthy), halted, paused or pending."""
+    note: str = ""
+    """Why the current zone stands where it does: the gate's reason, who paused it."""
 
 
 @dataclass
@@ -205,6 +207,23 @@ class AppPage:
         return str(self.status.get("phase") or "Unknown")
 
 
+def zones_of(rollout: Mapping[str, Any] | None) -> list[Zone]:
+    """A zone-by-zone rollout as zones: those behind done, the one at the gate halted,
+    paused or current (with the reason), those ahead pending."""
+    rollout = rollout or {}
+    names = [str(z) for z in rollout.get("zones") or []]
+    at = int(rollout.get("zoneIndex") or 0)
+    message = str(rollout.get("message") or "")
+    if rollout.get("phase") == "Halted":
+        gate, note = "halted", message
+    elif rollout.get("pausedBy"):
+        gate, note = "paused", f"paused by {rollout['pausedBy']}"
+    else:
+        gate, note = "current", message
+    return [Zone(n, "done") if i < at else Zone(n, gate, note) if i == at
+            else Zone(n, "pending") for i, n in enumerate(names)]
+
+
 def app_page(key: AppKey, status: Mapping[str, Any], events: list[EventRecord],
              history: list[RevisionRecord]) -> AppPage:
     """One app: placement and shares per cluster, its rollout's zones, newest events
@@ -214,11 +233,6 @@ def app_page(key: AppKey, status: Mapping[str, Any], events: list[EventRecord],
     shares = [Share(cluster=str(c["name"]), cell=cell_of(c), replicas=int(c.get("replicas") or 0),
                     percent=round(100 * int(c.get("replicas") or 0) / total) if total else 0)
               for c in entries]
-    rollout = status.get("rollout") or {}
-    names = [str(z) for z in rollout.get("zones") or []]
-    at = int(rollout.get("zoneIndex") or 0)
-    zones = [Zone(n, "done" if i < at else "current" if i == at else "pending")
-             for i, n in enumerate(names)]
-    return AppPage(key=key, status=status, shares=shares, zones=zones,
+    return AppPage(key=key, status=status, shares=shares, zones=zones_of(status.get("rollout")),
                    events=list(reversed(events)), history=history)
 

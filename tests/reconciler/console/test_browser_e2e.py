@@ -279,14 +279,23 @@ CONTRAST = """() => {
 }"""
 
 
+def assert_labelled_and_legible(page: Any) -> None:
+    """Every input and select has a label; all text has 4.5:1 contrast or more."""
+    unlabelled = page.evaluate("""() => [...document.querySelectorAll('input, select')]
+        .filter((el) => el.type !== 'hidden' && el.labels.length === 0)
+        .map((el) => el.id || el.name)""")
+    assert unlabelled == [], f"{page.url}: inputs without a label"
+    low = [(text, round(ratio, 2)) for text, ratio in page.evaluate(CONTRAST) if ratio < 4.5]
+    assert low == [], f"{page.url}: text under 4.5:1 contrast"
+
+
 def test_inputs_are_labelled_text_has_contrast_and_the_grid_is_in_keyboard_order(
         browser: Any, console: str, carol_token: str) -> None:
+    signed_out = browser.new_context().new_page()
+    signed_out.goto(console + "/login")
+    assert_labelled_and_legible(signed_out)
     page = log_in(browser, console, carol_token)
-    unlabelled = page.evaluate("""() => [...document.querySelectorAll('input, select')]
-        .filter((el) => el.type !== 'hidden' && el.labels.length === 0).map((el) => el.id)""")
-    assert unlabelled == []
-    low = [(text, round(ratio, 2)) for text, ratio in page.evaluate(CONTRAST) if ratio < 4.5]
-    assert low == [], "text under 4.5:1 contrast"
+    assert_labelled_and_legible(page)
 
     page.get_by_label("Search").focus()
     order = []
@@ -299,6 +308,11 @@ def test_inputs_are_labelled_text_has_contrast_and_the_grid_is_in_keyboard_order
     page.keyboard.press("Shift+Tab")
     page.keyboard.press("Enter")  # the focused grid link opens its app
     page.wait_for_url(f"**/apps/PinApp/{SHOP}/cart")
+    page.locator("#pods").wait_for()
+    assert_labelled_and_legible(page)  # the app page: pods, terminal pickers, log filters
+    page.get_by_role("button", name="Restart…").click()
+    page.wait_for_url(f"**/apps/PinApp/{SHOP}/cart/actions/restart")
+    assert_labelled_and_legible(page)  # the confirmation (not confirmed here)
 
 
 def terminal_lines(page: Any) -> list[str]:

@@ -13,6 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from reconciler.console.session import CSRF_COOKIE, TOKEN_COOKIE
+from reconciler.console.views import Zone, zones_of
 from reconciler.store import EventRecord, RevisionRecord, Store
 from tests.reconciler.console.conftest import csrf, logged_in
 
@@ -130,8 +131,9 @@ def test_the_app_page_has_placement_rollout_events_and_history(console: TestClie
     page = logged_in(console).get("/apps/PinApp/shop/cart").text
     assert re.search(r'<th scope="row">west</th>\s*<td class="phase degraded">Degraded</td>\s*'
                      r'<td>2/2</td>\s*<td><meter[^>]*value="50"', page)
-    assert '<li class="zone done">a' in page and '<li class="zone current">b' in page
-    assert "zone b unhealthy" in page and "<script>alert" not in page
+    assert '<li class="zone done">a' in page and '<li class="zone pending">c' in page
+    assert ('<li class="zone halted" aria-current="step">b <span class="state">(halted: '
+            'zone b unhealthy)</span>') in page and "<script>alert" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "probe failed" in page and "Pod/shop/cart-1" in page and "2026-11-01 12:00:00" in page
     assert "<code>ffffffffffff</code>" in page and "ann" in page and "unconverged" in page
@@ -210,3 +212,22 @@ def test_every_page_is_audited_with_who_and_result(console: TestClient,
     lines = [json.loads(r.getMessage()) for r in caplog.records]
     assert [(line["user"], line["path"], line["status"]) for line in lines] == [
         ("alice", "/", 200), ("alice", "/apps/PinApp/ads/secret", 403), (None, "/", 303)]
+
+
+@pytest.mark.parametrize(("rollout", "gate"), [
+    ({"phase": "Progressing", "message": "waiting for b to be healthy"},
+     Zone("b", "current", "waiting for b to be healthy")),
+    ({"phase": "Progressing", "message": "held", "pausedBy": "ann"},
+     Zone("b", "paused", "paused by ann")),
+    ({"phase": "Halted", "message": "b unhealthy: 1/3 ready"},
+     Zone("b", "halted", "b unhealthy: 1/3 ready")),
+])
+def test_the_rollout_picture_marks_the_gates_zone_and_says_why(
+        rollout: dict[str, str], gate: Zone) -> None:
+    zones = zones_of({**rollout, "zones": ["a", "b", "c"], "zoneIndex": 1})
+    assert zones == [Zone("a", "done"), gate, Zone("c", "pending")]
+
+
+def test_a_complete_rollout_is_every_zone_done() -> None:
+    zones = zones_of({"phase": "Complete", "zones": ["a", "b"], "zoneIndex": 2})
+    assert [z.state for z in zones] == ["done", "done"] and zones_of(None) == []
