@@ -160,7 +160,8 @@ def app_ref(_ctx: click.Context, _param: click.Parameter, value: str | None) -> 
 def get(resource: str, app: AppRef | None, project: str | None, selector: str | None,
         kind: str | None, phase: str | None, cluster: str | None, fmt: str,
         **api: Any) -> None:
-    """List apps, or pods of apps, that your token may see, through the PinCompute API.
+    """List apps, or pods of apps, that you may see (through the PinCompute API, or
+    straight from the clusters: see below).
 
     \b
     apps: one row per app: phase, ready/desired per cluster, rollout, failover, revision.
@@ -257,8 +258,10 @@ def logs(app: AppRef, container: str | None, follow: bool, since: float | None,
     """Print the logs of every container of an app, in every member cluster it runs in,
     merged as they come; each line starts with CLUSTER/POD/CONTAINER.
 
-    Your token needs `get` on the app's `logs` subresource in its project (see
-    docs/api/README.md). The server bounds a stream's length and how many you have open.
+    Through the API your token needs `get` on the app's `logs` subresource in its project
+    (see docs/api/README.md); straight to the clusters, the kubeconfig's user needs `get`
+    on `pods/log` in the member clusters. The API bounds a stream's length and how many
+    you have open.
 
     \b
     Examples:
@@ -290,8 +293,9 @@ def logs(app: AppRef, container: str | None, follow: bool, since: float | None,
 @store_option
 def events(app: AppRef, fmt: str, **api: Any) -> None:
     """An app's timeline, oldest first: Kubernetes Events of its objects and pincompile's
-    own (applied, pruned, rollout halted, failed over, phase changes), kept by the API
-    beyond the API servers' event TTL.
+    own (applied, pruned, rollout halted, failed over, phase changes), kept by `serve`
+    in its insight store beyond the API servers' event TTL: without --server, give that
+    store with --store URL.
 
     \b
     Example:
@@ -313,7 +317,8 @@ def events(app: AppRef, fmt: str, **api: Any) -> None:
 @store_option
 def history(app: AppRef, fmt: str, **api: Any) -> None:
     """Every revision applied to an app, newest first: when, which commit and author,
-    which push, and the result.
+    which push, and the result (kept by `serve` in its insight store: without --server,
+    give that store with --store URL).
 
     \b
     Example:

@@ -9,12 +9,18 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+import select
 import shutil
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +92,8 @@ class Served:
     """PINCOMPILE_SERVER and the token of ``dana`` (may act in the app's project)."""
     erin: str
     """The token of ``erin`` (may act in another project only)."""
+    store: str = ""
+    """The URL of the server's insight store."""
 
 
 def write_spec(repo: Path, image: str, message: str) -> None:
@@ -149,7 +157,8 @@ def served(fleet: fleet_mod.FleetState, fleet_specs: dict[str, ClusterSpec],
     dana, served.erin = tenant(host, "dana", PROJECT), tenant(host, "erin", OTHER)
     apps = HostApps(host)
     pods = MemberPods(kubeconfig, lambda: {s.name: s.context for s in fleet_specs.values()})
-    store = Store.open(f"sqlite:///{root / 'insight.db'}")
+    served.store = f"sqlite:///{root / 'insight.db'}"
+    store = Store.open(served.store)
     gateway = Gateway(apps=apps, store=store, access=HostAccess(host, ttl=30),
                       limits=RateLimits(100, 100), pods=pods, host=host)
     sock = socket.create_server(("127.0.0.1", 0))
@@ -269,3 +278,123 @@ def test_another_projects_tenant_is_refused_and_audited(
             for line in lines] == [
         ("system:serviceaccount:act-e2e-tenants:erin", "POST", "restart", 403),
         ("system:serviceaccount:act-e2e-tenants:erin", "POST", "pause", 403)]
+
+
+# -- the same commands without --server: straight to the clusters with the kubeconfig -------
+def direct_env(served: Served) -> dict[str, str | None]:
+    return {"PINCOMPILE_SERVER": None, "PINCOMPILE_TOKEN": None,
+            "KUBECONFIG": served.kubeconfig}
+
+
+def same_both_ways(served: Served, args: list[str]) -> tuple[int, str]:
+    """``args`` through the API (dana's token) and straight to the clusters give the same
+    exit code and output (once the server's watches caught up); those."""
+    cli_runner = CliRunner()
+    found: dict[str, Any] = {}
+
+    def same() -> bool:
+        found["api"] = cli_runner.invoke(cli, args, env=served.env)
+        started = time.monotonic()
+        found["direct"] = cli_runner.invoke(cli, args, env=direct_env(served))
+        found["seconds"] = time.monotonic() - started
+        return bool((found["api"].exit_code, found["api"].stdout)
+                    == (found["direct"].exit_code, found["direct"].stdout))
+
+    wait_for(f"{args} to print the same both ways", same, timeout=20, describe=lambda: (
+        f"api: {found['api'].output}\ndirect: {found['direct'].output}"))
+    print(f"{' '.join(args)} without --server: {found['seconds']:.2f}s")
+    return found["direct"].exit_code, found["direct"].stdout
+
+
+def test_without_server_get_prints_what_the_server_prints(served: Served) -> None:
+    for fmt in ("table", "wide", "json", "name"):
+        code, shown = same_both_ways(served, ["get", "apps", "-p", PROJECT, "-o", fmt])
+        assert code == 0 and "rolling" in shown, shown
+    code, shown = same_both_ways(served, ["get", "pods", REF, "-o", "json"])
+    pods = json.loads(shown)[0]["items"]
+    assert code == 0 and sorted(p["cluster"] for p in pods) == sorted(served.zone_of), pods
+    assert all(p["phase"] == "Running" for p in pods), pods
+    assert same_both_ways(served, ["get", "pods", "-p", PROJECT, "-o", "name"])[0] == 0
+    assert same_both_ways(served, ["get", "apps", "-l", "tier=frontend", "-o", "name"]) \
+        == (0, "\n")
+    assert same_both_ways(served, ["get", "pods", f"PinApp/{PROJECT}/nope"])[0] == 1
+
+
+def test_without_server_logs_follow_streams_new_lines_from_every_cluster(
+        served: Served) -> None:
+    code, shown = same_both_ways(served, ["logs", REF, "--tail", "0"])
+    assert (code, shown) == (0, "")
+    done = CliRunner().invoke(cli, ["logs", REF, "--tail", "1"], env=direct_env(served))
+    assert done.exit_code == 0, done.output
+    assert {line.split("/")[0] for line in done.stdout.splitlines()} == set(served.zone_of)
+    env = {k: v for k, v in {**os.environ, **direct_env(served)}.items() if v is not None}
+    opened = time.time()
+    follow = subprocess.Popen([str(Path(sys.executable).parent / "pincompile"), "logs", REF,
+                               "-f", "--tail", "0", "--timestamps"], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = follow.stdout, follow.stderr
+    assert out is not None and err is not None
+    seen: dict[str, float] = {}
+    try:
+        deadline = time.monotonic() + 30
+        while set(seen) != set(served.zone_of) and time.monotonic() < deadline:
+            if not select.select([out], [], [], 1.0)[0]:
+                continue
+            line = out.readline().decode()
+            assert line, err.read().decode()
+            prefix, written, _ = line.split(" ", 2)
+            assert datetime.fromisoformat(written).timestamp() > opened, line
+            seen.setdefault(prefix.split("/")[0], time.time() - opened)
+        assert set(seen) == set(served.zone_of), seen
+        print(f"logs -f without --server: first new line per cluster after (s): {seen}")
+    finally:
+        follow.send_signal(signal.SIGINT)
+        assert follow.wait(10) == 0
+
+
+def test_without_server_exec_runs_the_command_and_exits_with_its_code(
+        served: Served) -> None:
+    done = CliRunner().invoke(cli, ["exec", REF, "--", "echo", "hi"], env=direct_env(served))
+    assert (done.exit_code, done.stdout) == (0, "hi\n"), done.output
+    assert done.stderr.split()[1].split("/")[0] in served.zone_of, done.stderr
+    cluster = sorted(served.zone_of)[-1]
+    failed = CliRunner().invoke(cli, ["exec", REF, "--cluster", cluster, "-q", "--", "sh",
+                                      "-c", "echo oops >&2; exit 7"], env=direct_env(served))
+    assert (failed.exit_code, failed.stdout, failed.stderr) == (7, "", "oops\n")
+
+
+def test_without_server_actions_act_with_the_kubeconfig_and_wait_for_the_restart(
+        served: Served) -> None:
+    assert same_both_ways(served, ["rollout", "resume", REF]) == (
+        0, f"{REF}: the rollout of {REF} is not paused\n")
+    paused = CliRunner().invoke(cli, ["rollout", "pause", REF], env=direct_env(served))
+    assert paused.exit_code == 0 and "rollout paused by kubeconfig:host" in paused.output
+    client = ApiClient(served.url, served.env["PINCOMPILE_TOKEN"])
+    wait_for("the API to show the pause", lambda: (
+        client.app(*APP).rollout or {}).get("pausedBy") == "kubeconfig:host", timeout=15)
+    assert CliRunner().invoke(cli, ["rollout", "resume", REF],
+                              env=direct_env(served)).exit_code == 0
+
+    before = {c: (d.spec.template.metadata.annotations or {}).get(RESTARTED_AT_ANNOTATION)
+              for c, d in deployments(served).items()}
+    started = time.monotonic()
+    done = CliRunner().invoke(cli, ["restart", REF, "--store", served.store],
+                              env=direct_env(served))
+    assert done.exit_code == 0, done.output
+    print(f"restart of 3 zones without --server: {time.monotonic() - started:.1f}s")
+    after = {c: (d.spec.template.metadata.annotations or {}).get(RESTARTED_AT_ANNOTATION)
+             for c, d in deployments(served).items()}
+    assert len(set(after.values())) == 1 and set(after.values()) != set(before.values())
+    for deployment in deployments(served).values():  # rolled out before the command ended
+        assert deployment.status.updated_replicas == deployment.spec.replicas
+    assert any(e.startswith("RestartComplete") and "kubeconfig:host" in e
+               for e in events(served)), events(served)
+
+
+def test_without_server_events_and_history_read_the_store(served: Served) -> None:
+    for command in ("events", "history"):
+        args = [command, REF, "-o", "json", "--store", served.store]
+        via_api = CliRunner().invoke(cli, args[:-2], env=served.env)
+        direct = CliRunner().invoke(cli, args, env=direct_env(served))
+        assert (direct.exit_code, direct.stdout) == (0, via_api.stdout), direct.output
+    assert "RestartComplete" in direct.stdout or command == "history"
