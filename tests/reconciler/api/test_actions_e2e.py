@@ -44,7 +44,7 @@ from reconciler.fleet.clusters import ClusterSpec
 from reconciler.model import PassReport
 from reconciler.rollout.restart import RESTARTED_AT_ANNOTATION
 from reconciler.store import Store
-from reconciler.sync import Options
+from reconciler.sync import Options, read_live
 from tests.e2e.support import wait_for
 from tests.support.fleet import spec_repo
 from tests.support.git import git
@@ -312,7 +312,7 @@ def test_without_server_get_prints_what_the_server_prints(served: Served) -> Non
         assert code == 0 and "rolling" in shown, shown
     code, shown = same_both_ways(served, ["get", "pods", REF, "-o", "json"])
     pods = json.loads(shown)[0]["items"]
-    assert code == 0 and sorted(p["cluster"] for p in pods) == sorted(served.zone_of), pods
+    assert code == 0 and sorted(p["cluster"] for p in pods) == sorted(deployments(served))
     assert all(p["phase"] == "Running" for p in pods), pods
     assert same_both_ways(served, ["get", "pods", "-p", PROJECT, "-o", "name"])[0] == 0
     assert same_both_ways(served, ["get", "apps", "-l", "tier=frontend", "-o", "name"]) \
@@ -326,7 +326,8 @@ def test_without_server_logs_follow_streams_new_lines_from_every_cluster(
     assert (code, shown) == (0, "")
     done = CliRunner().invoke(cli, ["logs", REF, "--tail", "1"], env=direct_env(served))
     assert done.exit_code == 0, done.output
-    assert {line.split("/")[0] for line in done.stdout.splitlines()} == set(served.zone_of)
+    placed = set(deployments(served))
+    assert {line.split("/")[0] for line in done.stdout.splitlines()} == placed, done.stdout
     env = {k: v for k, v in {**os.environ, **direct_env(served)}.items() if v is not None}
     opened = time.time()
     follow = subprocess.Popen([str(Path(sys.executable).parent / "pincompile"), "logs", REF,
@@ -337,7 +338,7 @@ def test_without_server_logs_follow_streams_new_lines_from_every_cluster(
     seen: dict[str, float] = {}
     try:
         deadline = time.monotonic() + 30
-        while set(seen) != set(served.zone_of) and time.monotonic() < deadline:
+        while set(seen) != placed and time.monotonic() < deadline:
             if not select.select([out], [], [], 1.0)[0]:
                 continue
             line = out.readline().decode()
@@ -345,7 +346,7 @@ def test_without_server_logs_follow_streams_new_lines_from_every_cluster(
             prefix, written, _ = line.split(" ", 2)
             assert datetime.fromisoformat(written).timestamp() > opened, line
             seen.setdefault(prefix.split("/")[0], time.time() - opened)
-        assert set(seen) == set(served.zone_of), seen
+        assert set(seen) == placed, seen
         print(f"logs -f without --server: first new line per cluster after (s): {seen}")
     finally:
         follow.send_signal(signal.SIGINT)
@@ -356,8 +357,8 @@ def test_without_server_exec_runs_the_command_and_exits_with_its_code(
         served: Served) -> None:
     done = CliRunner().invoke(cli, ["exec", REF, "--", "echo", "hi"], env=direct_env(served))
     assert (done.exit_code, done.stdout) == (0, "hi\n"), done.output
-    assert done.stderr.split()[1].split("/")[0] in served.zone_of, done.stderr
-    cluster = sorted(served.zone_of)[-1]
+    assert done.stderr.split()[1].split("/")[0] in deployments(served), done.stderr
+    cluster = sorted(deployments(served))[-1]
     failed = CliRunner().invoke(cli, ["exec", REF, "--cluster", cluster, "-q", "--", "sh",
                                       "-c", "echo oops >&2; exit 7"], env=direct_env(served))
     assert (failed.exit_code, failed.stdout, failed.stderr) == (7, "", "oops\n")
@@ -398,3 +399,60 @@ def test_without_server_events_and_history_read_the_store(served: Served) -> Non
         direct = CliRunner().invoke(cli, args, env=direct_env(served))
         assert (direct.exit_code, direct.stdout) == (0, via_api.stdout), direct.output
     assert "RestartComplete" in direct.stdout or command == "history"
+
+
+# -- apply narrowed to some apps ---------------------------------------------------------------
+OTHER_APP = SPEC.replace("name: rolling", "name: sidekick").replace("IMAGE", "2.0.0").replace(
+    "  rollout: {strategy: zone-by-zone, healthTimeout: 30s}\n", "")
+
+
+def managed_outside(served: Served, project: str) -> dict[str, int]:
+    """Per member cluster, how many objects pincompile manages outside ``project``."""
+    counts = {}
+    for cluster in served.zone_of:
+        member = Connection(cluster, cluster, served.kubeconfig)
+        try:
+            counts[cluster] = sum(1 for key in read_live(member) if key[1] != project
+                                  and not (key[0] == "Namespace" and key[2] == project))
+        finally:
+            member.close()
+    return counts
+
+
+def sidekicks(served: Served) -> int:
+    out = 0
+    for cluster in served.zone_of:
+        member = Connection(cluster, cluster, served.kubeconfig)
+        try:
+            out += len(k8s.AppsV1Api(member.api).list_namespaced_deployment(
+                PROJECT, label_selector="pincompute.io/app=sidekick").items)
+        finally:
+            member.close()
+    return out
+
+
+def test_apply_narrowed_to_apps_writes_and_prunes_only_theirs(served: Served) -> None:
+    apply = ["apply", str(served.repo), "--no-wait", "-q", "--kubeconfig", served.kubeconfig]
+    (served.repo / "apps" / PROJECT / "sidekick.yaml").write_text(OTHER_APP)
+    git(served.repo, "add", "-A")
+    git(served.repo, "commit", "-qm", "sidekick")
+    outside = managed_outside(served, PROJECT)
+    done = CliRunner().invoke(cli, [*apply, f"PinApp/{PROJECT}/sidekick"])
+    assert done.exit_code == 0, done.output
+    assert "0 pruned" in done.output and sidekicks(served) == 3, done.output
+
+    (served.repo / "apps" / PROJECT / "sidekick.yaml").unlink()
+    git(served.repo, "commit", "-qam", "no sidekick")
+    kept = CliRunner().invoke(cli, [*apply, REF])  # sidekick is not rolling: not pruned
+    assert kept.exit_code == 0 and "0 pruned" in kept.output, kept.output
+    assert sidekicks(served) == 3
+    missing = CliRunner().invoke(cli, [*apply, f"PinApp/{PROJECT}/sidekick"])
+    assert missing.exit_code == 2 and "no app" in missing.output, missing.output
+
+    pruned = CliRunner().invoke(cli, [*apply, "-p", PROJECT])  # sidekick is in the project
+    assert pruned.exit_code == 0, pruned.output
+    assert "0 pruned" not in pruned.output and sidekicks(served) == 0, pruned.output
+    assert managed_outside(served, PROJECT) == outside, "an object of another app was pruned"
+    client = ApiClient(served.url, served.env["PINCOMPILE_TOKEN"])
+    wait_for("the host to keep rolling's resource only", lambda: [
+        a.name for a in client.apps(project=PROJECT)] == ["rolling"], timeout=15)
