@@ -21,7 +21,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pincompile.contract import Result
-from pincompile.selector import Targets
 from reconciler import applied, desired, failover, narrow, publish
 from reconciler.cache import ClusterCache
 from reconciler.clients import read
@@ -58,7 +57,8 @@ class Reconciler:
                  failover_after: float = failover.DEFAULT_GRACE,
                  failback_step: str = failover.DEFAULT_STEP,
                  failover_clock: Callable[[], float] = time.time,
-                 progress: Progress | None = None, apps: Targets | None = None) -> None:
+                 progress: Progress | None = None, apps: narrow.Targets | None = None
+                 ) -> None:
         self.kubeconfig, self.host_context = kubeconfig, host_context
         self.only = set(clusters) if clusters else None
         self.apps = apps if apps is not None and not apps.everything else None

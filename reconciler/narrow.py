@@ -10,12 +10,23 @@ resources (clusters, projects, other apps) are left as they are."""
 
 from __future__ import annotations
 
-from pincompile.manifest import LABEL_APP, LABEL_KIND, LABEL_PROJECT
-from pincompile.selector import Targets
+from typing import Protocol
+
+from pincompile.contract import LABEL_APP, LABEL_KIND, LABEL_PROJECT
 from reconciler.host import app_key
 from reconciler.model import Obj
 from reconciler.status_document import APP_KINDS, AppKey
 from reconciler.sync import Action, Change, ClusterPlan, prune_limit
+
+
+class Targets(Protocol):
+    """Which apps are wanted (:class:`pincompile.selector.Targets`)."""
+
+    @property
+    def everything(self) -> bool: ...
+
+    def matches(self, kind: str, project: str, name: str,
+                labels: dict[str, str] | None = None) -> bool: ...
 
 
 def _labels(obj: Obj | None) -> dict[str, str]:
