@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pincompile.contract import Result
-from reconciler import applied, desired, failover, publish
+from reconciler import applied, desired, failover, narrow, publish
 from reconciler.cache import ClusterCache
 from reconciler.clients import read
 from reconciler.clients.connect import ClusterUnreachable, Connection
@@ -57,9 +57,12 @@ class Reconciler:
                  failover_after: float = failover.DEFAULT_GRACE,
                  failback_step: str = failover.DEFAULT_STEP,
                  failover_clock: Callable[[], float] = time.time,
-                 progress: Progress | None = None) -> None:
+                 progress: Progress | None = None, apps: narrow.Targets | None = None
+                 ) -> None:
         self.kubeconfig, self.host_context = kubeconfig, host_context
         self.only = set(clusters) if clusters else None
+        self.apps = apps if apps is not None and not apps.everything else None
+        """Only these apps' objects are written and pruned (:mod:`reconciler.narrow`)."""
         self.options = options or Options()
         self.wait, self.timeout, self.echo = wait, timeout, echo
         self.connections: dict[str, Connection] = {}
@@ -155,13 +158,20 @@ class Reconciler:
         rollouts = rollout_step.hold_zones(found, stored, report.revision,
                                            rollout_step.paused_apps(host))
         self._in_parallel(found, self._plan)
+        if self.apps is not None:
+            wanted = self.apps
+            rollouts = {k: r for k, r in rollouts.items()
+                        if narrow.wanted_app(k, host.get(k), wanted)}
+            for member in found.values():
+                if member.plan is not None:
+                    narrow.narrow(member.plan, wanted, self.options.max_prune)
         self._in_parallel(found, self._apply)
         rollout_step.advance(rollouts, found, self.connections.get(HOST), self.echo)
         rollout_step.report_halts(rollouts, found)
         if self.wait:
             self._wait_healthy(found)
         self._publish(found, stored, report, publish.Decided(
-            rollouts, moves, self.held, self.rebalanced, publish.revisions_of(host)))
+            rollouts, moves, self.held, self.rebalanced, publish.revisions_of(host)), host)
         self._store_cluster_states(stored, report)
         for member in found.values():
             report.clusters[member.name] = member.report or ClusterReport(
@@ -263,6 +273,8 @@ class Reconciler:
                                           desired.app_digests(result.manifests,
                                                               self.digests))
             plan = plan_cluster(conn, wanted, live, self.options, memo=self._memo(HOST))
+            if self.apps is not None:
+                narrow.narrow(plan, self.apps, self.options.max_prune, host=True)
             done = execute(conn, plan)
             host_report = ClusterReport(HOST, unchanged=len(plan.of(Action.UNCHANGED)))
             host_report.created = [c.ref(HOST) for c in done[Action.CREATE]]
@@ -367,10 +379,16 @@ class Reconciler:
         self._in_parallel(members, one)
 
     def _publish(self, found: dict[str, MemberState], stored: dict[AppKey, dict[str, Any]],
-                 report: PassReport, decided: publish.Decided) -> None:
-        """Every app's status document, written to the host when it changed."""
+                 report: PassReport, decided: publish.Decided, host: dict[AppKey, Obj]
+                 ) -> None:
+        """Every app's status document (only the wanted apps' in a narrowed pass), written
+        to the host when it changed."""
         self.statuses = publish.documents(found, stored, report.revision, decided,
                                           self.clock())
+        if self.apps is not None:
+            wanted = self.apps
+            self.statuses = {k: doc for k, doc in self.statuses.items()
+                             if narrow.wanted_app(k, host.get(k), wanted)}
         host_conn = self._host_ok(report)
         if host_conn is None:
             return

@@ -10,13 +10,16 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kubernetes.dynamic.exceptions import DynamicApiError
 
-from pincompile.manifest import LABEL_APP
+from pincompile.manifest import LABEL_APP, LABEL_KIND, LABEL_PROJECT
 from reconciler.cache import KindWatch
+from reconciler.clients import read
 from reconciler.clients.connect import ClusterUnreachable, Connection, KubeconfigError
+from reconciler.errors import CLUSTER_ERRORS, explain
 from reconciler.kinds import KindInfo
 from reconciler.model import Obj
 from reconciler.status_document import AppKey, app_of
@@ -129,6 +132,80 @@ class MemberPods:
 
     def close(self) -> None:
         self._stop.set()
+        for conn in self.members.values():
+            conn.close()
+
+
+class ListedPods:
+    """An app's pods LISTed when asked (one request per cluster it is placed in, those
+    LISTs in parallel, with the app's own labels as selector): the pod source of a
+    one-shot command, which must not start watches it would not use. Member contexts come
+    from ``contexts`` (the host's Cluster resources), looked up once."""
+
+    def __init__(self, kubeconfig: str | None, contexts: Callable[[], Mapping[str, str]]
+                 ) -> None:
+        self.kubeconfig, self.contexts = kubeconfig, contexts
+        self.members: dict[str, Connection] = {}
+        self._known: dict[str, str] | None = None
+        self._unknown: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def connect(self, clusters: Iterable[str]) -> dict[str, Connection | str]:
+        """A connection to each of ``clusters``, or why there is none."""
+        wanted = sorted(set(clusters))
+        with self._lock:
+            if self._known is None and set(wanted) - set(self.members):
+                try:
+                    self._known = dict(self.contexts())
+                except (ClusterUnreachable, DynamicApiError) as exc:
+                    return {name: f"its context cannot be looked up: {exc}" for name in wanted}
+            for name in wanted:
+                if name not in self.members and name not in self._unknown:
+                    self._open(name, (self._known or {}).get(name))
+        return {name: self.members.get(name) or self._unknown[name] for name in wanted}
+
+    def _open(self, name: str, context: str | None) -> None:
+        if context is None:
+            self._unknown[name] = "the host has no Cluster of that name"
+            return
+        try:
+            self.members[name] = Connection(name, context, self.kubeconfig)
+        except (ClusterUnreachable, KubeconfigError) as exc:
+            self._unknown[name] = str(exc)
+
+    def pods(self, app: AppKey, clusters: Iterable[str]) -> PodList:
+        """``app``'s pods in ``clusters``, sorted by cluster and name, and the clusters
+        among them that cannot be read."""
+        kind, project, name = app
+        labels = f"{LABEL_APP}={name},{LABEL_PROJECT}={project},{LABEL_KIND}={kind}"
+        found = self.connect(clusters)
+        unreadable = [ClusterProblem(cluster=c, message=why)
+                      for c, why in found.items() if isinstance(why, str)]
+        conns = [(c, conn) for c, conn in found.items() if not isinstance(conn, str)]
+
+        def listed(item: tuple[str, Connection]) -> list[PodSummary] | str:
+            cluster, conn = item
+            try:
+                objects, _ = read.list_managed(conn, POD, label_selector=labels)
+            except CLUSTER_ERRORS as exc:
+                return explain(exc)
+            return [pod_summary(cluster, obj) for obj in objects.values()]
+
+        items: list[PodSummary] = []
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            for (cluster, _), result in zip(conns, pool.map(listed, conns), strict=True):
+                if isinstance(result, str):
+                    unreadable.append(ClusterProblem(cluster=cluster, message=result))
+                else:
+                    items += result
+        items.sort(key=lambda p: (p.cluster, p.namespace, p.name))
+        unreadable.sort(key=lambda p: p.cluster)
+        return PodList(items=items, unreadable=unreadable)
+
+    def connection(self, cluster: str) -> Connection | None:
+        return self.members.get(cluster)
+
+    def close(self) -> None:
         for conn in self.members.values():
             conn.close()
 

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pincompile.selector import Labels
 from reconciler.cache import KindWatch
 from reconciler.clients.connect import ClusterUnreachable, Connection
-from reconciler.host import app_key, spec_kinds
+from reconciler.host import app_key, read_apps, spec_kinds
+from reconciler.model import Obj
 from reconciler.status_document import APP_KINDS, AppKey
 
 LAG_SECONDS = 0.25
@@ -59,18 +60,42 @@ class HostApps:
         stamp = tuple(watch.version for watch in self._watches)
         with self._lock:
             if stamp != self._stamp and time.monotonic() - self._built >= LAG_SECONDS:
-                statuses: dict[AppKey, Mapping[str, Any]] = {}
-                labels: dict[AppKey, Labels] = {}
+                objects: list[Obj] = []
                 for watch in self._watches:
                     with watch.lock:
-                        objects = list(watch.objects.values())
-                    for obj in objects:
-                        key = app_key(obj)
-                        statuses[key] = obj.get("status") or {}
-                        labels[key] = (obj.get("metadata") or {}).get("labels") or {}
-                self._statuses, self._labels, self._stamp = statuses, labels, stamp
+                        objects += watch.objects.values()
+                self._statuses, self._labels = statuses_and_labels(objects)
+                self._stamp = stamp
                 self._built = time.monotonic()
             return self._statuses, self._labels
 
     def close(self) -> None:
         self._stop.set()
+
+
+class ListedApps:
+    """Every app's status and labels on the host, LISTed once (one request per app kind):
+    the :class:`reconciler.api.index.AppSource` of a one-shot command, which must not
+    start watches it would not use."""
+
+    def __init__(self, host: Connection) -> None:
+        found = read_apps(host, [kind for kind in spec_kinds() if kind.kind in APP_KINDS])
+        self._statuses, self._labels = statuses_and_labels(found.values())
+
+    def statuses(self) -> Mapping[AppKey, Mapping[str, Any]]:
+        return self._statuses
+
+    def labels(self) -> Mapping[AppKey, Labels]:
+        return self._labels
+
+
+def statuses_and_labels(objects: Iterable[Obj]
+                        ) -> tuple[dict[AppKey, Mapping[str, Any]], dict[AppKey, Labels]]:
+    """Each app resource's status and labels (its spec's, and pincompile's own)."""
+    statuses: dict[AppKey, Mapping[str, Any]] = {}
+    labels: dict[AppKey, Labels] = {}
+    for obj in objects:
+        key = app_key(obj)
+        statuses[key] = obj.get("status") or {}
+        labels[key] = (obj.get("metadata") or {}).get("labels") or {}
+    return statuses, labels

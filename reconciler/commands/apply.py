@@ -6,7 +6,6 @@ import sys
 import time
 from collections import Counter
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import click
@@ -15,16 +14,20 @@ from pincompile.commands.common import (
     EXIT_CLUSTER,
     EXIT_OK,
     EXIT_UNCONVERGED,
+    complete_app_ref,
     output_option,
     table_width,
 )
 from reconciler.commands.common import (
     check_clusters,
+    check_targets,
     clock_of,
     cluster_errors,
     cluster_options,
     compile_or_exit,
     failover_options,
+    target_options,
+    targets_of,
     usable_kubeconfig,
 )
 from reconciler.commands.status import render_clusters, render_table
@@ -38,7 +41,9 @@ from reconciler.sync import Options
 
 
 @click.command("apply")
-@click.argument("root", default=".", type=click.Path(exists=True, path_type=Path))
+@click.argument("args", nargs=-1, metavar="[ROOT] [KIND/PROJECT/NAME]...",
+                shell_complete=complete_app_ref)
+@target_options
 @cluster_options
 @click.option("--max-prune", default="20%", show_default=True,
               help="Refuse a pass that would prune more than this of a cluster's managed "
@@ -56,11 +61,15 @@ from reconciler.sync import Options
 @output_option("table", "wide", note="(the apps' status table at the end of the pass)")
 @click.option("-q", "--quiet", is_flag=True, help="Only the summary.")
 @click.pass_context
-def apply(ctx: click.Context, root: Path, kubeconfig: str | None, host_context: str,
+def apply(ctx: click.Context, args: tuple[str, ...], project: str | None,
+          selector: str | None, kubeconfig: str | None, host_context: str,
           clusters: tuple[str, ...], at: datetime | None, max_prune: str, prune_data: bool,
           no_prune: bool, adopt: bool, dry_run: bool, no_wait: bool, timeout: float,
           failover_after: float, failback_step: str, fmt: str, quiet: bool) -> None:
-    """Make every member cluster match the specs under ROOT: one reconcile pass.
+    """Make every member cluster match the specs under ROOT (default: .): one reconcile
+    pass. With KIND/PROJECT/NAME, -p PROJECT or -l SELECTOR only those apps' objects are
+    written and pruned (the whole tree is still compiled and checked): an object of
+    another app is never pruned, nor its resource or status on the host touched.
 
     \b
     1. compile ROOT (any error: nothing is applied anywhere, nothing pruned);
@@ -92,6 +101,8 @@ def apply(ctx: click.Context, root: Path, kubeconfig: str | None, host_context: 
     \b
     Examples:
       pincompile apply examples
+      pincompile apply examples PinApp/search/search-api
+      pincompile apply examples -p search -l team=search
       pincompile apply . --cluster use1a-general-01 --max-prune 5
       pincompile apply . --dry-run
       pincompile apply . --failover-after 2m --failback-step 50%
@@ -99,13 +110,15 @@ def apply(ctx: click.Context, root: Path, kubeconfig: str | None, host_context: 
     if dry_run:
         from reconciler.commands.plan import plan
 
-        ctx.invoke(plan, args=(str(root),), kubeconfig=kubeconfig, host_context=host_context,
-                   clusters=clusters, at=at, adopt=adopt, max_prune=max_prune,
-                   prune_data=prune_data)
+        ctx.invoke(plan, args=args, project=project, selector=selector,
+                   kubeconfig=kubeconfig, host_context=host_context, clusters=clusters,
+                   at=at, adopt=adopt, max_prune=max_prune, prune_data=prune_data)
         return
     started = time.monotonic()
+    root, wanted = targets_of(args, project, selector)
     result = compile_or_exit(root)
     check_clusters(result, clusters)
+    check_targets(result, wanted)
     path = usable_kubeconfig(kubeconfig, host_context)
     progress = Progress() if quiet else progress_for(lambda m: click.echo(m, err=True),
                                                      terminal=sys.stdout.isatty())
@@ -116,7 +129,8 @@ def apply(ctx: click.Context, root: Path, kubeconfig: str | None, host_context: 
         options=Options(adopt=adopt, prune=not no_prune, max_prune=max_prune,
                         prune_data=prune_data),
         wait=not no_wait, timeout=timeout, echo=progress.line, clock=clock_of(at),
-        failover_after=failover_after, failback_step=failback_step, progress=progress)
+        failover_after=failover_after, failback_step=failback_step, progress=progress,
+        apps=wanted)
     try:
         with cluster_errors("a cluster"):
             report = reconciler.run(result)

@@ -21,13 +21,20 @@ from pincompile.appref import AppRef
 from pincompile.commands.common import EXIT_CLUSTER, fail
 from reconciler.api.client import ExecSession
 from reconciler.api.exec_protocol import STDERR
-from reconciler.commands.remote import SERVER_HELP, api_errors, api_options, app_ref, client_of
+from reconciler.commands.remote import (
+    SERVER_HELP,
+    api_client,
+    api_errors,
+    api_options,
+    app_ref,
+)
 
 EXEC_EXIT_CODES = """\b
 Exit codes: the command's own when it ran; otherwise 1 not found (no such app, pod or
-container), 2 usage (no command, a bad argument, no --server), 3 the server is
-unreachable or refused (401, 403, 429, 5xx), the app has no Running pod (409), or the
-command could not be run or the session was cut (idle, time limit)."""
+container), 2 usage (no command, a bad argument, a kubeconfig that cannot be used),
+3 the server or a cluster is unreachable or refused (401, 403, 429, 5xx), the app has
+no Running pod (409), or the command could not be run or the session was cut (idle,
+time limit)."""
 
 
 @click.command("exec")
@@ -46,9 +53,10 @@ def exec_(app: AppRef, command: tuple[str, ...], container: str | None,
     """Run a command in a container of an app, in whichever member cluster it runs in,
     and exit with the command's exit code.
 
-    Your token needs `create` on the app's `exec` subresource in its project (see
-    docs/api/README.md). The server bounds a session's idle time, its length and how many
-    you have open.
+    Through the API your token needs `create` on the app's `exec` subresource in its
+    project (see docs/api/README.md); straight to the clusters, the kubeconfig's user
+    needs `create` on `pods/exec` in the member cluster. The API bounds a session's idle
+    time, its length and how many you have open.
 
     \b
     Examples:
@@ -56,10 +64,18 @@ def exec_(app: AppRef, command: tuple[str, ...], container: str | None,
       pincompile exec PinApp/search/search-api -it -c main -- sh
       pincompile exec PinApp/search/search-api --cluster use1a-general-01 -- env
     """
-    client = client_of(**api)
-    with api_errors(str(app)):
-        session = client.exec(*app, list(command), container=container, cluster=cluster,
-                              pod=pod, stdin=stdin, tty=tty)
+    with api_client(**api) as (client, _):
+        with api_errors(str(app)):
+            session = client.exec(*app, list(command), container=container,
+                                   cluster=cluster, pod=pod, stdin=stdin, tty=tty)
+        _run(session, stdin, tty, quiet or pod is not None)
+    if session.exit_code is None:
+        fail(f"{app}: {session.error}", EXIT_CLUSTER)
+    sys.exit(session.exit_code)
+
+
+def _run(session: ExecSession, stdin: bool, tty: bool, quiet: bool) -> None:
+    """Pass stdin, the terminal's size and the output until the session ends."""
     raw = tty and stdin and sys.stdin.isatty()
     try:
         with _raw_terminal(raw):
@@ -67,13 +83,10 @@ def exec_(app: AppRef, command: tuple[str, ...], container: str | None,
                 _start(_pass_stdin, session, sys.stdin.buffer)
             if tty and sys.stdout.isatty():
                 _follow_terminal_size(session)
-            _print_output(session, quiet or pod is not None)
+            _print_output(session, quiet)
     except KeyboardInterrupt:
         session.close()
         sys.exit(130)
-    if session.exit_code is None:
-        fail(f"{app}: {session.error}", EXIT_CLUSTER)
-    sys.exit(session.exit_code)
 
 
 def _print_output(session: ExecSession, quiet: bool) -> None:

@@ -15,10 +15,6 @@ from pincompile.commands.common import (
     complete_app_ref,
     output_option,
 )
-from pincompile.manifest import LABEL_APP as APP_LABEL
-from pincompile.manifest import LABEL_KIND as KIND_LABEL
-from pincompile.manifest import LABEL_PROJECT as PROJECT_LABEL
-from pincompile.selector import Targets
 from reconciler.commands.common import (
     check_clusters,
     check_targets,
@@ -31,7 +27,8 @@ from reconciler.commands.common import (
     usable_kubeconfig,
 )
 from reconciler.engine import MemberState, Reconciler
-from reconciler.sync import Action, Change, Options
+from reconciler.narrow import touches
+from reconciler.sync import Action, Options
 
 SHOWN = (Action.CREATE, Action.UPDATE, Action.REPLACE, Action.PRUNE, Action.CONFLICT,
          Action.INVALID, Action.SKIPPED)
@@ -99,7 +96,7 @@ def plan(args: tuple[str, ...], project: str | None, selector: str | None,
     if not wanted.everything:
         for member in members.values():
             if member.plan is not None:
-                member.plan.changes = [c for c in member.plan.changes if _of(c, wanted)]
+                member.plan.changes = [c for c in member.plan.changes if touches(c, wanted)]
     if fmt == "json":
         click.echo(json.dumps(_as_json(members), indent=2))
     else:
@@ -110,14 +107,6 @@ def plan(args: tuple[str, ...], project: str | None, selector: str | None,
     if failed:
         sys.exit(EXIT_CLUSTER)
     sys.exit(EXIT_INVALID if exit_code and pending else EXIT_OK)
-
-
-def _of(change: Change, wanted: Targets) -> bool:
-    """Whether ``change`` is to an object of an app ``wanted`` names (its ownership labels;
-    an app's spec labels are copied onto every object it generates)."""
-    labels = ((change.desired or change.live or {}).get("metadata") or {}).get("labels") or {}
-    return wanted.matches(labels.get(KIND_LABEL, ""), labels.get(PROJECT_LABEL, ""),
-                          labels.get(APP_LABEL, ""), labels)
 
 
 def _as_json(members: dict[str, MemberState]) -> list[dict[str, object]]:

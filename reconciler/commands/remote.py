@@ -7,9 +7,9 @@ from __future__ import annotations
 import inspect
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from pydantic import BaseModel
@@ -26,30 +26,42 @@ from pincompile.commands.common import (
 )
 from reconciler.api.client import ApiClient, ApiError, ServerUnreachable
 from reconciler.api.models import AppSummary, PodList
-from reconciler.commands.common import target_options
+from reconciler.commands.common import cluster_errors, target_options, usable_kubeconfig
 from reconciler.commands.options import DURATION
 from reconciler.commands.status import age, columns, render, render_table
+
+if TYPE_CHECKING:
+    from reconciler.api.app import Gateway
 
 F = TypeVar("F", bound=Callable[..., Any])
 Model = TypeVar("Model", bound=BaseModel)
 
 EXIT_CODES = """\b
 Exit codes: 0 ok, 1 not found (no such app, or no container matches), 2 usage (a bad
-argument, no --server), 3 the server is unreachable or refused the call (401 token not
-accepted, 403 not allowed, 429 rate-limited, 5xx)."""
+argument, a kubeconfig that cannot be used), 3 the server or a cluster is unreachable or
+refused the call (401 token not accepted, 403 not allowed, 429 rate-limited, 5xx)."""
 
 SERVER_HELP = """\b
-The server is `pincompile serve`'s address (--server or $PINCOMPILE_SERVER, e.g.
-http://pincompute.internal:8080); the token (--token or $PINCOMPILE_TOKEN) is a
-Kubernetes bearer token the host cluster accepts, e.g.
-`kubectl create token NAME -n NAMESPACE`. It is sent only to the server."""
+Two ways in, the same output and exit codes:
+  through the PinCompute API, when --server or $PINCOMPILE_SERVER is set (`pincompile
+    serve`'s address, e.g. http://pincompute.internal:8080): the token (--token or
+    $PINCOMPILE_TOKEN) is a Kubernetes bearer token the host cluster accepts, e.g.
+    `kubectl create token NAME -n NAMESPACE`; it is sent only to the server, which
+    authorizes each call against the host's RBAC.
+  straight to the clusters otherwise: the kubeconfig (--kubeconfig, $KUBECONFIG, else
+    the running local fleet's) with its --host-context and the member clusters'
+    contexts the host's Cluster resources name; the same code the server runs, in this
+    process, each cluster's API server authorizing the kubeconfig's own credentials
+    (listing apps needs `list` on the app kinds across the host's namespaces)."""
 
 
 def api_options(command: F) -> F:
-    """--server, --token, --timeout, --ca-file, --insecure-skip-tls-verify."""
+    """--server, --token, --timeout, --ca-file, --insecure-skip-tls-verify (through the
+    API); --kubeconfig, --host-context (straight to the clusters)."""
     for option in reversed([
         click.option("--server", envvar="PINCOMPILE_SERVER", metavar="URL",
-                     help="The PinCompute API (default: $PINCOMPILE_SERVER)."),
+                     help="The PinCompute API (default: $PINCOMPILE_SERVER; unset: "
+                          "straight to the clusters)."),
         click.option("--token", envvar="PINCOMPILE_TOKEN", metavar="TOKEN",
                      show_envvar=False,
                      help="Bearer token (default: $PINCOMPILE_TOKEN; never printed)."),
@@ -59,21 +71,56 @@ def api_options(command: F) -> F:
                      help="CA bundle that signed the server's certificate (https)."),
         click.option("--insecure-skip-tls-verify", "insecure", is_flag=True,
                      help="Do not check the server's certificate (https; testing only)."),
+        click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None,
+                     help="Without --server: kubeconfig (default: $KUBECONFIG, else the "
+                          "running local fleet's, else ~/.kube/config)."),
+        click.option("--host-context", default="host", show_default=True,
+                     help="Without --server: kubeconfig context of the host cluster."),
     ]):
         command = option(command)
     return command
 
 
-def client_of(server: str | None, token: str | None, timeout: float, ca_file: str | None,
-              insecure: bool) -> ApiClient:
-    if not server:
-        fail("no server: pass --server URL or set PINCOMPILE_SERVER (the address of "
-             "`pincompile serve`)", EXIT_USAGE)
-    assert server is not None
-    if not server.startswith(("http://", "https://")):
-        fail(f"--server {server[:100]!r}: give a URL, http://HOST:PORT or https://HOST:PORT",
-             EXIT_USAGE)
-    return ApiClient(server, token, timeout=timeout, ca_file=ca_file, insecure=insecure)
+def store_option(command: F) -> F:
+    """--store: where ``events`` and ``history`` read pincompile's own records without
+    --server."""
+    return click.option("--store", "store", metavar="URL",
+                        help="Without --server: the insight store `pincompile serve "
+                             "--store` writes (sqlite:///PATH or postgresql://...).")(command)
+
+
+@contextmanager
+def api_client(server: str | None, token: str | None, timeout: float, ca_file: str | None,
+               insecure: bool, kubeconfig: str | None, host_context: str,
+               store: str | None = None) -> Iterator[tuple[ApiClient, Gateway | None]]:
+    """A client of the API at ``server``; without one, of the same API run in this
+    process on the kubeconfig's clusters (its gateway too, else None)."""
+    if server:
+        if not server.startswith(("http://", "https://")):
+            fail(f"--server {server[:100]!r}: give a URL, http://HOST:PORT or "
+                 "https://HOST:PORT", EXIT_USAGE)
+        yield ApiClient(server, token, timeout=timeout, ca_file=ca_file,
+                        insecure=insecure), None
+        return
+    from reconciler.commands.direct import direct_api
+    from reconciler.store import StoreError
+
+    path = usable_kubeconfig(kubeconfig, host_context)
+    with ExitStack() as stack:
+        with cluster_errors():
+            try:
+                found = stack.enter_context(direct_api(path, host_context, store, timeout))
+            except StoreError as exc:
+                fail(f"--store: {exc}", EXIT_CLUSTER)
+        yield found
+
+
+def needs_store(api: dict[str, Any], what: str) -> None:
+    """Without --server, pincompile's own records are only in a store: exit 2 without
+    --store."""
+    if not api.get("server") and not api.get("store"):
+        fail(f"{what} is kept by `pincompile serve`: pass --server URL (or set "
+             "PINCOMPILE_SERVER), or --store URL to read its store", EXIT_USAGE)
 
 
 @contextmanager
@@ -113,7 +160,8 @@ def app_ref(_ctx: click.Context, _param: click.Parameter, value: str | None) -> 
 def get(resource: str, app: AppRef | None, project: str | None, selector: str | None,
         kind: str | None, phase: str | None, cluster: str | None, fmt: str,
         **api: Any) -> None:
-    """List apps, or pods of apps, that your token may see, through the PinCompute API.
+    """List apps, or pods of apps, that you may see (through the PinCompute API, or
+    straight from the clusters: see below).
 
     \b
     apps: one row per app: phase, ready/desired per cluster, rollout, failover, revision.
@@ -137,8 +185,7 @@ def get(resource: str, app: AppRef | None, project: str | None, selector: str | 
     if app is not None and any((project, selector, kind, phase, cluster)):
         raise click.UsageError(f"{app} names one app: -p, -l, -k, --phase and --cluster "
                                "narrow a list of apps; give either")
-    client = client_of(**api)
-    with api_errors(str(app) if app else resource):
+    with api_client(**api) as (client, _), api_errors(str(app) if app else resource):
         if app is not None:
             apps: list[AppSummary] = [client.app(*app)]
         else:
@@ -213,8 +260,10 @@ def logs(app: AppRef, container: str | None, follow: bool, since: float | None,
     """Print the logs of every container of an app, in every member cluster it runs in,
     merged as they come; each line starts with CLUSTER/POD/CONTAINER.
 
-    Your token needs `get` on the app's `logs` subresource in its project (see
-    docs/api/README.md). The server bounds a stream's length and how many you have open.
+    Through the API your token needs `get` on the app's `logs` subresource in its project
+    (see docs/api/README.md); straight to the clusters, the kubeconfig's user needs `get`
+    on `pods/log` in the member clusters. The API bounds a stream's length and how many
+    you have open.
 
     \b
     Examples:
@@ -222,9 +271,8 @@ def logs(app: AppRef, container: str | None, follow: bool, since: float | None,
       pincompile logs PinApp/search/search-api -f -c main --cluster use1a-general-01
       pincompile logs PinApp/search/search-api --since 10m | grep ERROR
     """
-    client = client_of(**api)
     try:
-        with api_errors(str(app)):
+        with api_client(**api) as (client, _), api_errors(str(app)):
             for line in client.logs(*app, container=container, follow=follow,
                                     since_seconds=None if since is None else max(1, round(since)),
                                     tail_lines=tail, cluster=cluster, pod=pod,
@@ -244,17 +292,19 @@ def logs(app: AppRef, container: str | None, follow: bool, since: float | None,
 @click.argument("app", metavar="KIND/PROJECT/NAME", callback=app_ref)
 @output_option("table", "wide", "json", "yaml")
 @api_options
+@store_option
 def events(app: AppRef, fmt: str, **api: Any) -> None:
     """An app's timeline, oldest first: Kubernetes Events of its objects and pincompile's
-    own (applied, pruned, rollout halted, failed over, phase changes), kept by the API
-    beyond the API servers' event TTL.
+    own (applied, pruned, rollout halted, failed over, phase changes), kept by `serve`
+    in its insight store beyond the API servers' event TTL: without --server, give that
+    store with --store URL.
 
     \b
     Example:
       pincompile events PinApp/search/search-api
     """
-    client = client_of(**api)
-    with api_errors(str(app)):
+    needs_store(api, "pincompile's own events")
+    with api_client(**api) as (client, _), api_errors(str(app)):
         found = client.events(*app)
     _records(found, fmt, ["TIME", "TYPE", "REASON", "CLUSTER", "COUNT", "OBJECT", "MESSAGE"],
              lambda e: [_utc(e.time), e.type, e.reason, e.cluster or "-", e.count,
@@ -266,16 +316,18 @@ def events(app: AppRef, fmt: str, **api: Any) -> None:
 @click.argument("app", metavar="KIND/PROJECT/NAME", callback=app_ref)
 @output_option("table", "wide", "json", "yaml")
 @api_options
+@store_option
 def history(app: AppRef, fmt: str, **api: Any) -> None:
     """Every revision applied to an app, newest first: when, which commit and author,
-    which push, and the result.
+    which push, and the result (kept by `serve` in its insight store: without --server,
+    give that store with --store URL).
 
     \b
     Example:
       pincompile history PinApp/search/search-api
     """
-    client = client_of(**api)
-    with api_errors(str(app)):
+    needs_store(api, "history")
+    with api_client(**api) as (client, _), api_errors(str(app)):
         found = client.history(*app)
     _records(found, fmt, ["APPLIED", "REVISION", "RESULT", "COMMIT", "AUTHOR", "PUSH", "DETAIL"],
              lambda r: [_utc(r.appliedAt), r.revision[:12], r.result, r.commit[:12] or "-",

@@ -10,10 +10,16 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,15 +35,18 @@ from reconciler.api.app import Gateway, create_app
 from reconciler.api.client import ApiClient
 from reconciler.api.pods import MemberPods
 from reconciler.api.sources import HostApps
+from reconciler.clients import read
 from reconciler.clients.connect import Connection
 from reconciler.engine import Reconciler
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.clusters import ClusterSpec
+from reconciler.host import cr_ref
 from reconciler.model import PassReport
+from reconciler.rollout import pause
 from reconciler.rollout.restart import RESTARTED_AT_ANNOTATION
 from reconciler.status_document import AppKey
 from reconciler.store import Store
-from reconciler.sync import Options
+from reconciler.sync import Options, read_live
 from tests.e2e.support import wait_for
 from tests.support import api_fleet
 from tests.support.fleet import spec_repo
@@ -85,6 +94,8 @@ class Served:
     """PINCOMPILE_SERVER and the token of ``dana`` (may act in the app's project)."""
     erin: str
     """The token of ``erin`` (may act in another project only)."""
+    store: str = ""
+    """The URL of the server's insight store."""
 
 
 def write_spec(repo: Path, image: str, message: str) -> None:
@@ -137,7 +148,8 @@ def served(fleet: fleet_mod.FleetState, fleet_specs: dict[str, ClusterSpec],
     dana, served.erin = tenant(host, "dana", PROJECT), tenant(host, "erin", OTHER)
     apps = HostApps(host)
     pods = MemberPods(kubeconfig, lambda: {s.name: s.context for s in fleet_specs.values()})
-    store = Store.open(f"sqlite:///{root / 'insight.db'}")
+    served.store = f"sqlite:///{root / 'insight.db'}"
+    store = Store.open(served.store)
     gateway = Gateway(apps=apps, store=store, access=HostAccess(host, ttl=30),
                       limits=RateLimits(100, 100), pods=pods, host=host)
     apps.wait_synced()
@@ -335,3 +347,185 @@ def test_rerun_runs_a_finished_jobsets_job_again_and_records_it(served: Served) 
                for r in (*c.created, *c.updated, *c.replaced) if r.name == "nightly"]
     assert written == [], "the reconciler took the rerun Job for drift"
     assert nightly_uid(served, cluster) == again
+
+
+# -- the same commands without --server: straight to the clusters with the kubeconfig -------
+def direct_env(served: Served) -> dict[str, str | None]:
+    return {"PINCOMPILE_SERVER": None, "PINCOMPILE_TOKEN": None,
+            "KUBECONFIG": served.kubeconfig}
+
+
+def same_both_ways(served: Served, args: list[str]) -> tuple[int, str]:
+    """``args`` through the API (dana's token) and straight to the clusters give the same
+    exit code and output (once the server's watches caught up); those."""
+    cli_runner = CliRunner()
+    found: dict[str, Any] = {}
+
+    def same() -> bool:
+        found["api"] = cli_runner.invoke(cli, args, env=served.env)
+        started = time.monotonic()
+        found["direct"] = cli_runner.invoke(cli, args, env=direct_env(served))
+        found["seconds"] = time.monotonic() - started
+        return bool((found["api"].exit_code, found["api"].stdout)
+                    == (found["direct"].exit_code, found["direct"].stdout))
+
+    wait_for(f"{args} to print the same both ways", same, timeout=20, describe=lambda: (
+        f"api: {found['api'].output}\ndirect: {found['direct'].output}"))
+    print(f"{' '.join(args)} without --server: {found['seconds']:.2f}s")
+    return found["direct"].exit_code, found["direct"].stdout
+
+
+def test_without_server_get_prints_what_the_server_prints(served: Served) -> None:
+    for fmt in ("table", "wide", "json", "name"):
+        code, shown = same_both_ways(served, ["get", "apps", "-p", PROJECT, "-o", fmt])
+        assert code == 0 and "rolling" in shown, shown
+    code, shown = same_both_ways(served, ["get", "pods", REF, "-o", "json"])
+    pods = json.loads(shown)[0]["items"]
+    assert code == 0 and sorted(p["cluster"] for p in pods) == sorted(deployments(served))
+    assert all(p["phase"] == "Running" for p in pods), pods
+    assert same_both_ways(served, ["get", "pods", "-p", PROJECT, "-o", "name"])[0] == 0
+    assert same_both_ways(served, ["get", "apps", "-l", "tier=frontend", "-o", "name"]) \
+        == (0, "\n")
+    assert same_both_ways(served, ["get", "pods", f"PinApp/{PROJECT}/nope"])[0] == 1
+
+
+def test_without_server_logs_follow_streams_new_lines_from_every_cluster(
+        served: Served) -> None:
+    code, shown = same_both_ways(served, ["logs", REF, "--tail", "0"])
+    assert (code, shown) == (0, "")
+    done = CliRunner().invoke(cli, ["logs", REF, "--tail", "1"], env=direct_env(served))
+    assert done.exit_code == 0, done.output
+    placed = set(deployments(served))
+    assert {line.split("/")[0] for line in done.stdout.splitlines()} == placed, done.stdout
+    env = {k: v for k, v in {**os.environ, **direct_env(served)}.items() if v is not None}
+    opened = time.time()
+    follow = subprocess.Popen([str(Path(sys.executable).parent / "pincompile"), "logs", REF,
+                               "-f", "--tail", "0", "--timestamps"], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out = follow.stdout
+    assert out is not None
+    latency: dict[str, float] = {}
+    give_up = threading.Timer(30, follow.kill)  # a stream that never brings them all
+    give_up.start()
+    try:
+        for line in out:
+            prefix, written, _ = line.decode().split(" ", 2)
+            if datetime.fromisoformat(written).timestamp() > opened:  # new since -f began
+                latency.setdefault(prefix.split("/")[0], time.time()
+                                   - datetime.fromisoformat(written).timestamp())
+            if set(latency) == placed:
+                break
+        assert set(latency) == placed, latency
+        print(f"logs -f without --server: a new line written -> printed (s): {latency}")
+    finally:
+        give_up.cancel()
+        follow.send_signal(signal.SIGINT)
+        assert follow.wait(10) == 0
+
+
+def test_without_server_exec_runs_the_command_and_exits_with_its_code(
+        served: Served) -> None:
+    done = CliRunner().invoke(cli, ["exec", REF, "--", "echo", "hi"], env=direct_env(served))
+    assert (done.exit_code, done.stdout) == (0, "hi\n"), done.output
+    assert done.stderr.split()[1].split("/")[0] in deployments(served), done.stderr
+    cluster = sorted(deployments(served))[-1]
+    failed = CliRunner().invoke(cli, ["exec", REF, "--cluster", cluster, "-q", "--", "sh",
+                                      "-c", "echo oops >&2; exit 7"], env=direct_env(served))
+    assert (failed.exit_code, failed.stdout, failed.stderr) == (7, "", "oops\n")
+
+
+def test_without_server_actions_act_with_the_kubeconfig_and_wait_for_the_restart(
+        served: Served) -> None:
+    assert same_both_ways(served, ["rollout", "resume", REF]) == (
+        0, f"{REF}: the rollout of {REF} is not paused\n")
+    paused = CliRunner().invoke(cli, ["rollout", "pause", REF], env=direct_env(served))
+    assert paused.exit_code == 0 and "rollout paused by kubeconfig:host" in paused.output
+    host = Connection("host", "host", served.kubeconfig)
+    try:
+        assert pause.paused_by(read.get(host, cr_ref(APP))) == "kubeconfig:host"
+    finally:
+        host.close()
+    assert CliRunner().invoke(cli, ["rollout", "resume", REF],
+                              env=direct_env(served)).exit_code == 0
+
+    before = {c: (d.spec.template.metadata.annotations or {}).get(RESTARTED_AT_ANNOTATION)
+              for c, d in deployments(served).items()}
+    started = time.monotonic()
+    done = CliRunner().invoke(cli, ["restart", REF, "--store", served.store],
+                              env=direct_env(served))
+    assert done.exit_code == 0, done.output
+    print(f"restart of 3 zones without --server: {time.monotonic() - started:.1f}s")
+    after = {c: (d.spec.template.metadata.annotations or {}).get(RESTARTED_AT_ANNOTATION)
+             for c, d in deployments(served).items()}
+    assert len(set(after.values())) == 1 and set(after.values()) != set(before.values())
+    for deployment in deployments(served).values():  # rolled out before the command ended
+        assert deployment.status.updated_replicas == deployment.spec.replicas
+    assert any(e.startswith("RestartComplete") and "kubeconfig:host" in e
+               for e in events(served)), events(served)
+
+
+def test_without_server_events_and_history_read_the_store(served: Served) -> None:
+    for command in ("events", "history"):
+        args = [command, REF, "-o", "json", "--store", served.store]
+        via_api = CliRunner().invoke(cli, args[:-2], env=served.env)
+        direct = CliRunner().invoke(cli, args, env=direct_env(served))
+        assert (direct.exit_code, direct.stdout) == (0, via_api.stdout), direct.output
+        if command == "events":  # the direct restart's, recorded in the store it was given
+            assert "RestartComplete" in direct.stdout, direct.stdout
+
+
+# -- apply narrowed to some apps ---------------------------------------------------------------
+OTHER_APP = SPEC.replace("name: rolling", "name: sidekick").replace("IMAGE", "2.0.0").replace(
+    "  rollout: {strategy: zone-by-zone, healthTimeout: 30s}\n", "")
+
+
+def managed_outside(served: Served, project: str) -> dict[str, int]:
+    """Per member cluster, how many objects pincompile manages outside ``project``."""
+    counts = {}
+    for cluster in served.zone_of:
+        member = Connection(cluster, cluster, served.kubeconfig)
+        try:
+            counts[cluster] = sum(1 for key in read_live(member) if key[1] != project
+                                  and not (key[0] == "Namespace" and key[2] == project))
+        finally:
+            member.close()
+    return counts
+
+
+def sidekicks(served: Served) -> int:
+    out = 0
+    for cluster in served.zone_of:
+        member = Connection(cluster, cluster, served.kubeconfig)
+        try:
+            out += len(k8s.AppsV1Api(member.api).list_namespaced_deployment(
+                PROJECT, label_selector="pincompute.io/app=sidekick").items)
+        finally:
+            member.close()
+    return out
+
+
+def test_apply_narrowed_to_apps_writes_and_prunes_only_theirs(served: Served) -> None:
+    apply = ["apply", str(served.repo), "--no-wait", "-q", "--kubeconfig", served.kubeconfig]
+    (served.repo / "apps" / PROJECT / "sidekick.yaml").write_text(OTHER_APP)
+    git(served.repo, "add", "-A")
+    git(served.repo, "commit", "-qm", "sidekick")
+    outside = managed_outside(served, PROJECT)
+    done = CliRunner().invoke(cli, [*apply, f"PinApp/{PROJECT}/sidekick"])
+    assert done.exit_code == 0, done.output
+    assert "0 pruned" in done.output and sidekicks(served) == 3, done.output
+
+    (served.repo / "apps" / PROJECT / "sidekick.yaml").unlink()
+    git(served.repo, "commit", "-qam", "no sidekick")
+    kept = CliRunner().invoke(cli, [*apply, REF])  # sidekick is not rolling: not pruned
+    assert kept.exit_code == 0 and "0 pruned" in kept.output, kept.output
+    assert sidekicks(served) == 3
+    missing = CliRunner().invoke(cli, [*apply, f"PinApp/{PROJECT}/sidekick"])
+    assert missing.exit_code == 2 and "no app" in missing.output, missing.output
+
+    pruned = CliRunner().invoke(cli, [*apply, "-p", PROJECT])  # sidekick is in the project
+    assert pruned.exit_code == 0, pruned.output
+    assert "0 pruned" not in pruned.output and sidekicks(served) == 0, pruned.output
+    assert managed_outside(served, PROJECT) == outside, "an object of another app was pruned"
+    client = ApiClient(served.url, served.env["PINCOMPILE_TOKEN"])
+    wait_for("the host to keep rolling's resource only", lambda: [
+        a.name for a in client.apps(project=PROJECT)] == ["rolling"], timeout=15)
