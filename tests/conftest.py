@@ -1,7 +1,9 @@
 """Shared test fixtures, chiefly a real local fleet for e2e tests: one ``fleet up`` per
 session, ``fleet down`` at the end.
 
-Tests marked ``@pytest.mark.e2e`` ask for the ``fleet`` fixture (or ``e2e_toolchain`` when
+The e2e modules run after every other module, those with fleets of their own before those
+on the session fleet (see ``pytest_collection_modifyitems``). Tests marked
+``@pytest.mark.e2e`` ask for the ``fleet`` fixture (or ``e2e_toolchain`` when
 they manage a fleet of their own). The fleet uses the Cluster specs in
 ``$PINCOMPILE_E2E_CLUSTERS`` (default: ``examples/platform`` when present, else
 ``tests/e2e/fixtures/clusters``). The first run builds the binaries (cached afterwards).
@@ -77,6 +79,25 @@ def terminal_echo(config: pytest.Config) -> Callable[[str], None]:
             reporter.flush()
 
     return echo
+
+
+def _fleet_order(module: list[pytest.Item]) -> int:
+    """0: no e2e test; 1: e2e tests on fleets of their own only; 2: the session fleet."""
+    if not any(item.get_closest_marker("e2e") for item in module):
+        return 0
+    return 2 if any("fleet" in getattr(item, "fixturenames", ()) for item in module) else 1
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the modules without e2e tests first, then those with fleets of their own, then
+    those on the session fleet (each group in collection order, a module's tests together
+    and in file order): no fleet runs idle beside the unit tests, and the session fleet
+    (started by its first user, stopped at the end) runs beside no other fleet."""
+    modules: dict[object, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.getparent(pytest.Module) or item, []).append(item)
+    ordered = sorted(modules.values(), key=_fleet_order)
+    items[:] = [item for module in ordered for item in module]
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

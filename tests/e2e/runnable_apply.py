@@ -22,8 +22,7 @@ from reconciler.clients import write
 from reconciler.clients.connect import Connection
 from tests.e2e import support
 
-REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = REPO / "examples"
+EXAMPLES = support.EXAMPLES
 Kube = Callable[[str], Any]
 
 
@@ -36,13 +35,13 @@ def compile_tree(root: Path) -> Result:
 
 def platform_copy(tmp: Path, *, clusters_only: bool = False) -> Path:
     """A spec tree with the fleet's Cluster specs (so names and contexts match the running
-    fleet); without ``clusters_only`` also the examples' projects, sidecars and runtime."""
+    fleet); without ``clusters_only`` all of the examples (as ``support.examples_copy``
+    makes them: the same JobSet as the converge tests)."""
     root = tmp / "specs"
     if clusters_only:
         shutil.copytree(EXAMPLES / "platform" / "clusters", root / "platform" / "clusters")
-    else:
-        shutil.copytree(EXAMPLES, root)
-    return root
+        return root
+    return support.examples_copy(root)
 
 
 def by_cluster(manifests: Iterable[Manifest]) -> dict[str, list[dict[str, Any]]]:

@@ -1,8 +1,11 @@
-"""What the end-to-end tests share: polling until a condition holds on the fleet, and one
-PinApp (with its PinScaler) compiled for one member cluster and applied there."""
+"""What the end-to-end tests share: polling until a condition holds on the fleet, a copy of
+the examples sized for the fleet, and one PinApp (with its PinScaler) compiled for one member
+cluster and applied there."""
 
 from __future__ import annotations
 
+import re
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -30,6 +33,29 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float = 90.0,
             state = f": {describe()}" if describe is not None else ""
             pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}{state}")
         time.sleep(interval)
+
+
+# --- the examples, with a smaller nightly index build ----------------------------------------
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+INDEXER = Path("apps") / "search" / "search-indexer.yaml"
+#: shards of the examples' JobSet ``search-indexer`` in the e2e tests' copy: the examples run
+#: 1000 (about 360 pods, each with its own volume, in each of three clusters; minutes of the
+#: fleet's time on 2 cores). 150 keep what the tests rely on: divided over the same three
+#: clusters, and each cluster's Job has more shards than it runs at once (several waves).
+INDEXER_SHARDS = 150
+
+
+def examples_copy(dest: Path) -> Path:
+    """A copy of ``examples/`` at ``dest`` whose JobSet ``search-indexer`` runs at most
+    :data:`INDEXER_SHARDS` shards (everything else as is)."""
+    shutil.copytree(EXAMPLES, dest)
+    path = dest / INDEXER
+    text, found = re.subn(r"(?m)^  completions: (\d+)$",
+                          lambda m: f"  completions: {min(int(m[1]), INDEXER_SHARDS)}",
+                          path.read_text())
+    assert found == 1, f"{INDEXER}: expected one spec.completions"
+    path.write_text(text)
+    return dest
 
 
 # --- one PinApp (+ its PinScaler) compiled for one member cluster and applied there ---------

@@ -2,11 +2,11 @@
 nothing — for every kind the examples compile to, autoscaled apps (PinScalers) included —
 and finds nothing to dry-run that it can prove unchanged; and what ``make demo`` promises:
 every app ends Healthy or Completed except those the examples pause or stop on purpose
-(Suspended), and stays so."""
+(Suspended), and stays so. The examples' nightly index build runs with fewer shards here
+(``tests.e2e.support.examples_copy``): still divided, still in waves."""
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections import Counter
 from pathlib import Path
@@ -20,9 +20,9 @@ from reconciler.fleet import control, demo
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.watch import ReadinessWatch
 from reconciler.model import PassReport, Phase
+from tests.e2e.support import examples_copy
 
 pytestmark = pytest.mark.e2e
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def _pass(fleet: fleet_mod.FleetState, root: Path, *, wait: bool
@@ -35,8 +35,7 @@ def _pass(fleet: fleet_mod.FleetState, root: Path, *, wait: bool
 
 def test_a_pass_after_a_converged_pass_writes_nothing_for_any_kind(
         fleet: fleet_mod.FleetState, tmp_path: Path) -> None:
-    root = tmp_path / "examples"
-    shutil.copytree(EXAMPLES, root)
+    root = examples_copy(tmp_path / "examples")
     result = compile_path(root)
     kinds = Counter(m.kind for m in result.manifests)
     assert {"Deployment", "HorizontalPodAutoscaler", "Service", "CronJob", "Job", "Pod",
@@ -67,8 +66,7 @@ def _paused_or_stopped(root: Path) -> set[tuple[str, str, str]]:
 
 def test_every_example_app_ends_healthy_completed_or_suspended_and_stays_so(
         fleet: fleet_mod.FleetState, tmp_path: Path) -> None:
-    root = tmp_path / "examples"
-    shutil.copytree(EXAMPLES, root)
+    root = examples_copy(tmp_path / "examples")
     kubeconfig = str(fleet.kubeconfig)
     on_purpose = _paused_or_stopped(root)
     assert on_purpose, "the examples pause or stop no app: nothing to show Suspended"

@@ -37,6 +37,9 @@ MEMBERS = ("rt-a", "rt-b", "rt-c")
 SUNDAY = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 MONDAY_10_LA = datetime(2026, 11, 23, 18, 0, tzinfo=UTC)
 ZONE = {"rt-a": "rt-east-a", "rt-b": "rt-east-b", "rt-c": "rt-east-c"}
+#: web's rollout.healthTimeout (fixtures/repo/apps/shop/web.yaml), seconds: also its
+#: Deployments' progressDeadlineSeconds
+WEB_HEALTH_TIMEOUT = 30
 
 
 # --- fixtures -------------------------------------------------------------------------------
@@ -291,7 +294,7 @@ def test_new_image_rolls_out_zone_by_zone_and_a_bad_one_halts_after_the_first_zo
          set_image("registry.internal/shop/web:1.2.0-never-ready"), "web 1.2 (broken)")
     started = time.monotonic()
     halted = Pass(rt_fleet, repo)
-    assert time.monotonic() - started >= 60  # the zone's health timeout
+    assert time.monotonic() - started >= WEB_HEALTH_TIMEOUT  # the zone's health timeout
     web = halted.statuses["PinApp/shop/web"]
     assert web["phase"] == "Degraded" and "rollout halted" in web["message"], web
     assert web["rollout"]["phase"] == "Halted" and web["rollout"]["zone"] == ZONE[order[0]]
@@ -371,10 +374,10 @@ def test_drift_is_shown_and_restored_and_other_managers_fields_stay(
     assert plan.exit_code == 1, plan.output
     assert "update    Deployment/shop/web" in plan.output
     assert "-  progressDeadlineSeconds: 999" in plan.output
-    assert "+  progressDeadlineSeconds: 60" in plan.output
+    assert f"+  progressDeadlineSeconds: {WEB_HEALTH_TIMEOUT}" in plan.output
     Pass(rt_fleet, repo)
     live = deployment(api, cluster, "web")
-    assert live.spec.progress_deadline_seconds == 60
+    assert live.spec.progress_deadline_seconds == WEB_HEALTH_TIMEOUT
     assert live.metadata.labels["oncall-note"] == "paged"
 
 
