@@ -69,9 +69,9 @@ def open_api(kubeconfig: str | None, context: str, mirror: Mirror, *, store_url:
         except GitError:  # a commit the mirror does not have (yet)
             return ""
 
-    collector = HostCollector(host, store, apps.statuses, author_of=author_of)
-    collector.start()
     pods = MemberPods(kubeconfig, lambda: member_contexts(host))
+    collector = HostCollector(host, store, apps.statuses, author_of=author_of, members=pods)
+    collector.start()
     gateway = Gateway(apps=apps, store=store, access=HostAccess(host), host=host,
                       limits=RateLimits(rate, max(1, round(rate * 2))), pods=pods)
     return ServedAPI(gateway, collector, apps, pods, MemberClusters(host, kubeconfig))

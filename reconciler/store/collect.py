@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -24,6 +24,17 @@ from reconciler.store.records import AppKey, EventRecord, RevisionRecord, ScaleS
 from reconciler.store.store import Store
 
 log = logging.getLogger("pincompile.store")
+
+
+class MemberEvents(Protocol):
+    """The member clusters' pod Events (:class:`reconciler.api.pods.MemberPods`)."""
+
+    def watch(self, clusters: Iterable[str]) -> None: ...
+
+    def watch_events(self) -> None: ...
+
+    def pod_events(self) -> list[tuple[str, Any, AppKey]]: ...
+
 APP_EVENTS = "involvedObject.apiVersion=pincompute.io/v1"
 """Events whose object is an app resource on the host: the ones pincompile records."""
 EVENT_KIND = KindInfo("v1", "Event")
@@ -38,12 +49,23 @@ def _time(stamp: Any) -> datetime | None:
         return None
 
 
+def _last_seen(event: Mapping[str, Any]) -> datetime | None:
+    """When an Event last happened: a core/v1 Event's ``lastTimestamp``, an
+    events.k8s.io one's series or ``eventTime`` (the scheduler writes those)."""
+    return _time((event.get("series") or {}).get("lastObservedTime")
+                 or event.get("lastTimestamp") or event.get("eventTime")
+                 or (event.get("metadata") or {}).get("creationTimestamp"))
+
+
+def _count(event: Mapping[str, Any]) -> int:
+    return int((event.get("series") or {}).get("count") or event.get("count") or 1)
+
+
 def event_of(event: Mapping[str, Any]) -> EventRecord | None:
     """The store's record of a host Event on an app resource (``None`` for another)."""
     involved = event.get("involvedObject") or {}
     meta = event.get("metadata") or {}
-    seen = _time(event.get("lastTimestamp") or event.get("eventTime")
-                 or meta.get("creationTimestamp"))
+    seen = _last_seen(event)
     if not (involved.get("kind") and involved.get("name") and meta.get("uid") and seen):
         return None
     return EventRecord(
@@ -51,8 +73,23 @@ def event_of(event: Mapping[str, Any]) -> EventRecord | None:
              str(involved["name"])),
         reason=str(event.get("reason") or ""), message=str(event.get("message") or ""),
         uid=str(meta["uid"]), last_seen=seen, first_seen=_time(event.get("firstTimestamp")),
-        source="pincompile", warning=event.get("type") == "Warning",
-        count=int(event.get("count") or 1))
+        source="pincompile", warning=event.get("type") == "Warning", count=_count(event))
+
+
+def pod_event_of(cluster: str, event: Mapping[str, Any], app: AppKey) -> EventRecord | None:
+    """The store's record of a member cluster's Event on one of ``app``'s pods."""
+    involved = event.get("involvedObject") or {}
+    meta = event.get("metadata") or {}
+    seen = _last_seen(event)
+    if not (meta.get("uid") and seen):
+        return None
+    return EventRecord(
+        app=app, reason=str(event.get("reason") or ""),
+        message=str(event.get("message") or event.get("note") or ""), uid=str(meta["uid"]),
+        cluster=cluster, source="kubernetes", warning=event.get("type") == "Warning",
+        object=f"Pod/{involved.get('namespace') or ''}/{involved.get('name') or ''}",
+        count=_count(event), last_seen=seen,
+        first_seen=_time(event.get("firstTimestamp") or event.get("eventTime")) or seen)
 
 
 def transition_of(app: AppKey, status: Mapping[str, Any]) -> EventRecord | None:
@@ -121,14 +158,16 @@ def samples_due(statuses: Mapping[AppKey, Mapping[str, Any]],
 class HostCollector:
     """Every ``interval`` seconds, write to the store what is new on the host: Events of
     app resources (one watch) and, from the apps' statuses (``statuses``, kept by a
-    watch elsewhere), Ready transitions and applied revisions. Drops what is past the
-    store's retention once an hour."""
+    watch elsewhere), Ready transitions and applied revisions; with ``members``, the
+    member clusters' Events of the apps' pods. Drops what is past the store's retention
+    once an hour."""
 
     def __init__(self, host: Connection, store: Store,
                  statuses: Callable[[], Mapping[AppKey, Mapping[str, Any]]], *,
                  author_of: Callable[[str], str] = lambda _commit: "",
-                 interval: float = 2.0) -> None:
+                 members: MemberEvents | None = None, interval: float = 2.0) -> None:
         self.store, self.statuses, self.author_of = store, statuses, author_of
+        self.members = members
         self.interval = interval
         self.stop = threading.Event()
         self._events = KindWatch(host, EVENT_KIND, self.stop, field_selector=APP_EVENTS)
@@ -161,11 +200,12 @@ class HostCollector:
         for the events and apps there now, so memory follows the host, not its past."""
         with self._events.lock:
             events = [r for r in map(event_of, self._events.objects.values()) if r is not None]
+        statuses = self.statuses()
+        events += self._member_events(statuses)
         seen_events = {r.uid: (r.count, r.last_seen) for r in events}
         fresh = [r for r in events if self._seen_events.get(r.uid) != seen_events[r.uid]]
         seen_apps: dict[AppKey, tuple[Any, Any]] = {}
         revisions: list[RevisionRecord] = []
-        statuses = self.statuses()
         for app, status in statuses.items():
             change = transition_of(app, status)
             revision = revision_of(app, status, self.author_of)
@@ -183,3 +223,14 @@ class HostCollector:
         self._sampled = {**{a: v for a, v in self._sampled.items() if a in statuses},
                          **{s.app: s for s in samples}}
         return written
+
+    def _member_events(self, statuses: Mapping[AppKey, Mapping[str, Any]]
+                       ) -> list[EventRecord]:
+        """Events of the apps' pods in every member cluster an app is placed in."""
+        if self.members is None:
+            return []
+        self.members.watch({str(c["name"]) for status in statuses.values()
+                            for c in status.get("clusters") or [] if c.get("name")})
+        self.members.watch_events()
+        return [r for c, e, a in self.members.pod_events()
+                if (r := pod_event_of(c, e, a)) is not None]

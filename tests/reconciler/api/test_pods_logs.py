@@ -5,17 +5,20 @@ the fleet are in test_access_e2e.py."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
+from pincompile.manifest import LABEL_APP, LABEL_KIND, LABEL_PROJECT
 from reconciler.api.access import RateLimits
 from reconciler.api.app import Gateway, create_app
 from reconciler.api.logs import LogQuery, StreamSlots, TooMany, log_targets
 from reconciler.api.models import PodList
-from reconciler.api.pods import pod_summary
+from reconciler.api.pods import MemberPods, pod_summary
 from reconciler.store import Store
 from tests.reconciler.api.test_app import APPS, Statuses, TablePolicy
 
@@ -99,3 +102,23 @@ def test_logs_need_the_logs_verb_and_pods_the_read_verb(client: TestClient) -> N
                          headers={"Authorization": "Bearer alice-token"})
     assert refused.status_code == 403
     assert call(client, "web-00/logs?tailLines=-1", "bob-token").status_code == 422
+
+
+def test_a_pod_event_finds_its_app_by_the_pods_labels_even_after_the_pod_is_gone() -> None:
+    pods = MemberPods(None, lambda: {})
+    web = {"metadata": {"namespace": "shop", "name": "web-1", "labels": {
+        LABEL_KIND: "PinApp", LABEL_PROJECT: "shop", LABEL_APP: "web"}}}
+    other = {"metadata": {"namespace": "shop", "name": "tool", "labels": {}}}
+
+    def event(pod: str) -> dict[str, Any]:
+        return {"metadata": {"uid": pod}, "involvedObject": {"namespace": "shop", "name": pod}}
+
+    watched = SimpleNamespace(lock=threading.Lock(), objects={1: web, 2: other})
+    events = SimpleNamespace(lock=threading.Lock(),
+                             objects={1: event("web-1"), 2: event("tool"), 3: event("gone")})
+    pods._watches, pods._events = {"west": watched}, {"west": events}  # type: ignore[dict-item]
+    assert pods.pod_events() == [("west", event("web-1"), ("PinApp", "shop", "web"))]
+    watched.objects = {}  # web-1 deleted: its Events stay until their TTL, and keep its app
+    assert [e[2] for e in pods.pod_events()] == [("PinApp", "shop", "web")]
+    events.objects = {}
+    assert pods.pod_events() == [] and pods._pod_apps == {"west": {}}

@@ -329,7 +329,10 @@ def shop_token(api: Callable[[str], Any]) -> str:
 
 
 def test_the_api_serves_a_tenant_its_apps_history_and_events(
-        serve: ServeProcess, repo: SpecRepo, shop_token: str) -> None:
+        serve: ServeProcess, repo: SpecRepo, shop_token: str,
+        api: Callable[[str], Any]) -> None:
+    from kubernetes import client
+
     wait_for(lambda: (serve_status(serve.base)["lastPass"] or {}).get("ok"), timeout=300,
              what="serve's first pass succeeds")
     auth = {"Authorization": f"Bearer {shop_token}"}
@@ -357,9 +360,29 @@ def test_the_api_serves_a_tenant_its_apps_history_and_events(
     (revision,) = wait_for(lambda: time.sleep(0.2) or history(), timeout=30,
                            what="the applied revision in the history")
     assert revision["commit"] == applied and revision["author"]
-    events = json.loads(http("GET", f"{serve.base}/api/v1/apps/PinApp/shop/api/events",
-                             headers=auth)[1])
-    assert events and all(e["source"] == "pincompile" for e in events)
+
+    def pod_events() -> Any:
+        time.sleep(0.5)
+        status, body = http("GET", f"{serve.base}/api/v1/apps/PinApp/shop/api/events",
+                            headers=auth)
+        assert status in (200, 429), body
+        return status == 200 and [e for e in json.loads(body) if e["source"] == "kubernetes"
+                                  and e["reason"] == "Scheduled"]
+
+    # the scheduler's Events of api's pods, from each member cluster it runs in
+    scheduled = wait_for(lambda: (found := pod_events()) and {
+        e["cluster"] for e in found} == set(API_CLUSTERS) and found, timeout=60,
+        what="the scheduler's Events of api's pods in the timeline")
+    assert all(e["object"].startswith("Pod/shop/api-") for e in scheduled), scheduled
+    # the API servers drop Events after their TTL (here: deleted at once); the store keeps them
+    for cluster in API_CLUSTERS:
+        core = client.CoreV1Api(api(cluster))
+        for event in core.list_namespaced_event(
+                "shop", field_selector="involvedObject.kind=Pod,reason=Scheduled").items:
+            core.delete_namespaced_event(event.metadata.name, "shop")
+    time.sleep(3)  # two rounds of the collector
+    kept = pod_events()
+    assert kept and all(e in kept for e in scheduled), (scheduled, kept)
 
 
 def test_host_status_follows_member_objects_between_passes(

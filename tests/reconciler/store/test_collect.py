@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from reconciler.store.collect import event_of, revision_of, samples_due, transition_of
+from reconciler.store.collect import (
+    event_of,
+    pod_event_of,
+    revision_of,
+    samples_due,
+    transition_of,
+)
 
 APP = ("PinApp", "shop", "web")
 SHA = "a" * 40
@@ -68,3 +74,19 @@ def test_a_scalers_replicas_are_sampled_when_they_change_and_every_15_minutes() 
         == [9]
     hostile = {scaler: {"replicas": "many", "readyReplicas": -5}}
     assert [(s.desired, s.ready, s.floor) for s in samples_due(hostile, {}, now)] == [(0, 0, 0)]
+
+
+def test_a_pods_event_in_a_member_is_a_kubernetes_record_of_its_app() -> None:
+    """The scheduler writes events.k8s.io Events: no lastTimestamp, a series, a note."""
+    record = pod_event_of("west", {
+        "metadata": {"uid": "e-1", "creationTimestamp": "2026-11-01T10:00:00Z"},
+        "involvedObject": {"kind": "Pod", "namespace": "shop", "name": "web-7d9-x2"},
+        "reason": "FailedScheduling", "note": "0/3 nodes are available", "type": "Warning",
+        "eventTime": "2026-11-01T09:59:00.000000Z",
+        "series": {"count": 4, "lastObservedTime": "2026-11-01T10:05:00.000000Z"}}, APP)
+    assert record is not None and record.app == APP and record.cluster == "west"
+    assert (record.source, record.object, record.count) == ("kubernetes", "Pod/shop/web-7d9-x2", 4)
+    assert record.warning and record.message == "0/3 nodes are available"
+    assert record.first_seen == datetime(2026, 11, 1, 9, 59, tzinfo=UTC)
+    assert record.last_seen == datetime(2026, 11, 1, 10, 5, tzinfo=UTC)
+    assert pod_event_of("west", {"metadata": {}, "reason": "x"}, APP) is None
