@@ -18,6 +18,7 @@ from pincompile.commands.common import (
     output_option,
     table_width,
 )
+from pincompile.contract import Result
 from reconciler.commands.common import (
     check_clusters,
     check_targets,
@@ -131,18 +132,25 @@ def apply(ctx: click.Context, args: tuple[str, ...], project: str | None,
         wait=not no_wait, timeout=timeout, echo=progress.line, clock=clock_of(at),
         failover_after=failover_after, failback_step=failback_step, progress=progress,
         apps=wanted)
+    report, writes, statuses, lost = _run(reconciler, result, progress)
+    click.echo(_summary(report, writes, time.monotonic() - started))
+    _report_and_exit(report, statuses, lost, quiet, table_width(fmt))
+
+
+def _run(reconciler: Reconciler, result: Result, progress: Progress
+         ) -> tuple[PassReport, dict[str, int], dict[AppKey, dict[str, Any]], dict[str, Any]]:
+    """One pass: its report, the writes per cluster, the apps' statuses and the clusters
+    that are not reachable (their failover state)."""
     try:
         with cluster_errors("a cluster"):
             report = reconciler.run(result)
         writes = {name: conn.stats.writes for name, conn in reconciler.connections.items()}
-        statuses = reconciler.statuses
         lost = {n: s.to_json() for n, s in reconciler.cluster_states.items()
                 if s.phase != "Reachable"}
+        return report, writes, reconciler.statuses, lost
     finally:
         progress.close()
         reconciler.close()
-    click.echo(_summary(report, writes, time.monotonic() - started))
-    _report_and_exit(report, statuses, lost, quiet, table_width(fmt))
 
 
 def _report_and_exit(report: PassReport, statuses: dict[AppKey, dict[str, Any]],
