@@ -392,6 +392,7 @@ class Reconciler:
         host_conn = self._host_ok(report)
         if host_conn is None:
             return
+        report.statuses = self.statuses
         error = publish.write(host_conn, self.statuses, stored, found, report.revision,
                               decided.moves)
         if error is not None:

@@ -110,6 +110,8 @@ class PassReport:
     seconds: float = 0.0
     error: str | None = None
     """Set when the pass did nothing at all (the compile failed, say)."""
+    statuses: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
+    """The status document of each app the pass published ((kind, project, name) → doc)."""
 
     @property
     def ok(self) -> bool:

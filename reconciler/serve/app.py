@@ -142,6 +142,9 @@ class ServeApp:
             options.kubeconfig, options.host_context, self.mirror, store_url=options.store,
             retention=options.store_retention, rate=options.api_rate,
         ) if options.app_status else None
+        if self.served_api is not None:
+            collector = self.served_api.collector
+            self.service.on_published = lambda report: collector.record_pass(report.statuses)
         self.http = ServeHTTPServer(
             parse_listen(options.listen), self.service,
             WebhookConfig(options.secret, options.branch, options.max_body,

@@ -72,6 +72,8 @@ class Service:
         self.pass_lock = threading.Lock()
         self.relay: Callable[[str], list[str]] | None = None
         """Set under leader election: passes a push on to the other shards' leaders."""
+        self.on_published: Callable[[PassReport], object] | None = None
+        """Given each pass that published app statuses (the insight store records them)."""
         self.metrics.set_leading(shards, self.state.held)
 
     # -- leadership -----------------------------------------------------------------------
@@ -220,6 +222,8 @@ class Service:
 
     def _finish(self, report: PassReport, trigger: Trigger, stage: str | None, author: str,
                 subject: str, diagnostics: list[str], held: frozenset[int]) -> None:
+        if report.statuses and self.on_published is not None:
+            self.on_published(report)
         previous = self.state.last_applied
         drift = previous is not None and previous["revision"] == report.revision
         self.metrics.observe_pass(report, stage=stage, drift=drift)

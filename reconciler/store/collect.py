@@ -159,8 +159,8 @@ class HostCollector:
     """Every ``interval`` seconds, write to the store what is new on the host: Events of
     app resources (one watch) and, from the apps' statuses (``statuses``, kept by a
     watch elsewhere), Ready transitions and applied revisions; with ``members``, the
-    member clusters' Events of the apps' pods. Drops what is past the store's retention
-    once an hour."""
+    member clusters' Events of the apps' pods. A pass hands what it published to
+    :meth:`record_pass` at once. Drops what is past the store's retention once an hour."""
 
     def __init__(self, host: Connection, store: Store,
                  statuses: Callable[[], Mapping[AppKey, Mapping[str, Any]]], *,
@@ -173,6 +173,7 @@ class HostCollector:
         self._events = KindWatch(host, EVENT_KIND, self.stop, field_selector=APP_EVENTS)
         self._seen_events: dict[str, tuple[int, datetime]] = {}
         self._seen_apps: dict[AppKey, tuple[Any, Any]] = {}
+        self._apps_lock = threading.Lock()
         self._sampled: dict[AppKey, ScaleSample] = {}
         self.thread = threading.Thread(target=self._run, daemon=True, name="store-collector")
 
@@ -204,25 +205,53 @@ class HostCollector:
         events += self._member_events(statuses)
         seen_events = {r.uid: (r.count, r.last_seen) for r in events}
         fresh = [r for r in events if self._seen_events.get(r.uid) != seen_events[r.uid]]
+        samples = samples_due(statuses, self._sampled, datetime.now(UTC))
+        with self._apps_lock:
+            changes, revisions, seen_apps = self._app_changes(statuses)
+            written = (self.store.add_events(fresh + changes)
+                       + sum(map(self.store.add_revision, revisions))
+                       + self.store.add_samples(samples))
+            self._seen_apps = seen_apps  # only once written
+        self._seen_events = seen_events
+        self._sampled = {**{a: v for a, v in self._sampled.items() if a in statuses},
+                         **{s.app: s for s in samples}}
+        return written
+
+    def record_pass(self, statuses: Mapping[AppKey, Mapping[str, Any]]) -> int:
+        """Write the Ready transitions and revisions of the status documents a pass has
+        just published, so none is lost when the next pass replaces it within a round;
+        the number of records written."""
+        try:
+            with self._apps_lock:
+                changes, revisions, seen_apps = self._app_changes(statuses)
+                written = self.store.add_events(changes) + sum(
+                    map(self.store.add_revision, revisions))
+                self._seen_apps.update(seen_apps)
+            return written
+        except SQLAlchemyError as exc:
+            log.warning("the insight store refused a write: %s",
+                        str(getattr(exc, "orig", exc)).splitlines()[0])
+            return 0
+
+    def _app_changes(self, statuses: Mapping[AppKey, Mapping[str, Any]]
+                     ) -> tuple[list[EventRecord], list[RevisionRecord],
+                                dict[AppKey, tuple[Any, Any]]]:
+        """The Ready transitions and revisions not seen before, and what is seen now. A
+        revision is recorded when it is first applied, not again when a later pass writes
+        for it (the next zone of its rollout, a repaired drift)."""
         seen_apps: dict[AppKey, tuple[Any, Any]] = {}
+        changes: list[EventRecord] = []
         revisions: list[RevisionRecord] = []
         for app, status in statuses.items():
             change = transition_of(app, status)
             revision = revision_of(app, status, self.author_of)
-            seen_apps[app] = (change and change.uid,
-                              revision and (revision.revision, revision.applied_at))
+            seen_apps[app] = (change and change.uid, revision and revision.revision)
             before = self._seen_apps.get(app, (None, None))
             if change is not None and before[0] != seen_apps[app][0]:
-                fresh.append(change)
+                changes.append(change)
             if revision is not None and before[1] != seen_apps[app][1]:
                 revisions.append(revision)
-        samples = samples_due(statuses, self._sampled, datetime.now(UTC))
-        written = (self.store.add_events(fresh) + sum(map(self.store.add_revision, revisions))
-                   + self.store.add_samples(samples))
-        self._seen_events, self._seen_apps = seen_events, seen_apps  # only once written
-        self._sampled = {**{a: v for a, v in self._sampled.items() if a in statuses},
-                         **{s.app: s for s in samples}}
-        return written
+        return changes, revisions, seen_apps
 
     def _member_events(self, statuses: Mapping[AppKey, Mapping[str, Any]]
                        ) -> list[EventRecord]:

@@ -1,16 +1,21 @@
-"""What the collector makes of the host's Events and app statuses (pure decisions)."""
+"""What the collector makes of the host's Events and app statuses, and what it writes."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import SimpleNamespace
 
 from reconciler.store.collect import (
+    HostCollector,
     event_of,
     pod_event_of,
     revision_of,
     samples_due,
     transition_of,
 )
+from reconciler.store.records import AppKey
+from reconciler.store.store import Store
 
 APP = ("PinApp", "shop", "web")
 SHA = "a" * 40
@@ -90,3 +95,26 @@ def test_a_pods_event_in_a_member_is_a_kubernetes_record_of_its_app() -> None:
     assert record.first_seen == datetime(2026, 11, 1, 9, 59, tzinfo=UTC)
     assert record.last_seen == datetime(2026, 11, 1, 10, 5, tzinfo=UTC)
     assert pod_event_of("west", {"metadata": {}, "reason": "x"}, APP) is None
+
+
+def test_a_revision_a_pass_published_is_kept_though_the_next_replaced_it_within_a_round(
+        tmp_path: Path) -> None:
+    """The collector reads statuses every 2 s; a pass hands over what it published, so a
+    revision replaced before the next round is in the history all the same, once."""
+    store = Store.open(f"sqlite:///{tmp_path / 'insight.db'}")
+    watched: dict[AppKey, dict[str, object]] = {}
+    collector = HostCollector(SimpleNamespace(name="host"), store,  # type: ignore[arg-type]
+                              lambda: watched)
+
+    def status(sha: str, minute: int) -> dict[str, object]:
+        return {"phase": "Progressing", "lastAppliedRevision": sha,
+                "lastAppliedTime": f"2026-11-01T10:{minute:02d}:00Z"}
+
+    shas = [c * 40 for c in "abc"]
+    for minute, sha in enumerate(shas):
+        assert collector.record_pass({APP: status(sha, minute)}) == 1
+    assert collector.record_pass({APP: status(shas[-1], 2)}) == 0  # seen: not written again
+    assert collector.record_pass({APP: status(shas[-1], 3)}) == 0  # its next zone: no row
+    watched[APP] = status(shas[0], 0)  # the watch still shows the first one
+    collector.collect()
+    assert [r.commit for r in store.history(APP)] == shas[::-1]
