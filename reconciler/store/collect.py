@@ -209,8 +209,7 @@ class HostCollector:
         with self._apps_lock:
             changes, revisions, seen_apps = self._app_changes(statuses)
             written = (self.store.add_events(fresh + changes)
-                       + sum(map(self.store.add_revision, revisions))
-                       + self.store.add_samples(samples))
+                       + self.store.add_revisions(revisions) + self.store.add_samples(samples))
             self._seen_apps = seen_apps  # only once written
         self._seen_events = seen_events
         self._sampled = {**{a: v for a, v in self._sampled.items() if a in statuses},
@@ -224,8 +223,7 @@ class HostCollector:
         try:
             with self._apps_lock:
                 changes, revisions, seen_apps = self._app_changes(statuses)
-                written = self.store.add_events(changes) + sum(
-                    map(self.store.add_revision, revisions))
+                written = self.store.add_events(changes) + self.store.add_revisions(revisions)
                 self._seen_apps.update(seen_apps)
             return written
         except SQLAlchemyError as exc:

@@ -132,14 +132,19 @@ class Store:
     def add_revision(self, record: RevisionRecord) -> bool:
         """Record a revision applied to an app; ``False`` when that very record (app,
         revision, time) is there already (another replica wrote it)."""
-        kind, project, name = record.app
-        insert = self._insert(AppRevision).values(
-            kind=kind, project=project, name=name, revision=record.revision,
-            commit=record.commit, author=record.author, push=record.push,
-            result=record.result, detail=record.detail[:MESSAGE_LIMIT],
-            applied_at=record.applied_at).on_conflict_do_nothing().returning(AppRevision.id)
+        insert = self._insert(AppRevision).values(**_revision_row(record)) \
+            .on_conflict_do_nothing().returning(AppRevision.id)
         with Session(self.engine) as session, session.begin():
             return session.execute(insert).first() is not None
+
+    def add_revisions(self, records: Iterable[RevisionRecord]) -> int:
+        """Record revisions in one transaction (each as :meth:`add_revision`); returns
+        how many were offered."""
+        rows = [_revision_row(record) for record in records]
+        if rows:
+            with Session(self.engine) as session, session.begin():
+                session.execute(self._insert(AppRevision).on_conflict_do_nothing(), rows)
+        return len(rows)
 
     def _insert(self, table: Any) -> Any:
         """INSERT that can say ON CONFLICT, in this store's dialect."""
@@ -202,6 +207,14 @@ def _event_row(record: EventRecord) -> dict[str, Any]:
             "message": record.message[:MESSAGE_LIMIT], "object": record.object[:512],
             "count": record.count, "first_seen": record.first_seen or record.last_seen,
             "last_seen": record.last_seen}
+
+
+def _revision_row(record: RevisionRecord) -> dict[str, Any]:
+    kind, project, name = record.app
+    return {"kind": kind, "project": project, "name": name, "revision": record.revision,
+            "commit": record.commit, "author": record.author, "push": record.push,
+            "result": record.result, "detail": record.detail[:MESSAGE_LIMIT],
+            "applied_at": record.applied_at}
 
 
 def _aware(stamp: datetime) -> datetime:

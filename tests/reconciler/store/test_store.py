@@ -82,7 +82,10 @@ def test_a_revision_two_replicas_record_is_kept_once(store: Store) -> None:
     record = RevisionRecord(app=APP, revision="r1", result="Healthy", applied_at=T0)
     assert store.add_revision(record) is True
     assert store.add_revision(record) is False
-    assert len(store.history(APP)) == 1
+    later = RevisionRecord(app=APP, revision="r2", result="Healthy",
+                           applied_at=T0 + timedelta(minutes=1))
+    assert store.add_revisions([record, later]) == 2  # a pass's batch: r1 is kept once
+    assert [h.revision for h in store.history(APP)] == ["r2", "r1"]
 
 
 def test_prune_drops_only_what_is_older_than_the_retention(store: Store) -> None:
