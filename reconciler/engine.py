@@ -96,8 +96,11 @@ class Reconciler:
         """The digests of the pass in flight's desired objects (each computed once)."""
         self.passing = threading.Lock()
         """Held while a pass runs."""
+        self.pass_wanted = threading.Event()
+        """Set while a pass waits for ``passing`` (the status follower lets go)."""
         self.follower = StatusFollower(lambda: self.statuses, self._cached, self._write_one,
-                                       self.passing, echo=echo) if watch else None
+                                       self.passing, wanted=self.pass_wanted,
+                                       echo=echo) if watch else None
         """Long-running (``watch``): app statuses follow member objects between passes."""
 
     # --- connections -----------------------------------------------------------------------
@@ -134,7 +137,9 @@ class Reconciler:
 
     def run(self, result: Result) -> PassReport:
         """One pass. Never raises for a cluster's failure: it is in the report."""
+        self.pass_wanted.set()
         with self.passing:
+            self.pass_wanted.clear()
             try:
                 return self._pass(result)
             finally:

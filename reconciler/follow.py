@@ -6,7 +6,10 @@ belong to, waits ``delay`` seconds for more (debounced per app: one rewrite howe
 events), computes each such app's status from the cache with the same health rules a pass
 uses (:func:`reconciler.live.live_status`) and rewrites that app's status alone, only when
 it differs. One thread; the set of apps waiting is bounded by the number of apps. While a
-pass runs the follower waits for it: the pass writes the statuses it computed.
+pass runs the follower waits for it: the pass writes the statuses it computed. A pass that
+wants to start (``wanted``) does not wait for a long batch of rewrites (after serve's first
+pass, every app's pods become Ready at once): the follower lets go between two writes and
+takes the rest up after the pass.
 """
 
 from __future__ import annotations
@@ -38,11 +41,14 @@ class StatusFollower:
 
     def __init__(self, statuses: Callable[[], dict[AppKey, dict[str, Any]]],
                  snapshot: Snapshot, write: Write, passing: threading.Lock, *,
-                 delay: float = DELAY, echo: Callable[[str], None] = lambda _m: None) -> None:
+                 wanted: threading.Event | None = None, delay: float = DELAY,
+                 echo: Callable[[str], None] = lambda _m: None) -> None:
         self.statuses = statuses
         """The last status written per app (the last pass's, then ours): what we start from
         and compare with."""
         self.snapshot, self.write, self.passing = snapshot, write, passing
+        self.wanted = wanted or threading.Event()
+        """Set while a pass waits for ``passing``."""
         self.delay, self.echo = delay, echo
         self.rewrites = 0
         self._due: dict[AppKey, float] = {}
@@ -99,7 +105,11 @@ class StatusFollower:
         names = {str(c.get("name")) for doc in stored.values() for c in doc.get("clusters") or []}
         found = {name: self.snapshot(name) for name in sorted(names)}
         objects = _by_app(set(stored), found)
-        for app, doc in sorted(stored.items()):
+        ordered = sorted(stored.items())
+        for done, (app, doc) in enumerate(ordered):
+            if self.wanted.is_set():  # a pass waits: the rest after it
+                self._later([a for a, _ in ordered[done:]])
+                return
             placed = [str(c.get("name")) for c in doc.get("clusters") or []]
             seen = {name: found[name] for name in placed}
             readings = {name: got for name, got in seen.items() if got is not None}
@@ -116,6 +126,12 @@ class StatusFollower:
                 continue
             statuses[app] = fresh
             self.rewrites += 1
+
+
+    def _later(self, apps: list[AppKey]) -> None:
+        with self._wake:
+            for app in apps:
+                self._due.setdefault(app, time.monotonic() + self.delay)
 
 
 def _by_app(apps: set[AppKey], found: Mapping[str, dict[Key, Obj] | str | None]

@@ -89,3 +89,48 @@ def test_an_app_in_a_cluster_not_followed_here_is_left_to_the_passes() -> None:
         assert not fleet.wrote.wait(1.0)
     finally:
         follower.close()
+
+
+def test_a_pass_that_wants_to_start_does_not_wait_for_a_long_batch_of_rewrites() -> None:
+    """After serve's first pass every app's pods become Ready at once: the follower lets
+    go between two writes when a pass waits, and writes the rest after it."""
+    apps = [("PinApp", "shop", f"web-{i:02d}") for i in range(20)]
+    deployments = {("apps/v1/Deployment", "shop", app[2]): _named(app[2]) for app in apps}
+    statuses = {app: {"phase": "Progressing", "clusters": [{"name": "a"}]} for app in apps}
+    passing, wanted = threading.Lock(), threading.Event()
+    slow = Fleet({"a": deployments})
+    written = slow.write
+
+    def write(app: Any, doc: dict[str, Any]) -> None:
+        time.sleep(0.1)  # 20 apps: 2 s of writes
+        written(app, doc)
+
+    slow.write = write  # type: ignore[method-assign]
+    follower = StatusFollower(lambda: statuses, slow.snapshot, slow.write, passing,
+                              wanted=wanted, delay=0.3)
+    try:
+        for obj in deployments.values():
+            follower.changed(obj)
+        assert slow.wrote.wait(5)
+        wanted.set()
+        started = time.monotonic()
+        with passing:
+            waited = time.monotonic() - started
+            wanted.clear()
+            during = len(slow.written)
+            time.sleep(0.5)
+            assert len(slow.written) == during, "no rewrite while the pass runs"
+        assert waited < 0.5 and during < len(apps), (waited, during)
+        deadline = time.monotonic() + 10
+        while len(slow.written) < len(apps) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sorted(app for app, _ in slow.written) == apps  # the rest, after the pass
+    finally:
+        follower.close()
+
+
+def _named(name: str) -> dict[str, Any]:
+    obj = _deployment(2)
+    obj["metadata"] = {**obj["metadata"], "name": name,
+                       "labels": {**obj["metadata"]["labels"], LABEL_APP: name}}
+    return obj
