@@ -397,7 +397,7 @@ class Reconciler:
         host_conn = self._host_ok(report)
         if host_conn is None:
             return
-        report.statuses = self.statuses
+        report.statuses = dict(self.statuses)  # the follower rewrites self.statuses
         error = publish.write(host_conn, self.statuses, stored, found, report.revision,
                               decided.moves)
         if error is not None:

@@ -127,7 +127,6 @@ class StatusFollower:
             statuses[app] = fresh
             self.rewrites += 1
 
-
     def _later(self, apps: list[AppKey]) -> None:
         with self._wake:
             for app in apps:
