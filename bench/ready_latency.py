@@ -49,6 +49,8 @@ from reconciler.fleet import build  # noqa: E402
 from reconciler.fleet import fleet as fleet_mod  # noqa: E402
 
 FIXTURE = REPO / "tests" / "reconciler" / "fixtures" / "repo"
+PINCOMPILE = str(Path(sys.executable).with_name("pincompile"))
+"""The command a user runs, from this interpreter's environment."""
 TARGET = 25.0
 """The platform's launch target for a reserved-tier app's apply-to-Ready P99, seconds."""
 APP = """apiVersion: pincompute.io/v1
@@ -122,7 +124,7 @@ def apply_round(root: Path, kubeconfig: Path, conns: dict[str, Connection], i: i
     replicas = replicas_of(objects_of(root, name))
     (root / "apps" / "shop" / f"{name}.yaml").write_text(APP.format(name=name))
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "pincompile", "apply", str(root),
+    done = subprocess.run([PINCOMPILE, "apply", str(root),
                            "--kubeconfig", str(kubeconfig), "--no-wait"],
                           capture_output=True, text=True, timeout=600)
     applied = time.monotonic()
@@ -173,9 +175,10 @@ def main() -> int:
                              echo=lambda m: print(m, file=sys.stderr))
         conns = {c: Connection(c, c, str(state.kubeconfig)) for c in ("rt-a", "rt-b", "rt-c")}
         try:
-            subprocess.run([sys.executable, "-m", "pincompile", "apply", str(root),
-                            "--kubeconfig", str(state.kubeconfig), "--no-wait"],
-                           capture_output=True, check=False, timeout=600)
+            first = subprocess.run([PINCOMPILE, "apply", str(root), "--kubeconfig",
+                                    str(state.kubeconfig)], capture_output=True, text=True,
+                                   timeout=900)
+            print(f"fixture applied: exit {first.returncode}", file=sys.stderr)
             rounds, base = [], []
             for i in range(args.rounds):  # alternated, so both see the same load
                 rounds.append(apply_round(root, state.kubeconfig, conns, i))
