@@ -120,9 +120,10 @@ class Service:
         since = self.state.busy_since
         return None if since is None else max(0.0, self.clock() - since)
 
-    def overdue(self) -> str | None:
-        """Why the pass in flight is overdue (None when it is not)."""
-        running = self.running_for()
+    def overdue(self, running: float | None = None) -> str | None:
+        """Why the pass in flight is overdue (None when it is not); ``running``: how long
+        it has run, if just read."""
+        running = self.running_for() if running is None else running
         if running is None or running <= self.pass_deadline:
             return None
         return (f"the pass in flight ({self.state.stage or 'starting'}) has run {running:.0f}s, "
@@ -134,11 +135,11 @@ class Service:
         worker itself cannot: it is the one stuck)."""
         step = max(0.1, min(1.0, self.pass_deadline / 4))
         while not self.stopping.wait(step):
-            reason = self.overdue()
+            running = self.running_for()
+            reason = self.overdue(running)
             if reason is not None and not self.state.overdue:
                 self.state.overdue = True
                 log.warning("%s", reason)
-            running = self.running_for()
             if self.stuck_after and running is not None and running > self.stuck_after \
                     and self.on_stuck is not None:
                 self.on_stuck(f"the pass in flight ({self.state.stage or 'starting'}) has run "
