@@ -144,7 +144,8 @@ class ServeApp:
         ) if options.app_status else None
         if self.served_api is not None:
             collector = self.served_api.collector
-            self.service.on_published = lambda report: collector.record_pass(report.statuses)
+            self.service.on_published = lambda report, push: collector.record_pass(
+                report.statuses, push=push)
         self.http = ServeHTTPServer(
             parse_listen(options.listen), self.service,
             WebhookConfig(options.secret, options.branch, options.max_body,

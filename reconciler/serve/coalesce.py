@@ -28,6 +28,8 @@ class Trigger:
     """``time.time()`` when the newest push of the burst arrived (for push-to-applied)."""
     merged: int = 1
     """How many triggers this one stands for."""
+    delivery: str = ""
+    """The webhook delivery id of the newest push (its history records it)."""
 
 
 def merge(older: Trigger, newer: Trigger) -> Trigger:
@@ -35,8 +37,9 @@ def merge(older: Trigger, newer: Trigger) -> Trigger:
     reason = max(older.reason, newer.reason, key=lambda r: PRIORITY.get(r, 0))
     revision = newer.revision or older.revision
     received = newer.received if newer.revision else older.received
+    delivery = newer.delivery if newer.revision else older.delivery
     return replace(newer, reason=reason, revision=revision, received=received,
-                   merged=older.merged + newer.merged)
+                   merged=older.merged + newer.merged, delivery=delivery)
 
 
 class Coalescer:

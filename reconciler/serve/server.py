@@ -160,7 +160,7 @@ class ServeHTTPServer:
             if provider in PROVIDERS:
                 service.metrics.webhooks.labels(provider, verdict.result).inc()
             if verdict.push is not None:
-                service.pushed(verdict.push.after)
+                service.pushed(verdict.push.after, verdict.push.delivery)
             log.info("webhook %s: %d %s", provider, verdict.status, verdict.message)
             answer = {"result": verdict.result, "message": verdict.message}
             return Response(json.dumps(answer, indent=2) + "\n", verdict.status,

@@ -72,8 +72,9 @@ class Service:
         self.pass_lock = threading.Lock()
         self.relay: Callable[[str], list[str]] | None = None
         """Set under leader election: passes a push on to the other shards' leaders."""
-        self.on_published: Callable[[PassReport], object] | None = None
-        """Given each pass that published app statuses (the insight store records them)."""
+        self.on_published: Callable[[PassReport, str], object] | None = None
+        """Given each pass that published app statuses and the webhook delivery that
+        triggered it ("" for none): the insight store records them."""
         self.metrics.set_leading(shards, self.state.held)
 
     # -- leadership -----------------------------------------------------------------------
@@ -88,9 +89,10 @@ class Service:
         if gained:
             self.coalescer.offer(Trigger("leader", received=self.clock()))
 
-    def pushed(self, revision: str) -> None:
+    def pushed(self, revision: str, delivery: str = "") -> None:
         """A push webhook arrived here: queue a pass, and relay it to other shards' leaders."""
-        self.coalescer.offer(Trigger("push", revision, received=self.clock()))
+        self.coalescer.offer(Trigger("push", revision, received=self.clock(),
+                                     delivery=delivery))
         if self.relay is not None and len(self.state.held) < self.shards:
             relayed = self.relay(revision)
             if relayed:
@@ -224,7 +226,8 @@ class Service:
     def _finish(self, report: PassReport, trigger: Trigger, stage: str | None, author: str,
                 subject: str, diagnostics: list[str], held: frozenset[int]) -> None:
         if report.statuses and self.on_published is not None:
-            self.on_published(report)
+            pushed = trigger.reason == "push" and trigger.revision == report.revision
+            self.on_published(report, trigger.delivery if pushed else "")
         previous = self.state.last_applied
         drift = previous is not None and previous["revision"] == report.revision
         self.metrics.observe_pass(report, stage=stage, drift=drift)

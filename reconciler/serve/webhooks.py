@@ -84,6 +84,15 @@ def delivery_keys(provider: str, headers: Mapping[str, str], body: bytes) -> lis
     return keys
 
 
+def delivery_id(provider: str, headers: Mapping[str, str]) -> str:
+    """The delivery's id as its sender named it (lower-case ``headers``), for the
+    history: letters, digits and ``-._:`` only, at most 128 characters; "" if none."""
+    for name in DELIVERY_HEADERS.get(provider, ()):
+        if headers.get(name):
+            return re.sub(r"[^A-Za-z0-9._:-]", "", headers[name])[:128]
+    return ""
+
+
 _SCP_LIKE = re.compile(r"^(?:[^@/\s]+@)?([^:/\s]+):(?!//)(.+)$")
 
 
@@ -140,6 +149,8 @@ class Push:
     provider: str
     ref: str
     after: str
+    delivery: str = ""
+    """The delivery's id (:func:`delivery_id`), "" when the sender gave none."""
 
 
 @dataclass(frozen=True)
@@ -253,10 +264,10 @@ def judge(provider: str, headers: Mapping[str, str], body: bytes, secret: bytes 
             shown = redact((names or urls)[0])[:200]
             return Verdict(403, "other_repository", f"the push is to {shown!r}, not to the "
                            f"followed repository {repository_key(repo)!r}")
-    return _push(provider, payload, branch)
+    return _push(provider, payload, branch, delivery_id(provider, lowered))
 
 
-def _push(provider: str, payload: dict[str, Any], branch: str) -> Verdict:
+def _push(provider: str, payload: dict[str, Any], branch: str, delivery: str) -> Verdict:
     ref, after = payload.get("ref"), payload.get("after")
     if not isinstance(ref, str) or not isinstance(after, str):
         return Verdict(400, "bad_request", "a push needs string fields 'ref' and 'after'")
@@ -269,4 +280,4 @@ def _push(provider: str, payload: dict[str, Any], branch: str) -> Verdict:
     if not _SHA.match(after):
         return Verdict(400, "bad_request", f"'after' is not a commit sha: {after[:80]!r}")
     return Verdict(202, "accepted", f"{ref} at {after[:12]} queued",
-                   Push(provider, ref, after))
+                   Push(provider, ref, after, delivery))

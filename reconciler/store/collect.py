@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
@@ -216,13 +217,16 @@ class HostCollector:
                          **{s.app: s for s in samples}}
         return written
 
-    def record_pass(self, statuses: Mapping[AppKey, Mapping[str, Any]]) -> int:
+    def record_pass(self, statuses: Mapping[AppKey, Mapping[str, Any]], *,
+                    push: str = "") -> int:
         """Write the Ready transitions and revisions of the status documents a pass has
         just published, so none is lost when the next pass replaces it within a round;
-        the number of records written."""
+        ``push``: the webhook delivery that triggered the pass. The number of records
+        written."""
         try:
             with self._apps_lock:
                 changes, revisions, seen_apps = self._app_changes(statuses)
+                revisions = [replace(r, push=push) for r in revisions]
                 written = self.store.add_events(changes) + self.store.add_revisions(revisions)
                 self._seen_apps.update(seen_apps)
             return written

@@ -138,12 +138,17 @@ class Store:
             return session.execute(insert).first() is not None
 
     def add_revisions(self, records: Iterable[RevisionRecord]) -> int:
-        """Record revisions in one transaction (each as :meth:`add_revision`); returns
+        """Record revisions in one transaction (each as :meth:`add_revision`, but a
+        record there already gains the push that triggered it if it had none); returns
         how many were offered."""
         rows = [_revision_row(record) for record in records]
         if rows:
+            insert = self._insert(AppRevision)
+            statement = insert.on_conflict_do_update(
+                index_elements=["kind", "project", "name", "revision", "applied_at"],
+                set_={"push": insert.excluded.push}, where=insert.excluded.push != "")
             with Session(self.engine) as session, session.begin():
-                session.execute(self._insert(AppRevision).on_conflict_do_nothing(), rows)
+                session.execute(statement, rows)
         return len(rows)
 
     def _insert(self, table: Any) -> Any:

@@ -11,11 +11,11 @@ from reconciler.serve.coalesce import Coalescer, Trigger
 def test_a_burst_becomes_one_trigger_for_the_newest_revision() -> None:
     mailbox = Coalescer(window=0.3)
     for i, sha in enumerate(["a" * 40, "b" * 40, "c" * 40]):
-        mailbox.offer(Trigger("push", sha, received=float(i)))
+        mailbox.offer(Trigger("push", sha, received=float(i), delivery=f"d-{i}"))
     taken = mailbox.take(timeout=5)
     assert taken is not None
-    assert (taken.reason, taken.revision, taken.merged, taken.received) == \
-        ("push", "c" * 40, 3, 2.0)
+    assert (taken.reason, taken.revision, taken.merged, taken.received, taken.delivery) == \
+        ("push", "c" * 40, 3, 2.0, "d-2")
     assert mailbox.take(timeout=0.5) is None
 
 
@@ -50,11 +50,12 @@ def test_a_steady_stream_cannot_starve_the_worker() -> None:
 
 def test_a_push_outranks_a_resync_and_keeps_its_revision() -> None:
     mailbox = Coalescer(window=0)
-    mailbox.offer(Trigger("push", "e" * 40, received=7.0))
+    mailbox.offer(Trigger("push", "e" * 40, received=7.0, delivery="d-7"))
     mailbox.offer(Trigger("resync", received=9.0))
     taken = mailbox.take(timeout=1)
     assert taken is not None
-    assert (taken.reason, taken.revision, taken.received) == ("push", "e" * 40, 7.0)
+    assert (taken.reason, taken.revision, taken.received, taken.delivery) == \
+        ("push", "e" * 40, 7.0, "d-7")
 
 
 def test_close_wakes_a_waiting_worker() -> None:

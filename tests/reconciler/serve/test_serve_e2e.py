@@ -152,11 +152,17 @@ def restricted_serve(restricted_kubeconfig: Path, repo: SpecRepo, host_ns: str,
     process.stop()
 
 
+def delivery_of(sha: str) -> str:
+    """The delivery id :func:`push_hook` sends for ``sha``."""
+    return f"delivery-{sha[:12]}"
+
+
 def push_hook(base: str, sha: str) -> float:
     """Announce ``sha`` with a signed generic webhook; the instant serve answered 202."""
     body = json.dumps({"ref": "refs/heads/main", "after": sha}).encode()
     status, answer = http("POST", f"{base}/webhooks/generic", body,
                           {"Content-Type": "application/json",
+                           "X-Pincompile-Delivery": delivery_of(sha),
                            GENERIC_SIGNATURE_HEADER: sign(SECRET.encode(), body)})
     assert status == 202, answer
     return time.monotonic()
@@ -586,6 +592,8 @@ def test_history_is_one_postgresql_store_that_outlives_the_replica_that_wrote_it
             from None
     assert all(r["result"] in ("Progressing", "Healthy") and r["author"] for r in written), \
         written
+    # the last push's revision names its webhook delivery; the first pass had none
+    assert (written[0]["push"], written[-1]["push"]) == (delivery_of(changed[0]), ""), written
     again = ServeProcess(
         repo.bare, workdir / "again.jsonl", "--kubeconfig", str(serve_fleet.kubeconfig),
         "--namespace", host_ns, identity="serve-again", real=True,

@@ -148,7 +148,9 @@ def test_a_replayed_delivery_is_refused_within_the_window(provider: str) -> None
     def send(h: dict[str, str], p: bytes) -> Verdict:
         return judge(provider, h, p, SECRET, "main", deliveries=deliveries)
 
-    assert send(headers, payload).status == 202
+    accepted = send(headers, payload)
+    assert accepted.status == 202 and accepted.push is not None
+    assert accepted.push.delivery == "d-1"  # what the history records as its push
     again = send(headers, payload)
     assert (again.status, again.result, again.push) == (409, "replayed", None)
     # the same body under a fresh delivery id is the same delivery
@@ -240,3 +242,12 @@ def test_a_push_naming_no_repository_is_refused(provider: str) -> None:
 ])
 def test_repository_key_forgets_credentials_scheme_and_suffix(url: str, key: str) -> None:
     assert repository_key(url) == key
+
+
+def test_a_delivery_id_is_kept_short_and_plain() -> None:
+    payload = body()
+    hostile = signed("github", payload) | {"X-GitHub-Delivery": "<b>x</b>\n" + "7" * 300}
+    verdict = judge("github", hostile, payload, SECRET, "main")
+    assert verdict.push is not None and verdict.push.delivery == "bxb" + "7" * 125
+    plain = judge("github", signed("github", payload), payload, SECRET, "main")
+    assert plain.push is not None and plain.push.delivery == ""

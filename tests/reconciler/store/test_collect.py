@@ -112,9 +112,10 @@ def test_a_revision_a_pass_published_is_kept_though_the_next_replaced_it_within_
 
     shas = [c * 40 for c in "abc"]
     for minute, sha in enumerate(shas):
-        assert collector.record_pass({APP: status(sha, minute)}) == 1
+        assert collector.record_pass({APP: status(sha, minute)}, push=f"d-{minute}") == 1
     assert collector.record_pass({APP: status(shas[-1], 2)}) == 0  # seen: not written again
     assert collector.record_pass({APP: status(shas[-1], 3)}) == 0  # its next zone: no row
     watched[APP] = status(shas[0], 0)  # the watch still shows the first one
     collector.collect()
-    assert [r.commit for r in store.history(APP)] == shas[::-1]
+    assert [(r.commit, r.push) for r in store.history(APP)] == [
+        (sha, f"d-{minute}") for minute, sha in enumerate(shas)][::-1]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -86,6 +87,10 @@ def test_a_revision_two_replicas_record_is_kept_once(store: Store) -> None:
                            applied_at=T0 + timedelta(minutes=1))
     assert store.add_revisions([record, later]) == 2  # a pass's batch: r1 is kept once
     assert [h.revision for h in store.history(APP)] == ["r2", "r1"]
+    # the replica whose pass a push triggered names it, though another wrote the row first
+    store.add_revisions([replace(later, push="delivery-9")])
+    store.add_revisions([later])  # and a record without one does not take it away
+    assert [h.push for h in store.history(APP)] == ["delivery-9", ""]
 
 
 def test_prune_drops_only_what_is_older_than_the_retention(store: Store) -> None:
