@@ -122,7 +122,27 @@ def run_pass(kubeconfig: str, root: Path) -> dict[str, Any]:
             "dry_runs": {n: s.by_verb["dry-run"] for n, s in stats.items()},
             "gets": sum(s.by_verb["get"] for s in stats.values()),
             "max_lists_per_resource": max(lists.values()) if lists else 0,
-            "lists": sum(lists.values()), "load": round(os.getloadavg()[0], 1)}
+            "lists": sum(lists.values()), "load": round(os.getloadavg()[0], 1),
+            "steps": report.steps, "listed": list_timings(stats)}
+
+
+def list_timings(stats: dict[str, Any]) -> dict[str, Any]:
+    """Per member cluster: its LISTs' total bytes, objects, slowest request and parse
+    seconds (summed), and the three slowest LISTs (resource, seconds, MB, objects)."""
+    out: dict[str, Any] = {}
+    for name, s in sorted(stats.items()):
+        timed = list(s.listed)
+        if not timed:
+            continue
+        slowest = sorted(timed, key=lambda t: -t.seconds)[:3]
+        out[name] = {
+            "mb": round(sum(t.size for t in timed) / 1e6, 1),
+            "objects": sum(t.objects for t in timed),
+            "slowest_request_s": round(max(t.seconds for t in timed), 2),
+            "parse_s": round(sum(t.parse_seconds for t in timed), 2),
+            "top": [[t.resource, round(t.seconds, 2), round(t.size / 1e6, 1), t.objects]
+                    for t in slowest]}
+    return out
 
 
 def cpu_seconds() -> float:
@@ -145,6 +165,36 @@ def pass_with(revision: str, kubeconfig: str, root: Path) -> dict[str, Any]:
             check=True, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ""})
     data: dict[str, Any] = json.loads(out.stdout)
     return data
+
+
+def list_baseline(kubeconfig: str, clusters: list[str], **query: str) -> dict[str, Any]:
+    """The API servers' own cost of a pass's reads: the same LISTs (every managed kind
+    served, the same selectors) of every member cluster, all at once, each body read and
+    nothing more (no parse, no check); ``query``: extra LIST parameters
+    (``resource_version="0"``). Wall seconds of the slowest and the MB read."""
+    from reconciler import kinds
+    from reconciler.clients import read
+
+    conns = {c: Connection(c, c, kubeconfig) for c in clusters}
+    work = [(conns[c], k) for c in clusters for k in kinds.MANAGED_KINDS
+            if read.served(conns[c], k)]
+
+    def one(item: tuple[Connection, Any]) -> tuple[float, int]:
+        conn, kind = item
+        started = time.monotonic()
+        response = conn.resource(kind.api_version, kind.kind).get(
+            **read.selector(kind=kind), serialize=False, **query)
+        return time.monotonic() - started, len(response.data)
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=len(work)) as pool:
+        done = list(pool.map(one, work))
+    seconds = time.monotonic() - started
+    for conn in conns.values():
+        conn.close()
+    return {"seconds": round(seconds, 1), "lists": len(work),
+            "slowest": round(max(t for t, _ in done), 2),
+            "mb": round(sum(b for _, b in done) / 1e6, 1), "load": round(os.getloadavg()[0], 1)}
 
 
 def kubectl() -> str | None:
