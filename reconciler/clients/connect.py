@@ -295,6 +295,7 @@ class Connection:
         self._lock = threading.Lock()
         self._discovery = threading.Lock()
         self._rediscovered = -1.0
+        self._resources: dict[tuple[str, str], Any] = {}
 
     @property
     def dynamic(self) -> DynamicClient:
@@ -308,10 +309,17 @@ class Connection:
             return self._dynamic
 
     def resource(self, api_version: str, kind: str) -> Any:
-        """The dynamic client's resource for ``apiVersion``/``kind``."""
+        """The dynamic client's resource for ``apiVersion``/``kind``, looked up once (the
+        client's lookup searches every discovered group, under a lock: a pass asks for
+        each kind again and again) until :meth:`rediscover`."""
+        found = self._resources.get((api_version, kind))
+        if found is not None:
+            return found
         dynamic = self.dynamic
         with self._discovery:  # never while another thread rediscovers
-            return dynamic.resources.get(api_version=api_version, kind=kind)
+            found = dynamic.resources.get(api_version=api_version, kind=kind)
+            self._resources[(api_version, kind)] = found
+            return found
 
     def rediscover(self) -> None:
         """Forget what discovery found (a CRD was installed since), at most once a second:
@@ -320,6 +328,7 @@ class Connection:
         dynamic = self.dynamic
         with self._discovery:
             if time.monotonic() - self._rediscovered >= 1.0:
+                self._resources.clear()
                 dynamic.resources.invalidate_cache()
                 self._rediscovered = time.monotonic()
 
