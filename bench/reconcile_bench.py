@@ -103,7 +103,9 @@ def generate(root: Path, apps: int) -> None:
 
 def run_pass(kubeconfig: str, root: Path) -> dict[str, Any]:
     """One pass (no wait for health), its requests counted per cluster."""
+    compiling = time.monotonic()
     result = compile_path(root, revision="bench")
+    compiled = time.monotonic() - compiling
     assert result.ok, result.diagnostics[:3]
     reconciler = Reconciler(kubeconfig, wait=False)
     started, cpu = time.monotonic(), cpu_seconds()
@@ -114,6 +116,7 @@ def run_pass(kubeconfig: str, root: Path) -> dict[str, Any]:
     lists = Counter({f"{n}/{r}": k for n, s in stats.items() for r, k in s.lists.items()})
     members = {n: c for n, c in report.clusters.items() if n != "host"}
     return {"seconds": round(seconds, 1), "cpu": round(cpu, 1), "ok": report.ok,
+            "compile_seconds": round(compiled, 1),
             "objects": len(result.manifests),
             "created": {n: len(c.created) for n, c in members.items()},
             "updated": sum(len(c.updated) for c in members.values()),
@@ -122,7 +125,28 @@ def run_pass(kubeconfig: str, root: Path) -> dict[str, Any]:
             "dry_runs": {n: s.by_verb["dry-run"] for n, s in stats.items()},
             "gets": sum(s.by_verb["get"] for s in stats.values()),
             "max_lists_per_resource": max(lists.values()) if lists else 0,
-            "lists": sum(lists.values()), "load": round(os.getloadavg()[0], 1)}
+            "lists": sum(lists.values()), "load": round(os.getloadavg()[0], 1),
+            # (getattr: the reconciler of an older --before revision has neither)
+            "steps": getattr(report, "steps", {}), "listed": list_timings(stats)}
+
+
+def list_timings(stats: dict[str, Any]) -> dict[str, Any]:
+    """Per member cluster: its LISTs' total bytes, objects, slowest request and parse
+    seconds (summed), and the three slowest LISTs (resource, seconds, MB, objects)."""
+    out: dict[str, Any] = {}
+    for name, s in sorted(stats.items()):
+        timed = list(getattr(s, "listed", []))
+        if not timed:
+            continue
+        slowest = sorted(timed, key=lambda t: -t.seconds)[:3]
+        out[name] = {
+            "mb": round(sum(t.size for t in timed) / 1e6, 1),
+            "objects": sum(t.objects for t in timed),
+            "slowest_request_s": round(max(t.seconds for t in timed), 2),
+            "parse_s": round(sum(t.parse_seconds for t in timed), 2),
+            "top": [[t.resource, round(t.seconds, 2), round(t.size / 1e6, 1), t.objects]
+                    for t in slowest]}
+    return out
 
 
 def cpu_seconds() -> float:
@@ -145,6 +169,63 @@ def pass_with(revision: str, kubeconfig: str, root: Path) -> dict[str, Any]:
             check=True, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ""})
     data: dict[str, Any] = json.loads(out.stdout)
     return data
+
+
+def list_baseline(kubeconfig: str, clusters: list[str], **query: str) -> dict[str, Any]:
+    """The API servers' own cost of a pass's reads: the same LISTs (every managed kind
+    served, the same selectors) of every member cluster, all at once, each body read and
+    nothing more (no parse, no check); ``query``: extra LIST parameters
+    (``resource_version="0"``). Wall seconds of the slowest and the MB read."""
+    from reconciler import kinds
+    from reconciler.clients import read
+
+    conns = {c: Connection(c, c, kubeconfig) for c in clusters}
+    work = [(conns[c], k) for c in clusters for k in kinds.MANAGED_KINDS
+            if read.served(conns[c], k)]
+
+    def one(item: tuple[Connection, Any]) -> tuple[float, int]:
+        conn, kind = item
+        started = time.monotonic()
+        response = conn.resource(kind.api_version, kind.kind).get(
+            **read.selector(kind=kind), serialize=False, **query)
+        return time.monotonic() - started, len(response.data)
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=len(work)) as pool:
+        done = list(pool.map(one, work))
+    seconds = time.monotonic() - started
+    for conn in conns.values():
+        conn.close()
+    return {"seconds": round(seconds, 1), "lists": len(work),
+            "slowest": round(max(t for t, _ in done), 2),
+            "mb": round(sum(b for _, b in done) / 1e6, 1), "load": round(os.getloadavg()[0], 1)}
+
+
+def cpu_by_program(seconds: float = 10.0) -> dict[str, float]:
+    """What uses the CPU: each program's share of one core over ``seconds`` (all its
+    processes: the fleet's three kube-apiservers are one row), from /proc, busiest first."""
+    def sample() -> dict[int, tuple[str, int]]:
+        out: dict[int, tuple[str, int]] = {}
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            name = stat[stat.index("(") + 1:stat.rindex(")")]
+            fields = stat[stat.rindex(")") + 2:].split()
+            out[int(entry.name)] = (name, int(fields[11]) + int(fields[12]))
+        return out
+
+    before = sample()
+    time.sleep(seconds)
+    after = sample()
+    ticks = os.sysconf("SC_CLK_TCK") * seconds
+    use: Counter[str] = Counter()
+    for pid, (name, total) in after.items():
+        use[name] += total - before.get(pid, (name, total))[1]
+    return {name: round(100 * t / ticks, 1) for name, t in use.most_common(12) if t > 0}
 
 
 def kubectl() -> str | None:
@@ -282,10 +363,14 @@ def measure(apps: int, before: str | None, fleet: Path | None = None,
             out["noop_pass"] = run_pass(kubeconfig, root)
             print(f"no-op pass: {out['noop_pass']}", file=sys.stderr)
             out["noop_pass_again"] = run_pass(kubeconfig, root)
+            clusters = sorted(out["noop_pass"]["created"])
+            out["idle_cpu"] = cpu_by_program()
+            out["idle_load"] = round(os.getloadavg()[0], 1)
+            out["lists_raw"] = list_baseline(kubeconfig, clusters)
+            out["lists_raw_rv0"] = list_baseline(kubeconfig, clusters, resource_version="0")
             if before:
                 out["before"] = {"revision": before,
                                  "noop_pass": pass_with(before, kubeconfig, root)}
-            clusters = sorted(out["noop_pass"]["created"])
             if reapply:
                 out["reapply_everything"] = reapply_everything(kubeconfig, root, clusters)
                 out["noop_after_reapply"] = run_pass(kubeconfig, root)
@@ -352,6 +437,16 @@ def results_lines(r: dict[str, Any]) -> list[str]:
     else:
         lines.append("| baseline: every object server-side applied again | | | | | | | | "
                      "| not measured in this run (`--no-reapply`) |")
+    for name, label in (("lists_raw", "consistent, as a pass asks"),
+                        ("lists_raw_rv0", "`resourceVersion=0`: any age the watch cache has")):
+        if name in r:
+            raw = r[name]
+            lines.append(
+                f"| baseline: the same {raw['lists']} LISTs of the members, raw ({label}): "
+                f"all at once, each body read, no parse | {raw['seconds']} | | | | | | "
+                f"{raw['lists']} | {raw['load']} | {raw['mb']} MB; slowest LIST "
+                f"{raw['slowest']} s |")
+    lines += ["", *breakdown_lines(r)]
     host = noop["writes"].get("host", 0)
     met = noop["seconds"] <= 10 and noop["member_writes"] == 0
     lines += ["", f"Target (a no-op pass: <= 10 s and no object written, set for 1,000 "
@@ -362,6 +457,24 @@ def results_lines(r: dict[str, Any]) -> list[str]:
                   "pass before (pods becoming ready, HPAs getting metrics after the first "
                   "pass)." if host else ", 0 to the host.")]
     return lines
+
+
+def breakdown_lines(r: dict[str, Any]) -> list[str]:
+    """Where the no-op pass's wall time went, and what the machine was busy with."""
+    noop = r["noop_pass"]
+    steps = ", ".join(f"{k} {v:.1f}" for k, v in noop.get("steps", {}).items())
+    lists = "; ".join(
+        f"{n}: {v['mb']} MB, {v['objects']} objects, slowest LIST {v['slowest_request_s']} s "
+        f"({v['top'][0][0]}), parse {v['parse_s']} s" for n, v in noop.get("listed", {}).items())
+    out = [f"Where the no-op pass's {noop['seconds']} s went (wall seconds per step; the host "
+           f"sync runs beside desired and read): {steps}. Not in it: compiling the specs, "
+           f"{noop.get('compile_seconds', '?')} s (a one-shot `apply` does it first). "
+           f"Its LISTs: {lists}."]
+    if "idle_cpu" in r:
+        busy = ", ".join(f"{k} {v}%" for k, v in r["idle_cpu"].items())
+        out += ["", f"The fleet between passes (share of one core over 10 s, per program; "
+                f"1-minute load {r.get('idle_load')}): {busy}."]
+    return out
 
 
 def main() -> int:

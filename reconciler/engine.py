@@ -13,12 +13,13 @@ stops the others.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from pincompile.contract import Result
 from reconciler import applied, desired, failover, narrow, publish
@@ -45,6 +46,29 @@ HOST = "host"
 NAMESPACE = next(k for k in MANAGED_KINDS if k.kind == "Namespace")
 #: Run-to-completion kinds: ``apply`` waits for them to start, not to finish.
 UNWAITED_KINDS = ("Job", "CronJob", "TFJob", "PyTorchJob")
+T = TypeVar("T")
+
+
+class _Steps:
+    """Times the steps of a pass into ``seconds`` (step name -> wall seconds)."""
+
+    def __init__(self, seconds: dict[str, float]) -> None:
+        self.seconds = seconds
+
+    @contextlib.contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.seconds[name] = round(time.monotonic() - started, 3)
+
+    def timed(self, name: str, function: Callable[..., T]) -> Callable[..., T]:
+        """``function`` timed as step ``name`` (for a step run in another thread)."""
+        def run(*args: Any) -> T:
+            with self(name):
+                return function(*args)
+        return run
 
 
 class Reconciler:
@@ -151,18 +175,24 @@ class Reconciler:
         if not result.ok:
             report.error = f"{len(result.diagnostics)} error(s) in the specs: nothing applied"
             return report
+        step = _Steps(report.steps)
         with ThreadPoolExecutor(max_workers=1) as pool:  # the host beside the members' reads
-            host_synced = pool.submit(self._host_sync, result, report)
-            found = self.members(result)
-            self._in_parallel(found, self._read)
-            host = host_synced.result()
-        stored = {k: (cr.get("status") or {}) for k, cr in host.items()}
-        moves = self._failover(result, found, stored, report)
-        if not moves:  # while shares move between clusters, bounds do not
-            self.rebalanced = scaling_step.rebalance_all(result, found, stored, self.echo)
-        rollouts = rollout_step.hold_zones(found, stored, report.revision,
-                                           rollout_step.paused_apps(host))
-        self._in_parallel(found, self._plan)
+            host_synced = pool.submit(step.timed("host sync", self._host_sync), result, report)
+            with step("desired"):
+                found = self.members(result)
+            with step("read"):
+                self._in_parallel(found, self._read)
+            with step("host sync (wait)"):
+                host = host_synced.result()
+        with step("decide"):
+            stored = {k: (cr.get("status") or {}) for k, cr in host.items()}
+            moves = self._failover(result, found, stored, report)
+            if not moves:  # while shares move between clusters, bounds do not
+                self.rebalanced = scaling_step.rebalance_all(result, found, stored, self.echo)
+            rollouts = rollout_step.hold_zones(found, stored, report.revision,
+                                               rollout_step.paused_apps(host))
+        with step("plan"):
+            self._in_parallel(found, self._plan)
         if self.apps is not None:
             wanted = self.apps
             rollouts = {k: r for k, r in rollouts.items()
@@ -170,14 +200,17 @@ class Reconciler:
             for member in found.values():
                 if member.plan is not None:
                     narrow.narrow(member.plan, wanted, self.options.max_prune)
-        self._in_parallel(found, self._apply)
-        rollout_step.advance(rollouts, found, self.connections.get(HOST), self.echo)
-        rollout_step.report_halts(rollouts, found)
+        with step("apply"):
+            self._in_parallel(found, self._apply)
+            rollout_step.advance(rollouts, found, self.connections.get(HOST), self.echo)
+            rollout_step.report_halts(rollouts, found)
         if self.wait:
-            self._wait_healthy(found)
-        self._publish(found, stored, report, publish.Decided(
-            rollouts, moves, self.held, self.rebalanced, publish.revisions_of(host)), host)
-        self._store_cluster_states(stored, report)
+            with step("wait"):
+                self._wait_healthy(found)
+        with step("publish"):
+            self._publish(found, stored, report, publish.Decided(
+                rollouts, moves, self.held, self.rebalanced, publish.revisions_of(host)), host)
+            self._store_cluster_states(stored, report)
         for member in found.values():
             report.clusters[member.name] = member.report or ClusterReport(
                 member.name, error=member.error)
@@ -308,7 +341,7 @@ class Reconciler:
         watched = [host.CRD_KIND, *host.spec_kinds(), NAMESPACE]
         if not self.watch:
             host.ensure_crds(conn)
-            return read.list_many(conn, watched[1:])
+            return read.list_many(conn, watched[1:], lean=True)
         if self.host_cache is not None:
             live = self.host_cache.snapshot()
             crds = {k: o for k, o in live.items() if k[0] == host.CRD_KIND.kind}

@@ -53,7 +53,7 @@ def ensure_crds(conn: Connection, *, timeout: float = 60.0,
     were written. ``existing``: the live CRDs (a watch cache's), else one LIST."""
     wanted = _wanted_crds()
     if existing is None:
-        existing, _ = read.list_managed(conn, CRD_KIND)
+        existing, _ = read.list_managed(conn, CRD_KIND, lean=True)
     written = 0
     for crd in wanted:
         live = existing.get(read.key_of({**crd, "kind": "CustomResourceDefinition"}))

@@ -108,6 +108,8 @@ class PassReport:
     revision: str
     clusters: dict[str, ClusterReport] = field(default_factory=dict)
     seconds: float = 0.0
+    steps: dict[str, float] = field(default_factory=dict)
+    """Wall seconds of each step of the pass (host sync, read, plan, apply, publish...)."""
     error: str | None = None
     """Set when the pass did nothing at all (the compile failed, say)."""
     statuses: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)

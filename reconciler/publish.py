@@ -93,6 +93,11 @@ def write(conn: Connection, docs: dict[AppKey, dict[str, Any]],
     writes = pending_by_app(members)
     failed: list[str] = []
 
+    def moved(app: AppKey) -> bool:
+        move = moves.get(app)
+        return move is not None and (stored.get(app) or {}).get("failover") \
+            != docs[app]["failover"]
+
     def one(app: AppKey) -> None:
         if failed:
             return
@@ -102,15 +107,19 @@ def write(conn: Connection, docs: dict[AppKey, dict[str, Any]],
                 host.write_status(conn, app, doc)
             for reason, text in events(writes.get(app, []), revision):
                 host.record_event(conn, app, reason, text)
-            if move is not None and (stored.get(app) or {}).get("failover") \
-                    != doc["failover"]:
+            if move is not None and moved(app):
                 host.record_event(conn, app, move.phase, move.message,
                                   warning=move.phase != "FailingBack")
         except CLUSTER_ERRORS as exc:
             failed.append(explain(exc))
 
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        list(pool.map(one, sorted(docs)))
+    # only apps with something to write go to the threads (a no-op pass handed every app
+    # to them, one future each, to write nothing)
+    writing = [app for app in sorted(docs) if app in writes or moved(app)
+               or status_document.changed(stored.get(app), docs[app])]
+    if writing:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(pool.map(one, writing))
     return failed[0] if failed else None
 
 

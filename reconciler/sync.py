@@ -153,8 +153,10 @@ def autoscaled(desired: Iterable[Obj]) -> set[Key]:
 def read_live(conn: Connection) -> dict[Key, Obj]:
     """Everything pincompile manages in the cluster: one LIST per served kind, the LISTs
     in parallel (one after the other they took the sum of their times: 18 s at 1,000
-    apps on a loaded machine, where Deployments alone took 9 s)."""
-    return read.list_many(conn, [k for k in kinds.MANAGED_KINDS if read.served(conn, k)])
+    apps on a loaded machine, where Deployments alone took 9 s); lean (no managedFields:
+    :func:`_sole_replicas_owner` GETs them where it needs them)."""
+    return read.list_many(conn, [k for k in kinds.MANAGED_KINDS if read.served(conn, k)],
+                          lean=True)
 
 
 def plan_cluster(conn: Connection, desired: list[Obj], live: dict[Key, Obj],
@@ -333,7 +335,8 @@ def execute(conn: Connection, plan: ClusterPlan, *, workers: int = 8,
         if change.action in (Action.CREATE, Action.UPDATE):
             assert change.desired is not None
             if change.action is Action.UPDATE and change.key in scaled \
-                    and _sole_replicas_owner(change.live) and change.live is not None:
+                    and change.live is not None \
+                    and _sole_replicas_owner(_with_managed_fields(conn, change.live)):
                 # created before its scaler: hand replicas over before we stop setting them
                 _hand_replicas_over(conn, {**change.desired, "spec": {
                     "replicas": change.live["spec"].get("replicas", 1)}})
@@ -377,6 +380,14 @@ def execute(conn: Connection, plan: ClusterPlan, *, workers: int = 8,
 def _first_line(text: str, limit: int = 200) -> str:
     line = text.splitlines()[0] if text else ""
     return line if len(line) <= limit else line[:limit - 3] + "..."
+
+
+def _with_managed_fields(conn: Connection, live: Obj) -> Obj | None:
+    """``live`` with its ``managedFields``: as it is when it has them, else (a lean LIST's
+    object) as a GET returns it now."""
+    if "managedFields" in (live.get("metadata") or {}):
+        return live
+    return read.get(conn, live)
 
 
 def _sole_replicas_owner(live: Obj | None) -> bool:

@@ -17,7 +17,7 @@ import os
 import random
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,6 +112,22 @@ def _config_reason(exc: BaseException) -> str:
     return text.removeprefix("Invalid kube-config file. ")[:300]
 
 
+LISTS_KEPT = 256
+"""Timed LISTs a connection keeps (a long-running ``serve`` relists now and then)."""
+
+
+@dataclass(frozen=True)
+class ListTiming:
+    """One LIST: the request (sent to the whole body read), its parse, and its size."""
+
+    resource: str
+    seconds: float
+    parse_seconds: float
+    size: int
+    """Bytes of the response body."""
+    objects: int
+
+
 @dataclass
 class RequestStats:
     """Requests made to one cluster, by verb and resource (thread-safe)."""
@@ -120,6 +136,8 @@ class RequestStats:
     lists: Counter[str] = field(default_factory=Counter)
     """LIST requests per resource (``deployments``, ``pods``, ...)."""
     writes_by_resource: Counter[str] = field(default_factory=Counter)
+    listed: deque[ListTiming] = field(default_factory=lambda: deque(maxlen=LISTS_KEPT))
+    """The last LISTs of managed objects, timed (:func:`reconciler.clients.read.list_managed`)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def record(self, verb: str, resource: str) -> None:
@@ -134,11 +152,16 @@ class RequestStats:
     def writes(self) -> int:
         return sum(self.by_verb[v] for v in WRITE_VERBS)
 
+    def timed(self, timing: ListTiming) -> None:
+        with self._lock:
+            self.listed.append(timing)
+
     def reset(self) -> None:
         with self._lock:
             self.by_verb.clear()
             self.lists.clear()
             self.writes_by_resource.clear()
+            self.listed.clear()
 
 
 def classify(method: str, url: str) -> tuple[str, str]:
@@ -272,6 +295,7 @@ class Connection:
         self._lock = threading.Lock()
         self._discovery = threading.Lock()
         self._rediscovered = -1.0
+        self._resources: dict[tuple[str, str], Any] = {}
 
     @property
     def dynamic(self) -> DynamicClient:
@@ -285,10 +309,17 @@ class Connection:
             return self._dynamic
 
     def resource(self, api_version: str, kind: str) -> Any:
-        """The dynamic client's resource for ``apiVersion``/``kind``."""
+        """The dynamic client's resource for ``apiVersion``/``kind``, looked up once (the
+        client's lookup searches every discovered group, under a lock: a pass asks for
+        each kind again and again) until :meth:`rediscover`."""
+        found = self._resources.get((api_version, kind))
+        if found is not None:
+            return found
         dynamic = self.dynamic
         with self._discovery:  # never while another thread rediscovers
-            return dynamic.resources.get(api_version=api_version, kind=kind)
+            found = dynamic.resources.get(api_version=api_version, kind=kind)
+            self._resources[(api_version, kind)] = found
+            return found
 
     def rediscover(self) -> None:
         """Forget what discovery found (a CRD was installed since), at most once a second:
@@ -297,6 +328,7 @@ class Connection:
         dynamic = self.dynamic
         with self._discovery:
             if time.monotonic() - self._rediscovered >= 1.0:
+                self._resources.clear()
                 dynamic.resources.invalidate_cache()
                 self._rediscovered = time.monotonic()
 

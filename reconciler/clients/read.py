@@ -3,6 +3,7 @@ a GET only for a desired object that no LIST returned (a create or a conflict)."
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -10,7 +11,8 @@ import orjson
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
 from pincompile.manifest import MANAGED_BY, MANAGED_BY_VALUE
-from reconciler.clients.connect import Connection
+from reconciler.clients.connect import Connection, ListTiming
+from reconciler.clients.lean import decode_list
 from reconciler.kinds import KindInfo
 from reconciler.model import Obj
 
@@ -52,18 +54,25 @@ def selector(field_selector: str | None = None, label_selector: str | None = Non
 
 
 def list_managed(conn: Connection, kind: KindInfo, *, field_selector: str | None = None,
-                 label_selector: str | None = None) -> tuple[dict[Key, Obj], str]:
+                 label_selector: str | None = None, lean: bool = False
+                 ) -> tuple[dict[Key, Obj], str]:
     """Every object of ``kind`` that pincompile manages in the cluster (or, given
     ``field_selector`` or ``label_selector``, every one matching it, owned or not), and
     the list's resourceVersion (for a watch to continue from). One LIST request.
 
     Objects a controller made (with an ``ownerReference``: a Deployment's pods, a Job's
-    pods, their volume claims) carry our labels from the template but are not ours."""
+    pods, their volume claims) carry our labels from the template but are not ours.
+
+    ``lean``: the objects without ``metadata.managedFields`` (:mod:`reconciler.clients.lean`:
+    a pass's read, where nothing looks at them)."""
     explicit = bool(field_selector or label_selector)
-    # parsed by orjson, several times faster than the client's json.loads
-    response = conn.resource(kind.api_version, kind.kind).get(
-        **selector(field_selector, label_selector, kind), serialize=False)
-    data: Obj = orjson.loads(response.data)
+    resource = conn.resource(kind.api_version, kind.kind)
+    started = time.monotonic()
+    response = resource.get(**selector(field_selector, label_selector, kind), serialize=False)
+    body = response.data
+    asked = time.monotonic()
+    # both several times faster than the client's json.loads
+    data: Obj = decode_list(body) if lean else orjson.loads(body)
     found: dict[Key, Obj] = {}
     for item in data.get("items") or []:
         if not explicit and (item.get("metadata") or {}).get("ownerReferences"):
@@ -71,16 +80,19 @@ def list_managed(conn: Connection, kind: KindInfo, *, field_selector: str | None
         item.setdefault("apiVersion", kind.api_version)
         item.setdefault("kind", kind.kind)
         found[key_of(item)] = item
+    conn.stats.timed(ListTiming(resource.name, asked - started, time.monotonic() - asked,
+                                len(body), len(data.get("items") or [])))
     return found, str((data.get("metadata") or {}).get("resourceVersion") or "")
 
 
-def list_many(conn: Connection, kinds: Iterable[KindInfo]) -> dict[Key, Obj]:
+def list_many(conn: Connection, kinds: Iterable[KindInfo], *, lean: bool = False
+              ) -> dict[Key, Obj]:
     """:func:`list_managed` for several kinds, the LISTs in parallel."""
     from concurrent.futures import ThreadPoolExecutor
 
     found: dict[Key, Obj] = {}
     with ThreadPoolExecutor(max_workers=8) as pool:
-        for objects, _ in pool.map(lambda kind: list_managed(conn, kind), list(kinds)):
+        for objects, _ in pool.map(lambda kind: list_managed(conn, kind, lean=lean), list(kinds)):
             found.update(objects)
     return found
 

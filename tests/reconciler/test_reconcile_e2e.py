@@ -495,6 +495,44 @@ def test_replicas_changed_by_the_autoscaler_are_left_alone(
     assert apps.read_namespaced_deployment("api", "shop").spec.replicas == target
 
 
+def test_an_app_that_gets_a_scaler_keeps_its_replicas_handed_to_their_own_manager(
+        rt_fleet: fleet_mod.FleetState, repo: Path, api: Callable[[str], k8s.ApiClient]
+) -> None:
+    """At the app's next change pincompile stops setting the replicas the HPA now owns;
+    first it hands them over (a pass reads lean LISTs, without managedFields: the handover
+    GETs them). A scaler alone changes nothing else of the Deployment, which is then left
+    as it is (the record is bookkeeping)."""
+    original = (repo / "apps/shop/web.yaml").read_text()
+    edit(repo, "apps/shop/web.yaml", lambda d: d[0]["spec"].update(replicas=6), "web x6")
+    Pass(rt_fleet, repo)
+    clusters = web_clusters(api)
+    assert {deployment(api, c, "web").spec.replicas for c in clusters} == {2}
+    changed = original.replace("replicas: 3", "replicas: 6").replace(
+        "healthTimeout: 30s", "healthTimeout: 45s")  # a change outside the pod template
+    (repo / "apps/shop/web.yaml").write_text(changed + (
+        "---\napiVersion: pincompute.io/v1\nkind: PinScaler\nmetadata: {name: web, project: shop}\n"
+        "spec:\n  target: web\n  minReplicas: 6\n  maxReplicas: 9\n"
+        "  metrics: [{type: cpu, targetUtilization: 60}]\n"))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "web autoscaled")
+    try:
+        run = Pass(rt_fleet, repo, wait=False)
+        assert run.report.ok, run.lines
+        for cluster in clusters:
+            live = deployment(api, cluster, "web")
+            owners = [m.manager for m in live.metadata.managed_fields
+                      if "f:replicas" in ((m.fields_v1 or {}).get("f:spec") or {})]
+            assert (live.spec.replicas, owners) == (2, ["pincompile-initial-replicas"])
+            assert live.spec.progress_deadline_seconds == 45
+        again = Pass(rt_fleet, repo, wait=False)
+        assert all(again.writes[c] == 0 for c in MEMBERS), again.lines
+    finally:
+        (repo / "apps/shop/web.yaml").write_text(original)
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", "web as it was")
+        Pass(rt_fleet, repo)
+
+
 def test_a_scaling_window_raises_every_clusters_floor_by_its_share_and_closing_restores_it(
         rt_fleet: fleet_mod.FleetState, repo: Path, api: Callable[[str], k8s.ApiClient]
 ) -> None:
