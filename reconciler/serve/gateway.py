@@ -4,6 +4,7 @@ host, the insight store and the collector that feeds it."""
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
 
 from pincompile.source.gitsource import GitError
@@ -63,11 +64,25 @@ def open_api(kubeconfig: str | None, context: str, mirror: Mirror, *, store_url:
         apps.close()
         raise
 
+    authors: dict[str, str] = {}
+    authors_lock = threading.Lock()
+
     def author_of(commit: str) -> str:
+        """One ``git log`` per commit, not per app (a first pass at 1,000 apps asked 1,000
+        times for the same few commits); the most recent 4,096 are kept."""
+        with authors_lock:
+            known = authors.get(commit)
+        if known is not None:
+            return known
         try:
-            return mirror.commit(commit).author
-        except GitError:  # a commit the mirror does not have (yet)
+            author = mirror.commit(commit).author
+        except GitError:  # a commit the mirror does not have (yet): ask again later
             return ""
+        with authors_lock:
+            if len(authors) >= 4096:
+                authors.pop(next(iter(authors)))
+            authors[commit] = author
+        return author
 
     pods = MemberPods(kubeconfig, lambda: member_contexts(host))
     collector = HostCollector(host, store, apps.statuses, author_of=author_of, members=pods)
