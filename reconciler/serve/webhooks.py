@@ -74,23 +74,24 @@ class Deliveries:
             return seen
 
 
+def _delivery_header(provider: str, headers: Mapping[str, str]) -> str:
+    """The first delivery id header the provider sent (lower-case ``headers``), or ""."""
+    return next((headers[name] for name in DELIVERY_HEADERS.get(provider, ())
+                 if headers.get(name)), "")
+
+
 def delivery_keys(provider: str, headers: Mapping[str, str], body: bytes) -> list[str]:
     """What identifies a delivery: its id header (if any) and the digest of its body."""
     keys = [f"{provider}:body:{hashlib.sha256(body).hexdigest()}"]
-    for name in DELIVERY_HEADERS.get(provider, ()):
-        if headers.get(name):
-            keys.append(f"{provider}:id:{headers[name][:200]}")
-            break
+    if sent := _delivery_header(provider, headers):
+        keys.append(f"{provider}:id:{sent[:200]}")
     return keys
 
 
 def delivery_id(provider: str, headers: Mapping[str, str]) -> str:
     """The delivery's id as its sender named it (lower-case ``headers``), for the
     history: letters, digits and ``-._:`` only, at most 128 characters; "" if none."""
-    for name in DELIVERY_HEADERS.get(provider, ()):
-        if headers.get(name):
-            return re.sub(r"[^A-Za-z0-9._:-]", "", headers[name])[:128]
-    return ""
+    return re.sub(r"[^A-Za-z0-9._:-]", "", _delivery_header(provider, headers))[:128]
 
 
 _SCP_LIKE = re.compile(r"^(?:[^@/\s]+@)?([^:/\s]+):(?!//)(.+)$")
