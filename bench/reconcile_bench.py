@@ -204,18 +204,18 @@ def list_baseline(kubeconfig: str, clusters: list[str], **query: str) -> dict[st
 def cpu_by_program(seconds: float = 10.0) -> dict[str, float]:
     """What uses the CPU: each program's share of one core over ``seconds`` (all its
     processes: the fleet's three kube-apiservers are one row), from /proc, busiest first."""
+    from fleet_start import cpu_ticks
+
     def sample() -> dict[int, tuple[str, int]]:
         out: dict[int, tuple[str, int]] = {}
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
                 continue
             try:
-                stat = (entry / "stat").read_text()
+                name = (entry / "comm").read_text().rstrip("\n")
             except OSError:
                 continue
-            name = stat[stat.index("(") + 1:stat.rindex(")")]
-            fields = stat[stat.rindex(")") + 2:].split()
-            out[int(entry.name)] = (name, int(fields[11]) + int(fields[12]))
+            out[int(entry.name)] = (name, cpu_ticks(int(entry.name)))
         return out
 
     before = sample()
