@@ -159,6 +159,27 @@ def sizes(statuses: dict[tuple[str, str, str], Any]) -> list[str]:
             f"({100 * (1 - without / with_fields):.0f} % fewer) |"]
 
 
+def cache_memory(statuses: dict[tuple[str, str, str], Any]) -> list[str]:
+    """What the API's host cache (:class:`reconciler.api.sources.HostApps`) holds for
+    these apps: each app resource as a watch decodes it (managed fields included), and the
+    status and label mappings built from them; traced Python allocations, in MiB."""
+    import tracemalloc
+
+    from reconciler.api.sources import statuses_and_labels
+    texts = [json.dumps(host_object(k, dict(v), True)) for k, v in statuses.items()]
+    tracemalloc.start()
+    objects = [json.loads(text) for text in texts]
+    held = tracemalloc.get_traced_memory()[0]
+    built = statuses_and_labels(objects)
+    both = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    del built
+    mib = 1024 * 1024
+    return [f"| the host cache's objects ({len(objects):,} app resources, as watched) | "
+            f"{held / mib:.1f} MiB ({held / len(objects):,.0f} B per app) |",
+            f"| its status and label mappings | {(both - held) / mib:.1f} MiB |"]
+
+
 @dataclass
 class Case:
     label: str
@@ -277,7 +298,10 @@ def main() -> None:
              f"Target for one app: **{'met' if met else 'not met'}** at this load (the "
              "clients share the 2 cores with the server).", "",
              "| bytes per app | mean |", "|---|---:|", *sizes(statuses),
-             f"| the API's document of one app (GET one app) | {now[0].size:,.0f} |"]
+             f"| the API's document of one app (GET one app) | {now[0].size:,.0f} |", "",
+             "| cache memory (traced allocations) | size |", "|---|---:|",
+             *cache_memory(statuses),
+             "| the member pods' and Events' caches (MemberPods) | not measured |"]
     print("\n".join(lines))
     if args.results:
         options = ("" if args.apps == 1000 else f" --apps {args.apps}") + \
