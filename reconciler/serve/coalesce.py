@@ -14,7 +14,7 @@ import threading
 import time
 from dataclasses import dataclass, replace
 
-PRIORITY = {"resync": 0, "start": 1, "leader": 2, "push": 3}
+PRIORITY = {"head": -1, "resync": 0, "start": 1, "leader": 2, "push": 3}
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,8 @@ class Trigger:
     """Why a pass should run, and the revision the newest push named (if any)."""
 
     reason: str
-    """``push``, ``resync``, ``start`` or ``leader`` (this process just won a Lease)."""
+    """``push``, ``resync``, ``start``, ``leader`` (this process just won a Lease) or
+    ``head`` (a pass only if the branch head moved since the last applied revision)."""
     revision: str | None = None
     received: float = 0.0
     """``time.time()`` when the newest push of the burst arrived (for push-to-applied)."""

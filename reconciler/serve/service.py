@@ -161,9 +161,24 @@ class Service:
             if trigger is None:
                 trigger = Trigger("resync", received=self.clock())
             with self.pass_lock:  # leadership changes wait for the pass to finish
-                if self.state.held:
+                if self.state.held and not self.nothing_missed(trigger):
                     self.pass_once(trigger)
             next_resync = time.monotonic() + self.resync
+
+    def nothing_missed(self, trigger: Trigger) -> bool:
+        """Whether a ``head`` trigger finds the branch head still at the revision the last
+        pass applied: then no push was missed, and a pass would only repeat that one."""
+        if trigger.reason != "head" or self.state.last_applied is None:
+            return False
+        try:
+            sha = self.mirror.fetch()
+        except GitError:
+            return False  # the pass says why
+        if sha != self.state.last_applied["revision"]:
+            return False
+        log.info("the branch head is still %s, applied by the overdue pass: no push was "
+                 "missed", sha[:12])
+        return True
 
     def stop(self) -> None:
         self.stopping.set()
@@ -248,7 +263,9 @@ class Service:
         if self.state.overdue:  # pushes may have missed this replica while it was not ready
             log.warning("the overdue pass ended after %.0fs; taking the branch head again",
                         report.seconds)
-            self.coalescer.offer(Trigger("resync", received=self.clock()))
+            # a pass that applied only if the head moved; a failed one is tried again
+            self.coalescer.offer(Trigger("head" if report.ok else "resync",
+                                         received=self.clock()))
         with self._lock:
             self.state.last_pass = document
             self.state.busy_since = None

@@ -136,3 +136,33 @@ def test_an_overdue_pass_takes_the_branch_head_again_when_it_ends(
         assert readyz(serve.base)[0] == 200
     finally:
         serve.stop()
+
+
+
+def test_after_an_overdue_pass_only_a_moved_branch_head_makes_another_pass(
+        spec_repo: SpecRepo, tmp_path: Path) -> None:
+    """Every pass here runs past the deadline (3 s against 2 s). When one ends, serve
+    fetches the branch head: still at the revision it applied, no push was missed and no
+    pass repeats it (a push arriving then would wait behind that pass); moved on (a commit
+    whose webhook reached no one), that commit is applied."""
+    serve = ServeProcess(spec_repo.bare, tmp_path / "passes.jsonl", "--no-leader-election",
+                         "--no-events", "--pass-deadline", "2s", delay=3.0,
+                         env={"PINCOMPILE_WEBHOOK_SECRET": SECRET})
+
+    def checked() -> int:
+        return serve.log.read_text().count("no push was missed")
+    try:
+        wait_for(lambda: checked() == 1, timeout=120,
+                 what="the branch head checked after the overdue first pass")
+        pushed = spec_repo.commit("one push")
+        push(serve.base, pushed)
+        wait_for(lambda: pushed in [p["revision"] for p in serve.passes("start")],
+                 timeout=60, what="the push's pass to start")
+        unannounced = spec_repo.commit("a commit whose webhook reached no one")
+        wait_for(lambda: checked() == 2, timeout=60,
+                 what="the head checked after the unannounced commit's pass")
+        revisions = [p["revision"] for p in serve.passes()]
+        assert revisions[1:] == [pushed, unannounced], revisions
+        assert len(revisions) == 3, "a pass repeated a revision it had just applied"
+    finally:
+        serve.stop()
