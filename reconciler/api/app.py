@@ -221,7 +221,9 @@ def _routes(api: FastAPI) -> None:
     _exec_route(api)
 
     @api.get(f"{PREFIX}/apps/{{kind}}/{{project}}/{{name}}/events",
-             response_model=list[AppEvent], summary="The app's timeline, oldest first")
+             response_model=list[AppEvent],
+             summary="The app's timeline, oldest first: its newest `limit` events, or the "
+                     "first `limit` since `since`")
     async def events(request: Request, caller: CallerDep, kind: str, project: str, name: str,
                      since: datetime | None = None,
                      limit: Annotated[int, Query(ge=1, le=1000)] = 500) -> list[AppEvent]:

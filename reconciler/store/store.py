@@ -117,17 +117,20 @@ class Store:
 
     def events(self, app: AppKey, *, since: datetime | None = None,
                limit: int = READ_LIMIT) -> list[EventRecord]:
-        """The app's events, oldest first, last seen at or after ``since``."""
+        """The app's events, oldest first: the newest ``limit`` of them, or with ``since``
+        the first ``limit`` last seen at or after it (to page forward from there)."""
         kind, project, name = app
-        query = (select(AppEvent)
-                 .where(AppEvent.kind == kind, AppEvent.project == project,
-                        AppEvent.name == name)
-                 .order_by(AppEvent.last_seen, AppEvent.id)
-                 .limit(max(1, min(limit, READ_LIMIT))))
+        query = select(AppEvent).where(AppEvent.kind == kind, AppEvent.project == project,
+                                       AppEvent.name == name)
         if since is not None:
-            query = query.where(AppEvent.last_seen >= since)
+            query = query.where(AppEvent.last_seen >= since) \
+                .order_by(AppEvent.last_seen, AppEvent.id)
+        else:
+            query = query.order_by(AppEvent.last_seen.desc(), AppEvent.id.desc())
         with Session(self.engine) as session:
-            return [_event_record(row) for row in session.scalars(query)]
+            rows = [_event_record(row) for row in
+                    session.scalars(query.limit(max(1, min(limit, READ_LIMIT))))]
+        return rows if since is not None else rows[::-1]
 
     def add_revision(self, record: RevisionRecord) -> bool:
         """Record a revision applied to an app; ``False`` when that very record (app,
