@@ -18,6 +18,8 @@ rate-limited and audited like every call, and recorded in the insight store as a
 
 from __future__ import annotations
 
+import os
+import socket
 import threading
 import time
 import uuid
@@ -31,7 +33,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from pincompile.manifest import ANNOTATION_SOURCE, LABEL_APP, LABEL_KIND, LABEL_PROJECT
-from reconciler.api import rerun
+from reconciler.api import rerun, restarts
 from reconciler.api.access import Caller
 from reconciler.api.models import ActionAnswer, Problem, SpecEdit, ZoneStep
 from reconciler.clients import read, write
@@ -41,6 +43,7 @@ from reconciler.host import cr_ref, read_apps, spec_kinds
 from reconciler.kinds import KindInfo
 from reconciler.model import Obj
 from reconciler.rollout import pause, restart
+from reconciler.rollout.restart import Claim
 from reconciler.status_document import AppKey
 from reconciler.status_document import iso_time as _iso
 from reconciler.store import Store
@@ -51,10 +54,12 @@ Authorize = Callable[[Request, Caller, str, str, str], Awaitable[None]]
 
 
 class Operations:
-    """Restarts running in this server: one per app at a time, at most ``most`` at once."""
+    """Restarts running in this server: one per app at a time, at most ``most`` at once;
+    ``identity`` names this server in the restarts' claims."""
 
-    def __init__(self, most: int = 8) -> None:
+    def __init__(self, most: int = 8, identity: str | None = None) -> None:
         self.most = most
+        self.identity = identity or f"{socket.gethostname()}/{os.getpid()}"
         self._running: dict[AppKey, str] = {}
         self._lock = threading.Lock()
 
@@ -171,35 +176,81 @@ def members_of(gateway: ActionGateway, app: AppKey) -> dict[str, Connection]:
 
 # -- restart ----------------------------------------------------------------------------------
 def start_restart(gateway: ActionGateway, app: AppKey, user: str) -> ActionAnswer:
-    """Plan a restart of the app's workloads and start it in the background."""
+    """Plan a restart of the app's workloads, claim it on the host and start it in the
+    background (409 while another server's claim on the app is alive)."""
     why = restart.why_not_restartable(app[0])
     if why is not None:
         raise HTTPException(409, f"{app[0]} cannot be restarted: {why}")
     host = _host(gateway)
-    who = pause.paused_by(_resource(host, app))
+    cr = _resource(host, app)
+    who = pause.paused_by(cr)
     if who:
         raise HTTPException(409, f"the rollout of {'/'.join(app)} is paused by {who}: "
                                  "`rollout resume` it first")
+    running = restart.claim_of(cr)
+    if running is not None and not restart.stale(running, time.time()):
+        raise HTTPException(409, f"a restart of {'/'.join(app)} by {running.by} "
+                                 f"({running.at}) is running in {running.holder}")
+    plan, members = _plan_restart(gateway, host, app, _iso(time.time()))
+    claim = Claim(plan.at, user, gateway.operations.identity, plan.at)
+    order = " then ".join(z for z, _ in plan.zones)
+    message = (f"restarting zone by zone ({order}): each zone's workloads get "
+               f"{restart.RESTARTED_AT_ANNOTATION}={plan.at}; the next zone starts when "
+               f"they have rolled out, within {plan.timeout:.0f}s; `events` shows progress")
+    _run_restart(gateway, host, app, plan, members, claim, cr, announce=lambda: record(
+        gateway.store, app, "RestartRequested", f"{user}: {message}"))
+    return ActionAnswer(action="restart", app="/".join(app), user=user, message=message,
+                        zones=[ZoneStep(zone=z, objects=[str(w) for w in ws])
+                               for z, ws in plan.zones])
+
+
+def resume_restart(gateway: ActionGateway, app: AppKey, left: Claim) -> None:
+    """Take over the restart ``left`` by a server that stopped renewing its claim, and
+    run it again from its first zone: zones it restarted pass at once."""
+    host = _host(gateway)
+    cr = _resource(host, app)
+    current = restart.claim_of(cr)
+    if current != left or not restart.stale(left, time.time()):
+        return  # ended, renewed or taken over meanwhile
+    plan, members = _plan_restart(gateway, host, app, left.at)
+    claim = Claim(left.at, left.by, gateway.operations.identity, _iso(time.time()))
+    message = (f"{claim.holder} took over the restart by {left.by} at {left.at} from "
+               f"{left.holder} (its claim was last renewed {left.age(time.time()):.0f}s "
+               "ago); zones already restarted pass at once")
+    _run_restart(gateway, host, app, plan, members, claim, cr,
+                 announce=lambda: record(gateway.store, app, "RestartResumed", message))
+
+
+def _plan_restart(gateway: ActionGateway, host: Connection, app: AppKey, at: str
+                  ) -> tuple[restart.RestartPlan, dict[str, Connection]]:
     members = members_of(gateway, app)
     try:
         zones = member_zones(host)
         found = {c: app_objects(conn, app, restart.RESTARTABLE) for c, conn in members.items()}
     except CLUSTER_ERRORS as exc:
         raise HTTPException(503, explain(exc)) from None
-    plan = restart.plan_restart(app, found, zones, _iso(time.time()))
+    plan = restart.plan_restart(app, found, zones, at)
     if not plan.workloads:
         raise HTTPException(409, f"{'/'.join(app)} has no Deployment or DaemonSet in "
                                  "its clusters yet")
+    return plan, members
+
+
+def _run_restart(gateway: ActionGateway, host: Connection, app: AppKey,
+                 plan: restart.RestartPlan, members: dict[str, Connection], claim: Claim,
+                 cr: Obj, announce: Callable[[], None]) -> None:
+    """Claim the restart, ``announce()`` it and run it in the background (409 when
+    another server claimed the app first)."""
     store = gateway.store
 
     def note(reason: str, message: str) -> None:
-        record(store, app, reason, f"{message} (restart by {user} at {plan.at})",
+        record(store, app, reason, f"{message} (restart by {claim.by} at {plan.at})",
                warning=reason == "RestartHalted")
 
-    def work() -> None:
+    def work(held: Callable[[], bool]) -> None:
         try:
             restart.run_restart(
-                plan, record=note,
+                plan, record=note, held=held,
                 apply=lambda w, body: write.apply(members[w.cluster], body,
                                                   manager=restart.RESTART_MANAGER),
                 fetch=lambda w: read.get(members[w.cluster], w.ref),
@@ -208,17 +259,21 @@ def start_restart(gateway: ActionGateway, app: AppKey, user: str) -> ActionAnswe
             note("RestartHalted", f"a cluster failed: {explain(exc)}; later zones keep "
                                   "their pods")
 
-    busy = gateway.operations.start(app, "restart", work)
+    if gateway.operations.running(app):
+        raise HTTPException(409, f"a {gateway.operations.running(app)} of "
+                                 f"{'/'.join(app)} is running already")
+    try:
+        taken = restarts.take(host, app, claim, cr)
+    except CLUSTER_ERRORS as exc:
+        raise HTTPException(503, f"the host cluster: {explain(exc)}") from None
+    if not taken:
+        raise HTTPException(409, f"another restart of {'/'.join(app)} started meanwhile")
+    announce()
+    busy = gateway.operations.start(
+        app, "restart", lambda: restarts.run_claimed(host, app, claim, work))
     if busy:
+        restarts.release(host, app, claim)
         raise HTTPException(409, busy)
-    order = " then ".join(z for z, _ in plan.zones)
-    message = (f"restarting zone by zone ({order}): each zone's workloads get "
-               f"{restart.RESTARTED_AT_ANNOTATION}={plan.at}; the next zone starts when "
-               f"they have rolled out, within {plan.timeout:.0f}s; `events` shows progress")
-    record(store, app, "RestartRequested", f"{user}: {message}")
-    return ActionAnswer(action="restart", app="/".join(app), user=user, message=message,
-                        zones=[ZoneStep(zone=z, objects=[str(w) for w in ws])
-                               for z, ws in plan.zones])
 
 
 # -- rerun ------------------------------------------------------------------------------------

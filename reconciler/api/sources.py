@@ -54,6 +54,17 @@ class HostApps:
         """Every app's resource's labels (its spec's, and pincompile's own)."""
         return self._current()[1]
 
+    def annotated(self, key: str) -> dict[AppKey, Mapping[str, str]]:
+        """The annotations of every app resource that has annotation ``key``."""
+        found: dict[AppKey, Mapping[str, str]] = {}
+        for watch in self._watches:
+            with watch.lock:
+                for obj in watch.objects.values():
+                    noted = (obj.get("metadata") or {}).get("annotations") or {}
+                    if key in noted:
+                        found[app_key(obj)] = dict(noted)
+        return found
+
     def _current(self) -> tuple[Mapping[AppKey, Mapping[str, Any]], Mapping[AppKey, Labels]]:
         # each watch's resource version moves with every change it applies, after applying
         # it: read before the objects, a stamp never claims a change not yet copied

@@ -7,6 +7,11 @@ halts the restart: later zones keep their pods.
 
 The annotation is applied with a field manager of its own (:data:`RESTART_MANAGER`), so
 the reconciler's server-side apply neither removes it nor sees it as drift.
+
+A running restart is claimed on the app's resource on the host (:class:`Claim`: which
+restart, by whom, the server running it, renewed every :data:`RENEW_SECONDS`), so a
+second server refuses another restart of the app, and a claim no longer renewed (its
+server stopped) is taken over and the restart finished by another (:func:`stale`).
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
 
 from reconciler.model import Obj
 from reconciler.rollout.plan import health_timeout, rolled_out
@@ -32,6 +39,67 @@ NOT_RESTARTABLE = {
     "PinPod": "a bare pod has no template to roll: `restart-container` says what can be done",
     "PinScaler": "it is a scaling policy, not a workload",
 }
+
+
+CLAIM_AT = "pincompute.io/restart-at"
+CLAIM_BY = "pincompute.io/restart-by"
+CLAIM_HOLDER = "pincompute.io/restart-holder"
+CLAIM_RENEWED = "pincompute.io/restart-renewed"
+RENEW_SECONDS = 10.0
+STALE_SECONDS = 45.0
+"""A claim not renewed for this long belongs to a server that stopped."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A running restart, as annotations on the app's resource on the host."""
+
+    at: str
+    """The restart's identity (:attr:`RestartPlan.at`)."""
+    by: str
+    holder: str
+    """The server running it."""
+    renewed: str
+    """When the holder last said it runs it (RFC 3339 UTC)."""
+
+    def age(self, now: float) -> float:
+        """Seconds since it was renewed (infinite when that cannot be read)."""
+        try:
+            return now - datetime.fromisoformat(self.renewed.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return float("inf")
+
+
+def claim_of(cr: Mapping[str, Any] | None) -> Claim | None:
+    """The restart claimed on the app's resource, or None."""
+    annotations = ((cr or {}).get("metadata") or {}).get("annotations") or {}
+    if not annotations.get(CLAIM_AT):
+        return None
+    return Claim(str(annotations[CLAIM_AT]), str(annotations.get(CLAIM_BY) or ""),
+                 str(annotations.get(CLAIM_HOLDER) or ""),
+                 str(annotations.get(CLAIM_RENEWED) or ""))
+
+
+def stale(claim: Claim, now: float) -> bool:
+    """Whether the claim's server stopped renewing it."""
+    return claim.age(now) > STALE_SECONDS
+
+
+def claim_patch(ref: Obj, claim: Claim, resource_version: str | None = None) -> Obj:
+    """The server-side apply (by :data:`RESTART_MANAGER`) of the claim on the resource
+    ``ref``; with ``resource_version``, only if the resource is still at it."""
+    metadata: dict[str, Any] = {**ref["metadata"], "annotations": {
+        CLAIM_AT: claim.at, CLAIM_BY: claim.by, CLAIM_HOLDER: claim.holder,
+        CLAIM_RENEWED: claim.renewed}}
+    if resource_version:
+        metadata["resourceVersion"] = resource_version
+    return {**ref, "metadata": metadata}
+
+
+def release_patch(ref: Obj) -> Obj:
+    """The server-side apply that drops the claim: the same manager applies no annotation,
+    so the API server removes the ones it set (and only those)."""
+    return {**ref, "metadata": dict(ref["metadata"])}
 
 
 @dataclass(frozen=True)
@@ -137,15 +205,21 @@ class RestartRun:
 def run_restart(plan: RestartPlan, *, apply: Callable[[Workload, Obj], object],
                 fetch: Callable[[Workload], Obj | None], record: Callable[[str, str], None],
                 paused: Callable[[], str | None] = lambda: None, poll: float = 1.0,
+                held: Callable[[], bool] = lambda: True,
                 clock: Callable[[], float] = time.monotonic,
                 sleep: Callable[[float], None] = time.sleep) -> RestartRun:
     """Patch zone after zone, each gated on the one before having rolled out.
 
     ``apply(workload, body)`` writes a patch, ``fetch(workload)`` reads the workload,
     ``record(reason, message)`` records an event, ``paused()`` says who paused the app's
-    rollout (a pause stops the restart before its next zone)."""
+    rollout (a pause stops the restart before its next zone), ``held()`` whether this
+    server still holds the restart's claim (another took it over: stop, recording
+    nothing)."""
     run = RestartRun()
     for index, (zone, workloads) in enumerate(plan.zones):
+        if not held():
+            run.stopped = "another server took this restart over"
+            return run
         who = paused() if index else None
         if who:
             run.stopped = (f"stopped before zone {zone}: the rollout was paused by {who}; "
@@ -164,9 +238,12 @@ def run_restart(plan: RestartPlan, *, apply: Callable[[Workload, Obj], object],
                 if not ok:
                     waiting = f"{workload}: {why}"
                     break
-            if not waiting or clock() >= deadline:
+            if not waiting or clock() >= deadline or not held():
                 break
             sleep(poll)
+        if not held():
+            run.stopped = "another server took this restart over"
+            return run
         if waiting:
             run.stopped = (f"zone {zone} did not roll out within {plan.timeout:.0f}s "
                            f"({waiting}); later zones keep their pods")

@@ -11,6 +11,7 @@ from pincompile.source.gitsource import GitError
 from reconciler.api.access import HostAccess, RateLimits
 from reconciler.api.app import Gateway
 from reconciler.api.pods import MemberPods
+from reconciler.api.resumer import RestartResumer
 from reconciler.api.sources import HostApps
 from reconciler.clients.connect import ClusterUnreachable, Connection, KubeconfigError
 from reconciler.console.members import MemberClusters
@@ -36,8 +37,11 @@ class ServedAPI:
     pods: MemberPods
     members: MemberClusters
     """The member clusters' health for the console's overview."""
+    resumer: RestartResumer
+    """Takes over restarts whose server stopped."""
 
     def close(self) -> None:
+        self.resumer.close()
         self.collector.close()
         self.apps.close()
         self.pods.close()
@@ -89,4 +93,6 @@ def open_api(kubeconfig: str | None, context: str, mirror: Mirror, *, store_url:
     collector.start()
     gateway = Gateway(apps=apps, store=store, access=HostAccess(host), host=host,
                       limits=RateLimits(rate, max(1, round(rate * 2))), pods=pods)
-    return ServedAPI(gateway, collector, apps, pods, MemberClusters(host, kubeconfig))
+    resumer = RestartResumer(gateway, apps)
+    resumer.start()
+    return ServedAPI(gateway, collector, apps, pods, MemberClusters(host, kubeconfig), resumer)

@@ -34,8 +34,9 @@ from reconciler.api.access import HostAccess, RateLimits
 from reconciler.api.app import Gateway, create_app
 from reconciler.api.client import ApiClient
 from reconciler.api.pods import MemberPods
+from reconciler.api.resumer import RestartResumer
 from reconciler.api.sources import HostApps
-from reconciler.clients import read
+from reconciler.clients import read, write
 from reconciler.clients.connect import Connection
 from reconciler.engine import Reconciler
 from reconciler.fleet import fleet as fleet_mod
@@ -43,8 +44,18 @@ from reconciler.fleet.clusters import ClusterSpec
 from reconciler.host import cr_ref
 from reconciler.model import PassReport
 from reconciler.rollout import pause
-from reconciler.rollout.restart import RESTARTED_AT_ANNOTATION
-from reconciler.status_document import AppKey
+from reconciler.rollout.restart import (
+    CLAIM_AT,
+    CLAIM_RENEWED,
+    RESTART_MANAGER,
+    RESTARTED_AT_ANNOTATION,
+    Claim,
+    Workload,
+    claim_of,
+    claim_patch,
+    restart_patch,
+)
+from reconciler.status_document import AppKey, iso_time
 from reconciler.store import Store
 from reconciler.sync import Options, read_live
 from tests.e2e.support import wait_for
@@ -96,6 +107,9 @@ class Served:
     """The token of ``erin`` (may act in another project only)."""
     store: str = ""
     """The URL of the server's insight store."""
+    gateway: Any = None
+    apps: Any = None
+    """The server's watch of the host's apps (:class:`HostApps`)."""
 
 
 def write_spec(repo: Path, image: str, message: str) -> None:
@@ -153,6 +167,7 @@ def served(fleet: fleet_mod.FleetState, fleet_specs: dict[str, ClusterSpec],
     gateway = Gateway(apps=apps, store=store, access=HostAccess(host, ttl=30),
                       limits=RateLimits(100, 100), pods=pods, host=host)
     apps.wait_synced()
+    served.gateway, served.apps = gateway, apps
     try:
         with api_fleet.served_locally(create_app(gateway)) as served.url:
             served.env = {"PINCOMPILE_SERVER": served.url, "PINCOMPILE_TOKEN": dana}
@@ -192,9 +207,13 @@ def test_restart_rolls_every_cluster_zone_by_zone_and_the_next_pass_keeps_it(
     answer = json.loads(done.output)
     placed = deployments(served)
     assert [z["zone"] for z in answer["zones"]] == sorted({served.zone_of[c] for c in placed})
+    claim = claim_of(read.get(served.gateway.host, cr_ref(APP)))
+    assert claim is not None and claim.holder == served.gateway.operations.identity, claim
     wait_for("the restart to complete", lambda: any(
         e.startswith("RestartComplete") for e in events(served)), timeout=90,
         describe=lambda: str(events(served)))
+    wait_for("the restart's claim to be released", lambda: claim_of(
+        read.get(served.gateway.host, cr_ref(APP))) is None, timeout=30)
     took = time.monotonic() - started
     reasons = [e.split(":")[0] for e in events(served)]
     assert reasons == ["RestartRequested", "RestartZone", "RestartZone", "RestartZone",
@@ -212,6 +231,46 @@ def test_restart_rolls_every_cluster_zone_by_zone_and_the_next_pass_keeps_it(
     assert rewritten == [], "the reconciler took the restart for drift"
     assert {c: (d.spec.template.metadata.annotations or {}).get(RESTARTED_AT_ANNOTATION)
             for c, d in deployments(served).items()} == stamps
+
+
+def test_a_restart_left_by_a_stopped_server_is_refused_to_others_then_taken_over(
+        served: Served) -> None:
+    """A server claimed a restart, rolled the first zone and stopped (its claim, written
+    as it would, renewed 2 minutes ago): a restart through this server is refused while the
+    claim lives; once stale, this server's resumer takes it over and finishes every zone."""
+    host, placed = served.gateway.host, deployments(served)
+    first = min(served.zone_of[c] for c in placed)
+    at = iso_time(time.time())
+    for cluster in (c for c in placed if served.zone_of[c] == first):
+        member = Connection(cluster, cluster, served.kubeconfig)
+        try:
+            write.apply(member, restart_patch(Workload(cluster, first, "Deployment", PROJECT,
+                                                       "rolling"), at),
+                        manager=RESTART_MANAGER)
+        finally:
+            member.close()
+    gone = Claim(at, "dana", "gone-server/1", iso_time(time.time()))
+    write.apply(host, claim_patch(cr_ref(APP), gone), manager=RESTART_MANAGER)
+    refused = CliRunner().invoke(cli, ["restart", REF], env=served.env)
+    assert refused.exit_code != 0 and "is running in gone-server/1" in refused.output, \
+        refused.output
+    old = Claim(at, "dana", "gone-server/1", iso_time(time.time() - 120))
+    write.apply(host, claim_patch(cr_ref(APP), old), manager=RESTART_MANAGER)
+    wait_for("the server's watch to see the stale claim", lambda: served.apps.annotated(
+        CLAIM_AT).get(APP, {}).get(CLAIM_RENEWED) == old.renewed, timeout=30)
+    before = len(events(served))
+    assert RestartResumer(served.gateway, served.apps).scan() == [APP]
+    wait_for("the restart taken over to complete", lambda: any(
+        e.startswith("RestartComplete") for e in events(served)[before:]), timeout=90,
+        describe=lambda: str(events(served)[before:]))
+    reasons = [e.split(":")[0] for e in events(served)[before:]]
+    assert reasons == ["RestartResumed", "RestartZone", "RestartZone", "RestartZone",
+                       "RestartComplete"], reasons
+    assert "from gone-server/1" in events(served)[before]
+    assert {c: (d.spec.template.metadata.annotations or {}).get(RESTARTED_AT_ANNOTATION)
+            for c, d in deployments(served).items()} == {c: at for c in placed}
+    wait_for("the claim taken over to be released", lambda: claim_of(
+        read.get(host, cr_ref(APP))) is None, timeout=30)
 
 
 def image_by_zone(served: Served) -> dict[str, str]:

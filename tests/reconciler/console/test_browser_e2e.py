@@ -76,9 +76,12 @@ def carol_token(host: Connection) -> str:
 
 @pytest.fixture(scope="module")
 def members(fleet: fleet_mod.FleetState, fleet_specs: dict[str, ClusterSpec]) -> list[str]:
-    """Two schedulable member clusters, each running one pod of app cart (the fleet's
-    pods write a log line every 2 s); the first one's pod has a sidecar."""
-    names = sorted(s.name for s in fleet_specs.values() if s.schedulable)[:2]
+    """Two schedulable member clusters in two zones, each running one pod of app cart (the
+    fleet's pods write a log line every 2 s); the first one's pod has a sidecar."""
+    schedulable = sorted((s for s in fleet_specs.values() if s.schedulable),
+                         key=lambda s: s.name)
+    other = next(s for s in schedulable if s.zone != schedulable[0].zone)
+    names = [schedulable[0].name, other.name]
     main = {"name": "main", "image": "registry.internal/console-e2e/cart:1"}
     sidecar = {"name": "sidecar", "image": "registry.internal/console-e2e/shipper:1"}
     for name in names:
@@ -352,7 +355,8 @@ def test_a_pods_terminal_runs_a_command_and_shows_its_output(
 
 
 def test_restart_asks_for_confirmation_and_the_events_show_its_zones(
-        browser: Any, console: str, carol_token: str, members: list[str]) -> None:
+        browser: Any, console: str, carol_token: str, members: list[str],
+        fleet_specs: dict[str, ClusterSpec]) -> None:
     page = log_in(browser, console, carol_token)
     page.goto(f"{console}/apps/PinApp/{SHOP}/cart")
     page.get_by_role("button", name="Restart…").click()
@@ -366,5 +370,7 @@ def test_restart_asks_for_confirmation_and_the_events_show_its_zones(
     assert "RestartRequested" in events.inner_text()
     events.locator("td", has_text="RestartZone").first.wait_for()  # the live refresh
     events.locator("td", has_text="RestartComplete").wait_for(timeout=60_000)
-    zones = [row for row in events.inner_text().splitlines() if "RestartZone" in row]
-    assert len(zones) == len({row.split("zone ")[1].split(":")[0] for row in zones}) >= 1
+    rows = [row for row in events.inner_text().splitlines() if "RestartZone" in row]
+    zones = [row.split("zone ")[1].split(":")[0] for row in rows]
+    # the timeline is newest first: the second zone started after the first rolled out
+    assert zones[::-1] == sorted(fleet_specs[m].zone for m in members), rows

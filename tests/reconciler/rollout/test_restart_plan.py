@@ -4,16 +4,23 @@ a pause stops it before the next zone."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from reconciler.rollout import HEALTH_TIMEOUT_ANNOTATION
 from reconciler.rollout.restart import (
     RESTARTED_AT_ANNOTATION,
+    STALE_SECONDS,
+    Claim,
     Workload,
+    claim_of,
+    claim_patch,
     plan_restart,
+    release_patch,
     restart_patch,
     restarted,
     run_restart,
+    stale,
     why_not_restartable,
 )
 
@@ -76,8 +83,8 @@ def test_a_workload_is_restarted_once_its_pods_rolled_with_this_restarts_annotat
     assert restarted(None, AT) == (False, "it is gone")
 
 
-def run(plan_zones: dict[str, str], ready: set[str], paused_after: int | None = None
-        ) -> tuple[list[str], list[str], str]:
+def run(plan_zones: dict[str, str], ready: set[str], paused_after: int | None = None,
+        lost_after: int | None = None) -> tuple[list[str], list[str], str]:
     found = {c: [obj("Deployment")] for c in plan_zones}
     plan = plan_restart(APP, found, plan_zones, AT)
     applied: list[str] = []
@@ -94,6 +101,7 @@ def run(plan_zones: dict[str, str], ready: set[str], paused_after: int | None = 
                           record=lambda r, _m: reasons.append(r),
                           paused=lambda: "bob" if paused_after is not None
                           and len(applied) >= paused_after else None,
+                          held=lambda: lost_after is None or len(applied) < lost_after,
                           clock=lambda: now[0], sleep=sleep, poll=30.0)
     return applied, reasons, outcome.stopped
 
@@ -112,3 +120,24 @@ def test_a_pause_stops_the_restart_before_its_next_zone() -> None:
     applied, reasons, stopped = run({"a": "z1", "b": "z2"}, {"a", "b"}, paused_after=1)
     assert applied == ["a"] and reasons == ["RestartZone", "RestartPaused"]
     assert "paused by bob" in stopped
+
+
+def test_a_restart_taken_over_by_another_server_stops_here_and_records_nothing() -> None:
+    applied, reasons, stopped = run({"a": "z1", "b": "z2"}, set(), lost_after=1)
+    assert applied == ["a"] and reasons == ["RestartZone"]
+    assert stopped == "another server took this restart over"
+
+
+def test_a_claim_reads_back_from_its_annotations_and_ages_from_its_renewal() -> None:
+    ref = {"apiVersion": "pincompute.io/v1", "kind": "PinApp",
+           "metadata": {"name": "web", "namespace": "shop"}}
+    claim = Claim(AT, "dana", "serve-0/7", "2026-11-26T12:00:10Z")
+    body = claim_patch(ref, claim, "42")
+    assert body["metadata"]["resourceVersion"] == "42"  # taken only if still at it
+    assert claim_of(body) == claim and claim_of(ref) is None
+    assert "resourceVersion" not in claim_patch(ref, claim)["metadata"]
+    assert "annotations" not in release_patch(ref)["metadata"]
+    renewed = datetime(2026, 11, 26, 12, 0, 10, tzinfo=UTC).timestamp()
+    assert claim.age(renewed + 30) == 30 and not stale(claim, renewed + STALE_SECONDS)
+    assert stale(claim, renewed + STALE_SECONDS + 1)
+    assert stale(Claim(AT, "dana", "serve-0/7", "not a time"), renewed)
