@@ -7,16 +7,17 @@ and only the fields a record needs (:func:`lean_event`).
 
 An Event finds its app by its object's app labels (:func:`reconciler.status_document.app_of`):
 a pod's, and its owner's (the ReplicaSet, Job or DaemonSet that made it), from the watch of
-the apps' pods; any other object's (a Deployment, an HPA, a CronJob) by one GET of it, at
-most ``LOOKUP_QPS`` a second per cluster. Each object's app is remembered while an Event
-names it, so a deleted pod's last Events still find their app and memory follows the
-Events the API server holds.
+the apps' pods; any other object's (a Deployment, an HPA, a CronJob) by one GET of it,
+a few a second per cluster at most, in a thread of their own. Each object's app is
+remembered while an Event names it, so a deleted pod's last Events still find their app
+and memory follows the Events the API server holds.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Executor, Future
 from typing import Any
 
 from kubernetes.dynamic.exceptions import (
@@ -87,16 +88,18 @@ def pods_objects(pods: Iterable[Obj]) -> dict[ObjectRef, AppKey]:
 
 
 class ObjectApps:
-    """The app of each object one cluster's Events name: from its pods, else looked up
-    (``lookup``, at most ``qps`` a second with bursts of ``burst``); a pod no pod watch
-    holds is no app's, or not seen yet, and is not looked up."""
+    """The app of each object one cluster's Events name: from its pods, else looked up by
+    ``lookup`` in ``pool`` (so a slow cluster never holds up the caller): at most ``qps``
+    a second, with bursts of ``burst`` and as many at once, its answer there for a later
+    call. A pod no pod watch holds is no app's, or not seen yet, and is not looked up."""
 
-    def __init__(self, lookup: Lookup, qps: float, burst: int) -> None:
-        self.lookup = lookup
+    def __init__(self, lookup: Lookup, pool: Executor, qps: float, burst: int) -> None:
+        self.lookup, self.pool, self.burst = lookup, pool, burst
         self.known: dict[ObjectRef, AppKey | None] = {}
+        self.pending: dict[ObjectRef, Future[AppKey | None]] = {}
         self.bucket = TokenBucket(qps, burst)
 
-    def of(self, pods: Iterable[Obj], events: Iterable[Obj]) -> list[tuple[Obj, AppKey]]:
+    def of(self, pods: Iterable[Obj], events: Sequence[Obj]) -> list[tuple[Obj, AppKey]]:
         """Each of ``events`` whose object is an app's, with that app."""
         named: dict[ObjectRef, Mapping[str, Any]] = {}
         for event in events:
@@ -104,18 +107,33 @@ class ObjectApps:
             named.setdefault(ref_of(involved), involved)
         known = {ref: app for ref, app in self.known.items() if ref in named}
         known |= {ref: app for ref, app in pods_objects(pods).items() if ref in named}
+        for ref, answer in self._answers().items():
+            if ref in named:
+                known.setdefault(ref, answer)
         for ref, involved in named.items():
-            if ref in known or ref[0] == "Pod":
+            if ref in known or ref in self.pending or ref[0] == "Pod":
                 continue
-            if self.bucket.try_take() > 0:  # the rest waits for a later round
-                break
-            try:
-                known[ref] = self.lookup(involved)
-            except CLUSTER_ERRORS as exc:  # asked again on a later round
-                log.debug("the app of %s: %s", "/".join(ref), explain(exc))
+            if len(self.pending) >= self.burst or self.bucket.try_take() > 0:
+                break  # the rest waits for a later call
+            self.pending[ref] = self.pool.submit(self.lookup, involved)
         self.known = known
         return [(event, app) for event in events
                 if (app := known.get(ref_of(event.get("involvedObject") or {}))) is not None]
+
+    def _answers(self) -> dict[ObjectRef, AppKey | None]:
+        """The lookups done since the last call (one that failed is asked again later)."""
+        answers: dict[ObjectRef, AppKey | None] = {}
+        for ref, future in list(self.pending.items()):
+            if not future.done():
+                continue
+            del self.pending[ref]
+            try:
+                answers[ref] = future.result()
+            except CLUSTER_ERRORS as exc:
+                log.debug("the app of %s: %s", "/".join(ref), explain(exc))
+            except Exception:  # a bug: say so, and go on collecting
+                log.exception("the app of %s", "/".join(ref))
+        return answers
 
 
 def looked_up(conn: Connection, involved: Mapping[str, Any]) -> AppKey | None:

@@ -41,6 +41,9 @@ class MemberPods:
     LOOKUP_SECONDS = 10.0
     FIRST_SYNC_SECONDS = 10.0
     """How long the first read of a cluster waits for its pods' first LIST."""
+    EVENT_OBJECT_QPS, EVENT_OBJECT_BURST = 5.0, 20
+    """How fast the objects Events name are read to find their apps (a Deployment's, an
+    HPA's: not a pod's, nor a pod's owner's), per cluster; two threads read them all."""
 
     def __init__(self, kubeconfig: str | None, contexts: Callable[[], Mapping[str, str]]
                  ) -> None:
@@ -51,13 +54,11 @@ class MemberPods:
         self._events: dict[str, KindWatch] = {}
         self._object_apps: dict[str, ObjectApps] = {}
         """Per cluster, the app of each object an Event names."""
+        self._object_reads = ThreadPoolExecutor(max_workers=2,
+                                                thread_name_prefix="event-objects")
         self._unknown: dict[str, str] = {}
         self._looked_up = -self.LOOKUP_SECONDS
         self._lock = threading.Lock()
-
-    LOOKUP_QPS, LOOKUP_BURST = 5.0, 20
-    """How fast an Event's object is read to find its app (a Deployment's, an HPA's: not
-    a pod's, nor a pod's owner's), per cluster."""
 
     def watch_events(self) -> None:
         """From now on, also watch the Events of every cluster whose pods are watched (the
@@ -82,7 +83,8 @@ class MemberPods:
             apps = self._object_apps.get(name)
             if apps is None:
                 apps = self._object_apps[name] = ObjectApps(
-                    partial(looked_up, watch.conn), self.LOOKUP_QPS, self.LOOKUP_BURST)
+                    partial(looked_up, watch.conn), self._object_reads,
+                    self.EVENT_OBJECT_QPS, self.EVENT_OBJECT_BURST)
             found += [(name, event, app) for event, app in apps.of(pods, items)]
         return found
 
@@ -168,6 +170,7 @@ class MemberPods:
 
     def close(self) -> None:
         self._stop.set()
+        self._object_reads.shutdown(wait=False, cancel_futures=True)
         for conn in self.members.values():
             conn.close()
 

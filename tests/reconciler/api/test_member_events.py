@@ -5,8 +5,11 @@ records in the store, are in tests/reconciler/serve/test_serve_e2e.py."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
+
+import pytest
 
 from pincompile.manifest import LABEL_APP, LABEL_KIND, LABEL_PROJECT
 from reconciler.api.member_events import KEPT_KINDS, ObjectApps, lean_event
@@ -38,15 +41,30 @@ POD = {"metadata": {"namespace": "shop", "name": "web-7d9-x2", "labels": LABELS,
 class Lookups:
     """The app of each object by name, as a GET would find it; counts the GETs."""
 
-    def __init__(self, apps: Mapping[str, AppKey | None], failing: bool = False) -> None:
+    def __init__(self, apps: Mapping[str, AppKey | None], failing: int = 0) -> None:
         self.apps, self.failing = apps, failing
         self.asked: list[str] = []
 
     def __call__(self, involved: Mapping[str, Any]) -> AppKey | None:
         self.asked.append(f"{involved['kind']}/{involved['name']}")
-        if self.failing:
+        if len(self.asked) <= self.failing:
             raise ClusterUnreachable("rt-a: connection refused")
         return self.apps.get(str(involved["name"]))
+
+
+@pytest.fixture
+def pool() -> Iterator[ThreadPoolExecutor]:
+    with ThreadPoolExecutor(max_workers=2) as executor:
+        yield executor
+
+
+def settled(apps: ObjectApps, pods: list[Any], events: Sequence[Any]
+            ) -> list[tuple[Any, AppKey]]:
+    """What ``apps`` finds once the lookups it started are done (as the next round of
+    the collector would)."""
+    apps.of(pods, events)
+    wait(list(apps.pending.values()))
+    return apps.of(pods, events)
 
 
 def test_an_event_is_kept_lean_and_only_for_a_kind_an_app_is_made_of() -> None:
@@ -62,9 +80,9 @@ def test_an_event_is_kept_lean_and_only_for_a_kind_an_app_is_made_of() -> None:
 
 
 def test_a_pod_and_the_replicaset_that_made_it_find_their_app_by_the_pods_labels(
-        ) -> None:
+        pool: ThreadPoolExecutor) -> None:
     lookups = Lookups({})
-    apps = ObjectApps(lookups, qps=1.0, burst=5)
+    apps = ObjectApps(lookups, pool, qps=1.0, burst=5)
     created = event("ReplicaSet", "web-7d9", "SuccessfulCreate")
     scheduled = event("Pod", "web-7d9-x2", "Scheduled")
     stranger = event("Pod", "tool", "Scheduled")  # a pod with no app's labels
@@ -76,15 +94,18 @@ def test_a_pod_and_the_replicaset_that_made_it_find_their_app_by_the_pods_labels
     assert apps.of([], []) == [] and apps.known == {}
 
 
-def test_a_deployment_hpa_or_job_is_looked_up_once_while_its_events_last() -> None:
+def test_a_deployment_hpa_or_job_is_looked_up_once_while_its_events_last(
+        pool: ThreadPoolExecutor) -> None:
     lookups = Lookups({"web": WEB, "nightly-1": BATCH, "coredns": None})
-    apps = ObjectApps(lookups, qps=1.0, burst=10)
+    apps = ObjectApps(lookups, pool, qps=1.0, burst=10)
     scaled = event("Deployment", "web", "ScalingReplicaSet")
     rescaled = event("HorizontalPodAutoscaler", "web", "SuccessfulRescale")
     completed = event("Job", "nightly-1", "Completed")
     system = event("Deployment", "coredns", "ScalingReplicaSet")
     events = [scaled, rescaled, completed, system]
     found = [(scaled, WEB), (rescaled, WEB), (completed, BATCH)]
+    assert apps.of([], events) == []  # read in the pool: the caller does not wait
+    wait(list(apps.pending.values()))
     assert apps.of([], events) == found
     assert sorted(lookups.asked) == ["Deployment/coredns", "Deployment/web",
                                      "HorizontalPodAutoscaler/web", "Job/nightly-1"]
@@ -94,16 +115,17 @@ def test_a_deployment_hpa_or_job_is_looked_up_once_while_its_events_last() -> No
     assert apps.of([], []) == [] and apps.known == {}
 
 
-def test_lookups_are_rate_bounded_and_a_failed_one_is_asked_again() -> None:
+def test_lookups_are_rate_bounded_and_a_failed_one_is_asked_again(
+        pool: ThreadPoolExecutor) -> None:
     many = [event("Deployment", f"app-{i}") for i in range(50)]
     lookups = Lookups({f"app-{i}": ("PinApp", "shop", f"app-{i}") for i in range(50)})
-    apps = ObjectApps(lookups, qps=0.001, burst=5)
-    assert len(apps.of([], many)) == 5 and len(lookups.asked) == 5
-    assert len(apps.of([], many)) == 5 and len(lookups.asked) == 5  # no token left yet
+    apps = ObjectApps(lookups, pool, qps=0.001, burst=5)
+    assert len(settled(apps, [], many)) == 5 and len(lookups.asked) == 5
+    assert len(settled(apps, [], many)) == 5 and len(lookups.asked) == 5  # no token left
 
-    failing = Lookups({"web": WEB}, failing=True)
-    apps = ObjectApps(failing, qps=1000.0, burst=5)
+    failing = Lookups({"web": WEB}, failing=1)  # the first read fails, the next answers
+    apps = ObjectApps(failing, pool, qps=1000.0, burst=5)
     scaled = event("Deployment", "web", "ScalingReplicaSet")
-    assert apps.of([], [scaled]) == [] and apps.known == {}
-    failing.failing = False
-    assert apps.of([], [scaled]) == [(scaled, WEB)] and failing.asked == ["Deployment/web"] * 2
+    assert settled(apps, [], [scaled]) == [] and apps.known == {}
+    assert settled(apps, [], [scaled]) == [(scaled, WEB)]
+    assert failing.asked == ["Deployment/web"] * 2
