@@ -30,6 +30,8 @@ WATCH_SECONDS = 240
 log = logging.getLogger("pincompile.cache")
 OnChange = Callable[[Obj], None]
 """Called (from the watch thread) with each object added, modified or deleted."""
+Keep = Callable[[Obj], Obj | None]
+"""What of an object a watch holds (a smaller copy), or None: the object is not held."""
 
 
 class KindWatch:
@@ -37,13 +39,14 @@ class KindWatch:
 
     def __init__(self, conn: Connection, kind: KindInfo, stop: threading.Event,
                  on_change: OnChange | None = None, *,
-                 field_selector: str | None = None, label_selector: str | None = None
-                 ) -> None:
+                 field_selector: str | None = None, label_selector: str | None = None,
+                 keep: Keep | None = None) -> None:
         """Objects of ``kind`` that pincompile manages or, with ``field_selector`` or
         ``label_selector``, every object matching it, owned or not (Events of app
-        resources, an app's pods)."""
+        resources, an app's pods); with ``keep``, what it keeps of each (the member
+        Events of an app's kinds, without what nobody reads)."""
         self.conn, self.kind, self.stop = conn, kind, stop
-        self.on_change = on_change
+        self.on_change, self.keep = on_change, keep
         self.field_selector, self.label_selector = field_selector, label_selector
         self.objects: dict[Key, Obj] = {}
         self.version = ""
@@ -57,6 +60,8 @@ class KindWatch:
         objects, version = read.list_managed(self.conn, self.kind,
                                              field_selector=self.field_selector,
                                              label_selector=self.label_selector)
+        if self.keep is not None:
+            objects = {k: kept for k, o in objects.items() if (kept := self.keep(o)) is not None}
         with self.lock:
             self.objects, self.version = objects, version
         self.synced.set()
@@ -118,11 +123,12 @@ class KindWatch:
                                                         ).get("ownerReferences")):
                 raw.setdefault("apiVersion", self.kind.api_version)
                 raw.setdefault("kind", self.kind.kind)
+                kept = raw if self.keep is None or kind == "DELETED" else self.keep(raw)
                 with self.lock:
-                    if kind == "DELETED":
+                    if kind == "DELETED" or kept is None:
                         self.objects.pop(key_of(raw), None)
                     else:
-                        self.objects[key_of(raw)] = raw
+                        self.objects[key_of(raw)] = kept
                 if self.on_change is not None:
                     self.on_change(raw)
             if version:

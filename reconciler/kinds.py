@@ -7,7 +7,8 @@ and services, then workloads, and last what points at workloads (HPA, PDB, Ingre
 Only kinds the compiler produces: the reconciler watches and lists each of them in every
 member cluster, and ``contrib/serve/rbac-member.yaml`` grants exactly these (no Secret,
 ServiceAccount, Role or StatefulSet: no spec kind makes one, so serve can read none;
-``tests/reconciler/serve/test_record.py`` holds the three to each other).
+``tests/reconciler/serve/test_record.py`` holds the three to each other), beside ``get``
+on ReplicaSets (the app of one an Event names: :mod:`reconciler.api.member_events`).
 """
 
 from __future__ import annotations

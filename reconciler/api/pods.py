@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 from kubernetes.dynamic.exceptions import DynamicApiError
@@ -24,13 +25,10 @@ from reconciler.kinds import KindInfo
 from reconciler.model import Obj
 from reconciler.status_document import AppKey, app_of
 
+from .member_events import EVENT, NAMESPACED_OBJECTS, ObjectApps, lean_event, looked_up
 from .models import ClusterProblem, ContainerStatus, PodList, PodSummary
 
 POD = KindInfo("v1", "Pod")
-EVENT = KindInfo("v1", "Event")
-POD_EVENTS = "involvedObject.kind=Pod"
-"""The member Events the insight store keeps: those of pods (scheduling, pulls, probes,
-restarts, evictions), each an app's by its pod's labels."""
 
 
 class MemberPods:
@@ -43,6 +41,9 @@ class MemberPods:
     LOOKUP_SECONDS = 10.0
     FIRST_SYNC_SECONDS = 10.0
     """How long the first read of a cluster waits for its pods' first LIST."""
+    EVENT_OBJECT_QPS, EVENT_OBJECT_BURST = 5.0, 20
+    """How fast the objects Events name are read to find their apps (a Deployment's, an
+    HPA's: not a pod's, nor a pod's owner's), per cluster; two threads read them all."""
 
     def __init__(self, kubeconfig: str | None, contexts: Callable[[], Mapping[str, str]]
                  ) -> None:
@@ -51,37 +52,40 @@ class MemberPods:
         self._stop = threading.Event()
         self._watches: dict[str, KindWatch] = {}
         self._events: dict[str, KindWatch] = {}
-        self._pod_apps: dict[str, dict[tuple[str, str], AppKey]] = {}
-        """Per cluster, the app of each pod an Event names (kept while the Event is there,
-        so a deleted pod's last events still find their app)."""
+        self._object_apps: dict[str, ObjectApps] = {}
+        """Per cluster, the app of each object an Event names."""
+        self._object_reads = ThreadPoolExecutor(max_workers=2,
+                                                thread_name_prefix="event-objects")
         self._unknown: dict[str, str] = {}
         self._looked_up = -self.LOOKUP_SECONDS
         self._lock = threading.Lock()
 
     def watch_events(self) -> None:
-        """From now on, also watch the pod Events of every cluster whose pods are watched
-        (the insight store's collector asks; the API alone does not need them)."""
+        """From now on, also watch the Events of every cluster whose pods are watched (the
+        insight store's collector asks; the API alone does not need them): one watch per
+        cluster, holding those of the kinds an app is made of."""
         for name, pods in list(self._watches.items()):
             if name not in self._events:
-                events = KindWatch(pods.conn, EVENT, self._stop, field_selector=POD_EVENTS)
+                events = KindWatch(pods.conn, EVENT, self._stop,
+                                   field_selector=NAMESPACED_OBJECTS, keep=lean_event)
                 self._events[name] = events
                 events.thread.start()
 
-    def pod_events(self) -> list[tuple[str, Obj, AppKey]]:
-        """(cluster, Event, app) for each watched pod Event whose pod is an app's."""
+    def app_events(self) -> list[tuple[str, Obj, AppKey]]:
+        """(cluster, Event, app) for each watched Event whose object is an app's."""
         found: list[tuple[str, Obj, AppKey]] = []
         for name, events in list(self._events.items()):
-            with self._watches[name].lock:
-                current = {_where(p["metadata"]): app for p in self._watches[name].objects.values()
-                           if (app := app_of(p)) is not None}
+            watch = self._watches[name]
+            with watch.lock:
+                pods = list(watch.objects.values())
             with events.lock:
-                items = [(_where(e.get("involvedObject") or {}), e)
-                         for e in events.objects.values()]
-            named = {pod for pod, _ in items}
-            known = {pod: app for pod, app in self._pod_apps.get(name, {}).items()
-                     if pod in named} | current
-            self._pod_apps[name] = known
-            found += [(name, event, known[pod]) for pod, event in items if pod in known]
+                items = list(events.objects.values())
+            apps = self._object_apps.get(name)
+            if apps is None:
+                apps = self._object_apps[name] = ObjectApps(
+                    partial(looked_up, watch.conn), self._object_reads,
+                    self.EVENT_OBJECT_QPS, self.EVENT_OBJECT_BURST)
+            found += [(name, event, app) for event, app in apps.of(pods, items)]
         return found
 
     def watch(self, clusters: Iterable[str]) -> None:
@@ -166,13 +170,9 @@ class MemberPods:
 
     def close(self) -> None:
         self._stop.set()
+        self._object_reads.shutdown(wait=False, cancel_futures=True)
         for conn in self.members.values():
             conn.close()
-
-
-def _where(ref: Mapping[str, Any]) -> tuple[str, str]:
-    """(namespace, name) of an object's metadata or of an Event's involvedObject."""
-    return str(ref.get("namespace") or ""), str(ref.get("name") or "")
 
 
 class ListedPods:

@@ -1,6 +1,7 @@
 """Feed the store from the host cluster, so an app's timeline and history outlive the API
 servers' event TTL: pincompile's own Events on app resources (applied, pruned, rollout
-halted, failed over, ...), each app's Ready transitions, and every revision applied to it.
+halted, failed over, ...), each app's Ready transitions, and every revision applied to it;
+and, from the member clusters, the Kubernetes Events of the apps' objects.
 
 The decisions (:func:`event_of`, :func:`transition_of`, :func:`revision_of`) are pure;
 :class:`HostCollector` reads the host through watches and writes what is new. Every
@@ -28,13 +29,14 @@ log = logging.getLogger("pincompile.store")
 
 
 class MemberEvents(Protocol):
-    """The member clusters' pod Events (:class:`reconciler.api.pods.MemberPods`)."""
+    """The member clusters' Events of the apps' objects
+    (:class:`reconciler.api.pods.MemberPods`)."""
 
     def watch(self, clusters: Iterable[str]) -> None: ...
 
     def watch_events(self) -> None: ...
 
-    def pod_events(self) -> list[tuple[str, Any, AppKey]]: ...
+    def app_events(self) -> list[tuple[str, Any, AppKey]]: ...
 
 APP_EVENTS = "involvedObject.apiVersion=pincompute.io/v1"
 """Events whose object is an app resource on the host: the ones pincompile records."""
@@ -77,8 +79,10 @@ def event_of(event: Mapping[str, Any]) -> EventRecord | None:
         source="pincompile", warning=event.get("type") == "Warning", count=_count(event))
 
 
-def pod_event_of(cluster: str, event: Mapping[str, Any], app: AppKey) -> EventRecord | None:
-    """The store's record of a member cluster's Event on one of ``app``'s pods."""
+def member_event_of(cluster: str, event: Mapping[str, Any], app: AppKey
+                    ) -> EventRecord | None:
+    """The store's record of a member cluster's Event on one of ``app``'s objects (a pod,
+    its Deployment, a ReplicaSet, its HPA, a Job, ...)."""
     involved = event.get("involvedObject") or {}
     meta = event.get("metadata") or {}
     seen = _last_seen(event)
@@ -88,7 +92,8 @@ def pod_event_of(cluster: str, event: Mapping[str, Any], app: AppKey) -> EventRe
         app=app, reason=str(event.get("reason") or ""),
         message=str(event.get("message") or event.get("note") or ""), uid=str(meta["uid"]),
         cluster=cluster, source="kubernetes", warning=event.get("type") == "Warning",
-        object=f"Pod/{involved.get('namespace') or ''}/{involved.get('name') or ''}",
+        object=f"{involved.get('kind') or ''}/{involved.get('namespace') or ''}/"
+               f"{involved.get('name') or ''}",
         count=_count(event), last_seen=seen,
         first_seen=_time(event.get("firstTimestamp") or event.get("eventTime")) or seen)
 
@@ -160,7 +165,7 @@ class HostCollector:
     """Every ``interval`` seconds, write to the store what is new on the host: Events of
     app resources (one watch) and, from the apps' statuses (``statuses``, kept by a
     watch elsewhere), Ready transitions and applied revisions; with ``members``, the
-    member clusters' Events of the apps' pods. A pass hands what it published to
+    member clusters' Events of the apps' objects. A pass hands what it published to
     :meth:`record_pass` at once. Drops what is past the store's retention once an hour."""
 
     def __init__(self, host: Connection, store: Store,
@@ -257,11 +262,11 @@ class HostCollector:
 
     def _member_events(self, statuses: Mapping[AppKey, Mapping[str, Any]]
                        ) -> list[EventRecord]:
-        """Events of the apps' pods in every member cluster an app is placed in."""
+        """Events of the apps' objects in every member cluster an app is placed in."""
         if self.members is None:
             return []
         self.members.watch({str(c["name"]) for status in statuses.values()
                             for c in status.get("clusters") or [] if c.get("name")})
         self.members.watch_events()
-        return [r for c, e, a in self.members.pod_events()
-                if (r := pod_event_of(c, e, a)) is not None]
+        return [r for c, e, a in self.members.app_events()
+                if (r := member_event_of(c, e, a)) is not None]

@@ -111,14 +111,15 @@ def test_a_pod_event_finds_its_app_by_the_pods_labels_even_after_the_pod_is_gone
     other = {"metadata": {"namespace": "shop", "name": "tool", "labels": {}}}
 
     def event(pod: str) -> dict[str, Any]:
-        return {"metadata": {"uid": pod}, "involvedObject": {"namespace": "shop", "name": pod}}
+        return {"metadata": {"uid": pod},
+                "involvedObject": {"kind": "Pod", "namespace": "shop", "name": pod}}
 
-    watched = SimpleNamespace(lock=threading.Lock(), objects={1: web, 2: other})
+    watched = SimpleNamespace(lock=threading.Lock(), objects={1: web, 2: other}, conn=None)
     events = SimpleNamespace(lock=threading.Lock(),
                              objects={1: event("web-1"), 2: event("tool"), 3: event("gone")})
     pods._watches, pods._events = {"west": watched}, {"west": events}  # type: ignore[dict-item]
-    assert pods.pod_events() == [("west", event("web-1"), ("PinApp", "shop", "web"))]
+    assert pods.app_events() == [("west", event("web-1"), ("PinApp", "shop", "web"))]
     watched.objects = {}  # web-1 deleted: its Events stay until their TTL, and keep its app
-    assert [e[2] for e in pods.pod_events()] == [("PinApp", "shop", "web")]
+    assert [e[2] for e in pods.app_events()] == [("PinApp", "shop", "web")]
     events.objects = {}
-    assert pods.pod_events() == [] and pods._pod_apps == {"west": {}}
+    assert pods.app_events() == [] and pods._object_apps["west"].known == {}

@@ -87,6 +87,12 @@ def test_the_shipped_rbac_allows_what_serve_needs_and_nothing_broader() -> None:
         assert not allowed(member, AccessRequest("rt-a", "create", "", "pods", subresource,
                                                  "shop", "p"))
     assert allowed(member, AccessRequest("rt-a", "get", path="/apis/apps/v1"))
+    # the app of a ReplicaSet an Event names, by its labels: read one, never list them
+    assert allowed(member, AccessRequest("rt-a", "get", "apps", "replicasets",
+                                         namespace="shop", name="web-7d9"))
+    for verb in ("list", "watch", "patch", "delete"):
+        assert not allowed(member, AccessRequest("rt-a", verb, "apps", "replicasets",
+                                                 namespace="shop"))
 
 
 def _plural(kind: str) -> str:
@@ -110,7 +116,7 @@ def test_the_member_role_grants_exactly_the_kinds_the_compiler_produces() -> Non
     member = grants("rbac-member.yaml")
     granted = {(group, resource) for g in member if "watch" in g.rule["verbs"]
                for group in g.rule["apiGroups"] for resource in g.rule["resources"]}
-    # and the Events of the apps' pods, which the API's insight store keeps (read only)
+    # and the Events of the apps' objects, which the API's insight store keeps (read only)
     assert granted == {(group, _plural(kind)) for group, kind in managed} | {("", "events")}
     for group, resource in (("", "secrets"), ("", "serviceaccounts"),
                             ("rbac.authorization.k8s.io", "roles"), ("apps", "statefulsets")):

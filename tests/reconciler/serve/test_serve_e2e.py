@@ -392,8 +392,9 @@ def test_the_api_serves_a_tenant_its_apps_history_and_events(
 
 
 def test_host_status_follows_member_objects_between_passes(
-        serve: ServeProcess, api: Callable[[str], Any]) -> None:
-    """Someone scales web in rt-a: its host status says so within seconds, no pass run."""
+        serve: ServeProcess, api: Callable[[str], Any], shop_token: str) -> None:
+    """Someone scales web in rt-a: its host status says so within seconds, no pass run;
+    its timeline has the scaling, as the member's Deployment and ReplicaSet Events."""
     from kubernetes import client
 
     wait_for(lambda: not serve_status(serve.base)["busy"], what="serve idle")
@@ -411,6 +412,24 @@ def test_host_status_follows_member_objects_between_passes(
     print(f"host status followed {followed:.1f}s after the pods were ready")
     assert followed < 5.0
     assert serve_status(serve.base)["lastPass"] == last_pass  # no pass wrote it
+
+    def scaling() -> Any:
+        """web's Events in rt-a: the Deployment's scaling to ``replicas`` and its
+        ReplicaSet's pods created."""
+        time.sleep(0.5)
+        status, body = http("GET", f"{serve.base}/api/v1/apps/PinApp/shop/web/events",
+                            headers={"Authorization": f"Bearer {shop_token}"})
+        assert status in (200, 429), body
+        rt_a = [e for e in (json.loads(body) if status == 200 else [])
+                if e["source"] == "kubernetes" and e["cluster"] == "rt-a"]
+        scaled = [e for e in rt_a if e["reason"] == "ScalingReplicaSet"
+                  and e["object"] == "Deployment/shop/web"
+                  and e["message"].endswith(f" to {replicas}")]
+        created = [e for e in rt_a if e["reason"] == "SuccessfulCreate"
+                   and e["object"].startswith("ReplicaSet/shop/web-")]
+        return scaled and created
+
+    wait_for(scaling, timeout=30, what="web's scaling in rt-a in its timeline")
 
 
 def _check_requests(path: Path) -> list[AccessRequest]:
@@ -467,6 +486,9 @@ IDLE_GRANTS: dict[tuple[str, str, str], str] = {
                                                 "shard's leader is a note on its Lease",
     ("create", "", "pods/exec"): "the API's exec sessions (`pincompile exec`; a WebSocket "
                                  "exec is authorized as create): this run opens none",
+    ("get", "apps", "replicasets"): "the insight store's lookup of the app of a ReplicaSet "
+                                    "an Event names, once none of its pods is left to say "
+                                    "(this run's pods say)",
 }
 
 

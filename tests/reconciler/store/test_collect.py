@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from reconciler.store.collect import (
     HostCollector,
     event_of,
-    pod_event_of,
+    member_event_of,
     revision_of,
     samples_due,
     transition_of,
@@ -83,7 +83,7 @@ def test_a_scalers_replicas_are_sampled_when_they_change_and_every_15_minutes() 
 
 def test_a_pods_event_in_a_member_is_a_kubernetes_record_of_its_app() -> None:
     """The scheduler writes events.k8s.io Events: no lastTimestamp, a series, a note."""
-    record = pod_event_of("west", {
+    record = member_event_of("west", {
         "metadata": {"uid": "e-1", "creationTimestamp": "2026-11-01T10:00:00Z"},
         "involvedObject": {"kind": "Pod", "namespace": "shop", "name": "web-7d9-x2"},
         "reason": "FailedScheduling", "note": "0/3 nodes are available", "type": "Warning",
@@ -94,7 +94,23 @@ def test_a_pods_event_in_a_member_is_a_kubernetes_record_of_its_app() -> None:
     assert record.warning and record.message == "0/3 nodes are available"
     assert record.first_seen == datetime(2026, 11, 1, 9, 59, tzinfo=UTC)
     assert record.last_seen == datetime(2026, 11, 1, 10, 5, tzinfo=UTC)
-    assert pod_event_of("west", {"metadata": {}, "reason": "x"}, APP) is None
+    assert member_event_of("west", {"metadata": {}, "reason": "x"}, APP) is None
+
+
+def test_a_deployments_scaling_in_a_member_is_a_kubernetes_record_naming_the_deployment(
+        ) -> None:
+    record = member_event_of("rt-a", {
+        "metadata": {"uid": "e-2", "creationTimestamp": "2026-11-01T10:00:00Z"},
+        "involvedObject": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "shop",
+                           "name": "web"},
+        "reason": "ScalingReplicaSet", "type": "Normal",
+        "message": "Scaled up replica set web-7d9 from 2 to 3",
+        "firstTimestamp": "2026-11-01T10:00:00Z", "lastTimestamp": "2026-11-01T10:00:00Z"},
+        APP)
+    assert record is not None and (record.app, record.cluster, record.object) == (
+        APP, "rt-a", "Deployment/shop/web")
+    assert (record.reason, record.warning, record.count) == ("ScalingReplicaSet", False, 1)
+    assert record.message == "Scaled up replica set web-7d9 from 2 to 3"
 
 
 def test_a_revision_a_pass_published_is_kept_though_the_next_replaced_it_within_a_round(
