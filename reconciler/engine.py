@@ -290,8 +290,7 @@ class Reconciler:
         member.report.replaced = refs[Action.REPLACE]
         member.report.pruned = refs[Action.PRUNE]
         member.report.unchanged = len(plan.of(Action.UNCHANGED))
-        member.report.recorded = refs[Action.UNCHANGED]
-        for change in plan.pending + plan.restamps:
+        for change in plan.pending:
             if change.predicted is not None:
                 member.live[change.key] = change.predicted
             if change.action is Action.PRUNE:
