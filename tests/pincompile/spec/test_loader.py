@@ -108,7 +108,8 @@ def test_a_large_file_the_fast_reader_gives_up_on_costs_at_most_a_second(
         tail: str, code: str) -> None:
     """Over MAX_CAREFUL_BYTES, what needs the slow reference reader (a duplicate key, a
     merge key, a syntax error) is a located error from the fast one: 1 MB took 9-18 CPU
-    seconds in the reference reader, a 16 MB file minutes."""
+    seconds in the reference reader, a 16 MB file minutes. This 4 MB file takes the fast
+    one about 0.9 CPU-s; the bound leaves room for a CPU shared with CI's fleets."""
     text = _big(tail)
     started = time.process_time()
     result = load_text("big.yaml", text.encode())
@@ -118,7 +119,7 @@ def test_a_large_file_the_fast_reader_gives_up_on_costs_at_most_a_second(
     assert problem.file == "big.yaml" and problem.line >= text.count("\n") - 1, problem
     if code == "duplicate-key":
         assert problem.message == 'duplicate key "k0"'
-    assert took < 2.0, f"{took:.1f} CPU-s for {len(text)} bytes"
+    assert took < 3.0, f"{took:.1f} CPU-s for {len(text)} bytes"
 
 
 def test_a_large_file_that_is_not_a_spec_is_still_not_ours() -> None:
