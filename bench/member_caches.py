@@ -214,5 +214,6 @@ def memory(apps: list[tuple[str, str, str]], clusters: list[str]) -> list[str]:
         f"{held_events / MIB:.1f} MiB ({held_events / len(kept):,.0f} B per Event) |",
         f"| an Events round's map of the pods and their owners to apps (built each round) | "
         f"{held_refs / MIB:.1f} MiB |",
-        f"| the member caches per app (pods and Events, {len(clusters)} clusters) | "
-        f"{(held_pods + held_events) / len(apps) / 1024:,.0f} KiB |"]
+        f"| **the member caches in all** (pods and Events, as kept now) | "
+        f"**{(held_pods + held_events) / MIB:,.1f} MiB** "
+        f"({(held_pods + held_events) / len(apps) / 1024:,.0f} KiB per app) |"]
