@@ -79,13 +79,12 @@ class KindWatch:
                     self.version = ""
                     continue
                 self.error = str(exc.summary())
+                if exc.status == 404:  # discovery (cached on disk) named a kind not served
+                    self._not_served()
             except ResourceNotFoundError:
                 # not served (yet): a CRD the first pass installs. Nothing there, so far;
                 # look again (discovery afresh) after the back-off
-                self.error = f"{self.kind.kind} is not served (yet)"
-                self.synced.set()
-                with contextlib.suppress(Exception):  # the next attempt says what is wrong
-                    self.conn.rediscover()
+                self._not_served()
             except ApiException as exc:
                 if exc.status == 410:
                     self.version = ""
@@ -99,6 +98,17 @@ class KindWatch:
                 self.error = f"{type(exc).__name__}: {exc}"
             self.stop.wait(backoff)
             backoff = min(backoff * 2, 10.0)
+
+    def _not_served(self) -> None:
+        """Nothing of this kind there, so far (a CRD the first pass installs, or a kind a
+        stale discovery cache named): the cache is synced without it, and looks again
+        (discovery afresh) after the back-off."""
+        self.error = f"{self.kind.kind} is not served (yet)"
+        with self.lock:
+            self.objects, self.version = {}, ""
+        self.synced.set()
+        with contextlib.suppress(Exception):  # the next attempt says what is wrong
+            self.conn.rediscover()
 
     def _watch(self) -> None:
         resource = self.conn.resource(self.kind.api_version, self.kind.kind)
