@@ -294,12 +294,22 @@ def table(r: dict[str, Any]) -> list[str]:
         f"{r['pass_seconds_median']:.2f} | |",
         f"| webhook -> end of that pass (`push_to_applied_seconds` in /status) | "
         f"{r['pass_end_after_push_median']:.2f} | |",
+        *[f"| round {i}: serve's logged steps (`lastPass.steps`); dry-runs | "
+          f"{latency:.2f} | {steps_text(steps)}; dry-runs {dict(dry_runs or {}) or 0} |"
+          for i, (latency, steps, dry_runs) in enumerate(zip(
+              r["latency_all"], r.get("pass_steps", []), r.get("dry_runs", []),
+              strict=False), start=1)],
         "",
         f"Target (push-to-applied < 5 s, set for 1,000 apps): "
         f"**{'met' if r['latency_max'] < 5 else 'not met'}** here"
         + (f" at {r['apps']} apps" if r.get("apps") else "") +
         f" (median {r['latency_median']:.2f} s, max {r['latency_max']:.2f} s).",
     ]
+
+
+def steps_text(steps: dict[str, float]) -> str:
+    """The steps that took 0.05 s or more, as ``name 1.23``."""
+    return ", ".join(f"{k} {v:.2f}" for k, v in steps.items() if v >= 0.05) or "-"
 
 
 def write_results(r: dict[str, Any]) -> None:
