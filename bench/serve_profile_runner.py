@@ -35,9 +35,14 @@ def _counted_apply(inner: Callable[..., Any]) -> Callable[..., Any]:
 sync.write.apply = _counted_apply(sync.write.apply)  # type: ignore[method-assign]
 
 
+WAITING = frozenset({"[ssl.py:read]", "[ssl.py:recv_into]", "[socket.py:readinto]",
+                     "[threading.py:wait]", "[selectors.py:select]", "[threading.py:join]"})
+"""Innermost frames of a thread that waits (not counted)."""
+
+
 class Sampler:
-    """Counts, every ``period`` seconds, the innermost pincompile/reconciler frame (and its
-    caller) of every thread that is in reconciler or pincompile code."""
+    """Counts, every ``period`` seconds, for every thread in reconciler or pincompile code
+    that is not waiting, its innermost frame and its three innermost frames of ours."""
 
     def __init__(self, period: float) -> None:
         self.period, self.counts = period, Counter[str]()
@@ -65,6 +70,8 @@ class Sampler:
 
     def _count(self, frame: Any) -> None:
         inner = f"[{frame.f_code.co_filename.split('/')[-1]}:{frame.f_code.co_name}]"
+        if inner in WAITING:
+            return  # a thread blocked on I/O or a lock uses no CPU
         stack: list[str] = []
         while frame is not None and len(stack) < 3:
             name = frame.f_code.co_filename
