@@ -79,9 +79,10 @@ class KindWatch:
                 if exc.status == 410:
                     self.version = ""
                     continue
-                self.error = str(exc.summary())
                 if exc.status == 404:  # discovery (cached on disk) named a kind not served
                     self._not_served()
+                else:
+                    self.error = str(exc.summary())
             except ResourceNotFoundError:
                 # not served (yet): a CRD the first pass installs. Nothing there, so far;
                 # look again (discovery afresh) after the back-off
