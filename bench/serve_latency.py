@@ -21,7 +21,11 @@ straight to both clusters by server-side apply requests in parallel (what ``kube
 --server-side`` of an already compiled manifest does; no fetch, compile or plan), timed the
 same way, from the first request to the watch seeing it everywhere.
 
-Prints numbers; it is not a test. Takes its fleet down again.
+Prints numbers; it is not a test. Takes its fleet down again. serve's log, the per-pass
+profile (step spans, dry-runs, sampled functions) and the report are kept in
+``bench/out/serve_latency-<time>/`` (printed; not in git); after each round the pass's step
+timings (serve's ``pass ... steps`` log line), its dry-runs and its most sampled functions
+are printed, with serve's other log lines since the previous round.
 """
 
 from __future__ import annotations
@@ -95,8 +99,33 @@ def push_hook(base: str, sha: str) -> tuple[float, float]:
     return time.monotonic(), time.time()
 
 
+def explain(serve: ServeProcess, seen: int, title: str, span: dict[str, Any] | None) -> int:
+    """Print serve's log lines after the first ``seen`` (the pass's step timings among them)
+    and the profile of the pass; returns how many lines the log has now."""
+    lines = serve.log.read_text().splitlines()
+    noise = ("Connection pool is full",)
+    print(f"--- {title}", file=sys.stderr)
+    for line in [x for x in lines[seen:] if not any(n in x for n in noise)][-40:]:
+        print(f"  log: {line[:400]}", file=sys.stderr)
+    if span is not None:
+        print(f"  dry-runs: {span.get('dry_runs')}", file=sys.stderr)
+        for where, seconds in span.get("sampled", [])[:12]:
+            print(f"  sampled {seconds:7.2f} s  {where}", file=sys.stderr)
+    return len(lines)
+
+
+def pass_steps(log: Path, sha: str) -> dict[str, float]:
+    """The step timings serve logged for the pass of ``sha``."""
+    found = re.findall(rf"pass {sha[:12]} steps \(s\): (.*)", log.read_text())
+    if not found:
+        return {}
+    return {name: float(value) for name, value in
+            (part.rsplit(" ", 1) for part in found[-1].split(", ") if " " in part)}
+
+
 def serve_round(api: Any, repo: SpecRepo, serve: ServeProcess, target: Target, image: str,
                 profile: Path) -> dict[str, Any]:
+    seen = len(serve.log.read_text().splitlines())
     watch = ImageWatch(api, image, target.clusters, target.namespace, target.name)
     try:
         sha = repo.commit(f"{target.name}: {image}", files=target.spec_with(image))
@@ -117,7 +146,11 @@ def serve_round(api: Any, repo: SpecRepo, serve: ServeProcess, target: Target, i
         end = max(span[e][1] for e in ends)
         steps[step] = end - previous
         previous = end
-    return {"latency": done - accepted, "pass_seconds": last["seconds"],
+    latency = done - accepted
+    explain(serve, seen, f"round {image}: push-to-applied {latency:.2f} s, pass "
+            f"{last['seconds']:.2f} s, load {os.getloadavg()[0]:.1f}", span)
+    return {"latency": latency, "pass_seconds": last["seconds"],
+            "pass_steps": pass_steps(serve.log, sha), "dry_runs": span.get("dry_runs"),
             "load": round(os.getloadavg()[0], 1),
             "pass_end_after_push": last["push_to_applied_seconds"], "steps": steps}
 
@@ -173,11 +206,14 @@ def main() -> int:
                     config_file=str(state.kubeconfig), context=context)
             return clients[context]
 
+        out = REPO / "bench" / "out" / time.strftime("serve_latency-%Y%m%d-%H%M%S")
+        out.mkdir(parents=True, exist_ok=True)
+        print(f"serve's log, the pass profile and the report: {out}", file=sys.stderr)
         try:
             repo = SpecRepo(Path(tmp) / "repo", specs=target.specs)
-            profile = Path(tmp) / "profile.jsonl"
+            profile = out / "profile.jsonl"
             serve = ServeProcess(
-                repo.bare, Path(tmp) / "serve.jsonl", "--kubeconfig", str(state.kubeconfig),
+                repo.bare, out / "serve.jsonl", "--kubeconfig", str(state.kubeconfig),
                 "--coalesce", args.coalesce, "--lease-duration", "8s", "--renew-deadline",
                 "5s", "--retry-period", "1s", "--runner", "serve_profile_runner:factory",
                 identity="bench", real=True,
@@ -189,6 +225,9 @@ def main() -> int:
             wait_for(lambda: serve_status(serve.base)["lastApplied"], timeout=3600,  # type: ignore[union-attr]
                      what="serve's first pass")
             first_pass = time.monotonic() - first
+            spans = [json.loads(line) for line in profile.read_text().splitlines()]
+            explain(serve, 0, f"serve's first pass: {first_pass:.1f} s",
+                    spans[0] if spans else None)
             rounds = [serve_round(api, repo, serve, target, f"registry.internal/x/y:3.0.{i}",
                                   profile) for i in range(args.rounds)]
             serve.stop()
@@ -210,6 +249,8 @@ def main() -> int:
         "loads": [r["load"] for r in rounds],
         "latency_median": statistics.median(latencies), "latency_max": max(latencies),
         "latency_all": [round(x, 2) for x in latencies],
+        "pass_steps": [r["pass_steps"] for r in rounds],
+        "dry_runs": [r["dry_runs"] for r in rounds],
         "pass_seconds_median": statistics.median(r["pass_seconds"] for r in rounds),
         "pass_end_after_push_median": statistics.median(r["pass_end_after_push"]
                                                         for r in rounds),
@@ -221,6 +262,7 @@ def main() -> int:
     }
     report["ratio"] = report["latency_median"] / report["baseline_median"]
     print(json.dumps(report, indent=2))
+    (out / "report.json").write_text(json.dumps(report, indent=2))
     print("\n".join(table(report)))
     if args.results:
         write_results(report)
@@ -252,12 +294,22 @@ def table(r: dict[str, Any]) -> list[str]:
         f"{r['pass_seconds_median']:.2f} | |",
         f"| webhook -> end of that pass (`push_to_applied_seconds` in /status) | "
         f"{r['pass_end_after_push_median']:.2f} | |",
+        *[f"| round {i}: serve's logged steps (`lastPass.steps`); dry-runs | "
+          f"{latency:.2f} | {steps_text(steps)}; dry-runs {dict(dry_runs or {}) or 0} |"
+          for i, (latency, steps, dry_runs) in enumerate(zip(
+              r["latency_all"], r.get("pass_steps", []), r.get("dry_runs", []),
+              strict=False), start=1)],
         "",
         f"Target (push-to-applied < 5 s, set for 1,000 apps): "
         f"**{'met' if r['latency_max'] < 5 else 'not met'}** here"
         + (f" at {r['apps']} apps" if r.get("apps") else "") +
         f" (median {r['latency_median']:.2f} s, max {r['latency_max']:.2f} s).",
     ]
+
+
+def steps_text(steps: dict[str, float]) -> str:
+    """The steps that took 0.05 s or more, as ``name 1.23``."""
+    return ", ".join(f"{k} {v:.2f}" for k, v in steps.items() if v >= 0.05) or "-"
 
 
 def write_results(r: dict[str, Any]) -> None:

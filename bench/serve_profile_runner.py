@@ -1,19 +1,89 @@
 """``serve --runner serve_profile_runner:factory``: the real reconciler (``watch=True``, as
 ``serve`` builds it) with the wall-clock span of every step of a pass appended to
-``$SERVE_PROFILE`` as one JSON line per pass. ``serve_latency.py`` uses it to say where
-push-to-applied time goes; nothing else changes."""
+``$SERVE_PROFILE`` as one JSON line per pass, with the number of server-side dry-runs the
+plan sent and (``$SERVE_SAMPLE``: seconds between samples, default 0.01; 0: off) the
+functions the pass's threads were in most often, sampled across all threads (cProfile sees
+only the calling thread; the pass runs its clusters in threads). ``serve_latency.py`` uses
+it to say where push-to-applied time goes; nothing else changes."""
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from reconciler import sync
 from reconciler.engine import Reconciler
 from reconciler.model import PassReport
+
+DRY_RUNS = Counter[str]()
+
+
+def _counted_apply(inner: Callable[..., Any]) -> Callable[..., Any]:
+    def apply(conn: Any, obj: Any, *args: Any, dry_run: bool = False, **kwargs: Any) -> Any:
+        if dry_run:
+            DRY_RUNS[str(obj.get("kind"))] += 1
+        return inner(conn, obj, *args, dry_run=dry_run, **kwargs)
+    return apply
+
+
+sync.write.apply = _counted_apply(sync.write.apply)  # type: ignore[method-assign]
+
+
+WAITING = frozenset({"[ssl.py:read]", "[ssl.py:recv_into]", "[socket.py:readinto]",
+                     "[threading.py:wait]", "[selectors.py:select]", "[threading.py:join]"})
+"""Innermost frames of a thread that waits (not counted)."""
+
+
+class Sampler:
+    """Counts, every ``period`` seconds, for every thread in reconciler or pincompile code
+    that is not waiting, its innermost frame and its three innermost frames of ours."""
+
+    def __init__(self, period: float) -> None:
+        self.period, self.counts = period, Counter[str]()
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="sampler", daemon=True)
+
+    def __enter__(self) -> Sampler:
+        if self.period > 0:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _run(self) -> None:
+        me = threading.get_ident()
+        while not self._stop.wait(self.period):
+            self.samples += 1
+            for ident, frame in sys._current_frames().items():
+                if ident != me:
+                    self._count(frame)
+
+    def _count(self, frame: Any) -> None:
+        inner = f"[{frame.f_code.co_filename.split('/')[-1]}:{frame.f_code.co_name}]"
+        if inner in WAITING:
+            return  # a thread blocked on I/O or a lock uses no CPU
+        stack: list[str] = []
+        while frame is not None and len(stack) < 3:
+            name = frame.f_code.co_filename
+            if "/reconciler/" in name or "/pincompile/" in name:
+                stack.append(f"{name.split('/')[-1]}:{frame.f_code.co_name}")
+            frame = frame.f_back
+        if stack:
+            self.counts[" < ".join([inner, *stack])] += 1
+
+    def top(self, n: int = 25) -> list[tuple[str, float]]:
+        return [(where, round(count * self.period, 2))
+                for where, count in self.counts.most_common(n)]
 
 STEPS = ("_host_sync", "_read", "_plan", "_apply", "_wait_healthy", "_publish")
 
@@ -42,12 +112,15 @@ class ProfiledReconciler(Reconciler):
 
     def run(self, result: Any) -> PassReport:
         self.spans = {}
+        DRY_RUNS.clear()
         started = time.time()
-        report = super().run(result)
+        with Sampler(float(os.environ.get("SERVE_SAMPLE", "0.01"))) as sampler:
+            report = super().run(result)
         path = os.environ.get("SERVE_PROFILE")
         if path:
             with open(path, "a", encoding="utf-8") as out:
                 out.write(json.dumps({"revision": report.revision, "run": [started, time.time()],
+                                      "dry_runs": dict(DRY_RUNS), "sampled": sampler.top(),
                                       **self.spans}) + "\n")
         return report
 

@@ -38,7 +38,7 @@ from reconciler.progress import Progress
 from reconciler.rollout import step as rollout_step
 from reconciler.scaling import step as scaling_step
 from reconciler.status_document import AppKey
-from reconciler.sync import Action, Options, PlanMemo, execute, plan_cluster, read_live
+from reconciler.sync import Action, Change, Options, PlanMemo, execute, plan_cluster, read_live
 
 __all__ = ["HOST", "MemberState", "Reconciler"]
 
@@ -69,6 +69,17 @@ class _Steps:
             with self(name):
                 return function(*args)
         return run
+
+
+def remember_writes(memo: PlanMemo, done: dict[Action, list[Change]]) -> None:
+    """What a pass wrote is unchanged at the ``resourceVersion`` the API server answered
+    the write with: the next plan skips its dry-run until anyone writes the object again
+    (after serve's first pass, the first push dry-ran every object the pass created)."""
+    for change in (*done[Action.CREATE], *done[Action.UPDATE], *done[Action.REPLACE]):
+        if change.desired is not None and change.predicted is not None \
+                and (change.predicted.get("metadata") or {}).get("resourceVersion"):
+            memo.record(Change(Action.UNCHANGED, change.key, desired=change.desired,
+                               live=change.predicted))
 
 
 class Reconciler:
@@ -284,6 +295,9 @@ class Reconciler:
             self.echo(f"{member.name}: {left} {change.name}: {change.reason}")
         done = execute(member.conn, plan, workers=self.options.workers, echo=self.echo,
                        on_done=lambda _change: self.progress.applied(member.name))
+        memo = self._memo(member.name)
+        if memo is not None:
+            remember_writes(memo, done)
         refs = {a: [c.ref(member.name) for c in cs] for a, cs in done.items()}
         member.report.created = refs[Action.CREATE]
         member.report.updated = refs[Action.UPDATE]

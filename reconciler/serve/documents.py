@@ -20,6 +20,7 @@ def report_json(report: PassReport) -> dict[str, Any]:
         "error": report.error,
         "seconds": round(report.seconds, 3),
         "writes": report.writes,
+        "steps": dict(report.steps),
         "clusters": {
             name: {"created": [str(r) for r in c.created], "updated": [str(r) for r in c.updated],
                    "replaced": [str(r) for r in c.replaced], "pruned": [str(r) for r in c.pruned],

@@ -1,0 +1,51 @@
+"""Each pass says where its time went: the wait from the trigger to the pass, the fetch and
+the compile, before the reconciler's own steps, in ``/status`` (``lastPass.steps``) and in
+one log line per pass (what ``bench/serve_latency.py`` reads)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from reconciler.model import PassReport
+from reconciler.serve.coalesce import Trigger
+from reconciler.serve.metrics import Metrics
+from reconciler.serve.mirror import Mirror
+from reconciler.serve.service import Service, steps_line
+from tests.support.serve import SpecRepo
+
+
+class StepsRunner:
+    """Reports a pass with the steps a reconciler times (nothing applied)."""
+
+    def run(self, result: object) -> PassReport:
+        report = PassReport(revision="r")
+        report.steps = {"host sync": 0.25, "plan": 1.5}
+        return report
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_pass_reports_its_queue_fetch_and_compile_time_before_the_reconcilers_steps(
+        spec_repo: SpecRepo, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    mirror = Mirror(str(spec_repo.bare), "main", tmp_path / "mirror")
+    now = [1000.0]
+    service = Service(mirror, lambda _scope: StepsRunner(), Metrics(), clock=lambda: now[0])
+    with caplog.at_level(logging.INFO, logger="pincompile.serve"):
+        report = service.pass_once(Trigger("push", "x", received=997.5))
+    assert list(report.steps) == ["queued", "fetch", "compile", "host sync", "plan"]
+    assert report.steps["queued"] == 2.5
+    assert report.steps["fetch"] > 0 and report.steps["compile"] > 0
+    assert service.state.last_pass is not None
+    assert service.state.last_pass["steps"] == report.steps
+    line = next(r.getMessage() for r in caplog.records if "steps (s)" in r.getMessage())
+    assert line.startswith("pass r steps (s): queued 2.50, fetch ")
+    assert line.endswith("host sync 0.25, plan 1.50")
+
+
+def test_the_steps_line_of_a_pass_that_timed_nothing() -> None:
+    assert steps_line({}) == "none"
+    assert steps_line({"queued": 0.0, "fetch": 0.1234}) == "queued 0.00, fetch 0.12"
