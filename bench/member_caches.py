@@ -1,7 +1,8 @@
 """The memory of the API's member caches (:class:`reconciler.api.pods.MemberPods`) at N
-apps x C member clusters: the pods watch of each cluster holds every pod that carries an
-app's label as the watch decodes it (managed fields included), and the Events watch holds
-:func:`reconciler.api.member_events.lean_event` of each Event of an app's kinds.
+apps x C member clusters: the pods watch of each cluster holds
+:func:`reconciler.api.pods.lean_pod` of every pod that carries an app's label, and the
+Events watch :func:`reconciler.api.member_events.lean_event` of each Event of an app's
+kinds.
 
 The objects are synthetic but shaped like a Deployment's pods and their Events on a real
 cluster: 3 pods per app per cluster (a ReplicaSet's, scheduled and Running, with the
@@ -18,6 +19,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from reconciler.api.member_events import lean_event, pods_objects
+from reconciler.api.pods import lean_pod
 
 PODS_PER_APP = 3
 EVENTS_PER_ROLLOUT = (
@@ -187,28 +189,32 @@ def texts(apps: Iterable[tuple[str, str, str]], clusters: list[str]
 
 def memory(apps: list[tuple[str, str, str]], clusters: list[str]) -> list[str]:
     """Table rows: what the member pods' and Events' caches hold for ``apps`` placed in
-    every one of ``clusters`` (traced Python allocations)."""
+    every one of ``clusters`` (traced Python allocations), each object kept as its watch
+    keeps it (the product's ``keep``: :func:`reconciler.api.pods.lean_pod`,
+    :func:`reconciler.api.member_events.lean_event`); and, for comparison, the pods whole."""
     pod_texts, event_texts = texts(apps, clusters)
     tracemalloc.start()
-    pods = [json.loads(text) for text in pod_texts]
+    pods = [lean_pod(json.loads(text)) for text in pod_texts]
     held_pods = tracemalloc.get_traced_memory()[0]
     kept = [lean_event(json.loads(text)) for text in event_texts]
     held_events = tracemalloc.get_traced_memory()[0] - held_pods
     refs = pods_objects(pods)  # an Events round's apps of the pods and their owners
     held_refs = tracemalloc.get_traced_memory()[0] - held_pods - held_events
-    del refs
-    for each in pods:
-        del each["metadata"]["managedFields"]
-    lean_pods = tracemalloc.get_traced_memory()[0] - held_events
+    del refs, pods
+    before = tracemalloc.get_traced_memory()[0]
+    whole = [json.loads(text) for text in pod_texts]
+    whole_pods = tracemalloc.get_traced_memory()[0] - before
     tracemalloc.stop()
+    count = len(whole)
+    del whole
     pod_bytes = sum(map(len, pod_texts)) / len(pod_texts)
     event_bytes = sum(map(len, event_texts)) / len(event_texts)
     return [
-        f"| the member pods' cache ({len(pods):,} pods: {PODS_PER_APP} per app in each of "
-        f"{len(clusters)} clusters, {pod_bytes:,.0f} B of JSON each, as watched) | "
-        f"{held_pods / MIB:.1f} MiB ({held_pods / len(pods):,.0f} B per pod) |",
-        f"| ... the same pods without their managed fields (not what the watch keeps now) "
-        f"| {lean_pods / MIB:.1f} MiB ({lean_pods / len(pods):,.0f} B per pod) |",
+        f"| the member pods' cache ({count:,} pods: {PODS_PER_APP} per app in each of "
+        f"{len(clusters)} clusters, {pod_bytes:,.0f} B of JSON each, kept lean) | "
+        f"{held_pods / MIB:.1f} MiB ({held_pods / count:,.0f} B per pod) |",
+        f"| ... the same pods whole, managed fields included (what the watch kept before "
+        f"`lean_pod`) | {whole_pods / MIB:.1f} MiB ({whole_pods / count:,.0f} B per pod) |",
         f"| the member Events' cache ({len(kept):,} Events: {len(EVENTS_PER_ROLLOUT)} per app "
         f"per cluster, one rolling update's, {event_bytes:,.0f} B of JSON each, kept lean) | "
         f"{held_events / MIB:.1f} MiB ({held_events / len(kept):,.0f} B per Event) |",

@@ -116,7 +116,7 @@ class MemberPods:
             return
         self._unknown.pop(name, None)
         self.members[name] = conn
-        watch = KindWatch(conn, POD, self._stop, label_selector=LABEL_APP)
+        watch = KindWatch(conn, POD, self._stop, label_selector=LABEL_APP, keep=lean_pod)
         self._watches[name] = watch
         watch.thread.start()
 
@@ -263,6 +263,49 @@ def pod_summary(cluster: str, pod: Obj) -> PodSummary:
         ready=f"{sum(c.ready for c in containers)}/{len(containers)}",
         restarts=sum(c.restarts for c in containers),
         created=str(meta.get("creationTimestamp") or ""), containers=containers)
+
+
+def lean_pod(pod: Obj) -> Obj:
+    """What the readers of the pods watch use of a pod (:func:`pod_summary`, and
+    :func:`~reconciler.status_document.app_of` and
+    :func:`~reconciler.api.member_events.pods_objects`: its labels and owners): its managed
+    fields, the rest of its spec and status and its annotations left out. Logs and exec
+    pick their containers from :func:`pod_summary`, so they read no more."""
+    meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, \
+        pod.get("status") or {}
+    kept_meta: dict[str, Any] = {k: meta[k] for k in _META_FIELDS if k in meta}
+    if meta.get("ownerReferences"):
+        kept_meta["ownerReferences"] = [{k: o[k] for k in ("kind", "name") if k in o}
+                                        for o in meta["ownerReferences"]]
+    kept_spec: dict[str, Any] = {k: spec[k] for k in ("nodeName",) if k in spec}
+    if "containers" in spec:
+        kept_spec["containers"] = [{k: c[k] for k in ("name", "image") if k in c}
+                                   for c in spec["containers"] or []]
+    kept_status: dict[str, Any] = {k: status[k] for k in ("phase",) if k in status}
+    if "containerStatuses" in status:
+        kept_status["containerStatuses"] = [_lean_container_status(c)
+                                            for c in status["containerStatuses"] or []]
+    return {"apiVersion": pod.get("apiVersion"), "kind": pod.get("kind"),
+            "metadata": kept_meta, "spec": kept_spec, "status": kept_status}
+
+
+_META_FIELDS = ("name", "namespace", "uid", "resourceVersion", "creationTimestamp", "labels")
+"""What :func:`lean_pod` keeps of a pod's metadata, with its owners' kinds and names."""
+
+
+def _lean_container_status(reported: Mapping[str, Any]) -> dict[str, Any]:
+    """What :func:`container_status` reads of a container's reported status."""
+    kept = {k: reported[k] for k in ("name", "image", "ready", "restartCount")
+            if k in reported}
+    if "state" in reported:
+        kept["state"] = {state: {"reason": detail["reason"]}
+                         if isinstance(detail, Mapping) and "reason" in detail else {}
+                         for state, detail in (reported["state"] or {}).items()}
+    terminated = (reported.get("lastState") or {}).get("terminated")
+    if terminated:
+        kept["lastState"] = {"terminated": {k: terminated[k] for k in ("reason", "exitCode")
+                                            if k in terminated}}
+    return kept
 
 
 def container_status(name: str, reported: Mapping[str, Any] | None,
