@@ -290,7 +290,8 @@ class Reconciler:
         member.report.replaced = refs[Action.REPLACE]
         member.report.pruned = refs[Action.PRUNE]
         member.report.unchanged = len(plan.of(Action.UNCHANGED))
-        for change in plan.pending:
+        member.report.recorded = refs[Action.UNCHANGED]
+        for change in plan.pending + plan.restamps:
             if change.predicted is not None:
                 member.live[change.key] = change.predicted
             if change.action is Action.PRUNE:

@@ -56,6 +56,11 @@ class Change:
     predicted: Obj | None = None
     """The dry-run's answer: the object as applying would make it."""
     reason: str = ""
+    restamp: bool = False
+    """Unchanged, but its record is stale (:func:`applied.stale`): ``apply`` applies it
+    once more (its content is what the object holds: only the record and, for a workload
+    that became autoscaled, the replicas' manager change), so that the next pass needs no
+    dry-run. Never a difference: ``plan`` shows it unchanged."""
 
     @property
     def name(self) -> str:
@@ -133,6 +138,11 @@ class ClusterPlan:
     def pending(self) -> list[Change]:
         """Changes that write."""
         return self.of(Action.CREATE, Action.UPDATE, Action.REPLACE, Action.PRUNE)
+
+    @property
+    def restamps(self) -> list[Change]:
+        """Unchanged objects applied only to record them (see :attr:`Change.restamp`)."""
+        return [c for c in self.changes if c.restamp and c.action is Action.UNCHANGED]
 
 
 def is_managed(obj: Obj | None) -> bool:
@@ -276,7 +286,9 @@ def _plan_object(conn: Connection, obj: Obj, live: dict[Key, Obj], options: Opti
     if key in scaled:  # an HPA may scale between our LIST and the dry-run: not drift
         compared = (_without_replicas(current), _without_replicas(predicted))
     if diff.same(*compared):
-        return Change(Action.UNCHANGED, key, desired=to_apply, live=current, predicted=predicted)
+        return Change(Action.UNCHANGED, key, desired=to_apply, live=current, predicted=predicted,
+                      restamp=current is not None
+                      and applied.stale(to_apply, current, predicted))
     return Change(Action.UPDATE, key, desired=to_apply, live=current, predicted=predicted,
                   reason="" if is_managed(current) else "adopted")
 
@@ -332,14 +344,10 @@ def execute(conn: Connection, plan: ClusterPlan, *, workers: int = 8,
     scaled = autoscaled(c.desired for c in plan.changes if c.desired is not None)
 
     def one(change: Change) -> Change | None:
-        if change.action in (Action.CREATE, Action.UPDATE):
+        if change.action in (Action.CREATE, Action.UPDATE) or change.restamp:
             assert change.desired is not None
-            if change.action is Action.UPDATE and change.key in scaled \
-                    and change.live is not None \
-                    and _sole_replicas_owner(_with_managed_fields(conn, change.live)):
-                # created before its scaler: hand replicas over before we stop setting them
-                _hand_replicas_over(conn, {**change.desired, "spec": {
-                    "replicas": change.live["spec"].get("replicas", 1)}})
+            if change.action is not Action.CREATE and change.key in scaled:
+                _hand_over_if_sole_owner(conn, change)
             change.predicted = write.apply(conn, change.desired)
             if change.action is Action.CREATE and "replicas" in change.desired.get("spec", {}) \
                     and change.key in scaled:
@@ -358,14 +366,14 @@ def execute(conn: Connection, plan: ClusterPlan, *, workers: int = 8,
             write.delete(conn, change.live)
         else:
             return None
-        echo(f"{plan.cluster}: {change.action} {change.name}")
+        echo(f"{plan.cluster}: {'recorded' if change.restamp else change.action} {change.name}")
         on_done(change)
         return change
 
     done: dict[Action, list[Change]] = {a: [] for a in Action}
     # only the writes go to the threads: a no-op pass handed thousands of unchanged
     # objects to them, one future each, to do nothing
-    writing = plan.pending
+    writing = plan.pending + plan.restamps  # the restamps last, in waves of their own
     if not writing:
         return done
     with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -388,6 +396,17 @@ def _with_managed_fields(conn: Connection, live: Obj) -> Obj | None:
     if "managedFields" in (live.get("metadata") or {}):
         return live
     return read.get(conn, live)
+
+
+def _hand_over_if_sole_owner(conn: Connection, change: Change) -> None:
+    """An autoscaled workload created before its scaler: its replicas, still ours alone,
+    handed to a manager of their own before we stop setting them (else the apply would
+    reset them)."""
+    assert change.desired is not None
+    if change.live is not None \
+            and _sole_replicas_owner(_with_managed_fields(conn, change.live)):
+        _hand_replicas_over(conn, {**change.desired, "spec": {
+            "replicas": change.live["spec"].get("replicas", 1)}})
 
 
 def _sole_replicas_owner(live: Obj | None) -> bool:
