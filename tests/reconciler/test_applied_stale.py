@@ -7,8 +7,13 @@ import copy
 from typing import Any
 
 from reconciler import applied
+from reconciler.rollout.restart import RESTARTED_AT_ANNOTATION as RESTARTED_AT
+from reconciler.rollout.step import held, hold_zones
 from reconciler.sync import Action, Change, ClusterPlan
+from tests.reconciler.rollout.test_rollout_step import members
 from tests.reconciler.test_applied_record import desired, live_after_apply
+
+KEY = ("Deployment", "shop", "web")
 
 
 def autoscaled(obj: dict[str, Any]) -> dict[str, Any]:
@@ -80,3 +85,28 @@ def test_only_unchanged_objects_are_restamped_and_a_restamp_is_not_pending() -> 
         Change(Action.UPDATE, ("Deployment", "shop", "api"), restamp=True)])
     assert [c.key for c in plan.restamps] == [key]
     assert [c.action for c in plan.pending] == [Action.UPDATE]
+
+
+def test_a_zone_a_rollout_gate_holds_is_never_restamped() -> None:
+    """A later zone waiting on its rollout keeps its live template — with a restart's
+    annotation another manager owns — so its record is not the one it had: stale, yet
+    applying it would share that manager's field and move the Deployment's generation
+    (its annotations count), making the held zone look progressing. Only the zone the
+    rollout reached is re-recorded."""
+    found = members({"a": "web:1", "b": "web:1", "c": "web:1"})
+    for member in found.values():
+        obj = member.live[KEY]
+        obj["spec"]["template"]["metadata"] = {"annotations": {RESTARTED_AT: "2026-11-27"}}
+        obj["metadata"]["annotations"][applied.ANNOTATION] = "recorded-by-an-older-pass"
+    rollouts = hold_zones(found, {}, "rev2")
+    held_by_cluster = held(rollouts, found)
+    assert held_by_cluster == {"b": {KEY}, "c": {KEY}}
+    for cluster, member in found.items():
+        to_apply, live = applied.stamp(member.desired[0]), member.live[KEY]
+        predicted = dry_run(to_apply, live)
+        if cluster != "a":  # what a dry-run of the held template answers: unchanged
+            assert applied.stale(to_apply, live, predicted)
+        plan = ClusterPlan(cluster, changes=[Change(
+            Action.UNCHANGED, KEY, desired=to_apply, live=live, predicted=predicted,
+            restamp=True)], held=frozenset(held_by_cluster.get(cluster, ())))
+        assert [c.key for c in plan.restamps] == ([KEY] if cluster == "a" else [])
