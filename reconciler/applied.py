@@ -106,6 +106,17 @@ def unchanged(desired: Obj, live: Obj) -> bool:
     return record is not None and record == recorded(live) and covers(desired, live)
 
 
+def stale(desired: Obj, live: Obj, predicted: Obj) -> bool:
+    """Whether an object a dry-run found unchanged is still worth applying, only to record
+    it: its live record is not the one ``desired`` carries (what we apply changed in a way
+    the server's answer does not show: a field we stopped setting that the server
+    defaults to the same value, an autoscaled workload's replicas we no longer set, no
+    record at all), and the record would answer once applied (``predicted``, the
+    dry-run's answer, passes the check). Without that write every later pass dry-runs the
+    object again, until its content next changes."""
+    return recorded(desired) != recorded(live) and unchanged(desired, predicted)
+
+
 OMITTED_WHEN_ZERO = frozenset({("PriorityClass", "globalDefault")})
 """Top-level fields (kind, field) of a plain, non-pointer Go type with ``omitempty``: the
 API server never returns them at their zero value, so a ``false`` we set is absent from

@@ -38,7 +38,15 @@ from reconciler.progress import Progress
 from reconciler.rollout import step as rollout_step
 from reconciler.scaling import step as scaling_step
 from reconciler.status_document import AppKey
-from reconciler.sync import Action, Change, Options, PlanMemo, execute, plan_cluster, read_live
+from reconciler.sync import (
+    Action,
+    Change,
+    Options,
+    PlanMemo,
+    execute,
+    plan_cluster,
+    read_live,
+)
 
 __all__ = ["HOST", "MemberState", "Reconciler"]
 
@@ -166,8 +174,8 @@ class Reconciler:
         """Read and plan every member cluster; writes nothing (``pincompile plan``)."""
         found = self.members(result)
         self._in_parallel(found, self._read)
-        rollout_step.hold_zones(found, {}, result.revision)
-        self._in_parallel(found, self._plan)
+        held = rollout_step.held(rollout_step.hold_zones(found, {}, result.revision), found)
+        self._in_parallel(found, lambda m: self._plan(m, held.get(m.name, ())))
         return found
 
     def run(self, result: Result) -> PassReport:
@@ -202,8 +210,9 @@ class Reconciler:
                 self.rebalanced = scaling_step.rebalance_all(result, found, stored, self.echo)
             rollouts = rollout_step.hold_zones(found, stored, report.revision,
                                                rollout_step.paused_apps(host))
+            held = rollout_step.held(rollouts, found)
         with step("plan"):
-            self._in_parallel(found, self._plan)
+            self._in_parallel(found, lambda m: self._plan(m, held.get(m.name, ())))
         if self.apps is not None:
             wanted = self.apps
             rollouts = {k: r for k, r in rollouts.items()
@@ -271,11 +280,12 @@ class Reconciler:
             raise ClusterUnreachable("the host cluster is not connected yet")
         host.write_status(conn, app, doc)
 
-    def _plan(self, member: MemberState) -> None:
+    def _plan(self, member: MemberState, held: Collection[Key] = ()) -> None:
+        """Plan one member (``held``: what a rollout gate holds there, never re-recorded)."""
         assert member.conn is not None
         member.plan = plan_cluster(member.conn, member.desired, member.live, self.options,
                                    member.initial_replicas, self._memo(member.name),
-                                   self.digests)
+                                   self.digests, held)
         self.progress.planned(member.name, len(member.desired), len(member.plan.pending))
 
     def _memo(self, cluster: str) -> PlanMemo | None:
@@ -304,7 +314,8 @@ class Reconciler:
         member.report.replaced = refs[Action.REPLACE]
         member.report.pruned = refs[Action.PRUNE]
         member.report.unchanged = len(plan.of(Action.UNCHANGED))
-        for change in plan.pending:
+        member.report.recorded = refs[Action.UNCHANGED]
+        for change in plan.pending + plan.restamps:
             if change.predicted is not None:
                 member.live[change.key] = change.predicted
             if change.action is Action.PRUNE:
@@ -411,7 +422,11 @@ class Reconciler:
 
         def one(member: MemberState) -> None:
             assert member.conn is not None and member.plan is not None
-            waiting = [c.desired for c in member.plan.pending
+            # a restamp that moved the generation (a Deployment's annotations count) is
+            # waited for like a write: its controller has a generation to observe
+            written = member.plan.pending + [c for c in member.plan.restamps
+                                             if _generation_moved(c)]
+            waiting = [c.desired for c in written
                        if c.action is not Action.PRUNE and c.desired is not None
                        and c.desired["kind"] not in UNWAITED_KINDS]
             total = len(waiting)
@@ -449,3 +464,11 @@ class Reconciler:
                               decided.moves)
         if error is not None:
             report.clusters[HOST].error = error
+
+
+def _generation_moved(change: Change) -> bool:
+    """Whether writing ``change`` gave its object a new ``metadata.generation``."""
+    def generation(obj: Obj | None) -> Any:
+        return ((obj or {}).get("metadata") or {}).get("generation")
+
+    return change.live is not None and generation(change.predicted) != generation(change.live)

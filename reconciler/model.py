@@ -91,6 +91,9 @@ class ClusterReport:
     replaced: list[ObjectRef] = field(default_factory=list)
     pruned: list[ObjectRef] = field(default_factory=list)
     unchanged: int = 0
+    recorded: list[ObjectRef] = field(default_factory=list)
+    """Unchanged objects applied only to record what pincompile applies (their record was
+    stale: see :func:`reconciler.applied.stale`); counted among the unchanged."""
     unconverged: list[Unconverged] = field(default_factory=list)
     """What this pass could not make match the specs (conflicts, rejections, ...)."""
     error: str | None = None

@@ -91,6 +91,8 @@ def write(conn: Connection, docs: dict[AppKey, dict[str, Any]],
     from reconciler import host
 
     writes = pending_by_app(members)
+    changed = {app for app, doc in docs.items()
+               if status_document.changed(stored.get(app), doc)}
     failed: list[str] = []
 
     def moved(app: AppKey) -> bool:
@@ -103,7 +105,7 @@ def write(conn: Connection, docs: dict[AppKey, dict[str, Any]],
             return
         doc, move = docs[app], moves.get(app)
         try:
-            if status_document.changed(stored.get(app), doc):
+            if app in changed:
                 host.write_status(conn, app, doc)
             for reason, text in events(writes.get(app, []), revision):
                 host.record_event(conn, app, reason, text)
@@ -115,8 +117,7 @@ def write(conn: Connection, docs: dict[AppKey, dict[str, Any]],
 
     # only apps with something to write go to the threads (a no-op pass handed every app
     # to them, one future each, to write nothing)
-    writing = [app for app in sorted(docs) if app in writes or moved(app)
-               or status_document.changed(stored.get(app), docs[app])]
+    writing = [app for app in sorted(docs) if app in changed or app in writes or moved(app)]
     if writing:
         with ThreadPoolExecutor(max_workers=8) as pool:
             list(pool.map(one, writing))

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import groupby
 from typing import Any
 
-from kubernetes.dynamic.exceptions import DynamicApiError
+from kubernetes.dynamic.exceptions import ConflictError, DynamicApiError
 
 from pincompile.manifest import ANNOTATION_FAILOVER, MANAGED_BY, MANAGED_BY_VALUE
 from reconciler import applied, conflict, diff, kinds
@@ -56,6 +56,13 @@ class Change:
     predicted: Obj | None = None
     """The dry-run's answer: the object as applying would make it."""
     reason: str = ""
+    restamp: bool = False
+    """Unchanged, but its record is stale (:func:`applied.stale`): ``apply`` applies it
+    once more (its content is what the object holds: only the record and, for a workload
+    that became autoscaled, the replicas' manager change), so that the next pass needs no
+    dry-run — only if the object is still at the resourceVersion the pass read, and never
+    one a rollout gate holds (:attr:`ClusterPlan.held`). Never a difference: ``plan``
+    shows it unchanged."""
 
     @property
     def name(self) -> str:
@@ -125,6 +132,12 @@ class ClusterPlan:
     live: dict[Key, Obj] = field(default_factory=dict)
     blocked: str | None = None
     """Why nothing will be pruned in this cluster (a prune over ``max_prune``)."""
+    held: frozenset[Key] = frozenset()
+    """Objects a rollout gate holds on their live template (a later zone waiting): never
+    re-recorded. Their desired is the live template, not the app's: its record changes
+    with whoever writes the template (a restart's annotation), and the write would take
+    a share of those managers' fields and move the Deployment's generation (its
+    annotations count), so the held zone looks progressing while it must stay put."""
 
     def of(self, *actions: Action) -> list[Change]:
         return [c for c in self.changes if c.action in actions]
@@ -133,6 +146,13 @@ class ClusterPlan:
     def pending(self) -> list[Change]:
         """Changes that write."""
         return self.of(Action.CREATE, Action.UPDATE, Action.REPLACE, Action.PRUNE)
+
+    @property
+    def restamps(self) -> list[Change]:
+        """Unchanged objects applied only to record them (see :attr:`Change.restamp`),
+        but for those a rollout gate holds (:attr:`held`)."""
+        return [c for c in self.changes if c.restamp and c.action is Action.UNCHANGED
+                and c.key not in self.held]
 
 
 def is_managed(obj: Obj | None) -> bool:
@@ -162,15 +182,17 @@ def read_live(conn: Connection) -> dict[Key, Obj]:
 def plan_cluster(conn: Connection, desired: list[Obj], live: dict[Key, Obj],
                  options: Options, initial_replicas: dict[Key, int] | None = None,
                  memo: PlanMemo | None = None,
-                 digests: applied.Digests | None = None) -> ClusterPlan:
+                 digests: applied.Digests | None = None,
+                 held: Collection[Key] = ()) -> ClusterPlan:
     """Compare desired with live through dry-run applies; nothing is written.
 
     ``initial_replicas``: the replicas a new autoscaled workload starts with (its cluster's
     share of the app's replicas). ``memo``: skip the dry-run of objects found unchanged
     before whose desired content and live ``resourceVersion`` are the same again.
-    ``digests``: the pass's digests of desired objects, to reuse."""
+    ``digests``: the pass's digests of desired objects, to reuse. ``held``: objects a
+    rollout gate holds (:attr:`ClusterPlan.held`)."""
     scaled = autoscaled(desired)
-    plan = ClusterPlan(conn.name, live=live)
+    plan = ClusterPlan(conn.name, live=live, held=frozenset(held))
     creating_namespaces = {d["metadata"]["name"] for d in desired
                            if d["kind"] == "Namespace" and key_of(d) not in live}
 
@@ -276,7 +298,9 @@ def _plan_object(conn: Connection, obj: Obj, live: dict[Key, Obj], options: Opti
     if key in scaled:  # an HPA may scale between our LIST and the dry-run: not drift
         compared = (_without_replicas(current), _without_replicas(predicted))
     if diff.same(*compared):
-        return Change(Action.UNCHANGED, key, desired=to_apply, live=current, predicted=predicted)
+        return Change(Action.UNCHANGED, key, desired=to_apply, live=current, predicted=predicted,
+                      restamp=current is not None
+                      and applied.stale(to_apply, current, predicted))
     return Change(Action.UPDATE, key, desired=to_apply, live=current, predicted=predicted,
                   reason="" if is_managed(current) else "adopted")
 
@@ -332,14 +356,16 @@ def execute(conn: Connection, plan: ClusterPlan, *, workers: int = 8,
     scaled = autoscaled(c.desired for c in plan.changes if c.desired is not None)
 
     def one(change: Change) -> Change | None:
-        if change.action in (Action.CREATE, Action.UPDATE):
+        if change.action is Action.UNCHANGED:  # a restamp: only those are handed here
+            if not _restamp(conn, change, change.key in scaled):
+                change.restamp = False  # not written: no longer among the plan's restamps
+                echo(f"{plan.cluster}: not recorded {change.name}: changed since it was "
+                     "planned (the next pass looks at it again)")
+                return None
+        elif change.action in (Action.CREATE, Action.UPDATE):
             assert change.desired is not None
-            if change.action is Action.UPDATE and change.key in scaled \
-                    and change.live is not None \
-                    and _sole_replicas_owner(_with_managed_fields(conn, change.live)):
-                # created before its scaler: hand replicas over before we stop setting them
-                _hand_replicas_over(conn, {**change.desired, "spec": {
-                    "replicas": change.live["spec"].get("replicas", 1)}})
+            if change.action is not Action.CREATE and change.key in scaled:
+                _hand_over_if_sole_owner(conn, change)
             change.predicted = write.apply(conn, change.desired)
             if change.action is Action.CREATE and "replicas" in change.desired.get("spec", {}) \
                     and change.key in scaled:
@@ -358,14 +384,14 @@ def execute(conn: Connection, plan: ClusterPlan, *, workers: int = 8,
             write.delete(conn, change.live)
         else:
             return None
-        echo(f"{plan.cluster}: {change.action} {change.name}")
+        echo(f"{plan.cluster}: {'recorded' if change.restamp else change.action} {change.name}")
         on_done(change)
         return change
 
     done: dict[Action, list[Change]] = {a: [] for a in Action}
     # only the writes go to the threads: a no-op pass handed thousands of unchanged
     # objects to them, one future each, to do nothing
-    writing = plan.pending
+    writing = plan.pending + plan.restamps  # the restamps last, in waves of their own
     if not writing:
         return done
     with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -390,6 +416,40 @@ def _with_managed_fields(conn: Connection, live: Obj) -> Obj | None:
     return read.get(conn, live)
 
 
+def _hand_over_if_sole_owner(conn: Connection, change: Change,
+                             version: str | None = None) -> str | None:
+    """An autoscaled workload created before its scaler: its replicas, still ours alone,
+    handed to a manager of their own before we stop setting them (else the apply would
+    reset them). ``version``: only if the object is still at that resourceVersion. The
+    object's resourceVersion after the hand-over (None when there was none)."""
+    assert change.desired is not None
+    if change.live is not None \
+            and _sole_replicas_owner(_with_managed_fields(conn, change.live)):
+        return _hand_replicas_over(conn, {**change.desired, "spec": {
+            "replicas": change.live["spec"].get("replicas", 1)}}, version)
+    return None
+
+
+def _restamp(conn: Connection, change: Change, scaled: bool) -> bool:
+    """Apply an unchanged object once more, only to record it (:attr:`Change.restamp`),
+    on condition that it is still the object the dry-run found unchanged (its
+    resourceVersion as the apply's precondition): a write by anyone since would make the
+    apply more than a record — it is left to the next pass's dry-run. False when so."""
+    assert change.desired is not None and change.live is not None
+    version = (change.live.get("metadata") or {}).get("resourceVersion")
+    if not version:
+        return False
+    meta = change.desired["metadata"]
+    try:
+        if scaled:
+            version = _hand_over_if_sole_owner(conn, change, version) or version
+        change.predicted = write.apply(conn, {**change.desired, "metadata": {
+            **meta, "resourceVersion": version}})
+    except ConflictError:
+        return False
+    return True
+
+
 def _sole_replicas_owner(live: Obj | None) -> bool:
     """Whether ``pincompile`` is the only manager of the live object's spec.replicas."""
     owners = [entry.get("manager") for entry in
@@ -398,12 +458,17 @@ def _sole_replicas_owner(live: Obj | None) -> bool:
     return owners == [FIELD_MANAGER]
 
 
-def _hand_replicas_over(conn: Connection, obj: Obj) -> None:
+def _hand_replicas_over(conn: Connection, obj: Obj, version: str | None = None) -> str | None:
     """Give a new autoscaled workload's ``spec.replicas`` to a manager of its own, so that
-    leaving it out of later applies never resets it (the HPA takes it from there)."""
+    leaving it out of later applies never resets it (the HPA takes it from there).
+    ``version``: only if the object is still at that resourceVersion (else a conflict).
+    The object's resourceVersion after it."""
     meta = obj["metadata"]
-    write.apply(conn, {
+    precondition = {"resourceVersion": version} if version else {}
+    written = write.apply(conn, {
         "apiVersion": obj["apiVersion"], "kind": obj["kind"],
-        "metadata": {"name": meta["name"], "namespace": meta.get("namespace")},
+        "metadata": {"name": meta["name"], "namespace": meta.get("namespace"),
+                     **precondition},
         "spec": {"replicas": obj["spec"]["replicas"]},
     }, manager=INITIAL_REPLICAS_MANAGER)
+    return (written.get("metadata") or {}).get("resourceVersion")

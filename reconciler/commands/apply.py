@@ -195,12 +195,14 @@ def _summary(report: PassReport, writes: dict[str, int], seconds: float) -> str:
     replaced = sum(len(c.replaced) for c in members.values())
     pruned = sum(len(c.pruned) for c in members.values())
     unchanged = sum(c.unchanged for c in members.values())
+    recorded = sum(len(c.recorded) for c in members.values())
+    rerecorded = f" ({recorded} re-recorded)" if recorded else ""
     member_writes = sum(n for name, n in writes.items() if name != HOST)
     host_writes = writes.get(HOST, 0)
     failed = sum(1 for c in report.clusters.values() if c.error)
     head = (f"revision {report.revision[:12]}: {created} created, {updated} updated, "
-            f"{replaced} replaced, {pruned} pruned, {unchanged} unchanged in "
-            f"{len(members)} clusters")
+            f"{replaced} replaced, {pruned} pruned, {unchanged} unchanged"
+            f"{rerecorded} in {len(members)} clusters")
     tail = ("zero writes to member clusters: everything was already in sync"
             if member_writes == 0 else f"{member_writes} write requests to member clusters")
     tail += f", {host_writes} to the host (specs, status, events)"

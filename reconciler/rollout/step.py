@@ -13,7 +13,7 @@ from kubernetes.dynamic.exceptions import DynamicApiError
 from reconciler import applied
 from reconciler.clients import read, write
 from reconciler.clients.connect import ClusterUnreachable, Connection
-from reconciler.clients.read import key_of
+from reconciler.clients.read import Key, key_of
 from reconciler.desired import Echo, MemberState, by_app
 from reconciler.errors import CLUSTER_ERRORS, explain
 from reconciler.model import Left, Obj, ObjectRef, Unconverged
@@ -46,6 +46,20 @@ def hold_zones(members: dict[str, MemberState], stored: Stored, revision: str,
             else:
                 members[cluster].desired[index] = rollout.hold(plan.desired[cluster], current)
     return rollouts
+
+
+def held(rollouts: Mapping[AppKey, rollout.AppRollout],
+         members: Mapping[str, MemberState]) -> dict[str, set[Key]]:
+    """cluster → the Deployments :func:`hold_zones` kept on their live template (a later
+    zone waiting): their desired is not the app's, so they are never re-recorded
+    (:attr:`reconciler.sync.ClusterPlan.held`)."""
+    out: dict[str, set[Key]] = {}
+    for plan in rollouts.values():
+        for cluster, obj in plan.desired.items():
+            key = key_of(obj)
+            if not plan.allowed(cluster) and members[cluster].live.get(key) is not None:
+                out.setdefault(cluster, set()).add(key)
+    return out
 
 
 def advance(rollouts: dict[AppKey, rollout.AppRollout], members: dict[str, MemberState],

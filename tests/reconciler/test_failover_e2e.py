@@ -87,6 +87,8 @@ class Pass:
             self.result = compile_path(repo)
             self.report: PassReport = reconciler.run(self.result)
             self.writes = Counter({n: c.stats.writes for n, c in reconciler.connections.items()})
+            self.dry_runs = Counter({n: c.stats.by_verb["dry-run"]
+                                     for n, c in reconciler.connections.items()})
             self.statuses = {"/".join(k): v for k, v in reconciler.statuses.items()}
             self.states = {n: s.to_json() for n, s in reconciler.cluster_states.items()}
         finally:
@@ -336,6 +338,8 @@ def test_when_fo_c_answers_again_its_share_moves_back_in_steps(
     assert quota_cpu(api, "fo-a") == step2.result_quota("fo-a"), step2.lines
     steady = Pass(fo_fleet, repo, back + 120)  # so the pass after it writes nothing
     assert member_writes(steady) == 0, steady.lines
+    # and every object's record answers: not one dry-run
+    assert sum(n for c, n in steady.dry_runs.items() if c != "host") == 0, steady.dry_runs
     assert not any(line.startswith("fo-") for line in status_cli(fo_fleet).splitlines())
 
 

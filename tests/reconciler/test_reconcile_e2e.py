@@ -498,10 +498,9 @@ def test_replicas_changed_by_the_autoscaler_are_left_alone(
 def test_an_app_that_gets_a_scaler_keeps_its_replicas_handed_to_their_own_manager(
         rt_fleet: fleet_mod.FleetState, repo: Path, api: Callable[[str], k8s.ApiClient]
 ) -> None:
-    """At the app's next change pincompile stops setting the replicas the HPA now owns;
-    first it hands them over (a pass reads lean LISTs, without managedFields: the handover
-    GETs them). A scaler alone changes nothing else of the Deployment, which is then left
-    as it is (the record is bookkeeping)."""
+    """With the scaler pincompile stops setting the replicas the HPA now owns; first it
+    hands them over (a pass reads lean LISTs, without managedFields: the handover GETs
+    them), then applies the app's other change. The pass after it sends nothing."""
     original = (repo / "apps/shop/web.yaml").read_text()
     edit(repo, "apps/shop/web.yaml", lambda d: d[0]["spec"].update(replicas=6), "web x6")
     Pass(rt_fleet, repo)
@@ -526,6 +525,42 @@ def test_an_app_that_gets_a_scaler_keeps_its_replicas_handed_to_their_own_manage
             assert live.spec.progress_deadline_seconds == 45
         again = Pass(rt_fleet, repo, wait=False)
         assert all(again.writes[c] == 0 for c in MEMBERS), again.lines
+        assert all(again.dry_runs[c] == 0 for c in MEMBERS), (again.dry_runs, again.lines)
+    finally:
+        (repo / "apps/shop/web.yaml").write_text(original)
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", "web as it was")
+        Pass(rt_fleet, repo)
+
+
+def test_a_scaler_added_alone_costs_its_pass_and_the_next_pass_nothing(
+        rt_fleet: fleet_mod.FleetState, repo: Path, api: Callable[[str], k8s.ApiClient]
+) -> None:
+    """A PinScaler added with nothing else changed: its pass creates the HPAs and hands the
+    Deployments' replicas to their own manager, recording what it applied (the dry-run
+    alone found nothing to change: before, the record stayed stale and every later pass
+    dry-ran the Deployments); the pass after it writes nothing and dry-runs nothing."""
+    original = (repo / "apps/shop/web.yaml").read_text()
+    clusters = web_clusters(api)
+    before = {c: deployment(api, c, "web").spec.replicas for c in clusters}
+    (repo / "apps/shop/web.yaml").write_text(original + (
+        "---\napiVersion: pincompute.io/v1\nkind: PinScaler\nmetadata: {name: web, project: shop}\n"
+        "spec:\n  target: web\n  minReplicas: 3\n  maxReplicas: 9\n"
+        "  metrics: [{type: cpu, targetUtilization: 60}]\n"))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "web autoscaled, nothing else changed")
+    try:
+        added = Pass(rt_fleet, repo, wait=False)
+        assert added.report.ok, added.lines
+        for cluster in clusters:
+            live = deployment(api, cluster, "web")
+            owners = [m.manager for m in live.metadata.managed_fields
+                      if "f:replicas" in ((m.fields_v1 or {}).get("f:spec") or {})]
+            assert (live.spec.replicas, owners) == (before[cluster],
+                                                    ["pincompile-initial-replicas"])
+        again = Pass(rt_fleet, repo, wait=False)
+        assert all(again.writes[c] == 0 for c in MEMBERS), again.lines
+        assert all(again.dry_runs[c] == 0 for c in MEMBERS), (again.dry_runs, again.lines)
     finally:
         (repo / "apps/shop/web.yaml").write_text(original)
         git(repo, "add", "-A")
