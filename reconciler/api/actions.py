@@ -259,9 +259,9 @@ def _run_restart(gateway: ActionGateway, host: Connection, app: AppKey,
             note("RestartHalted", f"a cluster failed: {explain(exc)}; later zones keep "
                                   "their pods")
 
-    if gateway.operations.running(app):
-        raise HTTPException(409, f"a {gateway.operations.running(app)} of "
-                                 f"{'/'.join(app)} is running already")
+    running = gateway.operations.running(app)
+    if running:
+        raise HTTPException(409, f"a {running} of {'/'.join(app)} is running already")
     try:
         taken = restarts.take(host, app, claim, cr)
     except CLUSTER_ERRORS as exc:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import threading
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -137,7 +138,7 @@ class MergedLogs:
         self._responses: list[Any] = []
         self._lock = threading.Lock()
 
-    async def lines(self) -> AsyncIterator[bytes]:
+    async def lines(self) -> AsyncGenerator[bytes, None]:
         """Each line as ``cluster/pod/container line\\n``; ends when every log ended, at
         the time limit, or when the consumer stops (then every upstream closes)."""
         loop = asyncio.get_running_loop()
@@ -163,13 +164,12 @@ class MergedLogs:
             self.close()
 
     def close(self) -> None:
-        """Close every upstream stream (their threads then end)."""
+        """End every upstream stream at once (their threads then end and close them)."""
         with self._lock:
             self._closed.set()
             responses, self._responses = self._responses, []
         for response in responses:
-            with contextlib.suppress(Exception):
-                response.close()
+            _interrupt(response)
 
     @property
     def upstreams_open(self) -> int:
@@ -205,6 +205,17 @@ class MergedLogs:
                         self._responses.remove(response)
             if not self._closed.is_set():
                 put(None)
+
+
+def _interrupt(response: Any) -> None:
+    """Make a thread blocked reading ``response`` return now, by shutting its socket down.
+    Closing the response instead waits for that read to end (the file object's lock), i.e.
+    for the container's next line: on the event loop's thread, that stalled every other
+    request, and a command's Ctrl-C, for seconds."""
+    sock = getattr(getattr(response, "connection", None), "sock", None)
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
 
 
 def _lines(response: Any, most: int) -> Any:

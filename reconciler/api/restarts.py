@@ -39,10 +39,15 @@ def take(host: Connection, app: AppKey, claim: Claim, cr: Obj) -> bool:
     return True
 
 
+def _still_held(host: Connection, app: AppKey, claim: Claim) -> bool:
+    """Whether the app's resource still carries ``claim`` (not another server's)."""
+    current = restart.claim_of(read.get(host, cr_ref(app)))
+    return current is not None and (current.at, current.holder) == (claim.at, claim.holder)
+
+
 def renew(host: Connection, app: AppKey, claim: Claim) -> bool:
     """Say the restart still runs here; False when another server holds it now."""
-    current = restart.claim_of(read.get(host, cr_ref(app)))
-    if current is None or (current.at, current.holder) != (claim.at, claim.holder):
+    if not _still_held(host, app, claim):
         return False
     write.apply(host, restart.claim_patch(cr_ref(app), Claim(
         claim.at, claim.by, claim.holder, _iso(time.time()))), manager=restart.RESTART_MANAGER)
@@ -51,8 +56,7 @@ def renew(host: Connection, app: AppKey, claim: Claim) -> bool:
 
 def release(host: Connection, app: AppKey, claim: Claim) -> None:
     """Drop the claim, if it is still this server's."""
-    current = restart.claim_of(read.get(host, cr_ref(app)))
-    if current is not None and (current.at, current.holder) == (claim.at, claim.holder):
+    if _still_held(host, app, claim):
         write.apply(host, restart.release_patch(cr_ref(app)),
                     manager=restart.RESTART_MANAGER)
 

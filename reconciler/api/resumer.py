@@ -39,7 +39,10 @@ class RestartResumer:
 
     def _run(self) -> None:
         while not self._stop.wait(self.every):
-            self.scan()
+            try:
+                self.scan()
+            except Exception:  # a bug must not end the scans for good: logged, tried again
+                log.exception("looking for restarts to take over failed")
 
     def scan(self) -> list[AppKey]:
         """Take over every stale restart claim not running here; the apps taken over."""
