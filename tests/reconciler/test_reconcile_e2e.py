@@ -508,10 +508,7 @@ def test_an_app_that_gets_a_scaler_keeps_its_replicas_handed_to_their_own_manage
     assert {deployment(api, c, "web").spec.replicas for c in clusters} == {2}
     changed = original.replace("replicas: 3", "replicas: 6").replace(
         "healthTimeout: 30s", "healthTimeout: 45s")  # a change outside the pod template
-    (repo / "apps/shop/web.yaml").write_text(changed + (
-        "---\napiVersion: pincompute.io/v1\nkind: PinScaler\nmetadata: {name: web, project: shop}\n"
-        "spec:\n  target: web\n  minReplicas: 6\n  maxReplicas: 9\n"
-        "  metrics: [{type: cpu, targetUtilization: 60}]\n"))
+    (repo / "apps/shop/web.yaml").write_text(changed + web_scaler(6))
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "web autoscaled")
     try:
@@ -519,9 +516,8 @@ def test_an_app_that_gets_a_scaler_keeps_its_replicas_handed_to_their_own_manage
         assert run.report.ok, run.lines
         for cluster in clusters:
             live = deployment(api, cluster, "web")
-            owners = [m.manager for m in live.metadata.managed_fields
-                      if "f:replicas" in ((m.fields_v1 or {}).get("f:spec") or {})]
-            assert (live.spec.replicas, owners) == (2, ["pincompile-initial-replicas"])
+            assert (live.spec.replicas, replicas_owners(live)) == (
+                2, ["pincompile-initial-replicas"])
             assert live.spec.progress_deadline_seconds == 45
         again = Pass(rt_fleet, repo, wait=False)
         assert all(again.writes[c] == 0 for c in MEMBERS), again.lines
@@ -531,6 +527,20 @@ def test_an_app_that_gets_a_scaler_keeps_its_replicas_handed_to_their_own_manage
         git(repo, "add", "-A")
         git(repo, "commit", "-qm", "web as it was")
         Pass(rt_fleet, repo)
+
+
+def web_scaler(floor: int) -> str:
+    """A cpu PinScaler of ``shop/web`` from ``floor`` to 9 replicas, as a YAML document."""
+    return ("---\napiVersion: pincompute.io/v1\nkind: PinScaler\n"
+            "metadata: {name: web, project: shop}\n"
+            f"spec:\n  target: web\n  minReplicas: {floor}\n  maxReplicas: 9\n"
+            "  metrics: [{type: cpu, targetUtilization: 60}]\n")
+
+
+def replicas_owners(live: Any) -> list[str]:
+    """The field managers of a live Deployment's ``spec.replicas``."""
+    return [m.manager for m in live.metadata.managed_fields
+            if "f:replicas" in ((m.fields_v1 or {}).get("f:spec") or {})]
 
 
 def test_a_scaler_added_alone_costs_its_pass_and_the_next_pass_nothing(
@@ -543,10 +553,7 @@ def test_a_scaler_added_alone_costs_its_pass_and_the_next_pass_nothing(
     original = (repo / "apps/shop/web.yaml").read_text()
     clusters = web_clusters(api)
     before = {c: deployment(api, c, "web").spec.replicas for c in clusters}
-    (repo / "apps/shop/web.yaml").write_text(original + (
-        "---\napiVersion: pincompute.io/v1\nkind: PinScaler\nmetadata: {name: web, project: shop}\n"
-        "spec:\n  target: web\n  minReplicas: 3\n  maxReplicas: 9\n"
-        "  metrics: [{type: cpu, targetUtilization: 60}]\n"))
+    (repo / "apps/shop/web.yaml").write_text(original + web_scaler(3))
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "web autoscaled, nothing else changed")
     try:
@@ -554,10 +561,8 @@ def test_a_scaler_added_alone_costs_its_pass_and_the_next_pass_nothing(
         assert added.report.ok, added.lines
         for cluster in clusters:
             live = deployment(api, cluster, "web")
-            owners = [m.manager for m in live.metadata.managed_fields
-                      if "f:replicas" in ((m.fields_v1 or {}).get("f:spec") or {})]
-            assert (live.spec.replicas, owners) == (before[cluster],
-                                                    ["pincompile-initial-replicas"])
+            assert (live.spec.replicas, replicas_owners(live)) == (
+                before[cluster], ["pincompile-initial-replicas"])
         again = Pass(rt_fleet, repo, wait=False)
         assert all(again.writes[c] == 0 for c in MEMBERS), again.lines
         assert all(again.dry_runs[c] == 0 for c in MEMBERS), (again.dry_runs, again.lines)
