@@ -41,6 +41,22 @@ class Discoverer(LazyDiscoverer):
         self.discovered = float("-inf")
         """When this process last discovered the cluster afresh (not from the cache file)."""
         super().__init__(client, self.path)
+        if self.discovered == float("-inf") and not self._matches_server():
+            self.invalidate_cache()
+
+    def _matches_server(self) -> bool:
+        """Whether the cache's API groups and versions are the ones the cluster serves now
+        (one request). The file is kept per address: one written for another cluster that
+        once had the same address (a port reused, a tunnel) names kinds this one may not
+        serve, and their LISTs would answer 404 as if the cluster were broken."""
+        served = {(str(group["name"]), str(version["version"]))
+                  for group in self.client.request("GET", "/apis").groups
+                  for version in group["versions"]}
+        cached = {(group, version)
+                  for group, versions in ((self._cache.get("resources") or {})
+                                          .get("apis") or {}).items()
+                  for version in versions}
+        return served == cached
 
     def invalidate_cache(self) -> None:
         super().invalidate_cache()
