@@ -478,8 +478,12 @@ def test_without_server_logs_follow_streams_new_lines_from_every_cluster(
         print(f"logs -f without --server: a new line written -> printed (s): {latency}")
     finally:
         give_up.cancel()
+        interrupted = time.monotonic()
         follow.send_signal(signal.SIGINT)
-        assert follow.wait(10) == 0
+        # it exits in about a second here; a CI run under load once took over 10 s (in
+        # the interpreter's own shutdown, after the streams had ended): bounded, not fast
+        assert follow.wait(30) == 0
+        print(f"logs -f without --server: Ctrl-C -> exit {time.monotonic() - interrupted:.2f} s")
 
 
 def test_without_server_exec_runs_the_command_and_exits_with_its_code(
