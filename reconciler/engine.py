@@ -13,13 +13,12 @@ stops the others.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any
 
 from pincompile.contract import Result
 from reconciler import applied, desired, failover, narrow, publish
@@ -36,8 +35,10 @@ from reconciler.kinds import MANAGED_KINDS
 from reconciler.model import ClusterReport, Left, Obj, PassReport, Phase, Unconverged
 from reconciler.progress import Progress
 from reconciler.rollout import step as rollout_step
+from reconciler.rollout.plan import AppRollout
 from reconciler.scaling import step as scaling_step
 from reconciler.status_document import AppKey
+from reconciler.steps import Steps
 from reconciler.sync import (
     Action,
     Change,
@@ -54,40 +55,6 @@ HOST = "host"
 NAMESPACE = next(k for k in MANAGED_KINDS if k.kind == "Namespace")
 #: Run-to-completion kinds: ``apply`` waits for them to start, not to finish.
 UNWAITED_KINDS = ("Job", "CronJob", "TFJob", "PyTorchJob")
-T = TypeVar("T")
-
-
-class _Steps:
-    """Times the steps of a pass into ``seconds`` (step name -> wall seconds)."""
-
-    def __init__(self, seconds: dict[str, float]) -> None:
-        self.seconds = seconds
-
-    @contextlib.contextmanager
-    def __call__(self, name: str) -> Iterator[None]:
-        started = time.monotonic()
-        try:
-            yield
-        finally:
-            self.seconds[name] = round(time.monotonic() - started, 3)
-
-    def timed(self, name: str, function: Callable[..., T]) -> Callable[..., T]:
-        """``function`` timed as step ``name`` (for a step run in another thread)."""
-        def run(*args: Any) -> T:
-            with self(name):
-                return function(*args)
-        return run
-
-
-def remember_writes(memo: PlanMemo, done: dict[Action, list[Change]]) -> None:
-    """What a pass wrote is unchanged at the ``resourceVersion`` the API server answered
-    the write with: the next plan skips its dry-run until anyone writes the object again
-    (after serve's first pass, the first push dry-ran every object the pass created)."""
-    for change in (*done[Action.CREATE], *done[Action.UPDATE], *done[Action.REPLACE]):
-        if change.desired is not None and change.predicted is not None \
-                and (change.predicted.get("metadata") or {}).get("resourceVersion"):
-            memo.record(Change(Action.UNCHANGED, change.key, desired=change.desired,
-                               live=change.predicted))
 
 
 class Reconciler:
@@ -174,8 +141,7 @@ class Reconciler:
         """Read and plan every member cluster; writes nothing (``pincompile plan``)."""
         found = self.members(result)
         self._in_parallel(found, self._read)
-        held = rollout_step.held(rollout_step.hold_zones(found, {}, result.revision), found)
-        self._in_parallel(found, lambda m: self._plan(m, held.get(m.name, ())))
+        self._plan_all(found, rollout_step.hold_zones(found, {}, result.revision))
         return found
 
     def run(self, result: Result) -> PassReport:
@@ -194,7 +160,7 @@ class Reconciler:
         if not result.ok:
             report.error = f"{len(result.diagnostics)} error(s) in the specs: nothing applied"
             return report
-        step = _Steps(report.steps)
+        step = Steps(report.steps)
         with ThreadPoolExecutor(max_workers=1) as pool:  # the host beside the members' reads
             host_synced = pool.submit(step.timed("host sync", self._host_sync), result, report)
             with step("desired"):
@@ -210,9 +176,8 @@ class Reconciler:
                 self.rebalanced = scaling_step.rebalance_all(result, found, stored, self.echo)
             rollouts = rollout_step.hold_zones(found, stored, report.revision,
                                                rollout_step.paused_apps(host))
-            held = rollout_step.held(rollouts, found)
         with step("plan"):
-            self._in_parallel(found, lambda m: self._plan(m, held.get(m.name, ())))
+            self._plan_all(found, rollouts)
         if self.apps is not None:
             wanted = self.apps
             rollouts = {k: r for k, r in rollouts.items()
@@ -280,6 +245,12 @@ class Reconciler:
             raise ClusterUnreachable("the host cluster is not connected yet")
         host.write_status(conn, app, doc)
 
+    def _plan_all(self, found: dict[str, MemberState],
+                  rollouts: Mapping[AppKey, AppRollout]) -> None:
+        """Plan every member; what the rollouts' gates hold there is never re-recorded."""
+        held = rollout_step.held(rollouts, found)
+        self._in_parallel(found, lambda m: self._plan(m, held.get(m.name, ())))
+
     def _plan(self, member: MemberState, held: Collection[Key] = ()) -> None:
         """Plan one member (``held``: what a rollout gate holds there, never re-recorded)."""
         assert member.conn is not None
@@ -307,7 +278,7 @@ class Reconciler:
                        on_done=lambda _change: self.progress.applied(member.name))
         memo = self._memo(member.name)
         if memo is not None:
-            remember_writes(memo, done)
+            memo.record_writes(done)
         refs = {a: [c.ref(member.name) for c in cs] for a, cs in done.items()}
         member.report.created = refs[Action.CREATE]
         member.report.updated = refs[Action.UPDATE]

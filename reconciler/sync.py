@@ -111,6 +111,16 @@ class PlanMemo:
         else:
             self.unchanged.pop(change.key, None)
 
+    def record_writes(self, done: dict[Action, list[Change]]) -> None:
+        """What a pass wrote is unchanged at the ``resourceVersion`` the API server answered
+        the write with: the next plan skips its dry-run until anyone writes the object
+        again (else the first push after serve's first pass dry-ran all it created)."""
+        for change in (*done[Action.CREATE], *done[Action.UPDATE], *done[Action.REPLACE]):
+            if change.desired is not None and change.predicted is not None \
+                    and (change.predicted.get("metadata") or {}).get("resourceVersion"):
+                self.record(Change(Action.UNCHANGED, change.key, desired=change.desired,
+                                   live=change.predicted))
+
     def keep_only(self, keys: set[Key]) -> None:
         for key in set(self.unchanged) - keys:
             del self.unchanged[key]

@@ -24,6 +24,7 @@ from reconciler.serve.metrics import Metrics
 from reconciler.serve.mirror import Mirror
 from reconciler.serve.runner import PassRunner, RunnerFactory
 from reconciler.serve.shards import assign
+from reconciler.steps import Steps, steps_line
 
 log = logging.getLogger("pincompile.serve")
 
@@ -208,19 +209,19 @@ class Service:
         held = self.state.held
         self.state.stage = "fetch"
         self.state.busy_since = self.clock()
-        timings = {"queued": round(max(0.0, self.state.busy_since - trigger.received), 3)}
+        step = Steps({"queued": round(max(0.0, self.state.busy_since - trigger.received), 3)})
         author = subject = ""
         diagnostics: list[str] = []
         stage: str | None = "fetch"
         sha = "unknown"
         try:
-            sha = self.mirror.fetch()
-            timings["fetch"] = round(time.monotonic() - start, 3)
+            with step("fetch"):
+                sha = self.mirror.fetch()
             stage = self.state.stage = "compile"
-            commit = self.mirror.commit(sha)
-            author, subject = commit.author, commit.subject
-            result = self.mirror.compile(sha)
-            timings["compile"] = round(time.monotonic() - start - timings["fetch"], 3)
+            with step("compile"):
+                commit = self.mirror.commit(sha)
+                author, subject = commit.author, commit.subject
+                result = self.mirror.compile(sha)
             if not result.ok:
                 diagnostics = [f"{d.file}:{d.line}:{d.column}: {d.code}: {d.message}"
                                for d in result.diagnostics]
@@ -238,7 +239,7 @@ class Service:
             stage = "reconcile"
             report = PassReport(revision=sha, error=f"internal error: {type(exc).__name__}: {exc}")
         report.seconds = time.monotonic() - start
-        report.steps = {**timings, **report.steps}
+        report.steps = {**step.seconds, **report.steps}
         self._finish(report, trigger, stage, author, subject, diagnostics, held)
         return report
 
@@ -282,8 +283,3 @@ class Service:
         log.info("%s", record.summary())
         log.info("pass %s steps (s): %s", report.revision[:12], steps_line(report.steps))
 
-
-def steps_line(steps: dict[str, float]) -> str:
-    """A pass's step timings as one log line's tail: ``queued 1.00, fetch 0.05, ...``
-    (``queued``: from the newest trigger to the pass's start)."""
-    return ", ".join(f"{name} {seconds:.2f}" for name, seconds in steps.items()) or "none"

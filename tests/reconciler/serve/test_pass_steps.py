@@ -13,7 +13,7 @@ from reconciler.model import PassReport
 from reconciler.serve.coalesce import Trigger
 from reconciler.serve.metrics import Metrics
 from reconciler.serve.mirror import Mirror
-from reconciler.serve.service import Service, steps_line
+from reconciler.serve.service import Service
 from tests.support.serve import SpecRepo
 
 
@@ -45,7 +45,3 @@ def test_a_pass_reports_its_queue_fetch_and_compile_time_before_the_reconcilers_
     assert line.startswith("pass r steps (s): queued 2.50, fetch ")
     assert line.endswith("host sync 0.25, plan 1.50")
 
-
-def test_the_steps_line_of_a_pass_that_timed_nothing() -> None:
-    assert steps_line({}) == "none"
-    assert steps_line({"queued": 0.0, "fetch": 0.1234}) == "queued 0.00, fetch 0.12"

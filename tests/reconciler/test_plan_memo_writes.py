@@ -4,7 +4,6 @@ memo learns each write at the ``resourceVersion`` the API server answered it wit
 from __future__ import annotations
 
 from reconciler import applied
-from reconciler.engine import remember_writes
 from reconciler.sync import Action, Change, PlanMemo
 
 
@@ -30,7 +29,7 @@ def test_a_written_object_is_unchanged_at_the_version_the_write_answered() -> No
     for action in (Action.CREATE, Action.UPDATE, Action.REPLACE):
         memo = PlanMemo()
         desired = configmap("1")
-        remember_writes(memo, done(Change(action, KEY, desired=desired,
+        memo.record_writes(done(Change(action, KEY, desired=desired,
                                           predicted=configmap("1", "17"))))
         assert memo.still_unchanged(KEY, desired, configmap("1", "17")), action
         # written again by anyone since, or another desired content: planned afresh
@@ -41,7 +40,7 @@ def test_a_written_object_is_unchanged_at_the_version_the_write_answered() -> No
 def test_prunes_and_answers_without_a_version_are_not_remembered() -> None:
     memo = PlanMemo()
     desired = configmap("1")
-    remember_writes(memo, done(
+    memo.record_writes(done(
         Change(Action.CREATE, KEY, desired=desired, predicted=configmap("1")),
         Change(Action.PRUNE, ("ConfigMap", "shop", "old"), live=configmap("0", "3"))))
     assert memo.unchanged == {}
