@@ -35,6 +35,12 @@ ANNOTATION = ANNOTATION_APPLIED
 def digest(obj: Obj) -> str:
     """A short digest of the content ``obj`` would apply (what :func:`diff.normalize`
     keeps: no revision, no record), without copying it."""
+    content = {k: v for k, v in obj.items() if k not in ("status", "metadata")}
+    return hashlib.sha256(_canonical([_kept_metadata(obj), content])).hexdigest()[:20]
+
+
+def _kept_metadata(obj: Obj) -> dict[str, Any]:
+    """The metadata :func:`digest` covers: none the server or the revision owns."""
     meta = obj.get("metadata") or {}
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
                    if k not in VOLATILE_ANNOTATIONS}
@@ -42,8 +48,7 @@ def digest(obj: Obj) -> str:
             if k not in VOLATILE_METADATA and k != "annotations"}
     if annotations:
         kept["annotations"] = annotations
-    content = {k: v for k, v in obj.items() if k not in ("status", "metadata")}
-    return hashlib.sha256(_canonical([kept, content])).hexdigest()[:20]
+    return kept
 
 
 _SMALL_FLOAT = re.compile(rb"\de-\d")
@@ -70,19 +75,34 @@ def _canonical(value: Any) -> bytes:
 class Digests:
     """The digests a pass has computed, by object identity (a pass never changes a desired
     object in place), so each object is serialized once, not for its app's digest and
-    again for its record."""
+    again for its record. ``previous``: the last pass's, for a long-running reconciler: an
+    object whose every part but its metadata is the very object the last pass digested
+    (an incremental compile gives an unchanged app's objects a new revision by a shallow
+    copy), with the same metadata but for the revision, has the same digest."""
 
-    def __init__(self) -> None:
+    def __init__(self, previous: Digests | None = None) -> None:
         self._seen: dict[int, tuple[Obj, str]] = {}
+        self._by_parts: dict[tuple[tuple[str, int], ...], tuple[Obj, str]] = {}
+        self._before = previous._by_parts if previous is not None else {}
 
     def of(self, obj: Obj) -> str:
         """:func:`digest` of ``obj``, computed once per object."""
         seen = self._seen.get(id(obj))
         if seen is not None and seen[0] is obj:
             return seen[1]
-        value = digest(obj)
+        parts = tuple((k, id(v)) for k, v in obj.items() if k not in ("metadata", "status"))
+        before = self._before.get(parts)
+        if before is not None and _kept_metadata(before[0]) == _kept_metadata(obj):
+            value = before[1]  # its parts are held by that object: their ids not reused
+        else:
+            value = digest(obj)
         self._seen[id(obj)] = (obj, value)  # holds obj: its id is not reused meanwhile
+        self._by_parts[parts] = (obj, value)
         return value
+
+    def carried(self) -> Digests:
+        """A new pass's digests that reuse this pass's where :meth:`of` can prove them."""
+        return Digests(self)
 
 
 def stamp(obj: Obj, basis: Obj | None = None, digests: Digests | None = None) -> Obj:

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from reconciler.steps import Steps, steps_line
+from reconciler.steps import COLLECTOR, Steps, steps_line
 
 
 def test_each_step_is_timed_also_when_it_raises() -> None:
@@ -33,3 +33,15 @@ def test_a_step_run_in_another_thread_is_timed_and_returns_its_value() -> None:
 def test_the_steps_line_of_a_pass_that_timed_nothing() -> None:
     assert steps_line({}) == "none"
     assert steps_line({"queued": 0.0, "fetch": 0.1234}) == "queued 0.00, fetch 0.12"
+
+
+def test_the_collectors_pauses_are_summed() -> None:
+    import gc
+
+    before = COLLECTOR.seconds
+    garbage = [[i] for i in range(200_000)]
+    for item in garbage:  # cycles: only the collector frees them
+        item.append(item)
+    del garbage
+    gc.collect()
+    assert COLLECTOR.seconds > before
