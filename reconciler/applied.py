@@ -82,7 +82,7 @@ class Digests:
 
     def __init__(self, previous: Digests | None = None) -> None:
         self._seen: dict[int, tuple[Obj, str]] = {}
-        self._by_parts: dict[tuple[tuple[str, int], ...], tuple[Obj, str]] = {}
+        self._by_parts: dict[tuple[tuple[str, int], ...], tuple[Obj, dict[str, Any], str]] = {}
         self._before = previous._by_parts if previous is not None else {}
 
     def of(self, obj: Obj) -> str:
@@ -90,14 +90,13 @@ class Digests:
         seen = self._seen.get(id(obj))
         if seen is not None and seen[0] is obj:
             return seen[1]
-        parts = tuple((k, id(v)) for k, v in obj.items() if k not in ("metadata", "status"))
+        parts = tuple([(k, id(v)) for k, v in obj.items() if k != "metadata"])
+        kept = _kept_metadata(obj)
         before = self._before.get(parts)
-        if before is not None and _kept_metadata(before[0]) == _kept_metadata(obj):
-            value = before[1]  # its parts are held by that object: their ids not reused
-        else:
-            value = digest(obj)
+        # a hit: its parts are held by that object, so their ids were not reused
+        value = before[2] if before is not None and before[1] == kept else digest(obj)
         self._seen[id(obj)] = (obj, value)  # holds obj: its id is not reused meanwhile
-        self._by_parts[parts] = (obj, value)
+        self._by_parts[parts] = (obj, kept, value)
         return value
 
     def carried(self) -> Digests:

@@ -22,10 +22,11 @@ from kubernetes import client as k8s
 
 from pincompile.cli import cli
 from pincompile.compiler import compile_path
+from reconciler.diff import ANNOTATION_APPLIED
 from reconciler.engine import Reconciler
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.model import PassReport
-from reconciler.sync import Options
+from reconciler.sync import Action, Options, execute
 from tests.conftest import api_clients, fleet_of_its_own
 from tests.support.fleet import git, spec_repo
 
@@ -405,6 +406,44 @@ def test_a_label_and_an_annotation_changed_by_another_manager_are_found_and_rest
     meta = core.read_namespaced_service("web", "shop").metadata
     assert meta.labels["pincompute.io/tier"] == "ondemand"
     assert meta.annotations["pincompute.io/source"] == "apps/shop/web.yaml"
+
+
+def test_a_record_is_not_written_over_a_change_made_after_the_plan(
+        rt_fleet: fleet_mod.FleetState, repo: Path, api: Callable[[str], k8s.ApiClient]
+) -> None:
+    """An unchanged object whose record is gone is applied once more only to record it,
+    and only while it is the object the plan read: another manager's write in between
+    (a new resourceVersion) leaves it alone, to be planned afresh by the next pass."""
+    cluster = web_clusters(api)[0]
+    core = k8s.CoreV1Api(api(cluster))
+    record = "/metadata/annotations/" + ANNOTATION_APPLIED.replace("/", "~1")
+    core.patch_namespaced_service("web", "shop", [{"op": "remove", "path": record}])
+    lines: list[str] = []
+    reconciler = Reconciler(str(rt_fleet.kubeconfig), clusters=[cluster], echo=lines.append,
+                            clock=lambda: SUNDAY)
+    try:
+        member = reconciler.plan(compile_path(repo))[cluster]
+        assert member.plan is not None and member.conn is not None
+        assert [c.name for c in member.plan.restamps] == ["Service/shop/web"], lines
+        assert member.plan.pending == []
+        core.patch_namespaced_service("web", "shop", {"metadata": {"labels": {
+            "oncall-team": "edge"}}}, field_manager="kubectl-label")
+        done = execute(member.conn, member.plan, echo=lines.append)
+    finally:
+        reconciler.close()
+    assert done[Action.UNCHANGED] == [], lines
+    assert f"{cluster}: not recorded Service/shop/web: changed since it was planned " \
+           "(the next pass looks at it again)" in lines
+    meta = core.read_namespaced_service("web", "shop").metadata
+    assert ANNOTATION_APPLIED not in (meta.annotations or {})
+    assert meta.labels["oncall-team"] == "edge"
+    again = Pass(rt_fleet, repo, wait=False)
+    assert f"{cluster}: recorded Service/shop/web" in again.lines, again.lines
+    assert again.writes[cluster] == 1, again.lines
+    meta = core.read_namespaced_service("web", "shop").metadata
+    assert ANNOTATION_APPLIED in meta.annotations and meta.labels["oncall-team"] == "edge"
+    core.patch_namespaced_service("web", "shop", {"metadata": {"labels": {
+        "oncall-team": None}}}, field_manager="kubectl-label")
 
 
 # --- 6. an unreachable cluster ----------------------------------------------------------------
