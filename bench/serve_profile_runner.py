@@ -66,7 +66,10 @@ class Sampler:
             self.samples += 1
             for ident, frame in sys._current_frames().items():
                 if ident != me:
-                    self._count(frame)
+                    try:
+                        self._count(frame)
+                    except AttributeError:  # a frame torn down while walked (3.11)
+                        continue
 
     def _count(self, frame: Any) -> None:
         inner = f"[{frame.f_code.co_filename.split('/')[-1]}:{frame.f_code.co_name}]"
