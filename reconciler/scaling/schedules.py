@@ -23,7 +23,6 @@ How a window is placed on the time line:
 
 from __future__ import annotations
 
-import copy
 import json
 import threading
 from collections.abc import Iterable, Mapping
@@ -235,16 +234,16 @@ def hpa_floor(hpa: Mapping[str, Any], now: datetime) -> Floor | None:
 
 
 def with_scheduled_floor(hpa: Mapping[str, Any], now: datetime) -> dict[str, Any]:
-    """A copy of a desired HPA with ``spec.minReplicas`` set to the floor at ``now``.
-
-    An HPA without schedules comes back as an unchanged copy. Call it on the compiled
-    (base) HPA in every pass: when the windows close the base floor returns by itself.
+    """A desired HPA with ``spec.minReplicas`` set to the floor at ``now``: a copy where
+    that changes it (the copy shares every other part), else the HPA itself (never changed
+    in place). Call it on the compiled (base) HPA in every pass: when the windows close the
+    base floor returns by itself.
     """
-    out = copy.deepcopy(dict(hpa))
     floor = hpa_floor(hpa, now)
-    if floor is not None:
-        out.setdefault("spec", {})["minReplicas"] = floor.floor
-    return out
+    spec = hpa.get("spec") or {}
+    if floor is None or spec.get("minReplicas") == floor.floor:
+        return hpa if isinstance(hpa, dict) else dict(hpa)
+    return {**hpa, "spec": {**spec, "minReplicas": floor.floor}}
 
 
 # --- placing windows on the time line ------------------------------------------------------

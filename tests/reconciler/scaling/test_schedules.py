@@ -203,12 +203,21 @@ def test_floor_never_exceeds_max_replicas() -> None:
     assert out["spec"]["minReplicas"] == hpa["spec"]["maxReplicas"]
 
 
-def test_hpa_without_schedules_is_copied_unchanged() -> None:
+def test_hpa_without_schedules_is_the_hpa_itself() -> None:
+    """No copy per HPA and pass: a long-running reconciler's next pass finds the very
+    objects it digested (:class:`reconciler.applied.Digests`)."""
     hpa = golden_hpa()
     del hpa["metadata"]["annotations"]["pincompute.io/scale-schedules"]
     assert hpa_floor(hpa, utc(2026, 6, 1)) is None
-    out = with_scheduled_floor(hpa, utc(2026, 6, 1))
-    assert out == hpa and out is not hpa
+    assert with_scheduled_floor(hpa, utc(2026, 6, 1)) is hpa
+
+
+def test_a_raised_floor_is_a_copy_and_the_compiled_hpa_stays() -> None:
+    hpa = golden_hpa()
+    base = hpa["spec"]["minReplicas"]
+    out = with_scheduled_floor(hpa, utc(2026, 6, 1, 12, 0))
+    assert out["spec"]["minReplicas"] != base and hpa["spec"]["minReplicas"] == base
+    assert out["metadata"] is hpa["metadata"]
 
 
 @pytest.mark.parametrize("annotation, message", [
