@@ -18,7 +18,7 @@ import enum
 import json
 from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import groupby
 from typing import Any
 
@@ -32,6 +32,10 @@ from reconciler.clients.read import Key, key_of
 from reconciler.model import Obj, ObjectRef
 
 INITIAL_REPLICAS_MANAGER = "pincompile-initial-replicas"
+Inputs = tuple[str, bool]
+"""What a plan of one object depends on besides the live object: the digest of its
+desired object (as compiled and decided, before the record) and whether it is
+autoscaled."""
 
 
 class Action(enum.StrEnum):
@@ -97,19 +101,40 @@ class PlanMemo:
     with. When both are the same at the next plan, nothing that decides the dry-run's
     answer has changed (the object was not written since, and we would apply the same
     content), so the object is unchanged again without a dry-run request. Any other
-    outcome, or any write to the object (a new ``resourceVersion``), plans it afresh."""
+    outcome, or any write to the object (a new ``resourceVersion``), plans it afresh.
+
+    Cheaper still (:meth:`reused`): an object found unchanged whose desired input has the
+    same digest and autoscaling as then, and whose live object is the very one compared
+    then (a watch cache replaces an object on each of its events), is unchanged again
+    without even being stamped: a push's plan costs the digest lookups, not a record per
+    object of every app."""
 
     unchanged: dict[Key, tuple[str, str]] = field(default_factory=dict)
+    found: dict[Key, tuple[Inputs, Obj, Change]] = field(default_factory=dict)
+    """Objects found unchanged: their inputs, live object and change (see :meth:`reused`)."""
 
     def still_unchanged(self, key: Key, desired: Obj, live: Obj) -> bool:
         return self.unchanged.get(key) == _memo_entry(desired, live)
 
-    def record(self, change: Change) -> None:
+    def reused(self, key: Key, inputs: Inputs, live: Obj | None) -> Change | None:
+        """The last plan's change of ``key`` (a copy) when it found it unchanged with these
+        ``inputs`` against this very ``live`` object; else None."""
+        found = self.found.get(key)
+        if found is None or found[1] is not live or found[0] != inputs:
+            return None
+        return replace(found[2])
+
+    def record(self, change: Change, inputs: Inputs | None = None) -> None:
         if change.action is Action.UNCHANGED and change.desired is not None \
                 and change.live is not None:
             self.unchanged[change.key] = _memo_entry(change.desired, change.live)
         else:
             self.unchanged.pop(change.key, None)
+        if inputs is not None and change.action is Action.UNCHANGED and not change.restamp \
+                and change.live is not None:
+            self.found[change.key] = (inputs, change.live, change)
+        else:
+            self.found.pop(change.key, None)
 
     def record_writes(self, done: dict[Action, list[Change]]) -> None:
         """What a pass wrote is unchanged at the ``resourceVersion`` the API server answered
@@ -124,6 +149,8 @@ class PlanMemo:
     def keep_only(self, keys: set[Key]) -> None:
         for key in set(self.unchanged) - keys:
             del self.unchanged[key]
+        for key in set(self.found) - keys:
+            del self.found[key]
 
 
 def _memo_entry(desired: Obj, live: Obj) -> tuple[str, str]:
@@ -207,10 +234,17 @@ def plan_cluster(conn: Connection, desired: list[Obj], live: dict[Key, Obj],
                            if d["kind"] == "Namespace" and key_of(d) not in live}
 
     def one(obj: Obj, *, local: bool = False) -> Change | None:
+        inputs = None
+        if memo is not None and digests is not None:
+            key = key_of(obj)
+            inputs = (digests.of(obj), key in scaled)
+            reused = memo.reused(key, inputs, live.get(key))
+            if reused is not None:
+                return reused
         change = _plan_object(conn, obj, live, options, scaled, creating_namespaces,
                               initial_replicas or {}, memo, digests, local=local)
         if memo is not None and change is not None:
-            memo.record(change)
+            memo.record(change, inputs)
         return change
 
     ordered = sorted(desired, key=lambda o: (kinds.order(o["kind"]), key_of(o)))
