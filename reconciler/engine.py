@@ -23,6 +23,7 @@ from typing import Any
 from pincompile.contract import Result
 from reconciler import applied, desired, failover, narrow, publish
 from reconciler.cache import ClusterCache
+from reconciler.change import Action, Change
 from reconciler.clients import read
 from reconciler.clients.connect import ClusterUnreachable, Connection
 from reconciler.clients.read import Key, key_of
@@ -32,6 +33,7 @@ from reconciler.failover import step as failover_step
 from reconciler.follow import StatusFollower
 from reconciler.health import assess
 from reconciler.kinds import MANAGED_KINDS
+from reconciler.memo import PlanMemo
 from reconciler.model import ClusterReport, Left, Obj, PassReport, Phase, Unconverged
 from reconciler.progress import Progress
 from reconciler.rollout import step as rollout_step
@@ -39,15 +41,7 @@ from reconciler.rollout.plan import AppRollout
 from reconciler.scaling import step as scaling_step
 from reconciler.status_document import AppKey
 from reconciler.steps import COLLECTOR, Steps
-from reconciler.sync import (
-    Action,
-    Change,
-    Options,
-    PlanMemo,
-    execute,
-    plan_cluster,
-    read_live,
-)
+from reconciler.sync import Options, execute, plan_cluster, read_live
 
 __all__ = ["HOST", "MemberState", "Reconciler"]
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 from typing import Protocol
 
 from pincompile.contract import LABEL_APP, LABEL_KIND, LABEL_PROJECT
+from reconciler.change import Action, Change
 from reconciler.host import app_key
 from reconciler.model import Obj
 from reconciler.status_document import APP_KINDS, AppKey
-from reconciler.sync import Action, Change, ClusterPlan, prune_limit
+from reconciler.sync import ClusterPlan, prune_limit
 
 
 class Targets(Protocol):

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from reconciler import status_document
+from reconciler.change import Action
 from reconciler.clients.connect import Connection
 from reconciler.clients.read import Key, key_of
 from reconciler.desired import MemberState
@@ -23,7 +24,6 @@ from reconciler.model import Health, Left, Obj, ObjectRef, Phase
 from reconciler.rollout.plan import AppRollout
 from reconciler.scaling.step import floor_status, hpas_by_app, replicas_seen
 from reconciler.status_document import AppKey
-from reconciler.sync import Action
 
 #: Event reason for each kind of write a pass makes.
 EVENT_REASONS = {Action.CREATE: "Applied", Action.UPDATE: "Applied",

@@ -15,6 +15,7 @@ from pincompile.commands.common import (
     complete_app_ref,
     output_option,
 )
+from reconciler.change import Action
 from reconciler.commands.common import (
     check_clusters,
     check_targets,
@@ -28,7 +29,7 @@ from reconciler.commands.common import (
 )
 from reconciler.engine import MemberState, Reconciler
 from reconciler.narrow import touches
-from reconciler.sync import Action, Options
+from reconciler.sync import Options
 
 SHOWN = (Action.CREATE, Action.UPDATE, Action.REPLACE, Action.PRUNE, Action.CONFLICT,
          Action.INVALID, Action.SKIPPED)

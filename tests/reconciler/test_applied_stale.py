@@ -7,9 +7,10 @@ import copy
 from typing import Any
 
 from reconciler import applied
+from reconciler.change import Action, Change
 from reconciler.rollout.restart import RESTARTED_AT_ANNOTATION as RESTARTED_AT
 from reconciler.rollout.step import held, hold_zones
-from reconciler.sync import Action, Change, ClusterPlan
+from reconciler.sync import ClusterPlan
 from tests.reconciler.rollout.test_rollout_step import members
 from tests.reconciler.test_applied_record import desired, live_after_apply
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pincompile.manifest import LABEL_APP, LABEL_KIND, LABEL_PROJECT
 from pincompile.selector import Targets
+from reconciler.change import Action, Change
 from reconciler.model import Obj
 from reconciler.narrow import narrow
-from reconciler.sync import Action, Change, ClusterPlan
+from reconciler.sync import ClusterPlan
 
 
 def obj(kind: str, project: str, app: str | None, **labels: str) -> Obj:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from reconciler.change import Action, Change
 from reconciler.desired import MemberState
 from reconciler.publish import count_held, events, pending_by_app, unapplied
-from reconciler.sync import Action, Change, ClusterPlan
+from reconciler.sync import ClusterPlan
 
 CART = ("PinApp", "shop", "cart")
 

@@ -4,7 +4,8 @@ memo learns each write at the ``resourceVersion`` the API server answered it wit
 from __future__ import annotations
 
 from reconciler import applied
-from reconciler.sync import Action, Change, PlanMemo
+from reconciler.change import Action, Change
+from reconciler.memo import PlanMemo
 
 
 def configmap(value: str, version: str = "") -> dict:  # type: ignore[type-arg]

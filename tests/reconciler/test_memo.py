@@ -7,7 +7,9 @@ import copy
 import pytest
 
 from reconciler import applied
-from reconciler.sync import Action, Change, Options, PlanMemo, plan_cluster
+from reconciler.change import Action, Change
+from reconciler.memo import PlanMemo
+from reconciler.sync import Options, plan_cluster
 
 
 def deployment(image: str, version: str, revision: str = "a") -> dict:  # type: ignore[type-arg]
