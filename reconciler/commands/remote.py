@@ -27,6 +27,7 @@ from pincompile.commands.common import (
 from reconciler.api.client import ApiClient, ApiError, ServerUnreachable
 from reconciler.api.models import AppSummary, PodList
 from reconciler.commands.common import cluster_errors, target_options, usable_kubeconfig
+from reconciler.commands.interrupt import bounded_interrupt
 from reconciler.commands.options import DURATION
 from reconciler.commands.status import age, columns, render, render_table
 
@@ -272,7 +273,8 @@ def logs(app: AppRef, container: str | None, follow: bool, since: float | None,
       pincompile logs PinApp/search/search-api --since 10m | grep ERROR
     """
     try:
-        with api_client(**api) as (client, _), api_errors(str(app)):
+        with bounded_interrupt(EXIT_OK), api_client(**api) as (client, _), \
+                api_errors(str(app)):
             for line in client.logs(*app, container=container, follow=follow,
                                     since_seconds=None if since is None else max(1, round(since)),
                                     tail_lines=tail, cluster=cluster, pod=pod,

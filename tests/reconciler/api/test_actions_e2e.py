@@ -38,6 +38,7 @@ from reconciler.api.resumer import RestartResumer
 from reconciler.api.sources import HostApps
 from reconciler.clients import read, write
 from reconciler.clients.connect import Connection
+from reconciler.commands.interrupt import GRACE_SECONDS
 from reconciler.engine import Reconciler
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.clusters import ClusterSpec
@@ -480,9 +481,9 @@ def test_without_server_logs_follow_streams_new_lines_from_every_cluster(
         give_up.cancel()
         interrupted = time.monotonic()
         follow.send_signal(signal.SIGINT)
-        # it exits in about a second here; a CI run under load once took over 10 s (in
-        # the interpreter's own shutdown, after the streams had ended): bounded, not fast
-        assert follow.wait(30) == 0
+        # it exits in about a second here; under load its clean-up once held it past 30 s:
+        # it ends GRACE_SECONDS after Ctrl-C at the latest (bounded_interrupt), plus load
+        assert follow.wait(GRACE_SECONDS + 15) == 0
         print(f"logs -f without --server: Ctrl-C -> exit {time.monotonic() - interrupted:.2f} s")
 
 
