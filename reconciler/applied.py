@@ -32,11 +32,13 @@ from reconciler.model import Obj
 ANNOTATION = ANNOTATION_APPLIED
 
 
-def digest(obj: Obj) -> str:
+def digest(obj: Obj, kept: dict[str, Any] | None = None) -> str:
     """A short digest of the content ``obj`` would apply (what :func:`diff.normalize`
-    keeps: no revision, no record), without copying it."""
+    keeps: no revision, no record), without copying it (``kept``: its
+    :func:`_kept_metadata`, when already known)."""
     content = {k: v for k, v in obj.items() if k not in ("status", "metadata")}
-    return hashlib.sha256(_canonical([_kept_metadata(obj), content])).hexdigest()[:20]
+    kept = _kept_metadata(obj) if kept is None else kept
+    return hashlib.sha256(_canonical([kept, content])).hexdigest()[:20]
 
 
 def _kept_metadata(obj: Obj) -> dict[str, Any]:
@@ -94,7 +96,7 @@ class Digests:
         kept = _kept_metadata(obj)
         before = self._before.get(parts)
         # a hit: its parts are held by that object, so their ids were not reused
-        value = before[2] if before is not None and before[1] == kept else digest(obj)
+        value = before[2] if before is not None and before[1] == kept else digest(obj, kept)
         self._seen[id(obj)] = (obj, value)  # holds obj: its id is not reused meanwhile
         self._by_parts[parts] = (obj, kept, value)
         return value

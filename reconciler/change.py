@@ -53,5 +53,3 @@ class Change:
 
     def diff(self) -> str:
         return diff.unified(self.live, self.predicted, self.name)
-
-

@@ -80,5 +80,3 @@ def _memo_entry(desired: Obj, live: Obj) -> tuple[str, str]:
     :func:`applied.stamp`) and the live ``resourceVersion``."""
     fingerprint = applied.recorded(desired) or applied.digest(desired)
     return fingerprint, str((live.get("metadata") or {}).get("resourceVersion") or "")
-
-

@@ -16,13 +16,12 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
 from types import FrameType
 
 GRACE_SECONDS = 5.0
 
 
-@contextmanager
+@contextlib.contextmanager
 def bounded_interrupt(code: int = 0, grace: float = GRACE_SECONDS) -> Iterator[None]:
     """Within: the first SIGINT raises KeyboardInterrupt as usual and arms a timer that
     ends the process with ``code`` after ``grace`` seconds; a second ends it at once.
