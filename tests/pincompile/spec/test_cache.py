@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -19,8 +20,10 @@ from pincompile.diagnostics import Diagnostic
 from pincompile.emit.folder import compile_to_dir
 from pincompile.emit.output import render_files
 from pincompile.pipeline import Result, run
+from pincompile.source import treescan
 from pincompile.source.filecache import ENTRY_DIR, Store
 from pincompile.source.loader import load_tree, read_tree
+from pincompile.source.treescan import scan_ahead, scan_tree
 
 from .conftest import files, write_tree
 
@@ -152,6 +155,25 @@ def test_one_changed_file_is_the_only_one_parsed_again(tmp_path: Path) -> None:
     fresh = Compiler(Store(tmp_path / "cache"))  # a new process: everything from disk
     fresh.compile(read_tree(root)[0], revision="test")
     assert fresh.stats == {"parsed": 0, "memory": 0, "disk": total}
+
+
+def test_a_file_edited_during_a_check_does_not_poison_the_cache(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The walk knows a file by its stat; edited before it is read, its state must not be
+    cached under the digest of what it held before (else a later check of that content
+    reports the errors of the edit)."""
+    root = write_tree(tmp_path / "repo", files())
+    cache = tmp_path / "cache"
+    real = time.time_ns
+    monkeypatch.setattr(treescan.time, "time_ns", lambda: real() + 10**10)  # none is racy
+    scan_tree(root, Store(cache))  # the stat index kept (no file's state cached yet)
+    scanning = scan_ahead(root, cache)
+    assert WEB not in scanning.result().raw  # known by its stat, not read
+    original = (root / WEB).read_text()
+    (root / WEB).write_text(original.replace("project:", "projekt:", 1))
+    assert not validate_tree(root, cache_dir=cache, jobs=1, scanning=scanning).result.ok
+    (root / WEB).write_text(original)
+    assert validate_tree(root, cache_dir=cache, jobs=1).result.diagnostics == []
 
 
 def test_corrupt_cache_entries_are_ignored(tmp_path: Path) -> None:

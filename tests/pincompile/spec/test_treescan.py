@@ -56,7 +56,7 @@ def test_a_scan_names_what_read_tree_reads(tmp_path: Path) -> None:
     for walk in scans:
         scan = walk()
         assert scan.digests == [(n, file_digest(n, raw)) for n, raw in read]
-        assert scan.files() == read
+        assert scan.files() == (read, [digest for _, digest in scan.digests])
         assert (scan.walked.diagnostics, scan.walked.warnings) == (walked.diagnostics,
                                                                     walked.warnings)
 
@@ -119,3 +119,20 @@ def test_a_corrupt_index_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     scan = scan_tree(root, store)
     assert scan.reread == len(scan.digests)
     assert scan.digests == [(n, file_digest(n, raw)) for n, raw in read_tree(root)[0]]
+
+
+def test_a_file_edited_after_the_walk_is_named_by_its_content_now(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compile caches each file's state under its digest: a file the walk knew by its
+    stat but that changed before it was read must not be cached under the old digest."""
+    root = write_tree(tmp_path / "repo", files())
+    store = Store(tmp_path / "cache")
+    _later(monkeypatch, 10)
+    scan_tree(root, store)
+    scan = scan_tree(root, store)
+    assert scan.reread == 0
+    (root / WEB).write_text((root / WEB).read_text() + "# edited after the walk\n")
+    listed, digests = scan.files()
+    raw = dict(listed)[WEB]
+    assert raw.endswith(b"# edited after the walk\n")
+    assert dict(zip([n for n, _ in listed], digests, strict=True))[WEB] == file_digest(WEB, raw)
