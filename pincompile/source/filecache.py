@@ -62,8 +62,8 @@ def code_digest() -> str:
 
 def _installed_version() -> str:
     """The version of the installed distribution, from its ``.dist-info`` directory's name
-    (found as ``importlib.metadata`` finds it, first on ``sys.path``, without its 30 ms
-    import: every warm compile pays it)."""
+    (found as ``importlib.metadata`` finds it, first on ``sys.path``, without importing it:
+    every warm compile would pay that; bench/RESULTS.md, "Tuning")."""
     for entry in sys.path:
         try:
             names = os.listdir(entry or ".")
