@@ -43,12 +43,6 @@ class FileState:
     """Per document of ``loaded``: (catalog entry or None, diagnostics)."""
 
 
-def default_dir() -> Path:
-    """``$XDG_CACHE_HOME/pincompile`` (``~/.cache/pincompile`` when unset)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "pincompile"
-
-
 @cache
 def code_digest() -> str:
     """pincompile's version and a digest of its sources: part of every key."""
