@@ -205,7 +205,7 @@ def test_floor_never_exceeds_max_replicas() -> None:
 
 def test_hpa_without_schedules_is_the_hpa_itself() -> None:
     """No copy per HPA and pass: a long-running reconciler's next pass finds the very
-    objects it digested (:class:`reconciler.applied.Digests`)."""
+    objects it digested (:class:`reconciler.plan.applied.Digests`)."""
     hpa = golden_hpa()
     del hpa["metadata"]["annotations"]["pincompute.io/scale-schedules"]
     assert hpa_floor(hpa, utc(2026, 6, 1)) is None
