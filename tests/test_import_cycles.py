@@ -1,5 +1,7 @@
 """No import cycle among product modules (``pincompile/`` and ``reconciler/``), so each
-module can be read, tested and moved with only the modules below it.
+module can be read, tested and moved with only the modules below it; and no product module
+imports the local fleet (``reconciler/fleet/``, for trying things and for the tests) but the
+fleet's own.
 
 Every ``import`` statement counts, wherever it stands: at module level, inside a function
 (a lazy import, kept lazy for start-up time), and under ``if TYPE_CHECKING:``. A cycle that
@@ -132,6 +134,15 @@ def test_no_import_cycle_among_product_modules() -> None:
     assert {"pincompile.pipeline", "pincompile.incremental.stored",
             "pincompile.emit.parallel"} <= graph["pincompile.compiler"]
     assert [" → ".join(cycle) for cycle in cycles(graph)] == []
+
+
+def test_no_product_module_imports_the_local_fleet() -> None:
+    graph = import_graph(REPO, PACKAGES)
+    fleet = "reconciler.fleet"
+    assert {module: sorted(t for t in targets if t == fleet or t.startswith(fleet + "."))
+            for module, targets in graph.items()
+            if module != fleet and not module.startswith(fleet + ".")
+            and any(t == fleet or t.startswith(fleet + ".") for t in targets)} == {}
 
 
 def _write(root: Path, files: dict[str, str]) -> Path:
