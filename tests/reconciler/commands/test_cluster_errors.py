@@ -121,6 +121,19 @@ def test_the_local_fleets_kubeconfig_is_found_without_being_named(tmp_path: Path
     assert_clean(run(COMMANDS["status"], tmp_path), 3, "Connection refused")
 
 
+@pytest.mark.parametrize("cache", ["", "elsewhere"])
+def test_commands_look_where_fleet_up_writes_its_kubeconfig(cache: str, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    from pincompile.cachedir import local_fleet_kubeconfig
+    from reconciler.fleet.state import FleetState, default_dir
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("PINCOMPILE_CACHE", str(tmp_path / cache) if cache else "")
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    assert FleetState(dir=default_dir()).kubeconfig == local_fleet_kubeconfig()
+
+
 def test_kubeconfig_wins_over_the_local_fleets(tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     from reconciler.commands.common import default_kubeconfig
