@@ -32,6 +32,7 @@ COMMANDS = {
     "restart": ("reconciler.commands.actions", "restart"),
     "rollout": ("reconciler.commands.actions", "rollout"),
     "rerun": ("reconciler.commands.actions", "rerun"),
+    "rotate": ("reconciler.commands.rotate", "rotate"),
     "version": ("pincompile.commands.version", "version"),
 }
 

@@ -42,6 +42,7 @@ from pincompile.manifest import (
     Manifest,
 )
 from pincompile.models import KINDS, WORKLOAD_KINDS, Cluster
+from pincompile.models.nodes import NodeSignal, RemediationPolicy, RotationPolicy
 from pincompile.models.types import duration_seconds
 from pincompile.pipeline import Result
 from pincompile.selector import MAX_LENGTH as MAX_SELECTOR_LENGTH
@@ -54,7 +55,8 @@ __all__ = [
     "ANNOTATION_SOURCE", "KINDS", "LABEL_APP", "LABEL_KIND", "LABEL_PROJECT", "MANAGED_BY",
     "MANAGED_BY_VALUE", "MAX_SELECTOR_LENGTH", "WORKLOAD_KINDS", "AppRef", "AppRefError",
     "Catalog", "Cluster", "Compiler", "Diagnostic", "Entry", "GitError", "Labels", "Manifest",
-    "Placed", "Result", "SelectorError", "SpecRoot", "cache_root", "compile_path", "crds",
+    "NodeSignal", "Placed", "RemediationPolicy", "Result", "RotationPolicy", "SelectorError",
+    "SpecRoot", "cache_root", "compile_path", "crds",
     "duration_seconds", "gitsource", "local_fleet_dir", "local_fleet_kubeconfig",
     "parse_app_ref", "parse_selector", "place_without", "pods_held", "read_clusters",
     "to_yaml",

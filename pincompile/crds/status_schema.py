@@ -218,7 +218,67 @@ def cluster_status() -> dict[str, Any]:
                     "failbackSteps": _int("Returning: failback steps taken."),
                 },
             },
+            "remediation": _remediation_status(),
+            "rotation": _rotation_status(),
             **_common_status(),
+        },
+    }
+
+
+def _remediation_status() -> dict[str, Any]:
+    action = {"type": "object", "properties": {
+        "node": _str("The node acted on."), "action": _str("cordon, drain or terminate."),
+        "at": {**_TIME, "description": "When it started."},
+        "reason": _str("The signal that held, and for how long.")}}
+    return {
+        "type": "object",
+        "description": "Written by serve's remediation: the circuit breaker and the actions of "
+                       "the last hour (what the hourly limit counts).",
+        "properties": {
+            "circuit": _str("Closed (acting) or Open (too many nodes unhealthy: nothing is "
+                            "done).", enum=["Closed", "Open"]),
+            "reason": _str("Why the circuit is open."),
+            "since": {**_TIME, "description": "When the circuit last changed."},
+            "unhealthy": _int("Nodes with a signal now."),
+            "nodes": _int("Nodes in the cluster."),
+            "actions": {"type": "array", "items": action,
+                        "description": "Actions started in the last hour, oldest first."},
+            "mode": _str("enforce or dry-run."),
+        },
+    }
+
+
+def _rotation_status() -> dict[str, Any]:
+    node = {"type": "object", "required": ["name"], "properties": {
+        "name": _str("The node being replaced."), "pool": _str("Its pool."),
+        "uid": _str("Its uid when the rotation started."),
+        "state": _str("Pending, Draining, Drained, Removed or Replaced.",
+                      enum=["Pending", "Draining", "Drained", "Removed", "Replaced"]),
+        "replacement": _str("The node that replaced it."),
+        "version": _str("The replacement's pool version label."),
+        "since": {**_TIME, "description": "When it entered its state."},
+        "startedAt": {**_TIME, "description": "When it was cordoned."},
+        "affected": {"type": "array", "items": {"type": "string"},
+                     "description": "Workloads whose pods it moved (Kind/namespace/name): "
+                                    "the rotation waits until they are Ready again."}}}
+    return {
+        "type": "object",
+        "description": "Written by serve: the node rotation `pincompile rotate` asked for, so "
+                       "a restarted or new leader resumes it.",
+        "properties": {
+            "id": _str("The request it runs (its time and who asked)."),
+            "requestedBy": _str("Who asked."),
+            "phase": _str("Running, Waiting (a step waits, see message), Paused or "
+                          "Complete.", enum=["Running", "Waiting", "Paused", "Complete"]),
+            "message": _str("What the rotation does or waits for, for people."),
+            "pool": _str("Only this pool's nodes (empty: every pool)."),
+            "batch": _int("Nodes replaced at once."),
+            "pauseSeconds": _int("Seconds between batches."),
+            "started": {**_TIME, "description": "When it started."},
+            "finished": {**_TIME, "description": "When its last node was replaced."},
+            "nextBatchAt": {**_TIME, "description": "When the next batch may start."},
+            "nodes": {"type": "array", "items": node,
+                      "description": "Every node to replace, in order."},
         },
     }
 

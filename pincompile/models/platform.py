@@ -9,6 +9,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from pincompile.models.base import TIERS, Arch, Metadata, Placement, Resource, Strict, Tier
+from pincompile.models.nodes import RemediationPolicy, RotationPolicy
 from pincompile.models.pod import ContainerFields, EnvVar, Limits, Resources, Volume
 from pincompile.models.types import (
     Image,
@@ -66,6 +67,10 @@ class ClusterSpec(Strict):
     """false = cordoned: nothing new is placed here."""
     addons: list[str] = Field(default_factory=list)
     """Optional operators present, e.g. kubeflow-training, keda, pod-eni."""
+    remediation: RemediationPolicy | None = None
+    """When a node counts as unhealthy and what ``serve`` does about it (none: nothing)."""
+    rotation: RotationPolicy = Field(default_factory=RotationPolicy)
+    """How ``pincompile rotate`` replaces the cluster's nodes."""
 
 
 class Cluster(Resource):

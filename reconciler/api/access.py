@@ -38,6 +38,7 @@ ACTIONS: dict[str, tuple[str, str]] = {
     "rollout": ("update", "rollout"),
     "rerun": ("update", "rerun"),
     "restart-container": ("update", "restart-container"),
+    "rotate": ("update", "rotation"),
 }
 """What a call does → (RBAC verb, subresource) on the app's kind in its project."""
 

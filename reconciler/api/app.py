@@ -73,6 +73,7 @@ from reconciler.api.models import (
     PodList,
     Problem,
 )
+from reconciler.api.rotations import mount_rotations
 from reconciler.clients.connect import Connection
 from reconciler.model import AppKey
 from reconciler.status.document import APP_KINDS
@@ -134,6 +135,7 @@ def create_app(gateway: Gateway | None) -> FastAPI:
 
     _routes(api)
     mount_actions(api, caller_of, _authorize)
+    mount_rotations(api, caller_of)
     return api
 
 

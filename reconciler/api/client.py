@@ -35,6 +35,7 @@ from reconciler.api.models import (
     AppSummary,
     PodList,
 )
+from reconciler.api.rotation_models import RotationAnswer
 
 PREFIX = "/api/v1"
 M = TypeVar("M")
@@ -128,6 +129,15 @@ class ApiClient:
         """POST an action (``restart``, ``rollout/pause``, ``rollout/resume``, ``rerun``)."""
         response = self._request(_app_path(kind, project, name, action), {}, method="POST")
         return self._parse(response, ActionAnswer)
+
+    def rotation(self, cluster: str, action: str = "", **params: Any) -> RotationAnswer:
+        """A member cluster's rotation: GET it (no ``action``), or POST ``start`` (with
+        ``pool``, ``batch``, ``pause``), ``pause`` or ``resume``."""
+        path = f"/clusters/{quote(cluster, safe='')}/rotation"
+        if action in ("pause", "resume"):
+            path += f"/{action}"
+        response = self._request(path, params, method="POST" if action else "GET")
+        return self._parse(response, RotationAnswer)
 
     def exec(self, kind: str, project: str, name: str, command: list[str], *,
              container: str | None = None, cluster: str | None = None,

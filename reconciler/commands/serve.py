@@ -167,6 +167,13 @@ exit: serve stays up, not ready, and keeps trying.
               help="Events and history older than this are dropped from the store.")
 @click.option("--api-rate", type=click.FloatRange(min=0.1), default=20.0, show_default=True,
               help="API calls a second per user (bursts of twice that), then 429.")
+@click.option("--remediation", type=click.Choice(["on", "dry-run", "off"]), default="on",
+              show_default=True,
+              help="Node remediation where a Cluster's spec has a remediation policy: on, "
+                   "dry-run (decide and report only, whatever the policies say) or off "
+                   "(docs/operations.md).")
+@click.option("--nodes-interval", type=DURATION, default="5s", show_default=True,
+              help="How often node remediation and rotation look at the nodes.")
 @click.option("--runner", hidden=True, default=None,
               help="module:callable returning a runner factory (for tests).")
 @click.option("-v", "--verbose", is_flag=True, help="Log every request and Lease attempt.")
@@ -180,7 +187,8 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
           shutdown_timeout: float, pass_deadline: float, stuck_after: float,
           failover_after: float,
           failback_step: str, store_url: str | None, store_retention: float,
-          api_rate: float, runner: str | None, verbose: bool) -> None:
+          api_rate: float, remediation: str, nodes_interval: float, runner: str | None,
+          verbose: bool) -> None:
     """Reconcile after every git push, and periodically (:data:`SERVE_HELP`)."""
     from reconciler.serve.app import ServeApp, ServeOptions
     from reconciler.serve.runner import load_factory, reconciler_factory
@@ -209,7 +217,7 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
         stuck_after=stuck_after,
         app_status=runner is None, status_token=status_token, read_timeout=read_timeout,
         replay_window=replay_window, store=store_url, store_retention=store_retention,
-        api_rate=api_rate)
+        api_rate=api_rate, remediation=remediation, nodes_interval=nodes_interval)
     if identity:
         options.identity = identity
     try:

@@ -24,6 +24,7 @@ from reconciler.serve.gateway import open_api
 from reconciler.serve.leader import Campaign, Elector, LeaseTiming, Roster, lease_name
 from reconciler.serve.metrics import Metrics
 from reconciler.serve.mirror import Mirror
+from reconciler.serve.nodes import node_care
 from reconciler.serve.runner import RunnerFactory
 from reconciler.serve.server import HTTPLimits, ServeHTTPServer, WebhookConfig, parse_listen
 from reconciler.serve.service import Service, ServiceState
@@ -74,6 +75,10 @@ class ServeOptions:
     store_retention: float = 30 * 86400.0
     api_rate: float = 20.0
     """API calls a second per user (bursts of twice that)."""
+    remediation: str = "on"
+    """on, dry-run (decide and report only) or off: node remediation (docs/operations.md)."""
+    nodes_interval: float = 5.0
+    """Seconds between rounds of node remediation and rotation."""
 
 
 def host_client(kubeconfig: str | None, context: str) -> Any:
@@ -154,6 +159,8 @@ class ServeApp:
             limits=HTTPLimits(read_timeout=max(1, round(options.read_timeout))),
             gateway=self.served_api.gateway if self.served_api else None,
             members=self.served_api.members if self.served_api else None)
+        self.nodes = node_care(options, self.service, self.metrics.registry) \
+            if needs_host else None
         self.shutdown = threading.Event()
         self._stop_campaign = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -173,6 +180,8 @@ class ServeApp:
         if self.campaign is not None:
             thread("leader-election", self.campaign.run, self._stop_campaign)
         thread("reconcile", self.service.run)
+        if self.nodes is not None:
+            thread("nodes", self.nodes.run)
 
     def install_signal_handlers(self) -> None:
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -193,6 +202,8 @@ class ServeApp:
         stop serving; whether the pass finished in time."""
         deadline = time.monotonic() + self.options.shutdown_timeout
         self.service.stop()
+        if self.nodes is not None:
+            self.nodes.close()
         worker = next((t for t in self._threads if t.name == "reconcile"), None)
         finished = True
         if worker is not None:
