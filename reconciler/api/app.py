@@ -33,6 +33,7 @@ from starlette.requests import HTTPConnection
 from pincompile.contract import MAX_SELECTOR_LENGTH as MAX_SELECTOR
 from pincompile.contract import Labels, SelectorError, parse_selector
 from reconciler.api.access import (
+    REVIEWS,
     Access,
     AccessError,
     Audited,
@@ -105,6 +106,8 @@ class Gateway:
     operations: Operations = field(default_factory=Operations)
     """Restarts running in this server."""
     exec_limits: ExecLimits = field(default_factory=ExecLimits)
+    reviews: RateLimits = field(default_factory=lambda: RateLimits(*REVIEWS))
+    """Host reviews of tokens not known yet, per client address."""
 
     def __post_init__(self) -> None:
         self.index = AppIndex(self.apps)
@@ -123,8 +126,7 @@ def create_app(gateway: Gateway | None) -> FastAPI:
 
     @api.exception_handler(AccessError)
     async def refused(_request: Request, exc: AccessError) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=exc.status,
-                            headers={"WWW-Authenticate": "Bearer"} if exc.status == 401 else {})
+        return JSONResponse({"detail": str(exc)}, status_code=exc.status, headers=exc.headers)
 
     @api.exception_handler(WebSocketRequestValidationError)
     async def invalid_websocket(websocket: WebSocket, exc: WebSocketRequestValidationError
@@ -150,13 +152,25 @@ async def caller_of(request: HTTPConnection) -> Caller:
 
 async def caller_with_token(request: HTTPConnection, gateway: Gateway, token: str) -> Caller:
     """The caller ``token`` authenticates, rate-limited (the console passes its cookie's)."""
-    caller = await authenticate(gateway.access, token)
+    caller = await token_caller(request, gateway, token)
     request.state.caller = caller
     wait = gateway.limits.retry_after(caller)
     if wait:
         raise HTTPException(429, f"rate limit of {gateway.limits.qps:g} calls/s exceeded",
                             headers={"Retry-After": str(max(1, round(wait + 0.5)))})
     return caller
+
+
+async def token_caller(request: HTTPConnection, gateway: Gateway, token: str) -> Caller:
+    """Who ``token`` is, asking the host only within the client address's budget of
+    reviews (AccessError 401, 429, 503)."""
+    return await authenticate(gateway.access, token, client=client_address(request),
+                              reviews=gateway.reviews)
+
+
+def client_address(request: HTTPConnection) -> str:
+    """The client's address (a configured proxy's ``X-Forwarded-For`` already applied)."""
+    return request.client.host if request.client else ""
 
 
 CallerDep = Annotated[Caller, Depends(caller_of)]

@@ -17,7 +17,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.staticfiles import StaticFiles
 
 from reconciler.api.access import AccessError, Audited
-from reconciler.api.app import Gateway
+from reconciler.api.app import Gateway, token_caller
 from reconciler.console import session
 from reconciler.console.actionroutes import add_action_routes
 from reconciler.console.apppage import app_response
@@ -113,15 +113,17 @@ async def log_in(request: Request) -> Response:
         return await problem_page(request, None, 503, "the console needs the host cluster "
                                                       "(serve --host-context)")
     try:
-        request.state.caller = await run_in_threadpool(gateway.access.authenticate, token)
+        request.state.caller = await token_caller(request, gateway, token)
     except AccessError as exc:
         if exc.status != 401:
-            return await problem_page(request, None, exc.status, str(exc))
+            response = await problem_page(request, None, exc.status, str(exc))
+            response.headers.update(exc.headers)
+            return response
         logins.failed(client)
         return await render_page(request, "login.html", None, status=401, next=target,
                                  error="The host cluster did not accept this token.")
     response = RedirectResponse(target, 303, headers=HEADERS)
-    session.log_in(request, response, token)
+    session.log_in(request, response, sources_of(request).sessions, token)
     return response
 
 
@@ -131,5 +133,5 @@ async def log_out(request: Request) -> Response:
         return await problem_page(request, None, 403, "the form was not sent from this console "
                                                       "(CSRF check failed): reload and retry")
     response = RedirectResponse("/login", 303, headers=HEADERS)
-    session.log_out(request, response)
+    session.log_out(request, response, sources_of(request).sessions)
     return response
