@@ -26,7 +26,7 @@ from fastapi import (
     WebSocketDisconnect,
 )
 from fastapi.concurrency import run_in_threadpool
-from fastapi.exceptions import WebSocketRequestValidationError
+from fastapi.exceptions import RequestValidationError, WebSocketRequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.requests import HTTPConnection
 
@@ -74,6 +74,7 @@ from reconciler.api.models import (
     PodList,
     Problem,
 )
+from reconciler.api.spec_edits import mount_spec_answers
 from reconciler.clients.connect import Connection
 from reconciler.model import AppKey
 from reconciler.status.document import APP_KINDS
@@ -128,6 +129,12 @@ def create_app(gateway: Gateway | None) -> FastAPI:
     async def refused(_request: Request, exc: AccessError) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=exc.status, headers=exc.headers)
 
+    @api.exception_handler(RequestValidationError)
+    async def invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        """422 naming each field; the value sent is not echoed (a NaN cannot be)."""
+        return JSONResponse({"detail": [{"loc": list(e["loc"]), "msg": e["msg"],
+                                         "type": e["type"]} for e in exc.errors()]}, 422)
+
     @api.exception_handler(WebSocketRequestValidationError)
     async def invalid_websocket(websocket: WebSocket, exc: WebSocketRequestValidationError
                                 ) -> JSONResponse:  # a 422 like HTTP calls, not a 403
@@ -136,6 +143,7 @@ def create_app(gateway: Gateway | None) -> FastAPI:
 
     _routes(api)
     mount_actions(api, caller_of, _authorize)
+    mount_spec_answers(api, caller_of, _authorize)
     return api
 
 
@@ -314,7 +322,8 @@ def _pod_routes(api: FastAPI) -> None:
         assert gateway.pods is not None  # app_pods said so
         merged = MergedLogs(targets, pod_log_opener(gateway.pods.connection, query,
                                                     gateway.log_limits.seconds),
-                            gateway.log_limits)
+                            gateway.log_limits, still_allowed=lambda: allowed(
+                                gateway.access, caller, "logs", kind, project))
 
         async def body() -> AsyncIterator[bytes]:
             try:
