@@ -73,7 +73,10 @@ async def overview(request: Request) -> Response:
 
     page = await run_in_threadpool(grid, gateway.apps.statuses(), filters, may_list)
     source = sources_of(request).members
-    members = await run_in_threadpool(source.health) if source is not None else None
+    members = None
+    if source is not None and page.visible:  # only clusters the caller's apps are in
+        placed = set(page.options["cluster"])
+        members = [m for m in await run_in_threadpool(source.health) if m.name in placed]
     partial = request.headers.get("hx-request") == "true"
     return await render_page(request, "grid.html" if partial else "overview.html", who,
                              grid=page, sizes=PAGE_SIZES, members=members)

@@ -101,6 +101,13 @@ def test_the_overview_shows_each_member_clusters_health_and_failover_state(
     assert refresh.startswith('<section id="grid"') and 'class="failover lost"' in refresh
 
 
+def test_a_user_who_may_see_no_app_sees_no_member_cluster(console: TestClient) -> None:
+    page = logged_in(console, "dave-token").get("/").text
+    assert "0 of 0 apps" in page and '<table class="members">' not in page
+    for cluster in ("central", "east", "west"):
+        assert cluster not in page
+
+
 def test_filters_search_and_pages_are_applied_on_the_server(console: TestClient) -> None:
     client = logged_in(console)
     assert app_links(client.get("/", params={"phase": "Degraded"}).text) == \
