@@ -2,7 +2,10 @@
 host cluster, each call authorized with a SubjectAccessReview against the app's resource
 there (so the host's RBAC is the one policy), a rate limit per user, an audit line per call.
 
-Decisions are cached for ``ttl`` seconds like the API server's webhook authorizer does,
+Decisions are cached like the API server's webhook authorizer does: an allow for ``ttl``
+seconds (so a revoked grant stops within that), a denial for ``denied_ttl`` (a tenant's
+overview asks about every project's apps, and most answers are no; a new grant waits
+that long at most),
 in bounded caches; a token is cached by its SHA-256, never kept in clear. A cached answer
 is given in the event loop (:func:`authenticate`, :func:`allowed`); only a review goes to
 a worker thread, and a client address may have only so many tokens the cache does not
@@ -166,13 +169,34 @@ class TtlCache(Generic[K, V]):
                 self._items.popitem(last=False)
 
 
+Decision = tuple[Caller, str, str, str]
+"""Who, verb or action, kind (empty for a path), project or path."""
+
+
+class Decisions:
+    """Access decisions: allows kept ``ttl`` seconds, denials ``denied_ttl``."""
+
+    def __init__(self, ttl: float, denied_ttl: float) -> None:
+        self._allowed: TtlCache[Decision, bool] = TtlCache(ttl)
+        self._denied: TtlCache[Decision, bool] = TtlCache(denied_ttl)
+
+    def get(self, key: Decision) -> bool | None:
+        if self._allowed.get(key):
+            return True
+        return False if self._denied.get(key) is not None else None
+
+    def put(self, key: Decision, allowed: bool) -> None:
+        (self._allowed if allowed else self._denied).put(key, allowed)
+
+
 class HostAccess:
     """TokenReview and SubjectAccessReview on the host cluster."""
 
-    def __init__(self, host: Connection, *, ttl: float = 10.0) -> None:
+    def __init__(self, host: Connection, *, ttl: float = 10.0, denied_ttl: float = 60.0
+                 ) -> None:
         self.host = host
         self._callers: TtlCache[str, Caller | None] = TtlCache(ttl)
-        self._decisions: TtlCache[tuple[Caller, str, str, str], bool] = TtlCache(ttl)
+        self._decisions = Decisions(ttl, denied_ttl)
 
     def known_caller(self, token: str) -> Caller | None:
         digest = _digest(token)

@@ -86,3 +86,44 @@ def test_a_refused_token_sent_again_costs_neither_a_review_nor_the_addresss_budg
     assert answers == {401} and host.reviews == 1
     assert client.get("/api/v1/apps", headers={"Authorization": "Bearer alice-token"}
                       ).status_code == 200
+
+
+class ProjectHost:
+    """A host that accepts ``alice-token`` and allows alice anything in project shop only,
+    recording the SubjectAccessReviews it is asked."""
+
+    def __init__(self) -> None:
+        self.reviews: list[str] = []
+
+    def resource(self, _api_version: str, kind: str) -> Any:
+        def create(body: dict[str, Any]) -> Any:
+            if kind == "TokenReview":
+                status = {"authenticated": True, "user": {"username": "alice"}}
+            else:
+                namespace = body["spec"]["resourceAttributes"]["namespace"]
+                self.reviews.append(namespace)
+                status = {"allowed": namespace == "shop"}
+            return SimpleNamespace(to_dict=lambda: {"status": status})
+
+        return SimpleNamespace(create=create)
+
+
+def test_a_tenants_repeated_overviews_ask_again_only_about_what_it_may_see(
+        store: Store) -> None:
+    """Most of a tenant's decisions on an overview are denials (every other project's
+    apps): they are kept longer than allows, so a refresh asks about its own projects."""
+    apps = {(kind, project, "web"): {"phase": "Healthy"}
+            for kind in ("PinApp", "PinterestService", "PinScaler")
+            for project in ("shop", "ads", "search", "maps")}
+    host = ProjectHost()
+    app = create_app(Gateway(apps=Statuses(apps), store=store,
+                             access=HostAccess(host, ttl=0.2),  # type: ignore[arg-type]
+                             limits=RateLimits(1000, 1000)))
+    client = TestClient(app)
+    auth = {"Authorization": "Bearer alice-token"}
+    first = client.get("/api/v1/apps", headers=auth).json()["items"]
+    assert {a["project"] for a in first} == {"shop"} and len(host.reviews) == 12
+    time.sleep(0.3)  # the allows' ttl passes; the denials' does not
+    host.reviews.clear()
+    assert client.get("/api/v1/apps", headers=auth).json()["items"] == first
+    assert host.reviews == ["shop"] * 3
