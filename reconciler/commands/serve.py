@@ -80,8 +80,8 @@ Examples:
   pincompile serve --repo https://github.com/acme/platform --path deploy \\
       --webhook-secret-file /etc/pincompile/secret --audit-log /var/log/pincompile.jsonl \\
       --shards 2 --listen :8080
-  # what is it doing? (a token of a user the host lets `get` /status)
-  curl -s -H "Authorization: Bearer $(kubectl create token ops)" localhost:8080/status | jq .serve.lastPass
+  # what is it doing? (the status token, or a token the host lets `get` /status)
+  curl -s -H "Authorization: Bearer $TOKEN" localhost:8080/status | jq .serve.lastPass
 
 A pass running longer than --pass-deadline turns /readyz not ready (the reason is in
 /status) until it ends; pushes that arrive meanwhile are queued.

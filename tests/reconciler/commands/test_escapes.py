@@ -30,7 +30,7 @@ def test_escape_sequences_and_controls_are_left_out_but_text_and_tabs_stay() -> 
 @pytest.fixture
 def server() -> Iterator[str]:
     class Logs(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (the handler's name)
+        def do_GET(self) -> None:
             self.send_response(200)
             self.send_header("Content-Type", "text/plain; charset=utf-8")
             self.send_header("Content-Length", str(len(HOSTILE)))
