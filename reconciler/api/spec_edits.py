@@ -93,40 +93,36 @@ def mount_spec_answers(api: FastAPI, caller: Callable[..., Awaitable[Caller]],
     answers: dict[int | str, dict[str, Any]] = {
         409: {"model": SpecEdit, "description": "the spec edit to commit"}}
 
-    async def answer(request: Request, app: AppKey, field: str, value: Any,
-                     command: str) -> JSONResponse:
-        edit = await run_in_threadpool(spec_edit, request.app.state.gateway, app, field,
-                                       value, command)
-        return JSONResponse(edit.model_dump(mode="json"), status_code=409)
-
-    async def may_read(request: Request, kind: str, project: str) -> None:
-        await authorize(request, request.state.caller, "read", kind, project)
+    async def answer(request: Request, app: AppKey, model: type[BaseModel] | None,
+                     edit: Callable[[Any], tuple[str, Any, str]]) -> JSONResponse:
+        """Authorize ``get``, then read the body as ``model``; ``edit(body)`` says the
+        field, its value and the ``pincompile set`` command."""
+        await authorize(request, request.state.caller, "read", app[0], app[1])
+        field, value, command = edit(await read_body(request, model) if model else None)
+        answered = await run_in_threadpool(spec_edit, request.app.state.gateway, app, field,
+                                           value, command)
+        return JSONResponse(answered.model_dump(mode="json"), status_code=409)
 
     @router.post(f"{APP_PATH}/stop", responses=answers, response_model=None,
                  summary="Stop the app: answered with the spec edit to commit")
     async def stop(request: Request, kind: str, project: str, name: str) -> JSONResponse:
-        await may_read(request, kind, project)
-        return await answer(request, (kind, project, name), "spec.replicas", 0,
-                            f"pincompile set replicas {kind}/{project}/{name} 0")
+        return await answer(request, (kind, project, name), None, lambda _: (
+            "spec.replicas", 0, f"pincompile set replicas {kind}/{project}/{name} 0"))
 
     @router.post(f"{APP_PATH}/scale", responses=answers, response_model=None,
                  openapi_extra=_body_schema(Scale),
                  summary="Scale the app: answered with the spec edit to commit")
     async def scale(request: Request, kind: str, project: str, name: str) -> JSONResponse:
-        await may_read(request, kind, project)
-        body = await read_body(request, Scale)
-        return await answer(request, (kind, project, name), "spec.replicas", body.replicas,
-                            f"pincompile set replicas {kind}/{project}/{name} {body.replicas}")
+        return await answer(request, (kind, project, name), Scale, lambda body: (
+            "spec.replicas", body.replicas,
+            f"pincompile set replicas {kind}/{project}/{name} {body.replicas}"))
 
     @router.post(f"{APP_PATH}/image", responses=answers, response_model=None,
                  openapi_extra=_body_schema(Image),
                  summary="Change a container's image: answered with the spec edit to commit")
     async def image(request: Request, kind: str, project: str, name: str) -> JSONResponse:
-        await may_read(request, kind, project)
-        body = await read_body(request, Image)
-        return await answer(request, (kind, project, name),
-                            f"spec.template.containers[{body.container}].image", body.image,
-                            f"pincompile set image {kind}/{project}/{name} "
-                            f"{body.container}={body.image}")
+        return await answer(request, (kind, project, name), Image, lambda body: (
+            f"spec.template.containers[{body.container}].image", body.image,
+            f"pincompile set image {kind}/{project}/{name} {body.container}={body.image}"))
 
     api.include_router(router)
