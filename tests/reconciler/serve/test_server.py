@@ -259,9 +259,10 @@ def test_a_reconciler_that_raises_does_not_stop_the_worker(spec_repo: SpecRepo,
 
 
 def test_slow_clients_hold_no_thread_and_are_dropped(serve: Serve, spec_repo: SpecRepo) -> None:
-    """200 connections that send headers announcing a body and never send it: serve's
-    threads stay bounded, /healthz answers throughout, and each is answered 408 and closed
-    after the read timeout."""
+    """200 connections from one address (its whole share, --max-client-connections) that
+    send headers announcing a body and never send it: serve's threads stay bounded,
+    /healthz answers throughout, and each is answered 408 and closed after the read
+    timeout."""
     import socket
     import threading
 
@@ -271,7 +272,8 @@ def test_slow_clients_hold_no_thread_and_are_dropped(serve: Serve, spec_repo: Sp
     before = threading.active_count()
     slow = []
     for _ in range(200):
-        s = socket.create_connection((host, int(port)), timeout=30)
+        s = socket.create_connection((host, int(port)), timeout=30,
+                                     source_address=("127.0.0.2", 0))  # not the probe's
         s.sendall(b"POST /webhooks/generic HTTP/1.1\r\nHost: x\r\n"
                   b"Content-Type: application/json\r\nContent-Length: 60000\r\n\r\n{")
         slow.append(s)
