@@ -91,7 +91,7 @@ def start_serve(fleet: fleet_mod.FleetState, repo: SpecRepo, workdir: Path) -> S
         repo.bare, workdir / "audit.jsonl", "--kubeconfig", str(fleet.kubeconfig),
         "--audit-log", str(workdir / "audit.jsonl"), "--nodes-interval", "1s",
         "--resync", "30m", "--lease-duration", "8s", "--renew-deadline", "5s",
-        "--retry-period", "1s", identity="nodes-e2e", real=True,
+        "--retry-period", "1s", "--open-status", identity="nodes-e2e", real=True,
         env={"PINCOMPILE_WEBHOOK_SECRET": SECRET})
 
 
