@@ -24,8 +24,10 @@ from typing import Any
 
 import pytest
 from kubernetes import client as k8s
+from rbac_rules import allowed, grants
 
 from reconciler.clients.connect import Connection, RetryPolicy
+from reconciler.clients.record import read_requests
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.replacement import add_nodes, heal, replacing, set_condition
 from reconciler.remediation import drain
@@ -92,7 +94,8 @@ def start_serve(fleet: fleet_mod.FleetState, repo: SpecRepo, workdir: Path) -> S
         "--audit-log", str(workdir / "audit.jsonl"), "--nodes-interval", "1s",
         "--resync", "30m", "--lease-duration", "8s", "--renew-deadline", "5s",
         "--retry-period", "1s", "--open-status", identity="nodes-e2e", real=True,
-        env={"PINCOMPILE_WEBHOOK_SECRET": SECRET})
+        env={"PINCOMPILE_WEBHOOK_SECRET": SECRET,
+             "PINCOMPILE_RECORD_REQUESTS": str(workdir / "requests.jsonl")})
 
 
 @pytest.fixture(scope="module")
@@ -252,6 +255,24 @@ def test_rotating_the_cluster_replaces_each_node_once_while_apps_keep_their_budg
           + ", ".join(f"{n['name']} {_seconds(n):.1f}s" for n in status["nodes"]))
     web.stop()
     nodes.stop()
+
+
+def test_every_node_request_serve_made_is_allowed_by_the_shipped_rbac(
+        serve: ServeProcess, workdir: Path) -> None:
+    """The member requests of remediation and rotation are allowed by rbac-member.yaml
+    with rbac-member-nodes.yaml, and every grant of the latter was needed by this run (but
+    StatefulSets, which these tests do not run: the rotation reads them like
+    Deployments)."""
+    member = grants("rbac-member.yaml") + grants("rbac-member-nodes.yaml")
+    requests = [r for r in read_requests(str(workdir / "requests.jsonl"))
+                if r.cluster == CLUSTER]
+    refused = sorted({str(r) for r in requests if not allowed(member, r)})
+    assert not refused, "requests the shipped RBAC does not allow:\n" + "\n".join(refused)
+    needed = {(r.verb, r.group, r.resource + (f"/{r.subresource}" if r.subresource else ""))
+              for r in requests}
+    idle = [p for g in grants("rbac-member-nodes.yaml") for p in g.pairs()
+            if p not in needed and p != ("get", "apps", "statefulsets")]
+    assert not idle, f"granted, never needed: {idle}"
 
 
 def _all_at_once(act: Callable[[str], None], names: list[str]) -> None:
