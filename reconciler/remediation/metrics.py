@@ -40,6 +40,10 @@ class NodeMetrics:
             f"{PREFIX}_rotation_node_seconds", "From a node's cordon to its replacement "
             "Ready, per node rotated", ["cluster"], registry=r,
             buckets=(5, 10, 20, 30, 60, 120, 300, 600, 1200, 3600))
+        self.round_seconds = Histogram(
+            f"{PREFIX}_nodes_round_seconds", "One round of remediation and rotation over the "
+            "member clusters this replica leads", registry=r,
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
 
     def set_circuits(self, cluster: str, circuits: dict[str, bool]) -> None:
         for scope, is_open in circuits.items():

@@ -56,6 +56,7 @@ class NodeCare:
                  mode: str = "on", clock: Callable[[], float] = time.time) -> None:
         self.host, self.kubeconfig, self.led = host, kubeconfig, led
         self.interval, self.mode = interval, mode
+        self.metrics = metrics
         self.remediator = Remediator(recorder, metrics, clock)
         self.rotator = Rotator(recorder, metrics, clock)
         self.stop = threading.Event()
@@ -70,10 +71,12 @@ class NodeCare:
         """Tick every ``interval`` until :meth:`close`."""
         self.clusters.thread.start()
         while not self.stop.wait(self.interval):
+            started = time.monotonic()
             try:
                 self.tick()
             except Exception:  # a bug must not end the thread: say so, go on
                 log.exception("node remediation and rotation")
+            self.metrics.round_seconds.observe(time.monotonic() - started)
 
     def close(self) -> None:
         self.stop.set()
@@ -115,6 +118,11 @@ class NodeCare:
             return
         member = self._member(name, str(spec.get("context") or name))
         if member is None:
+            return
+        if not member.nodes.synced.is_set():
+            if member.nodes.error:
+                self._complain(name, f"cannot read the nodes of {name}: {member.nodes.error} "
+                                     "(contrib/serve/rbac-member-nodes.yaml grants it)")
             return
         if remediation is not None:
             doc = self.remediator.tick(member, remediation, status.get("remediation"),
