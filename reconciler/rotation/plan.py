@@ -116,11 +116,17 @@ class Rotation:
             "message": self.message[:2000], "pool": self.pool, "batch": self.batch,
             "pauseSeconds": int(self.pause), "started": stamp(self.started),
             "finished": stamp(self.finished), "nextBatchAt": stamp(self.next_batch_at),
-            "nodes": [{"name": n.name, "pool": n.pool, "uid": n.uid, "state": n.state,
-                       "replacement": n.replacement, "version": n.version,
-                       "since": stamp(n.since), "startedAt": stamp(n.started),
-                       "affected": n.affected[:50]} for n in self.nodes]}
-        return {k: v for k, v in doc.items() if v is not None}
+            "nodes": [_present({
+                "name": n.name, "pool": n.pool, "uid": n.uid, "state": n.state,
+                "replacement": n.replacement, "version": n.version, "since": stamp(n.since),
+                "startedAt": stamp(n.started), "affected": n.affected[:50]})
+                for n in self.nodes]}
+        return _present(doc)
+
+
+def _present(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` without its None values (the status schema has no nullable field)."""
+    return {k: v for k, v in doc.items() if v is not None}
 
 
 def from_status(doc: Mapping[str, Any] | None) -> Rotation | None:

@@ -231,14 +231,18 @@ def test_rotating_the_cluster_replaces_each_node_once_while_apps_keep_their_budg
              str(nodes_fleet.kubeconfig)], capture_output=True, text=True, cwd=REPO_ROOT,
             timeout=120)
         assert asked.returncode == 0, asked
-        wait_until(lambda: _states(host).count("Replaced") == 1
-                   and any(s in ("Draining", "Drained", "Removed") for s in _states(host)),
-                   300, "one node replaced and the next under way")
-        serve.stop()  # SIGKILL, halfway
         try:
+            wait_until(lambda: _states(host).count("Replaced") == 1
+                       and any(s in ("Draining", "Drained", "Removed") for s in _states(host)),
+                       300, "one node replaced and the next under way")
+            serve.stop()  # SIGKILL, halfway
             restarted.append(start_serve(nodes_fleet, repo, workdir))
             wait_until(lambda: _rotation(host).get("phase") == "Complete", 600,
                        "the rotation complete")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; rotation: {_rotation(host)}; replaced: "
+                                 f"{replacer.replaced}; replacer errors: {replacer.errors}; "
+                                 f"serve says: {_nodes_log(serve, *restarted)}") from None
         finally:
             for process in restarted:
                 process.stop()
@@ -274,6 +278,13 @@ def test_every_node_request_serve_made_is_allowed_by_the_shipped_rbac(
     idle = [p for g in grants("rbac-member-nodes.yaml") for p in g.pairs()
             if p not in needed and p != ("get", "apps", "statefulsets")]
     assert not idle, f"granted, never needed: {idle}"
+
+
+def _nodes_log(*processes: ServeProcess) -> list[str]:
+    """serve's log lines about nodes (remediation, rotation), the last ones."""
+    lines = [line for p in processes for line in p.log.read_text().splitlines()
+             if "pincompile.nodes" in line or "Traceback" in line or "Error" in line]
+    return lines[-30:]
 
 
 def _all_at_once(act: Callable[[str], None], names: list[str]) -> None:
