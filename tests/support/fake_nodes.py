@@ -14,13 +14,23 @@ from typing import Any
 
 import pytest
 
-from reconciler.clock import iso_time
+from reconciler.clock import iso_time, parse_time
 from reconciler.remediation import drain
 from reconciler.remediation.controller import Member
 from reconciler.remediation.nodes import POOL_LABEL, POOL_VERSION_LABEL, ZONE_LABEL, lean_node
 from reconciler.rotation import apps
 
 STAMP = "2027-01-15T08:00:00Z"
+
+
+class Clock:
+    """A clock a test moves: ``after`` seconds past :data:`STAMP` at first."""
+
+    def __init__(self, after: float) -> None:
+        self.now = (parse_time(STAMP) or 0.0) + after
+
+    def __call__(self) -> float:
+        return self.now
 
 
 @dataclass

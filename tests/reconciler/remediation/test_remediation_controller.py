@@ -8,13 +8,10 @@ from typing import Any
 import pytest
 
 from pincompile.contract import RemediationPolicy
-from reconciler.clock import parse_time
 from reconciler.remediation.controller import Remediator
 from reconciler.remediation.metrics import NodeMetrics
 from reconciler.remediation.nodes import REMEDIATION_ANNOTATION
-from tests.support.fake_nodes import STAMP, FakeCluster, Recorded
-
-SINCE = parse_time(STAMP) or 0.0
+from tests.support.fake_nodes import Clock, FakeCluster, Recorded
 
 
 def policy(**extra: Any) -> RemediationPolicy:
@@ -25,14 +22,6 @@ def policy(**extra: Any) -> RemediationPolicy:
         "limits": {"maxActionsPerHour": 5, "maxUnhealthy": "40%"}, **extra})
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = SINCE + 120
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def recorded() -> Recorded:
     return Recorded()
@@ -40,7 +29,7 @@ def recorded() -> Recorded:
 
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return Clock(120)
 
 
 @pytest.fixture

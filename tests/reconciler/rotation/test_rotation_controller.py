@@ -9,26 +9,14 @@ from typing import Any
 import pytest
 
 from pincompile.contract import RotationPolicy
-from reconciler.clock import parse_time
 from reconciler.remediation.metrics import NodeMetrics
 from reconciler.rotation.controller import Rotator
 from reconciler.rotation.plan import Request
-from tests.support.fake_nodes import STAMP, FakeCluster, Recorded
-
-START = (parse_time(STAMP) or 0.0) + 60
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> float:
-        return self.now
-
+from tests.support.fake_nodes import Clock, FakeCluster, Recorded
 
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return Clock(60)
 
 
 @pytest.fixture
