@@ -14,6 +14,7 @@ from reconciler.rotation.controller import Rotator
 from reconciler.rotation.plan import Request
 from tests.support.fake_nodes import Clock, FakeCluster, Recorded
 
+
 @pytest.fixture
 def clock() -> Clock:
     return Clock(60)
