@@ -221,8 +221,8 @@ def _candidates(nodes: Sequence[NodeView], present: Mapping[str, list[Present]],
 def _release(node: NodeView, present: Sequence[Present], policy: RemediationPolicy
              ) -> Release | None:
     mark = node.mark
-    if mark is None or present or mark.action == "terminate":
-        return None
+    if mark is None or present or mark.action == "terminate" or node.rotation:
+        return None  # a node a rotation holds stays cordoned
     uncordon = policy.uncordon and not mark.was_unschedulable and node.unschedulable
     return Release(node.name, uncordon, f"no signal present since {mark.signal} "
                                         f"({mark.action} at {iso_time(mark.at)})")

@@ -153,6 +153,12 @@ def test_a_node_a_rotation_holds_is_left_to_it() -> None:
     decision = decide([rotating, *healthy(3)], policy(), [], NOW)
     assert decision.starts == [] and decision.waits == []
     assert decision.unhealthy == {"n1": ["Ready=False|Unknown"]}
+    drained = Mark("drain", "drained", NOW - 900, "Ready=False|Unknown")
+    recovered = NodeView("n2", zone="a", conditions={"Ready": ("True", NOW - 60)},
+                         annotations={ROTATION_ANNOTATION: "r1",
+                                      REMEDIATION_ANNOTATION: drained.to_json()},
+                         unschedulable=True)
+    assert decide([recovered, *healthy(3)], policy(), [], NOW).releases == []
 
 
 def test_max_unhealthy_as_a_share_rounds_down() -> None:
