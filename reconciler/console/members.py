@@ -14,6 +14,7 @@ from reconciler.clients.connect import ClusterUnreachable, Connection, Kubeconfi
 from reconciler.host import spec_kinds
 from reconciler.kinds import KindInfo
 from reconciler.model import Obj
+from reconciler.remediation.summary import care_summary
 
 NODE = KindInfo("v1", "Node", namespaced=False)
 EVERY_NODE = "kubernetes.io/os"
@@ -38,6 +39,8 @@ class MemberHealth:
     """Reachable, Unreachable, Lost or Returning (the reconciler's view)."""
     failover_reason: str = ""
     since: str = ""
+    care: str = ""
+    """Its nodes: the remediation circuit, unhealthy nodes, a rotation in progress."""
 
     @property
     def state(self) -> str:
@@ -74,7 +77,8 @@ class MemberClusters:
         failover = (cr.get("status") or {}).get("failover") or {}
         known = MemberHealth(name, None, failover=str(failover.get("phase") or "Reachable"),
                              failover_reason=str(failover.get("reason") or ""),
-                             since=str(failover.get("since") or ""))
+                             since=str(failover.get("since") or ""),
+                             care=care_summary(cr.get("status")))
         watch = self._node_watch(name, str((cr.get("spec") or {}).get("context") or name))
         if isinstance(watch, str):
             return replace(known, reachable=False, problem=watch)

@@ -77,7 +77,8 @@ class FixedPods:
 
 MEMBERS = [
     MemberHealth("central", None),
-    MemberHealth("east", True, nodes_ready=3, nodes=4),
+    MemberHealth("east", True, nodes_ready=3, nodes=4,
+                 care="circuit open: 3 of 4 nodes of the cluster are unhealthy"),
     MemberHealth("west", False, problem="connection refused", failover="Lost",
                  failover_reason="unreachable for 310s (grace 300s): connection refused",
                  since="2026-11-01T12:00:00Z")]

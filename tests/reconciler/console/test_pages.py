@@ -94,7 +94,8 @@ def test_the_overview_shows_each_member_clusters_health_and_failover_state(
             for row in re.findall(r"<tr>\s*<th scope=\"row\">.*?</tr>", table, re.S)]
     assert rows == [
         ["central", "checking", "-", "Reachable"],
-        ["east", "reachable", "3/4", "Reachable"],
+        ["east", "reachable", "3/4", "Reachable",
+         "circuit open: 3 of 4 nodes of the cluster are unhealthy"],
         ["west", "unreachable", "connection refused", "-",
          "Lost: unreachable for 310s (grace 300s): connection refused", "2026-11-01T12:00:00Z"]]
     refresh = console.get("/", headers={"HX-Request": "true"}).text  # it refreshes with the grid
