@@ -148,6 +148,7 @@ def test_an_unhealthy_node_is_drained_in_time_and_the_next_one_in_its_zone_waits
     took = nodes.cordoned[first] - signalled
     # after: 5s, from the condition's lastTransitionTime (to the second), then one round
     assert 4 <= took < 5 + 10, f"cordoned {took:.1f}s after the signal (after: 5s)"
+    print(f"{first} cordoned {took:.1f}s after its signal (after: 5s)")
     drained = wait_until(lambda: nodes.phase_since(first, "drained"), 180,
                          f"{first} drained")
     wait_until(lambda: second in nodes.cordoned, 60, f"{second} cordoned next")
