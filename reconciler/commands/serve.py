@@ -186,6 +186,9 @@ exit: serve stays up, not ready, and keeps trying.
               help="Events and history older than this are dropped from the store.")
 @click.option("--api-rate", type=click.FloatRange(min=0.1), default=20.0, show_default=True,
               help="API calls a second per user (bursts of twice that), then 429.")
+@click.option("--canary", is_flag=True,
+              help="While leading, probe every member cluster on the schedule of "
+                   "pincompile.yaml's canary policy (docs/slo.md).")
 @click.option("--runner", hidden=True, default=None,
               help="module:callable returning a runner factory (for tests).")
 @click.option("-v", "--verbose", is_flag=True, help="Log every request and Lease attempt.")
@@ -201,7 +204,7 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
           shutdown_timeout: float, pass_deadline: float, stuck_after: float,
           failover_after: float,
           failback_step: str, store_url: str | None, store_retention: float,
-          api_rate: float, runner: str | None, verbose: bool) -> None:
+          api_rate: float, canary: bool, runner: str | None, verbose: bool) -> None:
     """Reconcile after every git push, and periodically (:data:`SERVE_HELP`)."""
     from reconciler.serve.app import ServeApp, ServeOptions
     from reconciler.serve.runner import load_factory, reconciler_factory
@@ -236,7 +239,7 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
         read_timeout=read_timeout, max_connections=max_connections,
         max_client_connections=max_client_connections, trusted_proxies=proxies,
         replay_window=replay_window, store=store_url, store_retention=store_retention,
-        api_rate=api_rate)
+        api_rate=api_rate, canary=canary)
     if identity:
         options.identity = identity
     try:

@@ -30,6 +30,7 @@ from reconciler.serve.server import HTTPLimits, ServeHTTPServer, WebhookConfig, 
 from reconciler.serve.service import Service, ServiceState
 from reconciler.serve.status_access import StatusAccess
 from reconciler.serve.webhooks import DEFAULT_REPLAY_WINDOW, Deliveries
+from reconciler.slo.serving import SLOService
 
 log = logging.getLogger("pincompile.serve")
 LEASE_BASE = "pincompile-serve"
@@ -84,6 +85,8 @@ class ServeOptions:
     store_retention: float = 30 * 86400.0
     api_rate: float = 20.0
     """API calls a second per user (bursts of twice that)."""
+    canary: bool = False
+    """Probe the member clusters while leading (the policy in ``pincompile.yaml``)."""
 
 
 def host_client(kubeconfig: str | None, context: str) -> Any:
@@ -152,6 +155,11 @@ class ServeApp:
             options.kubeconfig, options.host_context, self.mirror, store_url=options.store,
             retention=options.store_retention, rate=options.api_rate,
         ) if options.app_status else None
+        self.slo = SLOService(
+            self.metrics.registry, self.mirror.current, kubeconfig=options.kubeconfig,
+            identity=options.identity, canary=options.canary, responsible=self.service.probed,
+            store=self.served_api.gateway.store if self.served_api else None)
+        self.service.pass_observers.append(self.slo.observe_pass)
         if self.served_api is not None:
             collector = self.served_api.collector
             self.service.on_published = lambda report, push: collector.record_pass(
@@ -167,7 +175,7 @@ class ServeApp:
                               per_client=options.max_client_connections,
                               proxies=options.trusted_proxies),
             gateway=self.served_api.gateway if self.served_api else None,
-            members=self.served_api.members if self.served_api else None)
+            members=self.served_api.members if self.served_api else None, slo=self.slo)
         self.shutdown = threading.Event()
         self._stop_campaign = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -187,6 +195,7 @@ class ServeApp:
         if self.campaign is not None:
             thread("leader-election", self.campaign.run, self._stop_campaign)
         thread("reconcile", self.service.run)
+        self.slo.start()
 
     def install_signal_handlers(self) -> None:
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -234,6 +243,7 @@ class ServeApp:
             self.api.close()
         if self.apps is not None:
             self.apps.close()
+        self.slo.close()
         if self.served_api is not None:
             self.served_api.close()
         if self._own_mirror:
