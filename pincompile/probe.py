@@ -3,8 +3,9 @@ platform project, pinned to one member cluster and tier, checked, placed (the pr
 quota for that tier, the cluster's tiers, cordons), injected and expanded with the
 platform's specs and the project's own workloads of the revision being served.
 
-Only the probe's own objects come out: the project's namespace, quotas and other
-workloads are the reconcile pass's to apply.
+Only the probe's own objects come out, and the project's quotas in the probe's cluster
+as the probe's placement sizes them: the project's namespace and other workloads are the
+reconcile pass's to apply.
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ class CompiledProbe:
 
     manifests: list[Manifest] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    quotas: list[Manifest] = field(default_factory=list)
+    """The project's ResourceQuotas in the probe's cluster as the compile sizes them with
+    the probe placed there (a cluster's share of the project's quota follows what is
+    placed in it)."""
 
 
 def probe_spec(policy: CanaryPolicy, name: str, cluster: str, tier: str) -> str:
@@ -78,7 +83,9 @@ def compile_probe(sources: Mapping[str, str], policy: CanaryPolicy, name: str, c
         placed = sorted({m.cluster for m in own}) or ["no cluster"]
         return CompiledProbe(problems=[f"{probe_file}: the probe was placed in "
                                        f"{', '.join(placed)}, not {cluster}"])
-    return CompiledProbe(manifests=own)
+    quotas = [m for m in result.manifests if m.cluster == cluster
+              and m.kind == "ResourceQuota" and m.namespace == own[0].namespace]
+    return CompiledProbe(manifests=own, quotas=quotas)
 
 
 def _line(d: Diagnostic) -> str:

@@ -36,6 +36,7 @@ from pincompile.contract import (
     PROBE_CONTAINER,
     CanaryPolicy,
     Manifest,
+    Result,
     compile_probe,
 )
 from reconciler.clients.connect import CONNECT_ERRORS, ClusterUnreachable, Connection
@@ -88,30 +89,51 @@ def probe_name(tier: str) -> str:
 
 def canary_objects(manifests: Sequence[Manifest], probe: str) -> list[Obj]:
     """The compiled objects as the canary writes them: managed by the canary, labelled
-    with the probe's id (the pods too), in apply order."""
+    with the probe's id (the pods too), their pods within Pod Security ``restricted``, in
+    apply order."""
     out = []
     for manifest in sorted(manifests, key=lambda m: order(m.kind)):
         obj = copy.deepcopy(manifest.obj)
-        for meta in (obj["metadata"], ((obj.get("spec") or {}).get("template") or {}).get(
-                "metadata")):
+        template = (obj.get("spec") or {}).get("template")
+        for meta in (obj["metadata"], (template or {}).get("metadata")):
             if meta is not None:
                 labels = meta.setdefault("labels", {})
                 labels[MANAGED_BY] = CANARY_MANAGER
                 labels[LABEL_CANARY] = probe
+        if template is not None:
+            restricted(template.setdefault("spec", {}))
         out.append(obj)
     return out
+
+
+def restricted(pod: Obj) -> Obj:
+    """Fill in what Pod Security ``restricted`` asks of a pod and its containers where the
+    compile left it unset (never loosening what is set): non-root (uid 65534 unless one is
+    given), seccomp RuntimeDefault, no privilege escalation, every capability dropped."""
+    context = pod.setdefault("securityContext", {})
+    context.setdefault("runAsNonRoot", True)
+    context.setdefault("seccompProfile", {"type": "RuntimeDefault"})
+    for container in [*(pod.get("initContainers") or ()), *(pod.get("containers") or ())]:
+        own = container.setdefault("securityContext", {})
+        if not own.get("runAsUser") and not context.get("runAsUser"):
+            own["runAsUser"] = 65534
+        own.setdefault("allowPrivilegeEscalation", False)
+        own.setdefault("capabilities", {}).setdefault("drop", ["ALL"])
+    return pod
 
 
 class Probe:
     """One probe: :meth:`run` it once."""
 
-    def __init__(self, conn: Connection, sources: dict[str, str], revision: str,
-                 policy: CanaryPolicy, cluster: str, tier: str, *,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.conn, self.sources, self.revision = conn, sources, revision
+    def __init__(self, conn: Connection, served: Result, policy: CanaryPolicy, cluster: str,
+                 tier: str, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self.conn, self.served = conn, served
         self.policy, self.cluster, self.tier, self.clock = policy, cluster, tier, clock
         self.name = probe_name(tier)
         self.objects: list[Obj] = []
+        self.restore: list[Obj] = []
+        """The project's quotas as the served revision sizes them, where the probe raised
+        them."""
 
     def run(self) -> ProbeResult:
         result = ProbeResult(self.cluster, self.tier, datetime.now(UTC))
@@ -134,16 +156,27 @@ class Probe:
         return result
 
     def _stages(self, result: ProbeResult, start: float, deadline: float) -> None:
-        compiled = compile_probe(self.sources, self.policy, self.name, self.cluster,
-                                 self.tier, revision=self.revision)
+        compiled = compile_probe(self.served.sources, self.policy, self.name, self.cluster,
+                                 self.tier, revision=self.served.revision)
         if compiled.problems:
             raise ProbeFailed("not placed: " + "; ".join(compiled.problems[:3]))
         self.objects = canary_objects(compiled.manifests, self.name)
         namespace = str(self.objects[0]["metadata"]["namespace"])
         result.stage = "apply"
         submitted = self.clock()
+        raised, self.restore = quota_changes(self.served.manifests, compiled.quotas)
+        for quota in raised:  # as a pass would size them with the probe placed here
+            apply(self.conn, quota)
         for obj in self.objects:
-            apply(self.conn, obj, manager=CANARY_MANAGER)
+            try:
+                apply(self.conn, obj, manager=CANARY_MANAGER)
+            except ApiException as exc:
+                if exc.status == 404 and "namespaces" in str(exc.body):
+                    raise ProbeFailed(
+                        f"namespace {namespace} is not in {self.cluster}: project "
+                        f"{self.policy.project} has no workload there (a daemon of the "
+                        "project puts its namespace in every cluster)") from None
+                raise
         result.stage = "launch"
         pods = wait_ready(self.conn, namespace, self.name, self.policy.replicas,
                           deadline - self.clock(), self.clock)
@@ -156,14 +189,39 @@ class Probe:
         result.exec_ok = True
 
     def _remove(self) -> str:
-        """Delete the probe's objects (their pods go with them); what failed, if anything."""
+        """Delete the probe's objects (their pods go with them) and size the project's
+        quotas as the served revision does again; what failed, if anything."""
         failed = []
         for obj in reversed(self.objects):
             try:
                 delete(self.conn, obj)
             except FAILURES as exc:
                 failed.append(f"{obj['kind']}/{obj['metadata']['name']}: {reason_of(exc)}")
+        for quota in self.restore:
+            try:
+                apply(self.conn, quota)
+            except FAILURES as exc:
+                failed.append(f"ResourceQuota/{quota['metadata']['name']}: {reason_of(exc)}")
         return ("not deleted (swept by the next round): " + "; ".join(failed)) if failed else ""
+
+
+def quota_changes(served: Sequence[Manifest], probed: Sequence[Manifest]
+                  ) -> tuple[list[Obj], list[Obj]]:
+    """The project's ResourceQuotas the probe's placement sizes differently from the served
+    revision in its cluster: (as the probe needs them, as served), both written with the
+    reconciler's field manager so a pass finds its own objects."""
+    if not probed:
+        return [], []
+    cluster = probed[0].cluster
+    kept = {(m.namespace, m.name): m.obj for m in served
+            if m.cluster == cluster and m.kind == "ResourceQuota"}
+    raised, restore = [], []
+    for quota in probed:
+        before = kept.get((quota.namespace, quota.name))
+        if before is not None and before.get("spec") != quota.obj.get("spec"):
+            raised.append(quota.obj)
+            restore.append(before)
+    return raised, restore
 
 
 def wait_ready(conn: Connection, namespace: str, app: str, replicas: int, seconds: float,

@@ -65,7 +65,7 @@ class Canary:
                  parallel: int = 4) -> None:
         self.kubeconfig = kubeconfig
         self.compiled = compiled
-        """The compile of the revision being served (None before the first)."""
+        """The compile of the revision last applied (None before the first)."""
         self.responsible = responsible
         """The member clusters this replica probes, of those given (None: not leading)."""
         self.record = list(record)
@@ -81,7 +81,7 @@ class Canary:
     def plan(self) -> tuple[Result, CanaryPolicy]:
         result = self.compiled()
         if result is None or not result.ok:
-            raise NoPolicy("no compiled revision yet")
+            raise NoPolicy("no revision applied yet")
         policy = verification(result.sources).canary
         if policy is None:
             raise NoPolicy("pincompile.yaml has no canary policy (canary: project: ...)")
@@ -155,8 +155,8 @@ class Canary:
                 return [self._done(ProbeResult(cluster, t, datetime.now(UTC),
                                                stage="apply", message=conn)) for t in tiers]
             sweep(conn, _namespace(result, policy.project), policy.timeout_seconds)
-            return [self._done(Probe(conn, result.sources, result.revision, policy, cluster,
-                                     tier).run()) for tier in tiers]
+            return [self._done(Probe(conn, result, policy, cluster, tier).run())
+                    for tier in tiers]
         finally:
             busy.release()
 

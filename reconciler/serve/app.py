@@ -156,7 +156,8 @@ class ServeApp:
             retention=options.store_retention, rate=options.api_rate,
         ) if options.app_status else None
         self.slo = SLOService(
-            self.metrics.registry, self.mirror.current, kubeconfig=options.kubeconfig,
+            self.metrics.registry, self.mirror.current, applied=self._applied,
+            kubeconfig=options.kubeconfig,
             identity=options.identity, canary=options.canary, responsible=self.service.probed,
             store=self.served_api.gateway.store if self.served_api else None)
         self.service.pass_observers.append(self.slo.observe_pass)
@@ -184,6 +185,15 @@ class ServeApp:
     def address(self) -> tuple[str, int]:
         host, port = self.http.server_address[:2]
         return str(host), int(port)
+
+    def _applied(self) -> Any:
+        """The compile of the revision the last successful pass applied (None: none yet,
+        or a newer revision was compiled since and not applied)."""
+        result = self.mirror.current()
+        applied = self.service.state.last_applied
+        if result is None or applied is None or applied["revision"] != result.revision:
+            return None
+        return result
 
     def start(self) -> None:
         def thread(name: str, target: Any, *args: Any) -> None:

@@ -34,6 +34,7 @@ class SLOService:
     """Measures, probes and evaluates; :meth:`start` its threads, :meth:`close` them."""
 
     def __init__(self, registry: CollectorRegistry, compiled: Callable[[], Result | None], *,
+                 applied: Callable[[], Result | None] | None = None,
                  kubeconfig: str | None, identity: str, store: Store | None = None,
                  responsible: Callable[[Sequence[str]], frozenset[str] | None] | None = None,
                  canary: bool = False) -> None:
@@ -42,7 +43,8 @@ class SLOService:
         self.kubeconfig, self.identity, self.store = kubeconfig, identity, store
         self.launches = LaunchTracker(self._connection, lambda cluster, tier, seconds:
                                       self.slis.launch(cluster, tier, "rollout", seconds))
-        self.canary = Canary(kubeconfig, compiled, responsible=responsible or (lambda _c: None),
+        self.canary = Canary(kubeconfig, applied or compiled,
+                             responsible=responsible or (lambda _c: None),
                              record=[self.record_probe])
         self.scheduled = canary
         """Whether the canary probes on its schedule (``--canary``); ``verify`` runs its

@@ -39,14 +39,18 @@ def probed(specs: dict[str, ClusterSpec]) -> list[str]:
 
 @pytest.fixture
 def canary_repo(fleet: Any, fleet_specs: dict[str, ClusterSpec], tmp_path: Path) -> SpecRepo:
-    """The platform specs with the fleet's clusters, the platform project and a canary
-    policy for two clusters."""
+    """The platform specs with the fleet's clusters, the platform project with its daemon
+    (which puts the project's namespace in every cluster) and a canary policy for two
+    clusters."""
     specs = tmp_path / "specs"
     shutil.copytree(EXAMPLES / "platform", specs / "platform",
                     ignore=shutil.ignore_patterns("clusters", "projects"))
     (specs / "platform" / "projects").mkdir()
     shutil.copy(EXAMPLES / "platform/projects/platform-system.yaml",
                 specs / "platform/projects/platform-system.yaml")
+    (specs / "apps/platform-system").mkdir(parents=True)
+    shutil.copy(EXAMPLES / "apps/platform-system/goldpinger.yaml",
+                specs / "apps/platform-system/goldpinger.yaml")
     (specs / "pincompile.yaml").write_text(yaml.safe_dump({"canary": {
         "project": "platform-system", "interval": f"{INTERVAL}s", "timeout": f"{TIMEOUT}s",
         "tiers": ["reserved"], "clusters": probed(fleet_specs)}}))
