@@ -55,6 +55,7 @@ from reconciler.serve.redact import redact_data
 from reconciler.serve.service import Service
 from reconciler.serve.status_access import StatusAccess, status_refusal
 from reconciler.serve.webhooks import DEFAULT_MAX_BODY, PROVIDERS, Deliveries, Verdict, judge
+from reconciler.slo.console import add_slo_page
 from reconciler.slo.http import MeasuredAPI
 from reconciler.slo.serving import SLOService
 
@@ -107,6 +108,7 @@ class ServeHTTPServer:
         self.app.router.redirect_slashes = False  # its redirect would name the Host header
         self._routes(self.app)
         mount_console(self.app, members=members, repo=repo)
+        add_slo_page(self.app)
         self._socket = socket.create_server(address, backlog=1024)
         measured = MeasuredAPI(self.app, slo.slis) if slo is not None else self.app
         front = BoundedBody(measured, hooks.max_body, limits.read_timeout, self._refused)
