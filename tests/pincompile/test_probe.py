@@ -36,7 +36,7 @@ def test_the_probe_is_placed_in_its_cluster_and_only_its_objects_come_out(
     assert deployment["metadata"]["labels"]["pincompute.io/tier"] == "reserved"
     pod = deployment["spec"]["template"]["spec"]
     assert pod["priorityClassName"] == "pincompute-reserved"
-    assert [c["name"] for c in pod["containers"]][0] == "probe"
+    assert pod["containers"][0]["name"] == "probe"
 
 
 def test_a_probe_over_the_projects_quota_is_not_placed(sources: dict[str, str]) -> None:
