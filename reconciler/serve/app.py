@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pincompile.contract import Result
 from reconciler.clients.connect import load_configuration
 from reconciler.clients.record import record_requests
 from reconciler.serve.audit import AuditSink, EventAudit, JsonLinesAudit
@@ -186,7 +187,7 @@ class ServeApp:
         host, port = self.http.server_address[:2]
         return str(host), int(port)
 
-    def _applied(self) -> Any:
+    def _applied(self) -> Result | None:
         """The compile of the revision the last successful pass applied (None: none yet,
         or a newer revision was compiled since and not applied)."""
         result = self.mirror.current()
