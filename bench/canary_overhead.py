@@ -172,7 +172,7 @@ def report(store: Path, began: float, seconds: float, interval: int, base_cpu: f
         requests = [r[5] for r in probes]
         say(f"API requests to member clusters: {statistics.mean(requests):.1f} per probe "
             f"(min {min(requests)}, max {max(requests)}), {sum(requests) / intervals:.0f} "
-            "per interval")
+            "per interval (and one exec WebSocket per probe, which that count does not see)")
     if launches:
         say(f"launch seconds (submit to every replica Ready): median "
             f"{statistics.median(launches):.2f}, max {launches[-1]:.2f}")
