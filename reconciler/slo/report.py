@@ -66,7 +66,7 @@ class SLOState:
 
 
 def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 6)
+    return None if value is None else round(value, 6) + 0.0  # never -0.0
 
 
 def counts(objective: Objective, samples: Iterable[SLISample], since: datetime
