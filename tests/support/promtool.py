@@ -1,6 +1,15 @@
-"""``promtool`` for the rule tests: built once from ``hack/promtool/go.mod`` (the Prometheus
-project's own ``cmd/promtool`` from the Go module proxy) into the cache folder, under a
-lock, like the fleet's binaries; reused while that go.mod and go.sum are unchanged."""
+"""Prometheus's rule checkers for the rule tests, each built once from a Go module of this
+repository (the Go module proxy pins the Prometheus project's sources) into the cache
+folder, under a lock, like the fleet's binaries; reused while that module is unchanged.
+
+* ``promrules`` (``hack/promrules``): the Prometheus project's rule parser
+  (``model/rulefmt``), the one ``promtool check rules`` calls, and promtool's duplicate
+  check — what the tests always run (a few minutes to build on a fresh machine);
+* ``promtool`` (``hack/promtool``): Prometheus's own ``cmd/promtool``, whose
+  service-discovery plugins pull in every cloud SDK (about 45 minutes of 2 cores on a
+  fresh machine): built only when ``PINCOMPILE_PROMTOOL=build`` (``make promtool``), then
+  run by the tests whenever it is in the cache.
+"""
 
 from __future__ import annotations
 
@@ -13,35 +22,47 @@ from pathlib import Path
 
 from pincompile.cachedir import cache_root
 
-MODULE = Path(__file__).resolve().parents[2] / "hack" / "promtool"
-PACKAGE = "github.com/prometheus/prometheus/cmd/promtool"
-BUILD_TIMEOUT = 3600
+HACK = Path(__file__).resolve().parents[2] / "hack"
+CHECKERS = {"promrules": (HACK / "promrules", "."),
+            "promtool": (HACK / "promtool", "github.com/prometheus/prometheus/cmd/promtool")}
+BUILD_TIMEOUT = 4 * 3600
 
 
-def binary_path() -> Path:
+def binary_path(name: str) -> Path:
+    module, _ = CHECKERS[name]
     digest = hashlib.sha256()
-    for name in ("go.mod", "go.sum"):
-        digest.update((MODULE / name).read_bytes())
-    return cache_root() / "promtool-bin" / digest.hexdigest()[:16] / "promtool"
+    for source in sorted(module.iterdir()):
+        if source.suffix in (".mod", ".sum", ".go"):
+            digest.update(source.name.encode() + source.read_bytes())
+    return cache_root() / f"{name}-bin" / digest.hexdigest()[:16] / name
 
 
-def ensure_promtool() -> Path | None:
-    """The cached promtool, built first when missing; None without Go."""
-    target = binary_path()
-    if target.exists():
-        return target
+def checker(name: str, *, build: bool = True) -> Path | None:
+    """The cached binary, built first when missing and ``build``; None without Go."""
+    target = binary_path(name)
+    if target.exists() or not build:
+        return target if target.exists() else None
     go = shutil.which("go")
     if go is None:
         return None
+    module, package = CHECKERS[name]
     target.parent.mkdir(parents=True, exist_ok=True)
     with (target.parent / "build.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not target.exists():
             partial = target.with_suffix(".partial")
-            env = {**os.environ, "GOFLAGS": "-mod=mod"}
             with (target.parent / "build.log").open("w") as log:
-                subprocess.run([go, "build", "-o", str(partial), PACKAGE],
-                               cwd=MODULE, env=env, stdout=log, stderr=subprocess.STDOUT,
-                               check=True, timeout=BUILD_TIMEOUT)
+                subprocess.run([go, "build", "-o", str(partial), package], cwd=module,
+                               env={**os.environ, "GOFLAGS": "-mod=mod"}, stdout=log,
+                               stderr=subprocess.STDOUT, check=True, timeout=BUILD_TIMEOUT)
             partial.rename(target)
     return target
+
+
+def checkers() -> dict[str, Path]:
+    """Every checker this run can use: promrules (built when missing), and promtool when
+    cached or when ``PINCOMPILE_PROMTOOL=build`` asks to build it."""
+    found = {"promrules": checker("promrules")}
+    found["promtool"] = checker("promtool",
+                                build=os.environ.get("PINCOMPILE_PROMTOOL") == "build")
+    return {name: path for name, path in found.items() if path is not None}

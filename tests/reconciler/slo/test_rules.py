@@ -1,11 +1,12 @@
-"""The Prometheus rules ``pincompile slo --prometheus-rules`` writes load in Prometheus's
-own rule checker (``promtool check rules``), and say what the SRE workbook's
-multi-window, multi-burn-rate alerting says.
+"""The Prometheus rules ``pincompile slo --prometheus-rules`` writes load in the Prometheus
+project's own rule checker, and say what the SRE workbook's multi-window, multi-burn-rate
+alerting says.
 
-The first run builds promtool from the Go module proxy (``hack/promtool/go.mod``) into the
-cache folder: 25-35 minutes on the 2-core machine under the load of other work (its
-service-discovery plugins pull in the cloud SDKs); later runs reuse it. Without Go the
-checker test is skipped, and with ``CI=true`` that is an error."""
+The checker is ``hack/promrules`` (Prometheus's ``model/rulefmt``, the parser ``promtool
+check rules`` runs, and promtool's duplicate check), built from the Go module proxy into
+the cache folder on the first run; ``promtool`` itself too when it is in the cache (``make
+promtool``: its build takes the better part of an hour on 2 cores). Without Go the checker
+tests are skipped, and with ``CI=true`` that is an error."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import yaml
 from pincompile.contract import Objective
 from pincompile.verification import DEFAULT_SLOS
 from reconciler.slo.rules import error_ratio, rules_yaml
-from tests.support.promtool import ensure_promtool
+from tests.support.promtool import checkers
 
 CUSTOM = (
     Objective(name="push", sli="push-to-applied", objective=95, window="7d", threshold="30s"),
@@ -31,35 +32,54 @@ CUSTOM = (
 
 
 @pytest.fixture(scope="module")
-def promtool() -> Path:
-    found = ensure_promtool()
-    if found is None:
+def rule_checkers() -> dict[str, Path]:
+    found = checkers()
+    if not found:
         if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("CI=true but Go is missing: promtool cannot be built", pytrace=False)
-        pytest.skip("promtool needs Go to build once (hack/promtool/go.mod)")
+            pytest.fail("CI=true but Go is missing: no rule checker can be built", pytrace=False)
+        pytest.skip("the rule checker needs Go to build once (hack/promrules/go.mod)")
     return found
 
 
-def check(promtool: Path, text: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def check(name: str, binary: Path, text: str, tmp_path: Path
+          ) -> subprocess.CompletedProcess[str]:
     path = tmp_path / "rules.yaml"
     path.write_text(text)
-    return subprocess.run([str(promtool), "check", "rules", str(path)], capture_output=True,
-                          text=True, timeout=120, check=False)
+    command = [str(binary), "check", "rules"] if name == "promtool" else [str(binary)]
+    return subprocess.run([*command, str(path)], capture_output=True, text=True, timeout=120,
+                          check=False)
 
 
-def test_promtool_accepts_the_rules_of_the_default_and_declared_slos(
-        promtool: Path, tmp_path: Path) -> None:
-    for objectives in (DEFAULT_SLOS, CUSTOM):
-        checked = check(promtool, rules_yaml(objectives), tmp_path)
-        assert checked.returncode == 0, checked.stdout + checked.stderr
-        rules = sum(len(g["rules"]) for g in yaml.safe_load(rules_yaml(objectives))["groups"])
-        assert f"SUCCESS: {rules} rules found" in checked.stdout, checked.stdout
+def test_the_checker_accepts_the_rules_of_the_default_and_declared_slos(
+        rule_checkers: dict[str, Path], tmp_path: Path) -> None:
+    for name, binary in rule_checkers.items():
+        for objectives in (DEFAULT_SLOS, CUSTOM):
+            checked = check(name, binary, rules_yaml(objectives), tmp_path)
+            assert checked.returncode == 0, f"{name}: {checked.stdout}{checked.stderr}"
+            groups = yaml.safe_load(rules_yaml(objectives))["groups"]
+            rules = sum(len(g["rules"]) for g in groups)
+            assert f"SUCCESS: {rules} rules found" in checked.stdout, checked.stdout
 
 
-def test_promtool_refuses_a_broken_rule(promtool: Path, tmp_path: Path) -> None:
-    """The checker is real: a rule with an expression that is no PromQL fails."""
-    broken = rules_yaml(DEFAULT_SLOS[:1]).replace("sum by (group)", "sum by group", 1)
-    assert check(promtool, broken, tmp_path).returncode != 0
+@pytest.mark.parametrize("broken", [
+    ("sum by (group)", "sum by group"),              # no PromQL
+    ("severity: page", "severity page"),             # labels that are no mapping
+    ("for: 2m", "for: 2 minutes"),                   # no duration
+])
+def test_the_checker_refuses_a_broken_rule(rule_checkers: dict[str, Path], tmp_path: Path,
+                                           broken: tuple[str, str]) -> None:
+    """The checker is real: each of these mistakes fails it."""
+    text = rules_yaml(DEFAULT_SLOS[:1]).replace(*broken, 1)
+    assert text != rules_yaml(DEFAULT_SLOS[:1])
+    for name, binary in rule_checkers.items():
+        assert check(name, binary, text, tmp_path).returncode != 0, name
+
+
+def test_the_checker_refuses_duplicate_rules(rule_checkers: dict[str, Path],
+                                             tmp_path: Path) -> None:
+    twice = rules_yaml(DEFAULT_SLOS[:1] * 2).replace(
+        "name: pincompile-slo-api-availability", "name: other", 1)
+    assert check("promrules", rule_checkers["promrules"], twice, tmp_path).returncode != 0
 
 
 def test_each_slo_alerts_at_the_workbooks_burn_rates() -> None:
