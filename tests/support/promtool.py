@@ -6,8 +6,8 @@ folder, under a lock, like the fleet's binaries; reused while that module is unc
   (``model/rulefmt``), the one ``promtool check rules`` calls, and promtool's duplicate
   check — what the tests always run (a few minutes to build on a fresh machine);
 * ``promtool`` (``hack/promtool``): Prometheus's own ``cmd/promtool``, whose
-  service-discovery plugins pull in every cloud SDK (about 45 minutes of 2 cores on a
-  fresh machine): built only when ``PINCOMPILE_PROMTOOL=build`` (``make promtool``), then
+  service-discovery plugins pull in every cloud SDK (40 minutes on the loaded 2-core
+  machine, docs/slo.md): built only when ``PINCOMPILE_PROMTOOL=build`` (``make promtool``), then
   run by the tests whenever it is in the cache.
 """
 
