@@ -4,8 +4,9 @@ The probe workload is compiled from the served revision (:func:`compile_probe`: 
 platform project's quota and tiers, the cluster's placement rules, injection), applied
 to the cluster with server-side apply (after the project's ResourceQuotas there, sized as
 a pass would size them with the probe placed there; sized as served again at the end),
-and timed from the first write until every replica is Ready (the launch SLI); then one of its pods' logs are read and a command is run in it
-through the API's own logs and exec code (the debugging path); then it is deleted. Every
+and timed from the first write until every replica is Ready (the launch SLI); then one
+of its pods' logs are read and a command is run in it through the API's own logs and exec
+code (the debugging path); then it is deleted. Every
 stage is bounded by the probe's deadline; a failure at any stage (the compile or placement
 included) is a failed probe, never an exception, and the probe's objects are deleted
 whatever happened.

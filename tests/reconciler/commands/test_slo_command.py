@@ -67,7 +67,7 @@ class Serve(BaseHTTPRequestHandler):
     answer: tuple[int, dict[str, Any]] = (200, {})
     seen: list[str] = []
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self.seen.append(self.path)
         status, document = self.answer
         body = json.dumps(document).encode()
