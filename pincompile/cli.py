@@ -33,6 +33,8 @@ COMMANDS = {
     "rollout": ("reconciler.commands.actions", "rollout"),
     "rerun": ("reconciler.commands.actions", "rerun"),
     "rotate": ("reconciler.commands.rotate", "rotate"),
+    "slo": ("reconciler.commands.slo", "slo"),
+    "verify": ("reconciler.commands.slo", "verify"),
     "version": ("pincompile.commands.version", "version"),
 }
 

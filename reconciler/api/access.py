@@ -241,12 +241,16 @@ class HostAccess:
 
     def may_get(self, caller: Caller, path: str) -> bool:
         """``get`` on the non-resource URL ``path`` (``nonResourceURLs`` in a ClusterRole)."""
-        key = (caller, "get", "", path)
+        return self.may(caller, "get", path)
+
+    def may(self, caller: Caller, verb: str, path: str) -> bool:
+        """``verb`` (get, post) on the non-resource URL ``path``."""
+        key = (caller, verb, "", path)
         decision = self._decisions.get(key)
         if decision is None:
             review = self._create("authorization.k8s.io/v1", "SubjectAccessReview", {"spec": {
                 "user": caller.user, "groups": list(caller.groups),
-                "nonResourceAttributes": {"path": path, "verb": "get"}}})
+                "nonResourceAttributes": {"path": path, "verb": verb}}})
             decision = bool((review.get("status") or {}).get("allowed"))
             self._decisions.put(key, decision)
         return decision

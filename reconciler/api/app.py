@@ -78,6 +78,7 @@ from reconciler.api.rotations import mount_rotations
 from reconciler.api.spec_edits import mount_spec_answers
 from reconciler.clients.connect import Connection
 from reconciler.model import AppKey
+from reconciler.slo.routes import mount_slo_routes
 from reconciler.status.document import APP_KINDS
 from reconciler.store import Store
 
@@ -145,6 +146,7 @@ def create_app(gateway: Gateway | None) -> FastAPI:
     _routes(api)
     mount_actions(api, caller_of, _authorize)
     mount_spec_answers(api, caller_of, _authorize)
+    mount_slo_routes(api, caller_of)
     mount_rotations(api, caller_of)
     return api
 

@@ -193,6 +193,9 @@ exit: serve stays up, not ready, and keeps trying.
                    "(docs/operations.md).")
 @click.option("--nodes-interval", type=DURATION, default="5s", show_default=True,
               help="How often node remediation and rotation look at the nodes.")
+@click.option("--canary", is_flag=True,
+              help="While leading, probe every member cluster on the schedule of "
+                   "pincompile.yaml's canary policy (docs/slo.md).")
 @click.option("--runner", hidden=True, default=None,
               help="module:callable returning a runner factory (for tests).")
 @click.option("-v", "--verbose", is_flag=True, help="Log every request and Lease attempt.")
@@ -208,8 +211,8 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
           shutdown_timeout: float, pass_deadline: float, stuck_after: float,
           failover_after: float,
           failback_step: str, store_url: str | None, store_retention: float,
-          api_rate: float, remediation: str, nodes_interval: float, runner: str | None,
-          verbose: bool) -> None:
+          api_rate: float, remediation: str, nodes_interval: float, canary: bool,
+          runner: str | None, verbose: bool) -> None:
     """Reconcile after every git push, and periodically (:data:`SERVE_HELP`)."""
     from reconciler.serve.app import ServeApp, ServeOptions
     from reconciler.serve.runner import load_factory, reconciler_factory
@@ -244,7 +247,8 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
         read_timeout=read_timeout, max_connections=max_connections,
         max_client_connections=max_client_connections, trusted_proxies=proxies,
         replay_window=replay_window, store=store_url, store_retention=store_retention,
-        api_rate=api_rate, remediation=remediation, nodes_interval=nodes_interval)
+        api_rate=api_rate, remediation=remediation, nodes_interval=nodes_interval,
+        canary=canary)
     if identity:
         options.identity = identity
     try:

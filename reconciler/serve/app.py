@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pincompile.contract import Result
 from reconciler.clients.connect import load_configuration
 from reconciler.clients.record import record_requests
 from reconciler.serve.audit import AuditSink, EventAudit, JsonLinesAudit
@@ -31,6 +32,7 @@ from reconciler.serve.server import HTTPLimits, ServeHTTPServer, WebhookConfig, 
 from reconciler.serve.service import Service, ServiceState
 from reconciler.serve.status_access import StatusAccess
 from reconciler.serve.webhooks import DEFAULT_REPLAY_WINDOW, Deliveries
+from reconciler.slo.serving import SLOService
 
 log = logging.getLogger("pincompile.serve")
 LEASE_BASE = "pincompile-serve"
@@ -89,6 +91,8 @@ class ServeOptions:
     """on, dry-run (decide and report only) or off: node remediation (docs/operations.md)."""
     nodes_interval: float = 5.0
     """Seconds between rounds of node remediation and rotation."""
+    canary: bool = False
+    """Probe the member clusters while leading (the policy in ``pincompile.yaml``)."""
 
 
 def host_client(kubeconfig: str | None, context: str) -> Any:
@@ -157,6 +161,12 @@ class ServeApp:
             options.kubeconfig, options.host_context, self.mirror, store_url=options.store,
             retention=options.store_retention, rate=options.api_rate,
         ) if options.app_status else None
+        self.slo = SLOService(
+            self.metrics.registry, self.mirror.current, applied=self._applied,
+            kubeconfig=options.kubeconfig,
+            identity=options.identity, canary=options.canary, responsible=self.service.probed,
+            store=self.served_api.gateway.store if self.served_api else None)
+        self.service.pass_observers.append(self.slo.observe_pass)
         if self.served_api is not None:
             collector = self.served_api.collector
             self.service.on_published = lambda report, push: collector.record_pass(
@@ -172,7 +182,7 @@ class ServeApp:
                               per_client=options.max_client_connections,
                               proxies=options.trusted_proxies),
             gateway=self.served_api.gateway if self.served_api else None,
-            members=self.served_api.members if self.served_api else None)
+            members=self.served_api.members if self.served_api else None, slo=self.slo)
         self.nodes = node_care(options, self.service, self.metrics.registry) \
             if needs_host else None
         self.shutdown = threading.Event()
@@ -184,6 +194,15 @@ class ServeApp:
         host, port = self.http.server_address[:2]
         return str(host), int(port)
 
+    def _applied(self) -> Result | None:
+        """The compile of the revision the last successful pass applied (None: none yet,
+        or a newer revision was compiled since and not applied)."""
+        result = self.mirror.current()
+        applied = self.service.state.last_applied
+        if result is None or applied is None or applied["revision"] != result.revision:
+            return None
+        return result
+
     def start(self) -> None:
         def thread(name: str, target: Any, *args: Any) -> None:
             t = threading.Thread(target=target, args=args, name=name, daemon=True)
@@ -194,6 +213,7 @@ class ServeApp:
         if self.campaign is not None:
             thread("leader-election", self.campaign.run, self._stop_campaign)
         thread("reconcile", self.service.run)
+        self.slo.start()
         if self.nodes is not None:
             thread("nodes", self.nodes.run)
 
@@ -245,6 +265,7 @@ class ServeApp:
             self.api.close()
         if self.apps is not None:
             self.apps.close()
+        self.slo.close()
         if self.served_api is not None:
             self.served_api.close()
         if self._own_mirror:

@@ -55,6 +55,9 @@ from reconciler.serve.redact import redact_data
 from reconciler.serve.service import Service
 from reconciler.serve.status_access import StatusAccess, status_refusal
 from reconciler.serve.webhooks import DEFAULT_MAX_BODY, PROVIDERS, Deliveries, Verdict, judge
+from reconciler.slo.console import add_slo_page
+from reconciler.slo.http import MeasuredAPI
+from reconciler.slo.serving import SLOService
 
 log = logging.getLogger("pincompile.serve.http")
 _TEXT = "text/plain; charset=utf-8"
@@ -93,19 +96,22 @@ class ServeHTTPServer:
     def __init__(self, address: tuple[str, int], service: Service, hooks: WebhookConfig,
                  repo: str, apps: AppStatusReader | None = None, *,
                  status: StatusAccess | None = None, limits: HTTPLimits | None = None,
-                 gateway: Gateway | None = None, members: MemberSource | None = None
-                 ) -> None:
+                 gateway: Gateway | None = None, members: MemberSource | None = None,
+                 slo: SLOService | None = None) -> None:
         self.service, self.hooks, self.repo, self.apps = service, hooks, repo, apps
         self.status = status or StatusAccess()
         """Who may read ``/status`` and ``/metrics``."""
         self.gateway = gateway
         self.limits = limits = limits or HTTPLimits()
         self.app = create_app(gateway)
+        self.app.state.slo = slo
         self.app.router.redirect_slashes = False  # its redirect would name the Host header
         self._routes(self.app)
         mount_console(self.app, members=members, repo=repo)
+        add_slo_page(self.app)
         self._socket = socket.create_server(address, backlog=1024)
-        front = BoundedBody(self.app, hooks.max_body, limits.read_timeout, self._refused)
+        measured = MeasuredAPI(self.app, slo.slis) if slo is not None else self.app
+        front = BoundedBody(measured, hooks.max_body, limits.read_timeout, self._refused)
         self.guard = ClientGuard(limits.per_client, limits.read_timeout, limits.proxies)
         self._server = uvicorn.Server(GuardedConfig(
             front, self.guard, lifespan="off", access_log=False, log_level="warning",

@@ -32,6 +32,12 @@ class TablePolicy:
     def may_get(self, caller: Caller, path: str) -> bool:
         return (caller.user, path) in self.paths
 
+    def may(self, caller: Caller, verb: str, path: str) -> bool:
+        """``get``: as :meth:`may_get`; another verb needs ``(user, "VERB path")``."""
+        if verb == "get":
+            return self.may_get(caller, path)
+        return (caller.user, f"{verb.upper()} {path}") in self.paths
+
 
 class Statuses:
     """The host's app statuses (and their resources' labels), fixed."""
