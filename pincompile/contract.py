@@ -15,7 +15,7 @@ does (:func:`read_clusters`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,13 +68,17 @@ class Placed:
     """What could not be placed or expanded, for people (sorted, each once)."""
 
 
-def place_without(result: Result, lost: Mapping[str, str]) -> Placed:
+def place_without(result: Result, lost: Mapping[str, str], *, expand: bool = True,
+                  only: Collection[tuple[str, str, str]] | None = None) -> Placed:
     """``result``'s specs placed and expanded as if the ``lost`` clusters (name → why) were
-    cordoned, at the same revision."""
+    cordoned, at the same revision. ``expand=False`` places only (no manifests);
+    ``only`` places just those workloads (keys), as the zone-loss simulation does."""
     from pincompile.expand import expand_all
     from pincompile.placement import plan as place
 
-    plan, problems = place(result.catalog, lost=lost)
+    plan, problems = place(result.catalog, lost=lost, only=only)
+    if not expand:
+        return Placed(plan, [], sorted({d.message for d in problems}))
     manifests, more = expand_all(result.catalog, plan, revision=result.revision)
     return Placed(plan, manifests, sorted({d.message for d in [*problems, *more]}))
 
