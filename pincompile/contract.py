@@ -10,7 +10,8 @@ are named in :mod:`pincompile.manifest`; the host stores every spec as a custom 
 (:mod:`pincompile.crds`). ``serve`` fetches and compiles revisions (:class:`Compiler`,
 :mod:`gitsource <pincompile.source.gitsource>`); the API filters apps by label selector
 (:func:`parse_selector`). The local fleet reads its ``kind: Cluster`` specs as the compiler
-does (:func:`read_clusters`).
+does (:func:`read_clusters`); the insight views read Kubernetes quantities as it does
+(:func:`parse_quantity`, :func:`format_quantity`).
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ from pincompile.manifest import (
     MANAGED_BY_VALUE,
     Manifest,
 )
-from pincompile.models import KINDS, WORKLOAD_KINDS, Cluster
-from pincompile.models.types import duration_seconds
+from pincompile.models import KINDS, TIERS, WORKLOAD_KINDS, Cluster
+from pincompile.models.types import duration_seconds, format_quantity, parse_quantity
 from pincompile.pipeline import Result
 from pincompile.selector import MAX_LENGTH as MAX_SELECTOR_LENGTH
 from pincompile.selector import Labels, SelectorError, parse_selector
@@ -51,9 +52,9 @@ __all__ = [
     "ANNOTATION_SOURCE", "KINDS", "LABEL_APP", "LABEL_KIND", "LABEL_PROJECT", "MANAGED_BY",
     "MANAGED_BY_VALUE", "MAX_SELECTOR_LENGTH", "WORKLOAD_KINDS", "AppRef", "AppRefError",
     "Catalog", "Cluster", "Compiler", "Diagnostic", "Entry", "GitError", "Labels", "Manifest",
-    "Placed", "Result", "SelectorError", "SpecRoot", "compile_path", "crds",
-    "duration_seconds", "gitsource", "parse_app_ref", "parse_selector", "place_without",
-    "pods_held", "read_clusters", "to_yaml",
+    "Placed", "Result", "SelectorError", "SpecRoot", "TIERS", "compile_path", "crds",
+    "duration_seconds", "format_quantity", "gitsource", "parse_app_ref", "parse_quantity",
+    "parse_selector", "place_without", "pods_held", "read_clusters", "to_yaml",
 ]
 
 

@@ -56,6 +56,7 @@ from reconciler.api.exec_protocol import (
     status_frame,
 )
 from reconciler.api.index import AppEntry, AppIndex, AppSource, list_json
+from reconciler.api.insight import mount_insight
 from reconciler.api.logs import (
     LogLimits,
     LogQuery,
@@ -74,6 +75,7 @@ from reconciler.api.models import (
     Problem,
 )
 from reconciler.clients.connect import Connection
+from reconciler.insight.live import InsightSource
 from reconciler.model import AppKey
 from reconciler.status.document import APP_KINDS
 from reconciler.store import Store
@@ -105,6 +107,8 @@ class Gateway:
     operations: Operations = field(default_factory=Operations)
     """Restarts running in this server."""
     exec_limits: ExecLimits = field(default_factory=ExecLimits)
+    insight: InsightSource | None = None
+    """Projects, clusters and the members' nodes and pods (None: those calls answer 503)."""
 
     def __post_init__(self) -> None:
         self.index = AppIndex(self.apps)
@@ -134,6 +138,7 @@ def create_app(gateway: Gateway | None) -> FastAPI:
 
     _routes(api)
     mount_actions(api, caller_of, _authorize)
+    mount_insight(api, caller_of)
     return api
 
 

@@ -1,0 +1,84 @@
+"""The insight documents of the API (their OpenAPI schema): projects and clusters."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+Quantities = dict[str, str]
+"""Resource → Kubernetes quantity (``cpu``, ``memory``, ``nvidia.com/gpu``, ``pods``)."""
+
+
+class Failover(BaseModel):
+    phase: str = Field(description="Reachable, Unreachable, Lost or Returning")
+    reason: str = ""
+    since: str | None = None
+
+
+class Amounts(BaseModel):
+    allocatable: Quantities | None = None
+    requested: Quantities | None = Field(None, description="what running pods on the "
+                                         "nodes request, as the scheduler counts it")
+    used: Quantities | None = Field(None, description="what they use (metrics API); null "
+                                    "when it cannot be read")
+    requestedByTier: dict[str, Quantities] = Field(
+        {}, description="reserved, ondemand, preemptible, other (pods of no tier)")
+    usedByTier: dict[str, Quantities | None] = {}
+
+
+class NodePool(Amounts):
+    name: str
+    nodes: int
+    ready: int
+    tiers: list[str] = Field(description="the tiers its nodes serve (pincompute.io/tier-*)")
+
+
+class NodeCount(BaseModel):
+    total: int
+    ready: int
+
+
+class ClusterInsight(Amounts):
+    """A member cluster: its spec's capacity, the reconciler's failover state, and what
+    this server reads of it now."""
+
+    name: str
+    region: str | None = None
+    zone: str | None = None
+    capacity: Quantities = Field(description="as its Cluster spec says")
+    failover: Failover
+    reachable: bool
+    problem: str = ""
+    readAt: str | None = None
+    nodes: NodeCount | None = None
+    pending: Quantities | None = Field(None, description="pods not on a node yet")
+    pools: list[NodePool] = []
+
+
+class ClusterList(BaseModel):
+    items: list[ClusterInsight]
+
+
+class ClusterQuota(BaseModel):
+    hard: Quantities | None = Field(None, description="the tier's ResourceQuota there")
+    requested: Quantities | None = None
+    used: Quantities | None = None
+
+
+class TierQuota(BaseModel):
+    limit: Quantities | None = Field(description="the Project's quota for the tier, across "
+                                     "the fleet; null: the tier allows nothing")
+    requested: Quantities | None = None
+    used: Quantities | None = None
+    clusters: dict[str, ClusterQuota] = {}
+
+
+class ProjectInsight(BaseModel):
+    name: str
+    namespace: str
+    owners: list[str] = []
+    tiers: dict[str, TierQuota]
+    unreadable: list[str] = Field([], description="member clusters that could not be read")
+
+
+class ProjectList(BaseModel):
+    items: list[ProjectInsight]
