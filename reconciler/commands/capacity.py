@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
 from pincompile.capacity import Report, compile_tree, simulate, survive_rule
 from pincompile.capacity.render import headroom_rows, loss_rows, problems, requested_note
 from pincompile.commands.common import (
+    EXIT_CLUSTER,
     EXIT_INVALID,
     EXIT_OK,
     cache_dir,
@@ -24,6 +26,7 @@ from pincompile.commands.common import (
 )
 from pincompile.commands.common import columns as aligned
 from pincompile.models import TIERS
+from reconciler.commands.remote import api_client, api_errors, api_options
 
 
 @click.command("capacity")
@@ -35,11 +38,17 @@ from pincompile.models import TIERS
 @click.option("--tier", "tiers", multiple=True, type=click.Choice(list(TIERS)),
               help="A tier that must survive (repeatable)  [default: pincompile.yaml's "
               "survive.tiers, else reserved].")
+@click.option("--live", is_flag=True,
+              help="Read the member clusters now instead of the specs: allocatable against "
+                   "requested (and used) per cluster, node pool and tier, through --server "
+                   "or straight from the clusters with the kubeconfig.")
 @output_option("table", "json")
 @jobs_option
 @cache_options
-def capacity(root: Path, lose: str | None, tiers: tuple[str, ...], fmt: str,
-             jobs: int | None, cache_dir_option: Path | None, no_cache: bool) -> None:
+@api_options
+def capacity(root: Path, lose: str | None, tiers: tuple[str, ...], live: bool, fmt: str,
+             jobs: int | None, cache_dir_option: Path | None, no_cache: bool,
+             **api: Any) -> None:
     """Can the fleet lose any one zone (or cluster)? Simulates losing each in turn with
     the reconciler's own failover rules: the workloads that ran there are placed again
     without it, as a reconcile pass places them once it finds the clusters lost (a PinPod
@@ -52,15 +61,25 @@ def capacity(root: Path, lose: str | None, tiers: tuple[str, ...], fmt: str,
     left, then every app that would not fit and every pool a loss overfills, by how much;
     then the headroom per cluster and tier without a loss.
 
+    With --live, the member clusters as they are now instead (ROOT is not read): per
+    cluster, node pool and tier, what the running pods request of what the nodes
+    allocate, and what they use (metrics API), with the failover state; through the
+    PinCompute API (needs list on clusters.pincompute.io) or with the kubeconfig.
+
     \b
-    Exit codes: 0 every required tier survives every loss, 1 one does not (or the specs
-    are invalid), 2 usage.
+    Exit codes: 0 every required tier survives every loss (--live: read), 1 one does not
+    (or the specs are invalid), 2 usage, 3 (--live) the server or a cluster cannot be read.
     \b
     Examples:
       pincompile capacity examples
       pincompile capacity examples --lose cluster --tier reserved --tier ondemand
       pincompile capacity -o json . | jq '.losses[] | select(.fits.reserved | not)'
+      pincompile capacity --live                     # the running local fleet
+      pincompile capacity --live --server http://pincompute.internal:8080
     """
+    if live:
+        print_live(fmt, api)
+        return
     from pincompile.forked import cpus
 
     jobs = jobs or cpus()
@@ -78,6 +97,24 @@ def capacity(root: Path, lose: str | None, tiers: tuple[str, ...], fmt: str,
     else:
         print_report(done, fmt)
     sys.exit(EXIT_OK if done.survives else EXIT_INVALID)
+
+
+def print_live(fmt: str, api: dict[str, Any]) -> None:
+    """``--live``: the API's ``/clusters`` as a table, or as JSON."""
+    from reconciler.api.insight_models import ClusterList
+    from reconciler.commands.capacity_live import live_rows
+
+    with api_client(**api) as (client, _), api_errors("clusters"):
+        found = client.document("/clusters", ClusterList)
+    if fmt == "json":
+        click.echo(found.model_dump_json(indent=2, exclude_none=True))
+    else:
+        rows = live_rows(found.items)
+        click.echo("\n".join(aligned(rows, width=table_width(fmt), truncate=[rows[0][-1]])))
+    unreachable = [c.name for c in found.items if not c.reachable]
+    if unreachable:
+        click.echo(f"error: not read: {', '.join(unreachable)}", err=True)
+        sys.exit(EXIT_CLUSTER)
 
 
 def print_report(done: Report, fmt: str) -> None:
