@@ -19,6 +19,7 @@ COMMANDS = {
     "codeowners": ("pincompile.commands.codeowners", "codeowners"),
     "crds": ("pincompile.commands.crds", "crds"),
     "capacity": ("reconciler.commands.capacity", "capacity"),
+    "cost": ("reconciler.commands.cost", "cost"),
     "plan": ("reconciler.commands.plan", "plan"),
     "apply": ("reconciler.commands.apply", "apply"),
     "status": ("reconciler.commands.status", "status"),

@@ -10,6 +10,7 @@ from pydantic import Field, model_validator
 
 from pincompile.models.base import TIERS, Arch, Metadata, Placement, Resource, Strict, Tier
 from pincompile.models.pod import ContainerFields, EnvVar, Limits, Resources, Volume
+from pincompile.models.pricing import Prices
 from pincompile.models.types import (
     Image,
     KubernetesVersion,
@@ -66,6 +67,9 @@ class ClusterSpec(Strict):
     """false = cordoned: nothing new is placed here."""
     addons: list[str] = Field(default_factory=list)
     """Optional operators present, e.g. kubeflow-training, keda, pod-eni."""
+    prices: Prices | None = None
+    """What an hour of a core, a GiB of memory and a GPU costs per tier (``pincompile
+    cost``); none: the cluster's usage is not priced."""
 
 
 class Cluster(Resource):

@@ -43,6 +43,7 @@ from reconciler.api.access import (
     authenticate,
 )
 from reconciler.api.actions import Operations, mount_actions
+from reconciler.api.cost_routes import mount_cost
 from reconciler.api.exec import Ending, Upstream, UpstreamRefused, run_session
 from reconciler.api.exec_protocol import (
     SUBPROTOCOL,
@@ -139,6 +140,7 @@ def create_app(gateway: Gateway | None) -> FastAPI:
     _routes(api)
     mount_actions(api, caller_of, _authorize)
     mount_insight(api, caller_of)
+    mount_cost(api, caller_of)
     return api
 
 

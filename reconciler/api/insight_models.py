@@ -82,3 +82,60 @@ class ProjectInsight(BaseModel):
 
 class ProjectList(BaseModel):
     items: list[ProjectInsight]
+
+
+class Hours(BaseModel):
+    cpuCoreHours: float
+    memoryGiBHours: float
+    gpuHours: float | None = None
+
+
+class Efficiency(BaseModel):
+    cpu: float | None = Field(description="used ÷ requested while usage was measured")
+    memory: float | None
+
+
+class AppCost(BaseModel):
+    app: str = Field(description="KIND/PROJECT/NAME")
+    tier: str
+    cost: float = Field(description="max(request, usage) x price per hour, pod by pod")
+    costByResource: dict[str, float]
+    requested: Hours
+    used: Hours
+    efficiency: Efficiency
+    unpricedHours: float = Field(description="hours in clusters or tiers without prices")
+
+
+class ProjectCostEntry(BaseModel):
+    project: str
+    cost: float
+    byTier: dict[str, float]
+    requested: Hours | None = None
+    used: Hours | None = None
+    efficiency: Efficiency | None = None
+    unpricedHours: float = 0.0
+    apps: list[AppCost]
+
+
+class IdleCost(BaseModel):
+    cluster: str
+    capacityCost: float = Field(description="what its allocatable capacity costs")
+    idleCost: float = Field(description="allocatable no pod is charged for, at its "
+                            "ondemand prices; never attributed to projects")
+    idleShare: float | None
+    unpricedHours: float = 0.0
+
+
+class CostReport(BaseModel):
+    since: str
+    until: str
+    currency: str
+    projects: list[ProjectCostEntry]
+    idle: list[IdleCost]
+
+
+class ProjectCost(ProjectCostEntry):
+    since: str
+    until: str
+    currency: str
+    idle: list[IdleCost]

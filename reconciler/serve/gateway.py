@@ -17,6 +17,7 @@ from reconciler.clients.connect import ClusterUnreachable, Connection, Kubeconfi
 from reconciler.console.members import MemberClusters
 from reconciler.fleet.build import cache_root
 from reconciler.insight.live import WatchedInsight
+from reconciler.insight.sampler import UsageSampler
 from reconciler.serve.mirror import Mirror
 from reconciler.status.live import member_contexts
 from reconciler.store import Store
@@ -41,8 +42,11 @@ class ServedAPI:
     resumer: RestartResumer
     """Takes over restarts whose server stopped."""
     insight: WatchedInsight
+    sampler: UsageSampler
+    """Samples the apps' requests and usage for cost and forecasts."""
 
     def close(self) -> None:
+        self.sampler.close()
         self.insight.close()
         self.resumer.close()
         self.collector.close()
@@ -100,5 +104,7 @@ def open_api(kubeconfig: str | None, context: str, mirror: Mirror, *, store_url:
                       insight=insight)
     resumer = RestartResumer(gateway, apps)
     resumer.start()
+    sampler = UsageSampler(insight, store)
+    sampler.start()
     return ServedAPI(gateway, collector, apps, pods, MemberClusters(host, kubeconfig), resumer,
-                     insight)
+                     insight, sampler)

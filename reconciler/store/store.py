@@ -23,7 +23,13 @@ from reconciler.store.records import (
     RevisionRecord,
     ScaleSample,
 )
-from reconciler.store.tables import AppEvent, AppRevision, ScaleSampleRow
+from reconciler.store.tables import (
+    AppEvent,
+    AppRevision,
+    ClusterSampleRow,
+    ScaleSampleRow,
+    UsageSampleRow,
+)
 
 READ_LIMIT = 1000
 """The most rows one read returns (a timeline is paged by ``since``)."""
@@ -195,15 +201,17 @@ class Store:
                     for r in session.scalars(query)]
 
     def prune(self, now: datetime | None = None) -> int:
-        """Drop events last seen, revisions applied and samples taken before the
-        retention. Returns rows."""
+        """Drop events last seen, revisions applied and samples (replicas, usage) taken
+        before the retention. Returns rows."""
         cutoff = (now or datetime.now(UTC)) - self.retention
         with Session(self.engine) as session, session.begin():
             dropped = [session.execute(delete(AppEvent).where(AppEvent.last_seen < cutoff)),
                        session.execute(delete(AppRevision).where(AppRevision.applied_at
                                                                  < cutoff)),
                        session.execute(delete(ScaleSampleRow).where(ScaleSampleRow.at
-                                                                    < cutoff))]
+                                                                    < cutoff)),
+                       *(session.execute(delete(table).where(table.t < cutoff.timestamp()))
+                         for table in (UsageSampleRow, ClusterSampleRow))]
         return sum(int(getattr(r, "rowcount", 0) or 0) for r in dropped)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import DateTime, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import DateTime, Float, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -79,3 +79,70 @@ class ScaleSampleRow(Base):
     desired: Mapped[int] = mapped_column(Integer)
     ready: Mapped[int] = mapped_column(Integer)
     floor: Mapped[int] = mapped_column(Integer)
+
+
+class UsageSampleRow(Base):
+    """What one app's pods in one member cluster requested, used and are charged (the
+    larger of request and use, pod by pod) at one sample time (``t``, epoch seconds,
+    aligned to the sampling interval so replicas write it once), standing for ``seconds``;
+    and the tier's hourly prices there then (null: unpriced)."""
+
+    __tablename__ = "usage_samples"
+    __table_args__ = (
+        UniqueConstraint("cluster", "kind", "project", "name", "t",
+                         name="uq_usage_samples_app_t"),
+        Index("ix_usage_samples_project_t", "project", "t"),
+        Index("ix_usage_samples_t", "t"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    t: Mapped[float] = mapped_column(Float)
+    seconds: Mapped[float] = mapped_column(Float)
+    cluster: Mapped[str] = mapped_column(String(253))
+    kind: Mapped[str] = mapped_column(String(63))
+    project: Mapped[str] = mapped_column(String(63))
+    name: Mapped[str] = mapped_column(String(253))
+    tier: Mapped[str] = mapped_column(String(16))
+    pods: Mapped[int] = mapped_column(Integer)
+    cpu_request: Mapped[float] = mapped_column(Float)
+    memory_request: Mapped[float] = mapped_column(Float)
+    gpu_request: Mapped[float] = mapped_column(Float)
+    cpu_charged: Mapped[float] = mapped_column(Float)
+    memory_charged: Mapped[float] = mapped_column(Float)
+    cpu_usage: Mapped[float | None] = mapped_column(Float, nullable=True)
+    memory_usage: Mapped[float | None] = mapped_column(Float, nullable=True)
+    price_cpu: Mapped[float | None] = mapped_column(Float, nullable=True)
+    price_memory: Mapped[float | None] = mapped_column(Float, nullable=True)
+    price_gpu: Mapped[float | None] = mapped_column(Float, nullable=True)
+    currency: Mapped[str] = mapped_column(String(3), default="")
+
+
+class ClusterSampleRow(Base):
+    """One member cluster at one sample time: what its nodes allocate, what all its pods
+    request and are charged (the larger of request and use, pod by pod), what they use,
+    and the hourly price its idle capacity is counted at (the ondemand tier's)."""
+
+    __tablename__ = "cluster_samples"
+    __table_args__ = (
+        UniqueConstraint("cluster", "t", name="uq_cluster_samples_cluster_t"),
+        Index("ix_cluster_samples_t", "t"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    t: Mapped[float] = mapped_column(Float)
+    seconds: Mapped[float] = mapped_column(Float)
+    cluster: Mapped[str] = mapped_column(String(253))
+    cpu_allocatable: Mapped[float] = mapped_column(Float)
+    memory_allocatable: Mapped[float] = mapped_column(Float)
+    gpu_allocatable: Mapped[float] = mapped_column(Float)
+    cpu_request: Mapped[float] = mapped_column(Float)
+    memory_request: Mapped[float] = mapped_column(Float)
+    gpu_request: Mapped[float] = mapped_column(Float)
+    cpu_charged: Mapped[float] = mapped_column(Float)
+    memory_charged: Mapped[float] = mapped_column(Float)
+    cpu_usage: Mapped[float | None] = mapped_column(Float, nullable=True)
+    memory_usage: Mapped[float | None] = mapped_column(Float, nullable=True)
+    price_cpu: Mapped[float | None] = mapped_column(Float, nullable=True)
+    price_memory: Mapped[float | None] = mapped_column(Float, nullable=True)
+    price_gpu: Mapped[float | None] = mapped_column(Float, nullable=True)
+    currency: Mapped[str] = mapped_column(String(3), default="")
