@@ -56,6 +56,7 @@ from reconciler.api.exec_protocol import (
     pick_target,
     status_frame,
 )
+from reconciler.api.forecast_routes import mount_forecast
 from reconciler.api.index import AppEntry, AppIndex, AppSource, list_json
 from reconciler.api.insight import mount_insight
 from reconciler.api.logs import (
@@ -141,6 +142,7 @@ def create_app(gateway: Gateway | None) -> FastAPI:
     mount_actions(api, caller_of, _authorize)
     mount_insight(api, caller_of)
     mount_cost(api, caller_of)
+    mount_forecast(api, caller_of)
     return api
 
 

@@ -139,3 +139,53 @@ class ProjectCost(ProjectCostEntry):
     until: str
     currency: str
     idle: list[IdleCost]
+
+
+class FitExplained(BaseModel):
+    points: int
+    trendPerDay: float
+    seasonality: str = Field(description="weekly, daily or none")
+    seasonalAmplitude: float
+    residualStd: float
+    r2: float | None
+
+
+class DailyValue(BaseModel):
+    at: str
+    value: float
+
+
+class SeriesForecast(BaseModel):
+    resource: str
+    unit: str = Field(description="cores or GiB")
+    limit: float | None = Field(description="the quota (projects) or allocatable (clusters)")
+    last: float = Field(description="the fitted value at the last point")
+    model: FitExplained
+    runsOut: str | None = Field(description="the first hour the forecast exceeds the limit")
+    overAlready: bool
+    daily: list[DailyValue]
+
+
+class ProjectSeries(SeriesForecast):
+    tier: str
+    measure: str = Field(description="requested or used")
+
+
+class ProjectForecast(BaseModel):
+    project: str
+    series: list[ProjectSeries]
+
+
+class ClusterForecast(SeriesForecast):
+    cluster: str
+
+
+class ForecastReport(BaseModel):
+    since: str
+    until: str
+    bucketSeconds: float
+    horizonDays: float
+    model: str
+    projects: list[ProjectForecast]
+    clusters: list[ClusterForecast] | None = Field(
+        description="null: the caller may not list clusters")

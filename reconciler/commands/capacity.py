@@ -26,7 +26,13 @@ from pincompile.commands.common import (
 )
 from pincompile.commands.common import columns as aligned
 from pincompile.models import TIERS
-from reconciler.commands.remote import api_client, api_errors, api_options
+from reconciler.commands.remote import (
+    api_client,
+    api_errors,
+    api_options,
+    needs_store,
+    store_option,
+)
 
 
 @click.command("capacity")
@@ -38,6 +44,15 @@ from reconciler.commands.remote import api_client, api_errors, api_options
 @click.option("--tier", "tiers", multiple=True, type=click.Choice(list(TIERS)),
               help="A tier that must survive (repeatable)  [default: pincompile.yaml's "
               "survive.tiers, else reserved].")
+@click.option("--forecast", is_flag=True,
+              help="Forecast from the samples `serve` keeps: per project and tier what its "
+                   "pods request and use at their trend, and when quota (or a cluster's "
+                   "allocatable) runs out; through --server, or from --store.")
+@click.option("-p", "--project", default=None, help="--forecast: only this project.")
+@click.option("--since", default="30d", show_default=True,
+              help="--forecast: how far back the fit looks (a duration or an RFC 3339 time).")
+@click.option("--horizon", default="90d", show_default=True,
+              help="--forecast: how far ahead.")
 @click.option("--live", is_flag=True,
               help="Read the member clusters now instead of the specs: allocatable against "
                    "requested (and used) per cluster, node pool and tier, through --server "
@@ -46,7 +61,9 @@ from reconciler.commands.remote import api_client, api_errors, api_options
 @jobs_option
 @cache_options
 @api_options
-def capacity(root: Path, lose: str | None, tiers: tuple[str, ...], live: bool, fmt: str,
+@store_option
+def capacity(root: Path, lose: str | None, tiers: tuple[str, ...], forecast: bool,
+             project: str | None, since: str, horizon: str, live: bool, fmt: str,
              jobs: int | None, cache_dir_option: Path | None, no_cache: bool,
              **api: Any) -> None:
     """Can the fleet lose any one zone (or cluster)? Simulates losing each in turn with
@@ -60,6 +77,11 @@ def capacity(root: Path, lose: str | None, tiers: tuple[str, ...], live: bool, f
     whether each tier fits (tiers that must survive are marked *), the tightest pool
     left, then every app that would not fit and every pool a loss overfills, by how much;
     then the headroom per cluster and tier without a loss.
+
+    With --forecast, the samples `serve` stores instead: per project, tier and resource a
+    straight-line trend plus a repeating week (or day), fitted by least squares and
+    explained (trend a day, seasonality, residual), and when what the project requests
+    crosses its quota; per cluster, when its pods' requests cross its allocatable.
 
     With --live, the member clusters as they are now instead (ROOT is not read): per
     cluster, node pool and tier, what the running pods request of what the nodes
@@ -76,9 +98,13 @@ def capacity(root: Path, lose: str | None, tiers: tuple[str, ...], live: bool, f
       pincompile capacity -o json . | jq '.losses[] | select(.fits.reserved | not)'
       pincompile capacity --live                     # the running local fleet
       pincompile capacity --live --server http://pincompute.internal:8080
+      pincompile capacity --forecast -p search --server http://pincompute.internal:8080
     """
+    if forecast:
+        print_forecast(fmt, api, project, since, horizon)
+        return
     if live:
-        print_live(fmt, api)
+        print_live(fmt, {k: v for k, v in api.items() if k != "store"})
         return
     from pincompile.forked import cpus
 
@@ -115,6 +141,31 @@ def print_live(fmt: str, api: dict[str, Any]) -> None:
     if unreachable:
         click.echo(f"error: not read: {', '.join(unreachable)}", err=True)
         sys.exit(EXIT_CLUSTER)
+
+
+def print_forecast(fmt: str, api: dict[str, Any], project: str | None, since: str,
+                   horizon: str) -> None:
+    """``--forecast``: the API's forecast of one project or every one the caller sees."""
+    from reconciler.api.insight_models import ForecastReport
+    from reconciler.commands.capacity_forecast import cluster_rows, forecast_rows, heading
+
+    needs_store(api, "the samples a forecast is made from")
+    path = f"/projects/{project}/forecast" if project else "/forecast"
+    with api_client(**api) as (client, _), api_errors(project or "forecast"):
+        report = client.document(path, ForecastReport, since=since, horizon=horizon)
+    if fmt == "json":
+        click.echo(report.model_dump_json(indent=2))
+        return
+    width = table_width(fmt)
+    click.echo(heading(report))
+    if not report.projects:
+        click.echo("no samples of your projects in that window", err=True)
+    else:
+        click.echo("\n".join(aligned(forecast_rows(report), width=width,
+                                     truncate=["RUNS OUT"])))
+    if report.clusters:
+        click.echo("")
+        click.echo("\n".join(aligned(cluster_rows(report), width=width)))
 
 
 def print_report(done: Report, fmt: str) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Float, Integer, and_, case, cast, func, select
+from sqlalchemy import Float, Integer, and_, case, cast, func, literal, select
 from sqlalchemy.orm import Session
 
 from reconciler.model import AppKey
@@ -200,31 +200,56 @@ def cluster_costs(store: Store, since: float, until: float) -> list[ClusterCost]
                 for cluster, currency, total, idle, unpriced in session.execute(query)]
 
 
+def _bucket_start(store: Store, t: Any, bucket: float) -> Any:
+    whole = (cast(func.floor(t / bucket), Float) if store.engine.dialect.name == "postgresql"
+             else cast(t / bucket, Integer))  # SQLite: a positive value cast is its floor
+    return whole * bucket
+
+
+Point = tuple[float, str, str, float, float, float | None, float | None]
+"""(bucket start, project or cluster, tier or "", cpu, memory, cpu used, memory used)."""
+
+
 def series(store: Store, since: float, until: float, bucket: float, project: str | None = None
-           ) -> list[tuple[float, str, str, float, float, float | None, float | None]]:
-    """(bucket start, project, tier, cpu requested, memory requested, cpu used, memory
-    used) per ``bucket`` seconds: the time-weighted mean of the samples in it, summed over
-    the project's apps and clusters (used: None when none was measured)."""
+           ) -> list[Point]:
+    """Per ``bucket`` seconds, project and tier: the cores and bytes requested and used,
+    the time-weighted mean of the samples in it, summed over the apps and clusters (used:
+    None when none was measured). Only buckets that end by ``until``."""
     u = UsageSampleRow
-    whole = (cast(func.floor(u.t / bucket), Float) if store.engine.dialect.name == "postgresql"
-             else cast(u.t / bucket, Integer))  # SQLite: a positive value cast is its floor
-    start = whole * bucket
-    weight = u.seconds
+    start = _bucket_start(store, u.t, bucket)
     measured = u.cpu_usage.is_not(None)
-    query = (select(start, u.project, u.tier, func.sum(weight * u.cpu_request),
-                    func.sum(weight * u.memory_request),
-                    func.sum(case((measured, weight * u.cpu_usage), else_=None)),
-                    func.sum(case((measured, weight * u.memory_usage), else_=None)))
+    query = (select(start, u.project, u.tier, func.sum(u.seconds * u.cpu_request),
+                    func.sum(u.seconds * u.memory_request),
+                    func.sum(case((measured, u.seconds * u.cpu_usage), else_=None)),
+                    func.sum(case((measured, u.seconds * u.memory_usage), else_=None)))
              .where(and_(u.t >= since, u.t < until))
              .group_by(start, u.project, u.tier).order_by(start))
     if project is not None:
         query = query.where(u.project == project)
+    return _points(store, query, bucket, until)
+
+
+def cluster_series(store: Store, since: float, until: float, bucket: float) -> list[Point]:
+    """Per ``bucket`` seconds and cluster: the cores and bytes its pods request, and its
+    nodes' allocatable (in place of used), time-weighted means."""
+    c = ClusterSampleRow
+    start = _bucket_start(store, c.t, bucket)
+    query = (select(start, c.cluster, literal(""), func.sum(c.seconds * c.cpu_request),
+                    func.sum(c.seconds * c.memory_request),
+                    func.sum(c.seconds * c.cpu_allocatable),
+                    func.sum(c.seconds * c.memory_allocatable))
+             .where(and_(c.t >= since, c.t < until))
+             .group_by(start, c.cluster).order_by(start))
+    return _points(store, query, bucket, until)
+
+
+def _points(store: Store, query: Any, bucket: float, until: float) -> list[Point]:
     with Session(store.engine) as session:
         rows = session.execute(query).all()
-    return [(float(t), p, tier, float(cpu) / bucket, float(mem) / bucket,
+    return [(float(t), who, tier, float(cpu) / bucket, float(mem) / bucket,
              None if used_cpu is None else float(used_cpu) / bucket,
              None if used_mem is None else float(used_mem) / bucket)
-            for t, p, tier, cpu, mem, used_cpu, used_mem in rows]
+            for t, who, tier, cpu, mem, used_cpu, used_mem in rows if float(t) + bucket <= until]
 
 
 def projects_in(store: Store, since: float, until: float) -> list[str]:
@@ -248,4 +273,5 @@ def clusters_in(store: Store, since: float, until: float, projects: Iterable[str
 
 
 __all__ = ["AppCost", "ClusterCost", "ClusterSample", "UsageSample", "add_usage",
-           "app_costs", "cluster_costs", "clusters_in", "projects_in", "series"]
+           "app_costs", "cluster_costs", "cluster_series", "clusters_in", "projects_in",
+           "series"]
