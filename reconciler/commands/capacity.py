@@ -44,6 +44,9 @@ from reconciler.commands.remote import (
 @click.option("--tier", "tiers", multiple=True, type=click.Choice(list(TIERS)),
               help="A tier that must survive (repeatable)  [default: pincompile.yaml's "
               "survive.tiers, else reserved].")
+@click.option("--exit-code", is_flag=True,
+              help="Exit 1 when a tier that must survive does not (validate and diff do "
+                   "so when pincompile.yaml has survive).")
 @click.option("--forecast", is_flag=True,
               help="Forecast from the samples `serve` keeps: per project and tier what its "
                    "pods request and use at their trend, and when quota (or a cluster's "
@@ -53,6 +56,8 @@ from reconciler.commands.remote import (
               help="--forecast: how far back the fit looks (a duration or an RFC 3339 time).")
 @click.option("--horizon", default="90d", show_default=True,
               help="--forecast: how far ahead.")
+@click.option("--bucket", default="1h", show_default=True,
+              help="--forecast: the series' step (the mean of the samples in each).")
 @click.option("--live", is_flag=True,
               help="Read the member clusters now instead of the specs: allocatable against "
                    "requested (and used) per cluster, node pool and tier, through --server "
@@ -62,8 +67,9 @@ from reconciler.commands.remote import (
 @cache_options
 @api_options
 @store_option
-def capacity(root: Path, lose: str | None, tiers: tuple[str, ...], forecast: bool,
-             project: str | None, since: str, horizon: str, live: bool, fmt: str,
+def capacity(root: Path, lose: str | None, tiers: tuple[str, ...], exit_code: bool,
+             forecast: bool,
+             project: str | None, since: str, horizon: str, bucket: str, live: bool, fmt: str,
              jobs: int | None, cache_dir_option: Path | None, no_cache: bool,
              **api: Any) -> None:
     """Can the fleet lose any one zone (or cluster)? Simulates losing each in turn with
@@ -89,8 +95,9 @@ def capacity(root: Path, lose: str | None, tiers: tuple[str, ...], forecast: boo
     PinCompute API (needs list on clusters.pincompute.io) or with the kubeconfig.
 
     \b
-    Exit codes: 0 every required tier survives every loss (--live: read), 1 one does not
-    (or the specs are invalid), 2 usage, 3 (--live) the server or a cluster cannot be read.
+    Exit codes: 0 reported, 1 the specs are invalid (or, with --exit-code, a tier that must
+    survive does not), 2 usage, 3 (--live, --forecast) the server or a cluster cannot be
+    read.
     \b
     Examples:
       pincompile capacity examples
@@ -101,7 +108,8 @@ def capacity(root: Path, lose: str | None, tiers: tuple[str, ...], forecast: boo
       pincompile capacity --forecast -p search --server http://pincompute.internal:8080
     """
     if forecast:
-        print_forecast(fmt, api, project, since, horizon)
+        print_forecast(fmt, api, project, {"since": since, "horizon": horizon,
+                                           "bucket": bucket})
         return
     if live:
         print_live(fmt, {k: v for k, v in api.items() if k != "store"})
@@ -122,7 +130,7 @@ def capacity(root: Path, lose: str | None, tiers: tuple[str, ...], forecast: boo
         click.echo(json.dumps(done.to_json(), indent=2))
     else:
         print_report(done, fmt)
-    sys.exit(EXIT_OK if done.survives else EXIT_INVALID)
+    sys.exit(EXIT_INVALID if exit_code and not done.survives else EXIT_OK)
 
 
 def print_live(fmt: str, api: dict[str, Any]) -> None:
@@ -143,8 +151,8 @@ def print_live(fmt: str, api: dict[str, Any]) -> None:
         sys.exit(EXIT_CLUSTER)
 
 
-def print_forecast(fmt: str, api: dict[str, Any], project: str | None, since: str,
-                   horizon: str) -> None:
+def print_forecast(fmt: str, api: dict[str, Any], project: str | None,
+                   params: dict[str, str]) -> None:
     """``--forecast``: the API's forecast of one project or every one the caller sees."""
     from reconciler.api.insight_models import ForecastReport
     from reconciler.commands.capacity_forecast import cluster_rows, forecast_rows, heading
@@ -152,7 +160,7 @@ def print_forecast(fmt: str, api: dict[str, Any], project: str | None, since: st
     needs_store(api, "the samples a forecast is made from")
     path = f"/projects/{project}/forecast" if project else "/forecast"
     with api_client(**api) as (client, _), api_errors(project or "forecast"):
-        report = client.document(path, ForecastReport, since=since, horizon=horizon)
+        report = client.document(path, ForecastReport, **params)
     if fmt == "json":
         click.echo(report.model_dump_json(indent=2))
         return

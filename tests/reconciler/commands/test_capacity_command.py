@@ -36,8 +36,10 @@ def test_the_table_names_each_loss_and_what_would_not_fit() -> None:
     assert lines[-1] == "The fleet survives the loss of any one zone for reserved."
 
 
-def test_a_required_tier_that_does_not_survive_exits_1() -> None:
-    result = capacity(str(FLEET), "--no-cache", "--tier", "reserved", "--tier", "ondemand")
+def test_a_required_tier_that_does_not_survive_exits_1_with_exit_code() -> None:
+    args = (str(FLEET), "--no-cache", "--tier", "reserved", "--tier", "ondemand")
+    assert capacity(*args).exit_code == 0  # a report
+    result = capacity(*args, "--exit-code")
     assert result.exit_code == 1
     assert result.stdout.splitlines()[-1] == (
         "The fleet does NOT survive the loss of any one zone for reserved, ondemand.")
