@@ -62,7 +62,7 @@ from reconciler.commands.remote import (
               help="Read the member clusters now instead of the specs: allocatable against "
                    "requested (and used) per cluster, node pool and tier, through --server "
                    "or straight from the clusters with the kubeconfig.")
-@output_option("table", "json")
+@output_option("table", "wide", "json")
 @jobs_option
 @cache_options
 @api_options

@@ -76,8 +76,8 @@ def csv_text(report: CostReport) -> str:
               help="From when: a duration before --until (30d, 12h) or an RFC 3339 time.")
 @click.option("--until", default=None,
               help="Up to when: an RFC 3339 time, or a duration before now (default: now).")
-@output_option("table", "json", "csv", note="csv: one row per app and per cluster's idle "
-               "capacity, for a spreadsheet.")
+@output_option("table", "wide", "json", "csv",
+               note="csv: one row per app and per cluster's idle capacity.")
 @api_options
 @store_option
 def cost(project: str | None, since: str, until: str | None, fmt: str, **api: Any) -> None:
