@@ -23,7 +23,6 @@ from pincompile.placement.context import cluster_capacity
 from pincompile.placement.pools import COUNTED, pool_uses
 from pincompile.placement.sums import Placed, Sums
 
-LOSSES = ("zone", "cluster")
 #: Reasons shown for a workload no surviving cluster accepts.
 SHOWN_REASONS = 3
 

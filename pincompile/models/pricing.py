@@ -4,30 +4,25 @@ app the larger of what it requests and what it uses at these prices."""
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Annotated, Any
 
 from pydantic import Field, ValidationInfo, field_validator
 
 from pincompile.models.base import Strict
 
-Price = Annotated[Decimal, Field(ge=0, le=1_000_000, allow_inf_nan=False)]
-"""An hourly price, in the table's currency."""
+Price = Annotated[float, Field(ge=0, le=1_000_000, allow_inf_nan=False)]
+"""An hourly price, in the table's currency (a JSON number, as the host's CRD stores it)."""
 
 
 class TierPrices(Strict):
     """Hourly prices of one tier."""
 
-    cpu: Price = Decimal(0)
+    cpu: Price = 0.0
     """Per core-hour."""
-    memory: Price = Decimal(0)
+    memory: Price = 0.0
     """Per GiB-hour."""
-    gpu: Price = Field(Decimal(0), alias="nvidia.com/gpu")
+    gpu: Price = Field(0.0, alias="nvidia.com/gpu")
     """Per GPU-hour."""
-
-    def per_hour(self) -> dict[str, Decimal]:
-        """Resource → price of one unit-hour (memory per byte-hour: requests are bytes)."""
-        return {"cpu": self.cpu, "memory": self.memory / 2**30, "nvidia.com/gpu": self.gpu}
 
 
 class Prices(Strict):
