@@ -50,9 +50,9 @@ from pincompile.source.gitsource import GitError, SpecRoot
 __all__ = [
     "ANNOTATION_FAILOVER", "ANNOTATION_REVISION", "ANNOTATION_SCALE_SCHEDULES",
     "ANNOTATION_SOURCE", "KINDS", "LABEL_APP", "LABEL_KIND", "LABEL_PROJECT", "MANAGED_BY",
-    "MANAGED_BY_VALUE", "MAX_SELECTOR_LENGTH", "WORKLOAD_KINDS", "AppRef", "AppRefError",
-    "Catalog", "Cluster", "Compiler", "Diagnostic", "Entry", "GitError", "Labels", "Manifest",
-    "Placed", "Result", "SelectorError", "SpecRoot", "TIERS", "compile_path", "crds",
+    "MANAGED_BY_VALUE", "MAX_SELECTOR_LENGTH", "TIERS", "WORKLOAD_KINDS", "AppRef",
+    "AppRefError", "Catalog", "Cluster", "Compiler", "Diagnostic", "Entry", "GitError",
+    "Labels", "Manifest", "Placed", "Result", "SelectorError", "SpecRoot", "compile_path", "crds",
     "duration_seconds", "format_quantity", "gitsource", "parse_app_ref", "parse_quantity",
     "parse_selector", "place_without", "pods_held", "read_clusters", "to_yaml",
 ]
