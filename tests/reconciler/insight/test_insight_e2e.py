@@ -128,6 +128,8 @@ def test_two_projects_are_charged_their_requests_at_their_tiers_prices(
                       headers={"Authorization": "Bearer ops"}).json()
         prices = PRICES[tier]
         expected = pods * (cpu * prices["cpu"] + memory * prices["memory"]) * hours
+        print(f"{namespace}: attributed {got['cost']:.6f}, expected {expected:.6f} "
+              f"({(got['cost'] - expected) / expected:+.3%}); efficiency {got['efficiency']}")
         assert got["cost"] == pytest.approx(expected, rel=0.01), got
         assert list(got["byTier"]) == [tier]
         # what the real metrics-server measured: the fleet's pods use 30% of their cpu
