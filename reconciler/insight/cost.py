@@ -17,7 +17,9 @@ MAX_WINDOW = 400 * 86400.0
 
 
 def _money(value: float) -> float:
-    return round(value, 6)
+    """Ten significant digits: cents of millions, and the fractions of a cent a short
+    window costs."""
+    return float(f"{value:.10g}")
 
 
 def _ratio(used: float, requested: float) -> float | None:
