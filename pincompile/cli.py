@@ -18,6 +18,8 @@ COMMANDS = {
     "diff": ("pincompile.commands.diff", "diff"),
     "codeowners": ("pincompile.commands.codeowners", "codeowners"),
     "crds": ("pincompile.commands.crds", "crds"),
+    "capacity": ("reconciler.commands.capacity", "capacity"),
+    "cost": ("reconciler.commands.cost", "cost"),
     "plan": ("reconciler.commands.plan", "plan"),
     "apply": ("reconciler.commands.apply", "apply"),
     "status": ("reconciler.commands.status", "status"),

@@ -10,16 +10,17 @@ are named in :mod:`pincompile.manifest`; the host stores every spec as a custom 
 (:mod:`pincompile.crds`). ``serve`` fetches and compiles revisions (:class:`Compiler`,
 :mod:`gitsource <pincompile.source.gitsource>`); the API filters apps by label selector
 (:func:`parse_selector`). The local fleet reads its ``kind: Cluster`` specs as the compiler
-does (:func:`read_clusters`). ``serve``'s canary compiles its probe against a revision
-(:func:`compile_probe`) under the platform's settings (:func:`verification`: the canary's
-policy and the SLOs). What the reconciler can make again (the local fleet, ``serve``'s
-default insight store) goes in the compiler's cache folder (:func:`cache_root`,
-:func:`local_fleet_dir`).
+does (:func:`read_clusters`); the insight views read Kubernetes quantities as it does
+(:func:`parse_quantity`, :func:`format_quantity`). ``serve``'s canary compiles its probe
+against a revision (:func:`compile_probe`) under the platform's settings
+(:func:`verification`: the canary's policy and the SLOs). What the reconciler can make
+again (the local fleet, ``serve``'s default insight store) goes in the compiler's cache
+folder (:func:`cache_root`, :func:`local_fleet_dir`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,9 +45,9 @@ from pincompile.manifest import (
     MANAGED_BY_VALUE,
     Manifest,
 )
-from pincompile.models import KINDS, WORKLOAD_KINDS, Cluster
+from pincompile.models import KINDS, TIERS, WORKLOAD_KINDS, Cluster
 from pincompile.models.nodes import NodeSignal, RemediationPolicy, RotationPolicy
-from pincompile.models.types import duration_seconds
+from pincompile.models.types import duration_seconds, format_quantity, parse_quantity
 from pincompile.pipeline import Result
 from pincompile.probe import PROBE_CONTAINER, READY_LINE, CompiledProbe, compile_probe
 from pincompile.repoconfig import verification
@@ -83,6 +84,7 @@ __all__ = [
     "PUSH_BUCKETS",
     "READY_LINE",
     "ROUTE_GROUPS",
+    "TIERS",
     "WORKLOAD_KINDS",
     "AppRef",
     "AppRefError",
@@ -110,10 +112,12 @@ __all__ = [
     "compile_probe",
     "crds",
     "duration_seconds",
+    "format_quantity",
     "gitsource",
     "local_fleet_dir",
     "local_fleet_kubeconfig",
     "parse_app_ref",
+    "parse_quantity",
     "parse_selector",
     "place_without",
     "pods_held",
@@ -134,13 +138,17 @@ class Placed:
     """What could not be placed or expanded, for people (sorted, each once)."""
 
 
-def place_without(result: Result, lost: Mapping[str, str]) -> Placed:
+def place_without(result: Result, lost: Mapping[str, str], *, expand: bool = True,
+                  only: Collection[tuple[str, str, str]] | None = None) -> Placed:
     """``result``'s specs placed and expanded as if the ``lost`` clusters (name → why) were
-    cordoned, at the same revision."""
+    cordoned, at the same revision. ``expand=False`` places only (no manifests);
+    ``only`` places just those workloads (keys), as the zone-loss simulation does."""
     from pincompile.expand import expand_all
     from pincompile.placement import plan as place
 
-    plan, problems = place(result.catalog, lost=lost)
+    plan, problems = place(result.catalog, lost=lost, only=only)
+    if not expand:
+        return Placed(plan, [], sorted({d.message for d in problems}))
     manifests, more = expand_all(result.catalog, plan, revision=result.revision)
     return Placed(plan, manifests, sorted({d.message for d in [*problems, *more]}))
 

@@ -28,7 +28,16 @@ _FOLDER = re.compile(r"^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$")
 _HANDLE = re.compile(r"^(@[A-Za-z0-9][-A-Za-z0-9_.]*(/[A-Za-z0-9][-A-Za-z0-9_.]*)*"
                      r"|[^@\s]+@[^@\s]+\.[^@\s]+)$")
 _KEYS = ("platformFolder", "appsFolder", "platformOwners", "ownerHandle", "ownerHandles",
-         "canary", "slos")
+         "canary", "slos", "survive")
+
+
+@dataclass(frozen=True)
+class Survive:
+    """``survive: {lose: zone|cluster, tiers: [...]}``: losing any one zone (or cluster)
+    must leave room for every workload of ``tiers`` (``pincompile capacity``)."""
+
+    lose: str = "zone"
+    tiers: tuple[str, ...] = ("reserved",)
 
 
 @dataclass(frozen=True)
@@ -42,6 +51,8 @@ class RepoConfig:
     """How an owner name that is not already a handle or an email becomes one."""
     owner_handles: Mapping[str, str] = field(default_factory=dict)
     """Owner name → handle, for names the pattern does not fit."""
+    survive: Survive | None = None
+    """The loss ``validate`` and ``diff`` require the fleet to survive (None: no check)."""
     present: bool = False
     """Whether the tree has the file (its layout then binds even a tree without specs
     under either folder)."""
@@ -128,9 +139,46 @@ def repo_config(sources: Mapping[str, str]) -> tuple[RepoConfig, list[Diagnostic
                     "or an email"))
             else:
                 handles[str(name)] = handle
+    survive = _survive(data, doc, problems) if "survive" in data else None
     if problems:
         return DEFAULT, problems
-    return RepoConfig(platform, apps, owners, pattern, handles, present=True), []
+    return RepoConfig(platform, apps, owners, pattern, handles, survive, present=True), []
+
+
+_LOSSES = ("zone", "cluster")
+_TIERS = ("reserved", "ondemand", "preemptible")
+
+
+def _survive(data: dict[Any, Any], doc: Any, problems: list[Diagnostic]) -> Survive | None:
+    """``survive``, checked; None (and a located problem) when it is not valid."""
+    value = data["survive"]
+    example = "e.g. {lose: zone, tiers: [reserved]}"
+    if not isinstance(value, dict):
+        problems.append(doc.locate(["survive"]).error(
+            CODE, f"survive is a mapping: {example}"))
+        return None
+    found = len(problems)
+    for key in value:
+        if key not in ("lose", "tiers"):
+            problems.append(doc.locate(["survive", key], key=True).error(
+                CODE, f"unknown setting '{key}' in survive", "settings: lose, tiers"))
+    lose = value.get("lose", "zone")
+    if lose not in _LOSSES:
+        problems.append(doc.locate(["survive", "lose"]).error(
+            CODE, f"survive.lose is {lose!r}; expected zone or cluster",
+            "zone: every zone may be lost in turn; cluster: every cluster"))
+    tiers = value.get("tiers", ["reserved"])
+    if not isinstance(tiers, list) or not tiers:
+        problems.append(doc.locate(["survive", "tiers"]).error(
+            CODE, f"survive.tiers is a list of tiers, {example}"))
+        tiers = []
+    for i, tier in enumerate(tiers):
+        if tier not in _TIERS:
+            problems.append(doc.locate(["survive", "tiers", i]).error(
+                CODE, f"{tier!r} is not a tier; tiers: {', '.join(_TIERS)}"))
+    if len(problems) > found:
+        return None
+    return Survive(str(lose), tuple(t for t in _TIERS if t in tiers))
 
 
 def _unknown_keys(data: dict[Any, Any], doc: Any) -> list[Diagnostic]:

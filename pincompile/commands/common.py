@@ -28,6 +28,7 @@ OUTPUT_FORMATS: dict[str, str] = {
     "markdown": "a pull-request comment",
     "yaml": "YAML documents",
     "json": "JSON, for tools",
+    "csv": "comma-separated rows with a header, for spreadsheets",
     "name": "KIND/PROJECT/NAME, one a line",
 }
 """What ``-o`` means in every command: one vocabulary; each command takes the names that

@@ -7,6 +7,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -40,6 +41,9 @@ from pincompile.source.gitsource import (
     spec_root,
 )
 from pincompile.source.loader import LoadResult, load_tree
+
+if TYPE_CHECKING:
+    from pincompile.capacity import Survival
 
 #: Both sides are compiled with this revision label, so the revision annotation every
 #: generated object carries never makes it differ.
@@ -165,9 +169,13 @@ def diff(path: Path, base: str, head: str | None, fmt: str, legacy_format: str |
     with inject: always added or changed (it goes into every pod of every project).
 
     \b
+    Loss check: with `survive` in pincompile.yaml (`pincompile capacity`), what the head
+    breaks that the base did not is an error at the change that breaks it.
+
+    \b
     Exit codes: 0 compared (or no differences with --exit-code), 1 differences found
-    with --exit-code or a side does not compile, 2 usage error (unknown revision, not a
-    git repository, unknown cluster).
+    with --exit-code, a side does not compile, or the head breaks the loss check, 2 usage
+    error (unknown revision, not a git repository, unknown cluster).
     """
     if legacy_format is not None:
         deprecated(f"--format {legacy_format}", f"-o {legacy_format}")
@@ -201,12 +209,19 @@ def diff(path: Path, base: str, head: str | None, fmt: str, legacy_format: str |
 
     differences = diff_manifests(old.result.manifests, new.result.manifests,
                              clusters=set(clusters) if clusters else None, context=context)
+    from pincompile.capacity import diff_check
+    from pincompile.capacity.render import report_survival
+
+    survival = diff_check(old.result, new.result)
     if not quiet:
         aid = review(old.result.catalog, new.result.catalog, new.result.sources,
                      {c.key.namespace for c in differences.changes})
         _print(differences, old, new, fmt, stat=stat, color=color,
-               command=_command(path, base, head), review=aid)
-    sys.exit(EXIT_INVALID if (exit_code or quiet) and not differences.empty else EXIT_OK)
+               command=_command(path, base, head), review=aid, survival=survival)
+    if survival is not None and fmt != "json":
+        report_survival(survival, new.result.sources, markdown=fmt == "markdown" and not quiet)
+    differs = (exit_code or quiet) and not differences.empty
+    sys.exit(EXIT_INVALID if differs or (survival and survival.errors) else EXIT_OK)
 
 
 def _command(path: Path, base: str, head: str | None) -> str:
@@ -219,9 +234,13 @@ def _command(path: Path, base: str, head: str | None) -> str:
 
 
 def _print(result: DiffReport, old: Side, new: Side, fmt: str, *, stat: bool, color: str,
-           command: str, review: Review) -> None:
+           command: str, review: Review, survival: Survival | None) -> None:
     if fmt == "json":
-        click.echo(render_json(result, base=old.to_dict(), head=new.to_dict(), review=review))
+        text = render_json(result, base=old.to_dict(), head=new.to_dict(), review=review)
+        if survival is not None:
+            text = json.dumps({**json.loads(text), "lossCheck": survival.to_json()}, indent=2,
+                              ensure_ascii=False)
+        click.echo(text)
     elif fmt == "markdown":
         click.echo(render_markdown(result, base=old.label, head=new.label, command=command,
                                    review=review), nl=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -19,6 +20,9 @@ from pincompile.commands.common import (
     report_warnings,
     require_specs,
 )
+
+if TYPE_CHECKING:
+    from pincompile.compiler import Validation
 
 
 @click.command()
@@ -64,9 +68,32 @@ def validate(path: Path, fmt: str, quiet: bool, jobs: int | None,
     result = done.result
     report_warnings(result.warnings)
     require_specs(done.specs, result.diagnostics, path)
+    survives = _loss_check(path, done, cache, jobs)
     report(result.diagnostics, result.sources, fmt)
     if fmt == "text" and not result.diagnostics and not quiet:
         click.echo(f"ok: {done.specs} spec{'s' if done.specs != 1 else ''} valid, "
-                   f"{done.objects} objects would be generated "
+                   f"{done.objects} objects would be generated{survives} "
                    f"({time.monotonic() - started:.2f}s)")
     sys.exit(EXIT_INVALID if result.diagnostics else EXIT_OK)
+
+
+def _loss_check(path: Path, done: Validation, cache: Path | None, jobs: int) -> str:
+    """With ``survive`` in ``pincompile.yaml`` and valid specs, the loss check: its errors
+    join ``done``'s; what it found to be true, for the ok line."""
+    from pincompile.repoconfig import CONFIG_FILE
+
+    config = path / CONFIG_FILE
+    if done.result.diagnostics or not config.is_file():
+        return ""
+    from pincompile.capacity import survive_rule, tree_check
+
+    rule = survive_rule({CONFIG_FILE: config.read_text(errors="replace")})
+    if rule is None:
+        return ""
+    problems = tree_check(path, done.result, rule, cache, jobs)
+    if problems:
+        done.result.diagnostics.extend(problems)
+        for name in {d.file for d in problems} - set(done.result.sources):
+            done.result.sources[name] = (path / name).read_text(errors="replace")
+        return ""
+    return f"; it survives the loss of any one {rule.lose} for {', '.join(rule.tiers)} workloads"

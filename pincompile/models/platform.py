@@ -11,6 +11,7 @@ from pydantic import Field, model_validator
 from pincompile.models.base import TIERS, Arch, Metadata, Placement, Resource, Strict, Tier
 from pincompile.models.nodes import RemediationPolicy, RotationPolicy
 from pincompile.models.pod import ContainerFields, EnvVar, Limits, Resources, Volume
+from pincompile.models.pricing import Prices
 from pincompile.models.types import (
     Image,
     KubernetesVersion,
@@ -71,6 +72,9 @@ class ClusterSpec(Strict):
     """When a node counts as unhealthy and what ``serve`` does about it (none: nothing)."""
     rotation: RotationPolicy = Field(default_factory=RotationPolicy)
     """How ``pincompile rotate`` replaces the cluster's nodes."""
+    prices: Prices | None = None
+    """What an hour of a core, a GiB of memory and a GPU costs per tier (``pincompile
+    cost``); none: the cluster's usage is not priced."""
 
 
 class Cluster(Resource):

@@ -10,7 +10,7 @@ push another around.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import replace
 from decimal import Decimal
 from typing import TypeVar
@@ -48,6 +48,7 @@ from pincompile.placement.context import (
 from pincompile.placement.divide import Slot, divide, offsets, webster
 from pincompile.placement.filters import run_filters
 from pincompile.placement.model import Decision, Key, Plan, Shard
+from pincompile.placement.pools import COUNTED, pool_uses
 from pincompile.placement.scores import by_total, static_scores, zone_order, zone_round_robin
 from pincompile.placement.sums import Placed, Sums
 
@@ -76,7 +77,8 @@ _NO_CLUSTER_HINTS = {
 
 def plan(catalog: Catalog, base: Sums | None = None,
          reuse_scalers: Mapping[Key, Key] | None = None, *,
-         lost: Mapping[str, str] | None = None) -> tuple[Plan, list[Diagnostic]]:
+         lost: Mapping[str, str] | None = None, only: Collection[Key] | None = None
+         ) -> tuple[Plan, list[Diagnostic]]:
     """Place every valid workload; report what cannot be placed or exceeds a quota.
 
     ``base``: the sums of workloads placed before and not in ``catalog`` (with
@@ -87,14 +89,19 @@ def plan(catalog: Catalog, base: Sums | None = None,
 
     ``lost``: member clusters the caller has found unavailable (cluster → why); nothing is
     placed there, as if they were cordoned (the reconciler's failover passes them in).
+
+    ``only``: place just these workloads (the others count for nothing in the plan's sums
+    and checks), as the zone-loss simulation re-places only what a loss moves.
     """
-    return _Planner(catalog, lost).run(base or Sums(), reuse_scalers or {})
+    return _Planner(catalog, lost, only).run(base or Sums(), reuse_scalers or {})
 
 
 class _Planner:
-    def __init__(self, catalog: Catalog, lost: Mapping[str, str] | None = None) -> None:
+    def __init__(self, catalog: Catalog, lost: Mapping[str, str] | None = None,
+                 only: Collection[Key] | None = None) -> None:
         self.catalog = catalog
         self.lost = dict(lost or {})
+        self.only = None if only is None else set(only)
         self.clusters: Mapping[str, Entry[Cluster]] = catalog.clusters
         self.projects: Mapping[str, Entry[Project]] = catalog.projects
         self.capacities = {n: cluster_capacity(e.resource) for n, e in self.clusters.items()}
@@ -120,6 +127,8 @@ class _Planner:
                     break
         by_key: dict[Key, Placed] = {}
         for key, entry in workloads.items():
+            if self.only is not None and key not in self.only:
+                continue
             project = self.projects.get(entry.resource.project)
             if project is None:
                 continue  # unknown project: the reference checks report it
@@ -368,24 +377,10 @@ class _Planner:
         self.result.cluster_requests = {c: dict(sorted(v.items()))
                                         for c, v in sorted(totals.items())}
         for cluster in sorted(totals):
-            entry = self.clusters[cluster]
-            reserved_pool = set(entry.resource.spec.reserved_capacity)
-            reserved = by_tier.get((cluster, "reserved"), {})
-            ondemand = by_tier.get((cluster, "ondemand"), {})
-            for res, have in sorted(self.pools["reserved"][cluster].items()):
-                if res in reserved_pool:
-                    self._over(cluster, res, reserved.get(res, Decimal(0)), have,
-                               ("spec", "reservedCapacity", res), "reserved pool",
-                               consumers, {"reserved"})
-            for res, have in sorted(self.pools["ondemand"][cluster].items()):
-                need = ondemand.get(res, Decimal(0))
-                tiers = {"ondemand"}
-                if res not in reserved_pool:
-                    need += reserved.get(res, Decimal(0))
-                    tiers.add("reserved")
-                where = "capacity" if not reserved_pool else "capacity outside the reserved pool"
-                self._over(cluster, res, need, have, ("spec", "capacity", res), where,
-                           consumers, tiers)
+            tiers = {t: by_tier.get((cluster, t), {}) for t in COUNTED}
+            for use in pool_uses(self.clusters[cluster].resource, tiers):
+                self._over(cluster, use.resource, use.need, use.have, use.field, use.pool,
+                           consumers, set(use.tiers))
 
     def _over(self, cluster: str, res: str, need: Decimal, have: Decimal,
               at: tuple[str, ...], pool: str, consumers: dict[str, list[tuple[Placed, int]]],

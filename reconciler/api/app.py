@@ -44,6 +44,7 @@ from reconciler.api.access import (
     authenticate,
 )
 from reconciler.api.actions import Operations, mount_actions
+from reconciler.api.cost_routes import mount_cost
 from reconciler.api.exec import Ending, Upstream, UpstreamRefused, run_session
 from reconciler.api.exec_protocol import (
     SUBPROTOCOL,
@@ -56,7 +57,9 @@ from reconciler.api.exec_protocol import (
     pick_target,
     status_frame,
 )
+from reconciler.api.forecast_routes import mount_forecast
 from reconciler.api.index import AppEntry, AppIndex, AppSource, list_json
+from reconciler.api.insight import mount_insight
 from reconciler.api.logs import (
     LogLimits,
     LogQuery,
@@ -77,6 +80,7 @@ from reconciler.api.models import (
 from reconciler.api.rotations import mount_rotations
 from reconciler.api.spec_edits import mount_spec_answers
 from reconciler.clients.connect import Connection
+from reconciler.insight.live import InsightSource
 from reconciler.model import AppKey
 from reconciler.slo.routes import mount_slo_routes
 from reconciler.status.document import APP_KINDS
@@ -111,6 +115,8 @@ class Gateway:
     exec_limits: ExecLimits = field(default_factory=ExecLimits)
     reviews: RateLimits = field(default_factory=lambda: RateLimits(*REVIEWS))
     """Host reviews of tokens not known yet, per client address."""
+    insight: InsightSource | None = None
+    """Projects, clusters and the members' nodes and pods (None: those calls answer 503)."""
 
     def __post_init__(self) -> None:
         self.index = AppIndex(self.apps)
@@ -148,6 +154,9 @@ def create_app(gateway: Gateway | None) -> FastAPI:
     mount_spec_answers(api, caller_of, _authorize)
     mount_slo_routes(api, caller_of)
     mount_rotations(api, caller_of)
+    mount_insight(api, caller_of)
+    mount_cost(api, caller_of)
+    mount_forecast(api, caller_of)
     return api
 
 

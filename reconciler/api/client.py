@@ -103,6 +103,10 @@ class ApiClient:
         return self._get(_app_path(kind, project, name, "history"), list[AppRevision],
                          {"limit": limit})
 
+    def document(self, path: str, model: type[M], **params: Any) -> M:
+        """Another document of the API, read as ``model`` (``/clusters``, ``/projects``)."""
+        return self._get(path, model, params)
+
     def logs(self, kind: str, project: str, name: str, **query: Any
              ) -> Generator[bytes, None, None]:
         """The merged log lines as they come (``follow=True`` keeps them coming)."""

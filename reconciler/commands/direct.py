@@ -26,6 +26,7 @@ from reconciler.api.client import ApiClient
 from reconciler.api.pods import ListedPods
 from reconciler.api.sources import ListedApps
 from reconciler.clients.connect import Connection
+from reconciler.insight.live import ListedInsight
 from reconciler.status.live import member_contexts
 from reconciler.store import Store
 
@@ -69,7 +70,8 @@ def direct_api(kubeconfig: str | None, host_context: str, store_url: str | None,
         token = secrets.token_urlsafe(32)
         gateway = Gateway(apps=apps, store=store, host=host, pods=pods,
                           access=KubeconfigAccess(token, f"kubeconfig:{host_context}"),
-                          limits=RateLimits(1000, 1000))
+                          limits=RateLimits(1000, 1000),
+                          insight=ListedInsight(host, kubeconfig))
         url = stack.enter_context(_served(gateway))
         yield ApiClient(url, token, timeout=timeout), gateway
 

@@ -15,6 +15,8 @@ from reconciler.api.resumer import RestartResumer
 from reconciler.api.sources import HostApps
 from reconciler.clients.connect import ClusterUnreachable, Connection, KubeconfigError
 from reconciler.console.members import MemberClusters
+from reconciler.insight.live import WatchedInsight
+from reconciler.insight.sampler import UsageSampler
 from reconciler.serve.mirror import Mirror
 from reconciler.status.live import member_contexts
 from reconciler.store import Store
@@ -39,8 +41,13 @@ class ServedAPI:
     """The member clusters' health for the console's overview."""
     resumer: RestartResumer
     """Takes over restarts whose server stopped."""
+    insight: WatchedInsight
+    sampler: UsageSampler
+    """Samples the apps' requests and usage for cost and forecasts."""
 
     def close(self) -> None:
+        self.sampler.close()
+        self.insight.close()
         self.resumer.close()
         self.collector.close()
         self.apps.close()
@@ -91,8 +98,13 @@ def open_api(kubeconfig: str | None, context: str, mirror: Mirror, *, store_url:
     pods = MemberPods(kubeconfig, lambda: member_contexts(host))
     collector = HostCollector(host, store, apps.statuses, author_of=author_of, members=pods)
     collector.start()
+    insight = WatchedInsight(host, kubeconfig)
     gateway = Gateway(apps=apps, store=store, access=HostAccess(host), host=host,
-                      limits=RateLimits(rate, max(1, round(rate * 2))), pods=pods)
+                      limits=RateLimits(rate, max(1, round(rate * 2))), pods=pods,
+                      insight=insight)
     resumer = RestartResumer(gateway, apps)
     resumer.start()
-    return ServedAPI(gateway, collector, apps, pods, MemberClusters(host, kubeconfig), resumer)
+    sampler = UsageSampler(insight, store)
+    sampler.start()
+    return ServedAPI(gateway, collector, apps, pods, MemberClusters(host, kubeconfig), resumer,
+                     insight, sampler)

@@ -27,8 +27,10 @@ from reconciler.store.tables import (
     AppEvent,
     AppRevision,
     CanaryProbeRow,
+    ClusterSampleRow,
     ScaleSampleRow,
     SLISampleRow,
+    UsageSampleRow,
 )
 
 READ_LIMIT = 1000
@@ -89,14 +91,14 @@ class Store:
 
     @classmethod
     def open(cls, url: str, *, retention: timedelta = DEFAULT_RETENTION) -> Store:
-        """Connect and migrate to the newest schema (Alembic ``upgrade heads``)."""
+        """Connect and migrate to the newest schema (Alembic ``upgrade head``)."""
         engine = _engine(url)
         config = Config()
         config.set_main_option("script_location", str(_MIGRATIONS))
         try:
             with engine.begin() as connection:
                 config.attributes["connection"] = connection
-                command.upgrade(config, "heads")  # branches of migrations made side by side
+                command.upgrade(config, "head")
         except SQLAlchemyError as err:
             engine.dispose()
             orig = getattr(err, "orig", None)
@@ -201,9 +203,8 @@ class Store:
                     for r in session.scalars(query)]
 
     def prune(self, now: datetime | None = None) -> int:
-        """Drop events last seen, revisions applied, samples taken and probes started
-        before the retention. Returns rows."""
-
+        """Drop events last seen, revisions applied, samples (replicas, usage, SLIs) taken
+        and probes started before the retention. Returns rows."""
         cutoff = (now or datetime.now(UTC)) - self.retention
         with Session(self.engine) as session, session.begin():
             dropped = [session.execute(delete(AppEvent).where(AppEvent.last_seen < cutoff)),
@@ -213,7 +214,9 @@ class Store:
                                                                     < cutoff)),
                        session.execute(delete(CanaryProbeRow).where(CanaryProbeRow.started
                                                                     < cutoff)),
-                       session.execute(delete(SLISampleRow).where(SLISampleRow.at < cutoff))]
+                       session.execute(delete(SLISampleRow).where(SLISampleRow.at < cutoff)),
+                       *(session.execute(delete(table).where(table.t < cutoff.timestamp()))
+                         for table in (UsageSampleRow, ClusterSampleRow))]
         return sum(int(getattr(r, "rowcount", 0) or 0) for r in dropped)
 
 

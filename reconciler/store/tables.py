@@ -132,3 +132,58 @@ class SLISampleRow(Base):
     errors: Mapped[int] = mapped_column(Integer)
     buckets: Mapped[str] = mapped_column(Text, default="")
     """Events within each of the SLI's histogram buckets, comma-separated."""
+class Sampled:
+    """The columns every usage sample has: when (``t``, epoch seconds, aligned to the
+    sampling interval so replicas write it once) and for how long (``seconds``), where,
+    what is requested, charged (the larger of request and use, pod by pod) and used
+    (null: not measured), and the hourly prices then (null: unpriced)."""
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    t: Mapped[float] = mapped_column(Float)
+    seconds: Mapped[float] = mapped_column(Float)
+    cluster: Mapped[str] = mapped_column(String(253))
+    cpu_request: Mapped[float] = mapped_column(Float)
+    memory_request: Mapped[float] = mapped_column(Float)
+    gpu_request: Mapped[float] = mapped_column(Float)
+    cpu_charged: Mapped[float] = mapped_column(Float)
+    memory_charged: Mapped[float] = mapped_column(Float)
+    cpu_usage: Mapped[float | None] = mapped_column(Float, nullable=True)
+    memory_usage: Mapped[float | None] = mapped_column(Float, nullable=True)
+    price_cpu: Mapped[float | None] = mapped_column(Float, nullable=True)
+    price_memory: Mapped[float | None] = mapped_column(Float, nullable=True)
+    price_gpu: Mapped[float | None] = mapped_column(Float, nullable=True)
+    currency: Mapped[str] = mapped_column(String(3), default="")
+
+
+class UsageSampleRow(Sampled, Base):
+    """One app's pods in one member cluster at one sample time, in one tier."""
+
+    __tablename__ = "usage_samples"
+    __table_args__ = (
+        UniqueConstraint("cluster", "kind", "project", "name", "t",
+                         name="uq_usage_samples_app_t"),
+        Index("ix_usage_samples_project_t", "project", "t"),
+        Index("ix_usage_samples_t", "t"),
+    )
+
+    kind: Mapped[str] = mapped_column(String(63))
+    project: Mapped[str] = mapped_column(String(63))
+    name: Mapped[str] = mapped_column(String(253))
+    tier: Mapped[str] = mapped_column(String(16))
+    pods: Mapped[int] = mapped_column(Integer)
+
+
+class ClusterSampleRow(Sampled, Base):
+    """One member cluster at one sample time: what its nodes allocate, and (over all its
+    pods) the columns of :class:`Sampled`; the prices are its ondemand tier's, which its
+    idle capacity is counted at."""
+
+    __tablename__ = "cluster_samples"
+    __table_args__ = (
+        UniqueConstraint("cluster", "t", name="uq_cluster_samples_cluster_t"),
+        Index("ix_cluster_samples_t", "t"),
+    )
+
+    cpu_allocatable: Mapped[float] = mapped_column(Float)
+    memory_allocatable: Mapped[float] = mapped_column(Float)
+    gpu_allocatable: Mapped[float] = mapped_column(Float)

@@ -116,8 +116,10 @@ def test_the_member_role_grants_exactly_the_kinds_the_compiler_produces() -> Non
     member = grants("rbac-member.yaml")
     granted = {(group, resource) for g in member if "watch" in g.rule["verbs"]
                for group in g.rule["apiGroups"] for resource in g.rule["resources"]}
-    # and the Events of the apps' objects, which the API's insight store keeps (read only)
-    assert granted == {(group, _plural(kind)) for group, kind in managed} | {("", "events")}
+    # and the Events of the apps' objects, which the API's insight store keeps, and the
+    # nodes, whose capacity the API reports (read only)
+    assert granted == {(group, _plural(kind)) for group, kind in managed} | {
+        ("", "events"), ("", "nodes")}
     for group, resource in (("", "secrets"), ("", "serviceaccounts"),
                             ("rbac.authorization.k8s.io", "roles"), ("apps", "statefulsets")):
         assert not allowed(member, AccessRequest("rt-a", "list", group, resource))

@@ -489,6 +489,11 @@ IDLE_GRANTS: dict[tuple[str, str, str], str] = {
     ("get", "apps", "replicasets"): "the insight store's lookup of the app of a ReplicaSet "
                                     "an Event names, once none of its pods is left to say "
                                     "(this run's pods say)",
+    **dict.fromkeys([("list", "", "nodes"), ("watch", "", "nodes"),
+                     ("list", "metrics.k8s.io", "pods")],
+                    "a member's capacity and usage: the API's /clusters and /projects, and the "
+                    "usage samples taken every 5 minutes (docs/capacity.md); this run asks "
+                    "for neither and may end before the first sample"),
 }
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -11,7 +10,6 @@ from pathlib import Path
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import text
 
 from reconciler.store import EventRecord, RevisionRecord, ScaleSample, Store, StoreError
 from reconciler.store.tables import Base
@@ -19,26 +17,6 @@ from reconciler.store.tables import Base
 APP = ("PinApp", "shop", "web")
 OTHER = ("PinApp", "ads", "web")
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'insight.db'}"
-        return
-    base = request.getfixturevalue("postgres_url")
-    store = Store.open(base)
-    with store.engine.begin() as connection:  # every test starts from empty tables
-        connection.execute(text("TRUNCATE app_events, app_revisions, scale_samples"))
-    store.close()
-    yield base
-
-
-@pytest.fixture
-def store(url: str) -> Iterator[Store]:
-    opened = Store.open(url, retention=timedelta(days=7))
-    yield opened
-    opened.close()
 
 
 def event(uid: str, minute: int, app: tuple[str, str, str] = APP, **extra: object) -> EventRecord:
