@@ -91,10 +91,12 @@ class Need:
     """Where it is asked for, from the top of its document."""
     level: Level
     """The lowest Pod Security level that admits it."""
+    capability: str | None = None
+    """The capability asked for (``flag`` is then ``allowCapabilities``)."""
 
     def allowed_by(self, policy: ProjectPolicy) -> bool:
-        if self.flag == "allowCapabilities":
-            return self.what.removeprefix("capability ") in policy.allow_capabilities
+        if self.capability is not None:
+            return self.capability in policy.allow_capabilities
         return bool(getattr(policy, _POLICY_FIELDS[self.flag]))
 
 
@@ -106,7 +108,7 @@ def container_needs(c: ContainerSecurity, path: tuple[str | int, ...],
                     privileged: bool = False) -> list[Need]:
     """What a container (at ``path``) asks for beyond the platform's defaults."""
     needs = [Need(f"capability {cap}", "allowCapabilities", (*path, "capabilities", i),
-                  capability_level(cap)) for i, cap in enumerate(c.capabilities)]
+                  capability_level(cap), cap) for i, cap in enumerate(c.capabilities)]
     if c.run_as_user == 0:
         needs.append(Need("root", "allowRunAsRoot", (*path, "runAsUser"), "baseline"))
     if privileged:
