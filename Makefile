@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test setup packages lint schemas openapi console-assets screenshots fleet-up fleet-down promtool clean
+.PHONY: demo test setup packages scanner lint schemas openapi console-assets screenshots fleet-up fleet-down promtool clean
 
 $(BIN)/pincompile: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,7 +30,10 @@ lint: setup
 packages:
 	sh hack/packages.sh
 
-test: setup packages lint
+scanner: setup
+	PYTHON=$(BIN)/python sh hack/scanner.sh >/dev/null
+
+test: setup packages scanner lint
 	$(BIN)/python -m pytest -q
 
 schemas: setup

@@ -1,10 +1,11 @@
 """The review aid of ``pincompile diff``: which projects (and owners) a change touches, and
 every change that widens what a tenant may do, so a reviewer sees it first.
 
-Widening: a Project's ``allow*`` policy turned on (or a new Project with one on), a quota
-raised (a tier or resource that had none counts as 0), and a ``PinterestSideCar`` with
-``inject: always`` added, switched to it or changed (it goes into every pod of every
-project its ``appliesTo`` names).
+Widening: a Project's ``allow*`` policy turned on or a capability added to it (or a new
+Project with one), a project namespace's Pod Security level lowered, a RuntimeProfile
+security default relaxed, a quota raised (a tier or resource that had none counts as 0),
+and a ``PinterestSideCar`` with ``inject: always`` added, switched to it or changed (it goes
+into every pod of every project its ``appliesTo`` names).
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from typing import Any
 from pincompile.catalog import Catalog
 from pincompile.models import PinScaler, Project, Workload
 from pincompile.models.platform import ProjectPolicy
+from pincompile.models.security import SecurityDefaults
 from pincompile.models.types import parse_quantity
+from pincompile.podsecurity import LEVELS, Level, namespace_level, security_defaults
 from pincompile.repoconfig import repo_config
 
 TIERS = ("reserved", "ondemand", "preemptible")
@@ -106,7 +109,8 @@ def review(old: Catalog, new: Catalog, sources: dict[str, str],
     for name in sorted(touched):
         entry = new.projects.get(name) or old.projects.get(name)
         result.projects[name] = list(entry.resource.spec.owners) if entry is not None else []
-    result.widens = [*_policies(old, new), *_quotas(old, new), *_sidecars(old, new)]
+    result.widens = [*_policies(old, new), *_levels(old, new), *_relaxed(old, new),
+                     *_quotas(old, new), *_sidecars(old, new)]
     return result
 
 
@@ -126,6 +130,54 @@ def _policies(old: Catalog, new: Catalog) -> Iterable[str]:
                     was is None or getattr(was.resource.spec.policy, field_name) is not True):
                 yield (f"new Project '{name}' has {flag}: true" if was is None else
                        f"Project '{name}' turns on {flag}")
+        before = set(was.resource.spec.policy.allow_capabilities) if was is not None else set()
+        added = [c for c in policy.allow_capabilities if c not in before]
+        if added:
+            yield (f"{'new ' if was is None else ''}Project '{name}' allows containers "
+                   f"the capabilities {', '.join(added)} (allowCapabilities)")
+
+
+def _levels(old: Catalog, new: Catalog) -> Iterable[str]:
+    """Project namespaces whose Pod Security level goes down, one line per change."""
+    lowered: dict[tuple[str, str], list[str]] = {}
+    profile = _profile(new)
+    for name, entry in new.projects.items():
+        was = old.projects.get(name)
+        then: Level = "restricted"
+        if was is not None:
+            then = namespace_level(was.resource.spec.policy, _profile(old))
+        now = namespace_level(entry.resource.spec.policy, profile)
+        if LEVELS.index(now) > LEVELS.index(then):
+            lowered.setdefault((then, now), []).append(f"'{name}'")
+    for (was_level, level), names in sorted(lowered.items()):
+        which = f"project {names[0]}" if len(names) == 1 else f"projects {', '.join(names)}"
+        yield f"Pod Security enforce {was_level} → {level} in the namespaces of {which}"
+
+
+#: RuntimeProfile security defaults: (field, its secure value, what relaxing it lets pods do)
+_DEFAULTS = (("run_as_non_root", True, "containers may run as root"),
+             ("allow_privilege_escalation", False, "processes may gain privileges"),
+             ("drop_all_capabilities", True, "containers keep the runtime's capabilities"),
+             ("seccomp_profile", "RuntimeDefault", "containers run without a syscall filter"))
+
+
+def _relaxed(old: Catalog, new: Catalog) -> Iterable[str]:
+    then, now = security_defaults(_profile(old)), security_defaults(_profile(new))
+    for field_name, secure, means in _DEFAULTS:
+        value = getattr(now, field_name)
+        if value != secure and getattr(then, field_name) == secure:
+            flag = SecurityDefaults.model_fields[field_name].alias or field_name
+            yield (f"RuntimeProfile sets security.{flag}: {_yaml(value)}: in every pod of "
+                   f"every project {means}")
+
+
+def _yaml(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _profile(catalog: Catalog) -> Any:
+    runtime = catalog.runtime
+    return runtime.resource if runtime is not None else None
 
 
 def _quotas(old: Catalog, new: Catalog) -> Iterable[str]:

@@ -43,6 +43,12 @@ from pincompile.checks.references import (
     sidecar_references,
     workload_projects,
 )
+from pincompile.checks.security import (
+    container_security,
+    injected_security,
+    profile_volumes,
+    reserved_volumes,
+)
 from pincompile.checks.specs import Rule, Specs
 from pincompile.diagnostics import Diagnostic
 from pincompile.repoconfig import DEFAULT as DEFAULT_CONFIG
@@ -65,4 +71,5 @@ RULES: tuple[Rule, ...] = (
     cluster_references, region_zone_references, gpu_types, container_names, port_names,
     volumes, env_names, resource_limits, missing_resources, probe_ports, config_keys, service_ports,
     ingress_hosts, project_policy, network_modes, rollout_progress, training_roles,
+    container_security, injected_security, profile_volumes, reserved_volumes,
 )

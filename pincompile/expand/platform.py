@@ -31,13 +31,16 @@ from pincompile.expand.context import (
 from pincompile.expand.fields import tolerations, volume
 from pincompile.expand.pod import (
     LABEL_NETWORK,
+    platform_security,
     sidecar_container,
     tier_affinity,
     volume_claims,
 )
+from pincompile.expand.security import container_context, pod_context, tmp_volume
 from pincompile.injection import GPU, defaults_of
 from pincompile.models import TIERS, Cluster, PinterestSideCar, Project
 from pincompile.models.types import format_quantity
+from pincompile.podsecurity import Level, daemon_level, namespace_level
 
 SIDECAR_NAMESPACE = "pincompute-sidecars"
 SIDECAR_TIER = "reserved"
@@ -99,7 +102,8 @@ def _namespaces(run: Expansion) -> Iterator[Placed]:
         ns = project.resource.namespace
         t = Target(run, project, cluster, project_name, ns, None)
         owners = ",".join(project.resource.spec.owners)
-        meta = t.metadata(ns, namespaced=False, labels=pod_security_labels(project.resource),
+        level = namespace_level(project.resource.spec.policy, _profile(run))
+        meta = t.metadata(ns, namespaced=False, labels=pod_security_labels(level),
                           annotations={ANNOTATION_OWNERS: owners} if owners else None)
         yield cluster_name, {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}, project
         yield from _quotas(run, project, cluster, ns)
@@ -132,20 +136,13 @@ def _quotas(run: Expansion, project: Entry[Project], cluster: Entry[Cluster], ns
                                            {"hard": limits}), project
 
 
-def pod_security_level(project: Project | None) -> str:
-    """``baseline``, or ``privileged`` when the project's policy allows what baseline
-    forbids (host network, privileged containers, hostPath volumes)."""
-    if project is None:
-        return "baseline"
-    policy = project.spec.policy
-    if policy.allow_host_network or policy.allow_privileged or policy.allow_host_path:
-        return "privileged"
-    return "baseline"
+def _profile(run: Expansion) -> Any:
+    runtime = run.catalog.runtime
+    return runtime.resource if runtime is not None else None
 
 
-def pod_security_labels(project: Project | None) -> dict[str, str]:
-    """Pod Security admission labels: enforce, audit and warn at the project's level."""
-    level = pod_security_level(project)
+def pod_security_labels(level: Level) -> dict[str, str]:
+    """Pod Security admission labels: enforce, audit and warn at ``level``."""
     return {f"{PSA}/{mode}": level for mode in ("enforce", "audit", "warn")} | {
         f"{PSA}/enforce-version": "latest"}
 
@@ -209,14 +206,19 @@ def _buffers(run: Expansion) -> Iterator[Placed]:
             continue
         t = Target(run, cluster, cluster, PLATFORM_PROJECT, BUFFER_NAMESPACE, None)
         meta = t.metadata(BUFFER_NAMESPACE, namespaced=False,
-                          labels={LABEL_APP: BUFFER_NAMESPACE, **pod_security_labels(None)})
+                          labels={LABEL_APP: BUFFER_NAMESPACE,
+                                  **pod_security_labels(namespace_level(None, _profile(run)))})
         yield name, {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}, cluster
         size = {"cpu": buffer.cpu, "memory": buffer.memory}
+        security = platform_security(t)
         pod: Obj = {"containers": [{"name": "placeholder", "image": PAUSE_IMAGE,
-                                    "resources": {"requests": size, "limits": size}}],
+                                    "resources": {"requests": size, "limits": size},
+                                    "securityContext": container_context(security, None)}],
                     "priorityClassName": BUFFER_PRIORITY_CLASS,
                     "terminationGracePeriodSeconds": 0,
-                    "affinity": tier_affinity("ondemand")}
+                    "affinity": tier_affinity("ondemand"),
+                    "automountServiceAccountToken": False,
+                    "securityContext": pod_context(security)}
         labels = {LABEL_APP: "buffer"}
         yield name, t.obj("apps/v1", "Deployment", "buffer", {
             "replicas": buffer.replicas, "selector": {"matchLabels": labels},
@@ -236,8 +238,10 @@ def _sidecar_daemons(run: Expansion) -> Iterator[Placed]:
             t = Target(run, entry, cluster, PLATFORM_PROJECT, SIDECAR_NAMESPACE, SIDECAR_TIER)
             if cluster_name not in namespaces:
                 namespaces.add(cluster_name)
+                level = daemon_level(run.catalog.sidecars.values(), _profile(run))
                 meta = t.metadata(SIDECAR_NAMESPACE, namespaced=False,
-                                  labels={LABEL_APP: SIDECAR_NAMESPACE})
+                                  labels={LABEL_APP: SIDECAR_NAMESPACE,
+                                          **pod_security_labels(level)})
                 yield cluster_name, {"apiVersion": "v1", "kind": "Namespace",
                                      "metadata": meta}, entry
             yield cluster_name, _daemon_set(t), entry
@@ -246,12 +250,17 @@ def _sidecar_daemons(run: Expansion) -> Iterator[Placed]:
 
 
 def _daemon_set(t: Target[PinterestSideCar]) -> Obj:
-    """A daemon-mode sidecar: its container on every node, without the runtime profile."""
+    """A daemon-mode sidecar: its container on every node, without the runtime profile's
+    containers, env and volumes (with its security defaults)."""
     spec = t.resource.spec
     pod: Obj = {"containers": [sidecar_container(t, t.entry, t.template_values())],
-                "priorityClassName": priority_class(SIDECAR_TIER)}
-    if spec.volumes:
-        pod["volumes"] = [volume(t, v) for v in spec.volumes]
+                "priorityClassName": priority_class(SIDECAR_TIER),
+                "automountServiceAccountToken": False,
+                "securityContext": pod_context(platform_security(t))}
+    volumes = [volume(t, v) for v in spec.volumes]
+    tmp = tmp_volume(pod["containers"])
+    if volumes or tmp:
+        pod["volumes"] = [*volumes, *([tmp] if tmp else [])]
     tols = tolerations(spec.tolerations)
     if tols:
         pod["tolerations"] = tols

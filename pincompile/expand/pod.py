@@ -1,8 +1,9 @@
 """THE pod builder: every kind's pods come from here.
 
 A pod gets, in this order of precedence: the platform's RuntimeProfile (init containers,
-identity env, volumes, mounts, labels, annotations), its managed sidecars, then what the
-spec asks for (containers, volumes, config, resources, probes, placement hints, network).
+identity env, volumes, mounts, labels, annotations, every container's security context:
+:mod:`pincompile.expand.security`), its managed sidecars, then what the spec asks for
+(containers, volumes, config, resources, probes, placement hints, network).
 
 Container order (``native`` = the cluster runs Kubernetes 1.29 or newer)::
 
@@ -55,12 +56,22 @@ from pincompile.expand.fields import (
     resources,
     volume,
 )
+from pincompile.expand.security import (
+    container_context,
+    pod_context,
+    read_only,
+    tmp_volume,
+    token_automount,
+    with_writable_tmp,
+)
 from pincompile.injection import GPU, defaults_of, managed_sidecars, with_defaults
 from pincompile.models import PinterestSideCar, PodTemplate, RuntimeProfile, Volume, Workload
 from pincompile.models.platform import POD_ENI, InitContainer, SidecarContainer
 from pincompile.models.pod import EnvVar, Resources
+from pincompile.models.security import ContainerSecurity, SecurityDefaults
 from pincompile.models.types import LabelValue, duration_seconds
 from pincompile.models.workloads import VolumeClaimTemplate
+from pincompile.podsecurity import security_defaults
 
 CONFIG_VOLUME = "pincompute-config"
 CONFIG_MOUNT = "/etc/pincompute/config"
@@ -91,8 +102,8 @@ def rendered_env(target: Target[Any], entry: Entry[Any], path: tuple[str | int, 
 
 def _platform_container(target: Target[Any], entry: Entry[Any], path: tuple[str | int, ...],
                         c: SidecarContainer | InitContainer, name: str,
-                        values: Mapping[str, Any], env: Sequence[Env], mounts: Sequence[Obj],
-                        privileged: bool = False) -> Obj:
+                        values: Mapping[str, Any], env: Sequence[Env], mounts: Sequence[Obj]
+                        ) -> Obj:
     """A container the platform defines (a runtime init container, a managed sidecar):
     image, command, args and env values are templates."""
     render = target.run.renderer.render
@@ -106,7 +117,8 @@ def _platform_container(target: Target[Any], entry: Entry[Any], path: tuple[str 
         target, name=name, image=render(c.image, values, entry, (*path, "image")),
         command=strings("command"), args=strings("args"),
         env=[*env, *rendered_env(target, entry, (*path, "env"), c.env, values)],
-        res=c.resources, privileged=privileged, mounts=mounts)
+        res=c.resources, own=c, privileged=isinstance(c, SidecarContainer) and c.privileged,
+        mounts=mounts)
 
 
 def sidecar_container(target: Target[Any], entry: Entry[PinterestSideCar],
@@ -119,8 +131,7 @@ def sidecar_container(target: Target[Any], entry: Entry[PinterestSideCar],
     base = ("spec", "container")
     out = _platform_container(
         target, entry, base, c, c.name or entry.resource.name, values, env,
-        [*mounts, *(mount(v.name, v.mount_path, read_only=v.read_only) for v in spec.volumes)],
-        privileged=c.privileged)
+        [*mounts, *(mount(v.name, v.mount_path, read_only=v.read_only) for v in spec.volumes)])
     if c.ports:
         out["ports"] = [_port(p) for p in c.ports]
     out.update(probes(c.probes, {p.name: p.container_port for p in c.ports}, (entry, base),
@@ -132,10 +143,20 @@ def _port(p: Any) -> Obj:
     return {"name": p.name, "containerPort": p.container_port, "protocol": p.protocol}
 
 
+def platform_security(target: Target[Any]) -> SecurityDefaults:
+    """The RuntimeProfile's security defaults (the secure ones without a profile)."""
+    runtime = target.run.catalog.runtime
+    return security_defaults(runtime.resource if runtime is not None else None)
+
+
 def _container(target: Target[Any], *, name: str, image: str, command: list[str] | None,
-               args: list[str] | None, env: Sequence[Env], res: Resources, privileged: bool,
-               mounts: Sequence[Obj], working_dir: str | None = None) -> Obj:
+               args: list[str] | None, env: Sequence[Env], res: Resources,
+               own: ContainerSecurity, privileged: bool, mounts: Sequence[Obj],
+               working_dir: str | None = None) -> Obj:
     out: Obj = {"name": name, "image": image}
+    defaults = platform_security(target)
+    if read_only(defaults, own):
+        mounts = with_writable_tmp(mounts)
     if command is not None:
         out["command"] = command
     if args is not None:
@@ -149,8 +170,7 @@ def _container(target: Target[Any], *, name: str, image: str, command: list[str]
         out["volumeMounts"] = list(mounts)
     if working_dir:
         out["workingDir"] = working_dir
-    if privileged:
-        out["securityContext"] = {"privileged": True}
+    out["securityContext"] = container_context(defaults, own, privileged)
     return out
 
 
@@ -238,6 +258,9 @@ class PodBuilder:
             init = inits
             containers = [*before, *(b for _, b in user), *after]
         self._check_names([*init, *containers])
+        tmp = tmp_volume([*init, *containers])
+        if tmp is not None:
+            self._add_volume(tmp, None)
 
         assert t.tier is not None  # every workload has a tier
         spec: Obj = {"containers": containers, "priorityClassName": priority_class(t.tier)}
@@ -258,6 +281,8 @@ class PodBuilder:
                 duration_seconds(tpl.termination_grace_period))
         if tpl.service_account:
             spec["serviceAccountName"] = tpl.service_account
+        spec.update(token_automount(tpl.service_account, tpl.service_account_token))
+        spec["securityContext"] = pod_context(platform_security(t))
         return {"metadata": self._metadata(config, labels), "spec": spec}
 
     # pieces ----------------------------------------------------------------------------------
@@ -331,7 +356,7 @@ class PodBuilder:
         entry = self.t.entry
         own = [(env_var(e), (entry, (*base, "env", j, "name"))) for j, e in enumerate(c.env)]
         out = _container(self.t, name=c.name, image=c.image, command=c.command, args=c.args,
-                         env=[*env, *own], res=c.resources, privileged=c.privileged,
+                         env=[*env, *own], res=c.resources, own=c, privileged=c.privileged,
                          mounts=mounts, working_dir=c.working_dir)
         if c.ports:
             out["ports"] = [_port(p) for p in c.ports]

@@ -12,6 +12,7 @@ from pincompile.models.base import TIERS, Arch, Metadata, Placement, Resource, S
 from pincompile.models.nodes import RemediationPolicy, RotationPolicy
 from pincompile.models.pod import ContainerFields, EnvVar, Limits, Resources, Volume
 from pincompile.models.pricing import Prices
+from pincompile.models.security import Capability, ContainerSecurity, SecurityDefaults
 from pincompile.models.types import (
     Image,
     KubernetesVersion,
@@ -105,6 +106,13 @@ class ProjectPolicy(Strict):
     allow_daemons: bool = False
     """PinterestDaemon only in projects that allow it."""
     allow_host_path: bool = False
+    allow_run_as_root: bool = False
+    """Containers may run as root (``runAsUser: 0``); the namespaces enforce Pod Security
+    ``baseline``."""
+    allow_capabilities: list[Capability] = Field(default_factory=list)
+    """Linux capabilities a container (or a managed sidecar injected into its pod) may add.
+    ``NET_BIND_SERVICE`` keeps Pod Security ``restricted``; the container runtime's other
+    default capabilities need ``baseline``; any other one ``privileged``."""
 
 
 class ProjectSpec(Strict):
@@ -161,7 +169,7 @@ class PinterestSideCar(Resource):
     spec: SideCarSpec
 
 
-class InitContainer(Strict):
+class InitContainer(ContainerSecurity):
     name: Label63
     image: Image
     command: list[str] | None = None
@@ -201,6 +209,8 @@ class DefaultResources(Strict):
 
 
 class RuntimeProfileSpec(Strict):
+    security: SecurityDefaults = Field(default_factory=SecurityDefaults)
+    """The security context of every container pincompile writes."""
     default_resources: DefaultResources | None = None
     """Requests/limits written into every container that does not set its own, and the
     LimitRange of every project namespace (for pods created by others)."""

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from pincompile.models.base import Arch, Strict
+from pincompile.models.security import ContainerSecurity
 from pincompile.models.types import (
     Duration,
     EnvName,
@@ -93,7 +94,7 @@ class Probes(Strict):
     startup: Probe | None = None
 
 
-class ContainerFields(Strict):
+class ContainerFields(ContainerSecurity):
     """What every container spec has: user containers and managed sidecars alike."""
 
     image: Image
@@ -114,7 +115,7 @@ class Container(ContainerFields):
     lifecycle: Literal["main", "sidecar"] = "main"
     """main, or sidecar: a user-owned sidecar that lives as long as the mains."""
     working_dir: str | None = None
-    """Privileged mode; only in projects whose policy allows it."""
+    """The working directory of the container's process (default: the image's)."""
 
 
 class Volume(Strict):
@@ -167,6 +168,11 @@ class PodTemplate(Strict):
     arch: Arch | None = None
     termination_grace_period: Duration | None = None
     service_account: str | None = None
+    """The pod's Kubernetes ServiceAccount (default: the namespace's ``default``)."""
+    service_account_token: bool | None = None
+    """Mount the service account's API token into the containers. Default: only when
+    ``serviceAccount`` is set (a pod that does not talk to the Kubernetes API has no use
+    for a credential)."""
 
     @model_validator(mode="after")
     def _default_network(self) -> PodTemplate:

@@ -165,7 +165,8 @@ def launch(state: FleetState, runtime: ClusterRuntime, component: str,
     elif component == "training-operator" and runtime.training_operator_port:
         argv = training.training_operator_args(
             f"{state.bin_dir}/training-operator", runtime.training_operator_port,
-            runtime.training_webhook_port, kubeconfig_of(state, runtime, "training-operator"))
+            runtime.training_webhook_port, kubeconfig_of(state, runtime, "training-operator"),
+            training.pytorch_init_container(cluster_dir(state, runtime)))
         url = f"http://127.0.0.1:{runtime.training_operator_port}/readyz"
         ctx = None
         env = training.environment(env, cluster_dir(state, runtime))

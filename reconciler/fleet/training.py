@@ -34,6 +34,26 @@ WEBHOOK_SECRET = "training-operator-webhook-cert"
 SCHEMES = ("tfjob", "pytorchjob")
 #: fixed in training-operator v1.8.1 (pkg/cert/cert.go): the rotator waits for tls.crt here
 FIXED_CERT_DIR = Path("/tmp/k8s-webhook-server/serving-certs")
+#: The init container the operator adds to a PyTorchJob's workers (it waits for the
+#: master's name to resolve): v1.8.1's built-in template (pkg/controller.v1/pytorch) with a
+#: securityContext, without which a namespace enforcing Pod Security ``restricted`` refuses
+#: every worker pod. A Go template the operator fills in.
+PYTORCH_INIT_CONTAINER = """\
+- name: init-pytorch
+  image: {{.InitContainerImage}}
+  imagePullPolicy: IfNotPresent
+  resources:
+    limits: {cpu: 100m, memory: 20Mi}
+    requests: {cpu: 50m, memory: 10Mi}
+  securityContext:
+    runAsNonRoot: true
+    runAsUser: 65534
+    allowPrivilegeEscalation: false
+    capabilities: {drop: [ALL]}
+    seccompProfile: {type: RuntimeDefault}
+  command: ['sh', '-c', 'err=1;for i in $(seq {{.MaxTries}}); do if nslookup {{.MasterAddr}}; \
+then err=0 && break; fi;echo waiting for master; sleep 2; done; exit $err']
+"""
 
 
 def tmpdir(cluster_dir: Path) -> Path:
@@ -41,12 +61,22 @@ def tmpdir(cluster_dir: Path) -> Path:
     return cluster_dir / "training-operator-tmp"
 
 
+def pytorch_init_container(cluster_dir: Path) -> Path:
+    """Write :data:`PYTORCH_INIT_CONTAINER` into the cluster's directory; its path."""
+    path = cluster_dir / "pytorch-init-container.yaml"
+    path.write_text(PYTORCH_INIT_CONTAINER)
+    return path
+
+
 def training_operator_args(binary: str, probe_port: int, webhook_port: int,
-                           kubeconfig: Path) -> list[str]:
+                           kubeconfig: Path, init_container: Path | None = None) -> list[str]:
     """Command line of one cluster's training operator: readiness on
     ``127.0.0.1:probe_port`` (``/readyz``), its webhook server on ``webhook_port``, no
-    metrics endpoint."""
-    return [binary, f"--kubeconfig={kubeconfig}",
+    metrics endpoint; PyTorch workers' init container from the template ``init_container``
+    (:func:`pytorch_init_container`)."""
+    template = [f"--pytorch-init-container-template-file={init_container}"] \
+        if init_container is not None else []
+    return [binary, f"--kubeconfig={kubeconfig}", *template,
             f"--health-probe-bind-address=127.0.0.1:{probe_port}",
             "--metrics-bind-address=0", f"--webhook-server-port={webhook_port}",
             *(f"--enable-scheme={scheme}" for scheme in SCHEMES),

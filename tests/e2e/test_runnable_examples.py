@@ -1,6 +1,7 @@
 # ruff: noqa: B023  (each lambda is polled by wait_for before the loop moves on)
 """The promise of ``validate``: every example spec, compiled and server-side applied to the
-local fleet, is accepted by the real API servers; its pods are scheduled and become Ready;
+local fleet, is accepted by the real API servers (their namespaces enforcing Pod Security
+``restricted`` but for the system project's); its pods are scheduled and become Ready;
 then every image is bumped and every Deployment and DaemonSet rolls out.
 
 What is not covered (no operator runs in the fleet): TFJob/PyTorchJob objects are accepted
@@ -68,6 +69,12 @@ def test_every_example_runs_and_rolls_out(fleet: Any, kube: Kube, tmp_path: Path
     contexts = {c: c for c in compiled}  # example clusters use their name as context
     namespaces = sorted({o["metadata"]["name"] for objs in compiled.values() for o in objs
                          if o["kind"] == "Namespace"})
+    # the pods below run under Pod Security restricted, except in platform-system's
+    # namespace, which its daemons' host network earns privileged
+    levels = {o["metadata"]["name"]: o["metadata"]["labels"]["pod-security.kubernetes.io/enforce"]
+              for objs in compiled.values() for o in objs if o["kind"] == "Namespace"}
+    assert {n: level for n, level in levels.items() if level != "restricted"} == {
+        "pincompute-system": "privileged"}
     started = time.monotonic()
     try:
         applied = 0

@@ -2,8 +2,6 @@
 
 - a rollout of an app whose project quota is full at steady state plus surge completes
   (the ResourceQuota leaves the surge room);
-- a pod that violates its namespace's Pod Security level is refused by the API server, and
-  ``validate`` reported it first;
 - preemptible pods give way to a reserved app, and the buffer's placeholders to an ondemand
   app, through the real kube-scheduler's preemption.
 
@@ -20,7 +18,6 @@ from typing import Any
 
 import pytest
 
-from pincompile.compiler import compile_path
 from tests.e2e.runnable_apply import (
     Applier,
     Kube,
@@ -120,40 +117,6 @@ def test_rollout_completes_when_quota_is_full_at_steady_state_plus_surge(
         used = client.CoreV1Api(kube(cluster)).read_namespaced_resource_quota(
             "pincompute-ondemand", project).status.used
         assert used["requests.cpu"] == "4"
-    finally:
-        delete_namespaces(kube, [cluster], [project])
-
-
-def test_pod_security_refuses_what_validate_reported(fleet: Any, kube: Kube,
-                                                     tmp_path: Path) -> None:
-    from kubernetes.client.exceptions import ApiException
-
-    project, cluster = _project(), "use1a-general-02"
-    root = _tree(tmp_path, project, '{ondemand: {cpu: "4", memory: 8Gi}}', f"""\
-        apiVersion: pincompute.io/v1
-        kind: PinPod
-        metadata: {{name: root-shell, project: {project}}}
-        spec:
-          placement: {{clusters: [{cluster}]}}
-          containers:
-            - {{name: main, image: "registry.internal/e2e/shell:1.0", privileged: true}}
-        """)
-    result = compile_path(root, revision="e2e")
-    codes = [(d.file, d.line, d.code) for d in result.diagnostics]
-    assert codes == [(f"apps/{project}/apps.yaml", 7, "policy-privileged")]
-    objs = by_cluster(result.manifests)[cluster]
-    namespace = next(o for o in objs if o["kind"] == "Namespace")
-    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
-    applier = Applier(fleet, cluster)
-    try:
-        applier.apply_all(o for o in objs if o["kind"] != "Pod")
-        pod = next(o for o in objs if o["kind"] == "Pod")
-        with pytest.raises(ApiException) as refused:
-            applier.apply(pod)
-        assert refused.value.status == 403
-        assert "violates PodSecurity" in refused.value.body
-        assert "baseline:latest" in refused.value.body
-        assert "privileged" in refused.value.body
     finally:
         delete_namespaces(kube, [cluster], [project])
 

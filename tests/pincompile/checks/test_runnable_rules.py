@@ -90,7 +90,7 @@ def test_project_namespace_gets_tenancy_and_pods_tier_affinity() -> None:
         if m.namespace == "shop" or m.name == "shop":
             by_kind.setdefault(m.kind, []).append(m.obj)
     ns = by_kind["Namespace"][0]
-    assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
+    assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
     policies = {p["metadata"]["name"]: p["spec"] for p in by_kind["NetworkPolicy"]}
     assert policies["pincompute-bridge-deny-ingress"] == {
         "podSelector": {"matchLabels": {"pincompute.io/network": "bridge"}},

@@ -9,7 +9,7 @@ import json
 from click.testing import CliRunner, Result
 
 from pincompile.cli import cli
-from tests.support.tiny_repo import CART_V2, PROJECT, Repo
+from tests.support.tiny_repo import CART_V2, PROJECT, RUNTIME, Repo
 
 PWN = PROJECT.replace("name: shop", "name: pwn")
 
@@ -59,6 +59,8 @@ def test_the_pr_comment_starts_with_what_widens_a_project(repo: Repo) -> None:
     assert data["review"] == {
         "projects": [{"name": "shop", "owners": ["team-shop"]}], "platform": None,
         "widens": ["Project 'shop' turns on allowPrivileged",
+                   "Pod Security enforce restricted → privileged in the namespaces of project "
+                   "'shop'",
                    "Project 'shop' quota ondemand cpu: 32 → 48"]}
 
 
@@ -105,3 +107,20 @@ def test_a_new_project_and_a_sidecar_switched_to_always_are_called_out(repo: Rep
         "PinterestDaemon) of every project"]
     assert [p["name"] for p in data["review"]["projects"]] == ["pwn", "shop"]
     assert data["review"]["platform"] == {"owners": []}
+
+
+def test_a_capability_and_a_relaxed_profile_lower_the_pod_security_level(repo: Repo) -> None:
+    repo.write({
+        "specs/platform/project.yaml": PROJECT.replace(
+            "quota:", "policy: {allowCapabilities: [NET_BIND_SERVICE, CHOWN]}\n  quota:"),
+        "specs/platform/pwn.yaml": PWN,
+        "specs/platform/runtime.yaml": RUNTIME.replace(
+            "spec:\n", "spec:\n  security: {allowPrivilegeEscalation: true}\n", 1)})
+    data = json.loads(diff(repo, "--base", "HEAD", "-o", "json").output)
+    assert [w for w in data["review"]["widens"] if "quota" not in w] == [
+        "Project 'shop' allows containers the capabilities NET_BIND_SERVICE, CHOWN "
+        "(allowCapabilities)",
+        "Pod Security enforce restricted → baseline in the namespaces of projects 'pwn', "
+        "'shop'",
+        "RuntimeProfile sets security.allowPrivilegeEscalation: true: in every pod of every "
+        "project processes may gain privileges"]

@@ -95,8 +95,9 @@ SCHEMA_CASES = [
         """, [
         ('7:67', 'unknown-field',
          "unknown field 'imagePullPolicy' in spec.template.containers[0]")],
-        hint='allowed here: args, command, env, image, lifecycle, name, ports, privileged, '
-             'probes, resources, workingDir'),
+        hint='allowed here: args, capabilities, command, env, image, lifecycle, name, ports, '
+             'privileged, probes, readOnlyRootFilesystem, resources, runAsGroup, runAsUser, '
+             'workingDir'),
     Case('dns-name', """
         apiVersion: pincompute.io/v1
         kind: PinPod
