@@ -1,12 +1,10 @@
-"""What the end-to-end tests share: polling until a condition holds on the fleet, a copy of
-the examples sized for the fleet, and one PinApp (with its PinScaler) compiled for one member
-cluster and applied there."""
+"""What the end-to-end tests share: a copy of the examples sized for the fleet, and one
+PinApp (with its PinScaler) compiled for one member cluster and applied there."""
 
 from __future__ import annotations
 
 import re
 import shutil
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,22 +16,6 @@ from pincompile.compiler import compile_path
 from pincompile.manifest import Manifest
 from reconciler.fleet.clusters import ClusterSpec
 from reconciler.fleet.nodes import GPU, parse_quantity
-
-
-def wait_for(what: str, check: Callable[[], Any], timeout: float = 90.0,
-             interval: float = 0.5, describe: Callable[[], str] | None = None) -> Any:
-    """Poll ``check`` until it returns something truthy; fail with ``what`` (and what
-    ``describe`` then says of the state) on timeout."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            state = f": {describe()}" if describe is not None else ""
-            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}{state}")
-        time.sleep(interval)
-
 
 # --- the examples, with a smaller nightly index build ----------------------------------------
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

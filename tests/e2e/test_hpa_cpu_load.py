@@ -26,8 +26,8 @@ from tests.e2e.support import (
     compile_for,
     general_cluster,
     project_and_app,
-    wait_for,
 )
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -126,29 +126,26 @@ def test_hpa_scales_up_on_cpu_load_and_back_down_after_its_window(
     context = cluster.context
     # the default emulated usage (30% of the request) is below the target: 1 replica, and
     # the HPA computes a utilization (no "failed to get cpu utilization")
-    utilization, conditions = wait_for(
-        "the HPA to read CPU utilization",
-        lambda: (r := cpu_reading(kube, context))[0] is not None and r, timeout=120)
+    utilization, conditions = wait_for(lambda: (r := cpu_reading(kube, context))[0] is not None and r,
+                                       120, "the HPA to read CPU utilization")
     assert utilization == pytest.approx(30, abs=3)
     assert conditions["ScalingActive"].status == "True"
-    wait_for("1 replica", lambda: seen.latest() == 1, timeout=60)
+    wait_for(lambda: seen.latest() == 1, 60, "1 replica")
 
     # 90% of the request on every pod, new ones included: ceil(n * 90 / 50) until the max
     load(fleet, cluster, 90)
-    wait_for(f"{MAX} replicas", lambda: seen.latest() == MAX, timeout=150)
+    wait_for(lambda: seen.latest() == MAX, 150, f"{MAX} replicas")
     # once every pod has metrics the HPA wants ceil(4 * 90 / 50) = 8: held at the max
-    limited = wait_for("ScalingLimited", lambda: (c := cpu_reading(kube, context)[1].get(
-        "ScalingLimited")) is not None and c.status == "True" and c, timeout=90)
+    limited = wait_for(lambda: (c := cpu_reading(kube, context)[1].get(
+        "ScalingLimited")) is not None and c.status == "True" and c, 90, "ScalingLimited")
     assert limited.reason == "TooManyReplicas"
 
     # 10%: the HPA reads it at once but keeps the replicas for the stabilization window
     load(fleet, cluster, 10)
     lowered = time.time()
-    wait_for("the HPA to read 10%", lambda: (cpu_reading(kube, context)[0] or 100) <= 12,
-             timeout=90)
+    wait_for(lambda: (cpu_reading(kube, context)[0] or 100) <= 12, 90, "the HPA to read 10%")
     read_low = time.time()
-    wait_for("the scale-down to 1 replica", lambda: seen.latest() == 1,
-             timeout=SCALE_DOWN_WINDOW + 120)
+    wait_for(lambda: seen.latest() == 1, SCALE_DOWN_WINDOW + 120, "the scale-down to 1 replica")
     down_at = next(t for t, replicas in seen.events if t > lowered and replicas < MAX)
     assert down_at - lowered >= SCALE_DOWN_WINDOW - 1, (
         f"scaled down {down_at - lowered:.1f}s after the load dropped")

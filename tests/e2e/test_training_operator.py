@@ -23,7 +23,7 @@ from pincompile.cli import cli
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.health import health_of
 from tests.conftest import api_clients, fleet_of_its_own
-from tests.e2e.support import wait_for
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -134,10 +134,10 @@ def test_training_jobs_run_to_succeeded_or_fail_with_the_operators_reason(
 
     fleet, root = training_fleet
     apply(fleet, root)
-    tf = wait_for("TFJob tf-ok to finish", lambda: finished(kube, "tfjobs", "tf-ok"),
-                  timeout=120, describe=lambda: str(conditions(kube, "tfjobs", "tf-ok")))
-    pt = wait_for("PyTorchJob pt-ok to finish",
-                  lambda: finished(kube, "pytorchjobs", "pt-ok"), timeout=120,
+    tf = wait_for(lambda: finished(kube, "tfjobs", "tf-ok"), 120, "TFJob tf-ok to finish",
+                  describe=lambda: str(conditions(kube, "tfjobs", "tf-ok")))
+    pt = wait_for(lambda: finished(kube, "pytorchjobs", "pt-ok"), 120,
+                  "PyTorchJob pt-ok to finish",
                   describe=lambda: str(conditions(kube, "pytorchjobs", "pt-ok")))
     assert tf["Succeeded"]["status"] == "True" and "Failed" not in tf, tf
     assert pt["Succeeded"]["status"] == "True" and "Failed" not in pt, pt
@@ -153,8 +153,8 @@ def test_training_jobs_run_to_succeeded_or_fail_with_the_operators_reason(
     assert sorted(by_job["pt-ok"]) == ["Succeeded"] * 3, by_job
 
     # pods exiting 3 restart (OnFailure) until the backoff limit fails the job
-    failed = wait_for("PyTorchJob pt-fail to finish",
-                      lambda: finished(kube, "pytorchjobs", "pt-fail"), timeout=120,
+    failed = wait_for(lambda: finished(kube, "pytorchjobs", "pt-fail"), 120,
+                      "PyTorchJob pt-fail to finish",
                       describe=lambda: str(conditions(kube, "pytorchjobs", "pt-fail")))
     assert failed["Failed"]["status"] == "True", failed
     assert "backoff limit" in failed["Failed"]["message"], failed
