@@ -10,7 +10,9 @@ are named in :mod:`pincompile.manifest`; the host stores every spec as a custom 
 (:mod:`pincompile.crds`). ``serve`` fetches and compiles revisions (:class:`Compiler`,
 :mod:`gitsource <pincompile.source.gitsource>`); the API filters apps by label selector
 (:func:`parse_selector`). The local fleet reads its ``kind: Cluster`` specs as the compiler
-does (:func:`read_clusters`).
+does (:func:`read_clusters`). What the reconciler can make again (the local fleet, ``serve``'s
+default insight store) goes in the compiler's cache folder (:func:`cache_root`,
+:func:`local_fleet_dir`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 
 from pincompile import crds
 from pincompile.appref import AppRef, AppRefError, parse_app_ref
+from pincompile.cachedir import cache_root, local_fleet_dir, local_fleet_kubeconfig
 from pincompile.catalog import Catalog, Entry
 from pincompile.compiler import Compiler, compile_path
 from pincompile.diagnostics import Diagnostic
@@ -51,9 +54,10 @@ __all__ = [
     "ANNOTATION_SOURCE", "KINDS", "LABEL_APP", "LABEL_KIND", "LABEL_PROJECT", "MANAGED_BY",
     "MANAGED_BY_VALUE", "MAX_SELECTOR_LENGTH", "WORKLOAD_KINDS", "AppRef", "AppRefError",
     "Catalog", "Cluster", "Compiler", "Diagnostic", "Entry", "GitError", "Labels", "Manifest",
-    "Placed", "Result", "SelectorError", "SpecRoot", "compile_path", "crds",
-    "duration_seconds", "gitsource", "parse_app_ref", "parse_selector", "place_without",
-    "pods_held", "read_clusters", "to_yaml",
+    "Placed", "Result", "SelectorError", "SpecRoot", "cache_root", "compile_path", "crds",
+    "duration_seconds", "gitsource", "local_fleet_dir", "local_fleet_kubeconfig",
+    "parse_app_ref", "parse_selector", "place_without", "pods_held", "read_clusters",
+    "to_yaml",
 ]
 
 

@@ -85,8 +85,8 @@ def write(conn: Connection, docs: dict[AppKey, dict[str, Any]],
           stored: dict[AppKey, dict[str, Any]], members: dict[str, MemberState],
           revision: str, moves: dict[AppKey, AppMove]) -> str | None:
     """Write each changed document and the pass's Events to the host, 8 apps at a time
-    (one by one, a first pass waits for every round trip in turn); returns the error that stopped it,
-    if one did (no app is started after it)."""
+    (one by one, a first pass waits for every round trip in turn); returns the error that
+    stopped it, if one did (no app is started after it)."""
     from reconciler import host
 
     writes = pending_by_app(members)
