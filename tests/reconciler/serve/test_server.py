@@ -1,5 +1,6 @@
 """`serve` in-process against a real bare repository, with a recording fake runner:
-webhooks, coalescing, compile failures, resync, status, metrics, audit, post-receive."""
+webhooks, coalescing, compile failures, resync, status, metrics, audit, post-receive. A
+test that shows no pass runs hands serve a fake clock and lets its time pass."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from typing import Any
 import pytest
 from fake_runner import Recorder
 
+from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.serve.app import ServeApp, ServeOptions
 from reconciler.serve.webhooks import GENERIC_SIGNATURE_HEADER, sign
+from tests.support.clock import FakeClock
 from tests.support.serve import (
     BAD_SPEC,
     REPO_ROOT,
@@ -44,13 +47,14 @@ def push_hook(base: str, after: str, ref: str = "refs/heads/main", secret: bytes
 def serve(spec_repo: SpecRepo, tmp_path: Path) -> Iterator[Serve]:
     apps: list[ServeApp] = []
 
-    def start(delay: float = 0.0, **options: Any) -> tuple[ServeApp, Recorder, str]:
+    def start(delay: float = 0.0, clock: Clock = SYSTEM_CLOCK, **options: Any
+              ) -> tuple[ServeApp, Recorder, str]:
         recorder = Recorder(delay=delay, record=str(tmp_path / "passes.jsonl"))
         settings: dict[str, Any] = {
             "listen": "127.0.0.1:0", "secret": SECRET, "coalesce": 0.2, "resync": 600.0,
             "leader_election": False, "events": False, "audit_log": tmp_path / "audit.jsonl",
             "max_body": 64 * 1024, "shutdown_timeout": 10.0, "app_status": False} | options
-        app = ServeApp(ServeOptions(repo=str(spec_repo.bare), **settings), recorder)
+        app = ServeApp(ServeOptions(repo=str(spec_repo.bare), **settings), recorder, clock)
         app.start()
         apps.append(app)
         host, port = app.address
@@ -59,6 +63,14 @@ def serve(spec_repo: SpecRepo, tmp_path: Path) -> Iterator[Serve]:
     yield start
     for app in apps:
         app.stop()
+
+
+def let_pass(clock: FakeClock, seconds: float) -> None:
+    """Let ``seconds`` of serve's time pass; return once its worker has seen them and
+    done whatever they made due (a pass, here)."""
+    clock.settle(threads=2)  # the worker and its pass-deadline watch wait on the clock
+    clock.advance(seconds)
+    clock.settle(threads=2)
 
 
 def audit_lines(tmp_path: Path) -> list[dict[str, Any]]:
@@ -119,8 +131,10 @@ def test_a_signed_push_is_applied_and_reported(serve: Serve, spec_repo: SpecRepo
 
 
 def test_bad_webhooks_apply_nothing(serve: Serve, spec_repo: SpecRepo) -> None:
-    _app, recorder, base = serve()
-    wait_for(lambda: recorder.applied == [spec_repo.first], 120, "the start-up pass")
+    clock = FakeClock()
+    _app, recorder, base = serve(clock=clock)
+    let_pass(clock, 0.2)
+    assert recorder.applied == [spec_repo.first], "the start-up pass"
     sha = spec_repo.commit("would be applied by any pass")
     assert push_hook(base, sha, secret=b"wrong")[0] == 401
     assert push_hook(base, sha, signature="")[0] == 401
@@ -135,7 +149,7 @@ def test_bad_webhooks_apply_nothing(serve: Serve, spec_repo: SpecRepo) -> None:
     assert push_hook(base, other, ref="refs/heads/feature") == \
         (200, {"result": "ignored",
                "message": "refs/heads/feature is not the followed branch refs/heads/main"})
-    time.sleep(1.5)  # several coalescing windows
+    let_pass(clock, 10 * 0.2)  # ten coalescing windows
     assert recorder.applied == [spec_repo.first]
     assert metric(base, 'pincompile_serve_webhook_requests_total'
                         '{provider="generic",result="unauthorized"}') == 3.0
@@ -144,14 +158,19 @@ def test_bad_webhooks_apply_nothing(serve: Serve, spec_repo: SpecRepo) -> None:
 
 
 def test_three_quick_pushes_apply_only_the_newest(serve: Serve, spec_repo: SpecRepo) -> None:
-    _app, recorder, base = serve(coalesce=2.0)
-    wait_for(lambda: recorder.applied == [spec_repo.first], 120, "the start-up pass")
+    clock = FakeClock()
+    _app, recorder, base = serve(coalesce=2.0, clock=clock)
+    let_pass(clock, 2.0)
+    assert recorder.applied == [spec_repo.first], "the start-up pass"
     shas = []
     for i in range(3):
         shas.append(spec_repo.commit(f"push {i}"))
         assert push_hook(base, shas[-1])[0] == 202
-    wait_for(lambda: len(recorder.applied) >= 2, 120, "a pass after the pushes")
-    time.sleep(3.0)  # give any further (wrong) pass time to happen
+    let_pass(clock, 1.9)
+    assert recorder.applied == [spec_repo.first], "a pass within the coalescing window"
+    let_pass(clock, 0.1)
+    assert recorder.applied == [spec_repo.first, shas[-1]]
+    let_pass(clock, 5 * 2.0)  # any further (wrong) pass would have run by now
     assert recorder.applied == [spec_repo.first, shas[-1]]
 
 
@@ -196,9 +215,15 @@ def test_a_commit_that_fails_to_compile_applies_nothing_until_fixed(
 
 def test_resync_reconciles_without_pushes(serve: Serve, spec_repo: SpecRepo,
                                           tmp_path: Path) -> None:
-    _app, recorder, base = serve(resync=1.0)
-    wait_for(lambda: len(recorder.applied) >= 3, 30, "two resyncs")
-    assert set(recorder.applied) == {spec_repo.first}
+    clock = FakeClock()
+    _app, recorder, base = serve(resync=60.0, clock=clock)
+    let_pass(clock, 0.2)
+    assert len(recorder.applied) == 1, "the start-up pass"
+    let_pass(clock, 59.0)
+    assert len(recorder.applied) == 1, "a resync before the quiet minute was over"
+    let_pass(clock, 1.0)
+    let_pass(clock, 60.0)
+    assert recorder.applied == [spec_repo.first] * 3, "two resyncs"
     assert [r["trigger"] for r in audit_lines(tmp_path)[:3]] == ["start", "resync", "resync"]
     assert metric(base, 'pincompile_serve_drift_objects_total{cluster="use1a-general-01"}') \
         == 0.0
