@@ -81,11 +81,8 @@ def general_cluster(specs: dict[str, ClusterSpec]) -> ClusterSpec:
     pytest.skip("the fleet has no schedulable general cluster")
 
 
-def compile_for(clusters_path: str | Path, cluster: str, specs: str, root: Path
-                ) -> list[Manifest]:
-    """The objects ``pincompile compile`` makes of ``specs`` (the Project and its apps, in
-    one file of the platform folder, which may hold both) with the fleet's Cluster specs,
-    for ``cluster``, in :data:`APPLY_ORDER`."""
+def write_clusters(clusters_path: str | Path, root: Path) -> None:
+    """``root/platform/clusters.yaml``: the Cluster documents of the fleet's specs."""
     (root / "platform").mkdir(parents=True)
     path = Path(clusters_path)
     files = sorted(path.rglob("*.yaml")) if path.is_dir() else [path]
@@ -94,6 +91,14 @@ def compile_for(clusters_path: str | Path, cluster: str, specs: str, root: Path
                  if isinstance(d, dict) and d.get("kind") == "Cluster"]
     with open(root / "platform" / "clusters.yaml", "w") as out:
         YAML().dump_all(documents, out)
+
+
+def compile_for(clusters_path: str | Path, cluster: str, specs: str, root: Path
+                ) -> list[Manifest]:
+    """The objects ``pincompile compile`` makes of ``specs`` (the Project and its apps, in
+    one file of the platform folder, which may hold both) with the fleet's Cluster specs,
+    for ``cluster``, in :data:`APPLY_ORDER`."""
+    write_clusters(clusters_path, root)
     (root / "platform" / "app.yaml").write_text(specs)
     result = compile_path(root, revision="e2e")
     assert result.ok, [str(d) for d in result.diagnostics]

@@ -1,4 +1,5 @@
-"""``pincompile serve`` with the REAL reconciler, end to end on a fleet of its own.
+"""``pincompile serve`` with the REAL reconciler, end to end on the exclusive fleet (serve
+reconciles its whole repository, prunes included: it must be the fleet's only reconciler).
 
 A bare git repository on disk holds the reconciler's fixture specs (three zonal member
 clusters); ``serve`` runs as a child process against the fleet; a commit pushed to the bare
@@ -49,12 +50,9 @@ API_CLUSTERS = ("rt-b", "rt-c")
 
 
 @pytest.fixture(scope="module")
-def serve_fleet(e2e_toolchain: Path) -> Iterator[fleet_mod.FleetState]:
-    """Three member clusters and a host, for this module only."""
-    from tests.conftest import fleet_of_its_own
-
-    with fleet_of_its_own(FIXTURE_REPO / "platform", "serve") as state:
-        yield state
+def serve_fleet(exclusive_fleet: fleet_mod.FleetState) -> fleet_mod.FleetState:
+    """Three member clusters of the repository's (rt-a, rt-b, rt-c) and a host."""
+    return exclusive_fleet
 
 
 @pytest.fixture(scope="module")
