@@ -45,8 +45,10 @@ EXCLUSIVE_CLUSTERS = [Path(__file__).parent / "reconciler" / "fixtures" / tree /
 #: the fleets' timer profile: short controller timers (``reconciler/fleet/profiles.py``)
 PROFILE_ENV = "PINCOMPILE_FLEET_PROFILE"
 os.environ.setdefault(PROFILE_ENV, "test")
-#: the fleets this session started, by directory (stopped after their last test)
+#: the fleets this process started, by directory (stopped after their last test)
 STARTED: dict[Path, str] = {}
+#: names the run (its first process's pid) across the processes of ``pytest -n``
+RUN_ENV = "PINCOMPILE_E2E_RUN"
 #: per fleet fixture, the modules that use it
 USERS: dict[str, set[object]] = {"exclusive_fleet": set(), "fleet": set()}
 ENABLE = ("e2e tests need Go >= 1.26 to build the fleet once (or cached binaries): "
@@ -114,16 +116,33 @@ def _fleet_order(module: list[pytest.Item]) -> int:
     return 2 if any(_uses(item, "exclusive_fleet") for item in module) else 1
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Run the modules without e2e tests first, then those with fleets of their own, then
-    those on the exclusive fleet, then those on the session fleet (each group in
-    collection order, a module's tests together and in file order): no fleet runs idle
-    beside the unit tests, and each fleet (started by its first user, stopped after its
-    last) runs beside no other fleet."""
+#: the xdist group of each fleet order (see ``_fleet_order``): one worker runs the modules
+#: on the session fleet, the other those on the exclusive fleet or fleets of their own
+GROUPS = {1: "exclusive-fleet", 2: "exclusive-fleet", 3: "session-fleet"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Order the modules, a module's tests together and in file order.
+
+    One process: the modules without e2e tests first, then those with fleets of their
+    own, then those on the exclusive fleet, then those on the session fleet (each group in
+    collection order): no fleet runs idle beside the unit tests, and each fleet (started
+    by its first user, stopped after its last) runs beside no other fleet.
+
+    Under ``pytest -n 2 --dist loadgroup`` (``make test``): the session fleet's modules
+    are one xdist group and the others' one group, each run by one worker in that order
+    while the unit tests fill the workers' time before and after (the two fleets run side
+    by side: their tests mostly wait)."""
     modules: dict[object, list[pytest.Item]] = {}
     for item in items:
         modules.setdefault(item.getparent(pytest.Module) or item, []).append(item)
     ordered = sorted(modules.values(), key=_fleet_order)
+    if config.getoption("dist", "no") != "no" or hasattr(config, "workerinput"):
+        for module in ordered:
+            group = GROUPS.get(_fleet_order(module))
+            for item in module if group else ():
+                item.add_marker(pytest.mark.xdist_group(group))
     items[:] = [item for module in ordered for item in module]
     for fixture, users in USERS.items():
         users.update(_module(m[0]) for m in ordered if any(_uses(i, fixture) for i in m))
@@ -141,11 +160,24 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
             _stop_started(fixture)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    os.environ.setdefault(RUN_ENV, str(os.getpid()))  # xdist's workers inherit it
+
+
+def _starts_file() -> Path:
+    """Where every process of this run notes the fleets it started."""
+    return build.cache_root() / f"e2e-fleet-starts-{os.environ[RUN_ENV]}.txt"
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """Say how many fleets this run started (one line, when it started any)."""
-    if STARTED:
-        terminalreporter.write_line(
-            f"e2e: {len(STARTED)} fleet start(s) in this run: {', '.join(STARTED.values())}")
+    path = _starts_file()
+    if hasattr(terminalreporter.config, "workerinput") or not path.exists():
+        return
+    started = path.read_text().split()
+    path.unlink()
+    terminalreporter.write_line(
+        f"e2e: {len(started)} fleet start(s) in this run: {', '.join(started)}")
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -222,6 +254,8 @@ def _start(clusters: Path | list[Path], tag: str, echo: Callable[[str], None]
     except FleetError as exc:
         pytest.fail(f"fleet up failed: {exc}\n{exc.log_tail}", pytrace=False)
     STARTED[directory] = tag
+    with open(_starts_file(), "a") as out:
+        out.write(tag + "\n")
     echo(f"e2e: fleet {tag!r} of {len(state.clusters)} control planes up in "
          f"{time.monotonic() - start:.1f}s ({directory})")
     return state
