@@ -22,12 +22,14 @@ from reconciler.serve.audit import AuditSink, EventAudit, JsonLinesAudit
 from reconciler.serve.coalesce import Coalescer
 from reconciler.serve.documents import AppStatusReader
 from reconciler.serve.gateway import open_api
+from reconciler.serve.guard import Network
 from reconciler.serve.leader import Campaign, Elector, LeaseTiming, Roster, lease_name
 from reconciler.serve.metrics import Metrics
 from reconciler.serve.mirror import Mirror
 from reconciler.serve.runner import RunnerFactory
 from reconciler.serve.server import HTTPLimits, ServeHTTPServer, WebhookConfig, parse_listen
 from reconciler.serve.service import Service, ServiceState
+from reconciler.serve.status_access import StatusAccess
 from reconciler.serve.webhooks import DEFAULT_REPLAY_WINDOW, Deliveries
 
 log = logging.getLogger("pincompile.serve")
@@ -64,9 +66,17 @@ class ServeOptions:
     app_status: bool = True
     """Serve the apps' stored status (from the host) in ``/status``."""
     status_token: bytes | None = None
-    """When set, ``/status`` and ``/metrics`` need ``Authorization: Bearer <token>``."""
+    """A bearer token that may read ``/status`` and ``/metrics`` (beside the host's RBAC)."""
+    open_status: bool = False
+    """``/status`` and ``/metrics`` to anyone who reaches ``listen``."""
     read_timeout: float = 10.0
-    """Seconds a client may send nothing before its connection is dropped."""
+    """Seconds a client may take to send a request head, or send no byte of a body,
+    before its connection is dropped."""
+    max_connections: int = 4000
+    max_client_connections: int = 200
+    """Open connections per client address (the proxies' not counted)."""
+    trusted_proxies: tuple[Network, ...] = ()
+    """Proxies whose ``X-Forwarded-For`` and ``X-Forwarded-Proto`` are believed."""
     replay_window: float = DEFAULT_REPLAY_WINDOW
     """A webhook delivery seen within this many seconds is refused as a replay."""
     store: str | None = None
@@ -152,8 +162,12 @@ class ServeApp:
             parse_listen(options.listen), self.service,
             WebhookConfig(options.secret, options.branch, options.max_body,
                           Deliveries(options.replay_window)),
-            self.mirror.url, self.apps, status_token=options.status_token,
-            limits=HTTPLimits(read_timeout=max(1, round(options.read_timeout))),
+            self.mirror.url, self.apps,
+            status=StatusAccess(open=options.open_status, token=options.status_token),
+            limits=HTTPLimits(read_timeout=max(1, round(options.read_timeout)),
+                              connections=options.max_connections,
+                              per_client=options.max_client_connections,
+                              proxies=options.trusted_proxies),
             gateway=self.served_api.gateway if self.served_api else None,
             members=self.served_api.members if self.served_api else None)
         self.shutdown = threading.Event()

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 import urllib3
+import yaml
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 from kubernetes import client as k8s
@@ -40,6 +41,7 @@ from reconciler.fleet.clusters import ClusterSpec
 from reconciler.host import write_status
 from reconciler.store import Store
 from tests.support import api_fleet
+from tests.support.serve import REPO_ROOT
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -316,3 +318,29 @@ def test_exec_sessions_are_bounded_and_a_gone_client_ends_its_bridge(
     assert list(big.output()) == [] and big.error.startswith("message too big"), big.error
     wait_for(lambda: not exec_threads(), 10, "every session's thread to end")
 
+
+
+def test_the_hosts_rbac_says_who_reads_serves_status_and_metrics(
+        host: Connection, alice_token: str) -> None:
+    """contrib/serve/rbac-status-reader.yaml against the real API server's authorizer:
+    the metrics reader may get /metrics only, a tenant neither path."""
+    core, rbac = k8s.CoreV1Api(host.api), k8s.RbacAuthorizationV1Api(host.api)
+    roles = yaml.safe_load_all((REPO_ROOT / "contrib/serve/rbac-status-reader.yaml").read_text())
+    for role in roles:
+        with contextlib.suppress(ApiException):  # a second run on the same fleet
+            rbac.create_cluster_role(role)
+    with contextlib.suppress(ApiException):
+        core.create_namespaced_service_account(TENANTS, {"metadata": {"name": "prometheus"}})
+        rbac.create_cluster_role_binding({
+            "metadata": {"name": "api-e2e-prometheus-metrics"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": "pincompile-serve-metrics-reader"},
+            "subjects": [{"kind": "ServiceAccount", "name": "prometheus",
+                          "namespace": TENANTS}]})
+    token = core.create_namespaced_service_account_token(
+        "prometheus", TENANTS, {"spec": {"expirationSeconds": 3600}}).status.token
+    access = HostAccess(host)
+    prometheus, alice = access.authenticate(token), access.authenticate(alice_token)
+    assert access.may_get(prometheus, "/metrics")
+    assert not access.may_get(prometheus, "/status")
+    assert not access.may_get(alice, "/metrics") and not access.may_get(alice, "/status")
