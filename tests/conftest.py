@@ -12,11 +12,11 @@ per run, each fleet down once its last test is done.
   ``fleet up`` left it (:func:`tests.support.fleet.reset`).
 
 Both run the ``test`` timer profile (``$PINCOMPILE_FLEET_PROFILE``: short controller
-timers; tests read them from ``fleet.timers``). The e2e modules run after every other
-module, those on the exclusive fleet first (see ``pytest_collection_modifyitems``), so no
-fleet runs idle beside the unit tests and the two fleets never run at once. The first run
-builds the binaries (cached afterwards). Without Go (and without cached binaries) the e2e
-tests are skipped; with ``CI=true`` that is an error instead.
+timers; tests read them with :func:`tests.support.fleet.timer`). The modules that use a
+fleet come one after another (``pytest_collection_modifyitems``); under ``make test``'s
+two xdist workers the two fleets' modules run side by side. The first run builds the
+binaries (cached afterwards). Without Go (and without cached binaries) the e2e tests are
+skipped; with ``CI=true`` that is an error instead.
 """
 
 from __future__ import annotations
@@ -282,6 +282,7 @@ def fleet(e2e_toolchain: Path, pytestconfig: pytest.Config) -> Iterator[fleet_mo
 @pytest.fixture(scope="session")
 def _exclusive(e2e_toolchain: Path, pytestconfig: pytest.Config
                ) -> Iterator[fleet_mod.FleetState]:
+    """The exclusive fleet, started once (``exclusive_fleet`` makes it as new per module)."""
     try:
         yield _start(EXCLUSIVE_CLUSTERS, "exclusive_fleet", terminal_echo(pytestconfig))
     finally:
