@@ -22,8 +22,10 @@ skipped; with ``CI=true`` that is an error instead.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -121,7 +123,33 @@ def _fleet_order(module: list[pytest.Item]) -> int:
 GROUPS = {1: "exclusive-fleet", 2: "exclusive-fleet", 3: "session-fleet"}
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def _groups_file() -> Path:
+    """Where xdist's workers tell its scheduler each e2e module's group (the scheduler
+    sees test ids only)."""
+    return Path(tempfile.gettempdir()) / f"pincompile-e2e-groups-{os.environ[RUN_ENV]}.json"
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: without xdist it is never called
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup``: each e2e module's group (:data:`GROUPS`) is one unit of work,
+    run by one worker in collection order; every other test is a unit of its own. (xdist's
+    own ``xdist_group`` marks rename the test ids, which pytest 9 ignores.)"""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FleetGroups(LoadScopeScheduling):
+        groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.groups is None:
+                path = _groups_file()
+                self.groups = json.loads(path.read_text()) if path.exists() else {}
+            return self.groups.get(nodeid.split("::", 1)[0], nodeid)
+
+    return FleetGroups(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Order the modules, a module's tests together and in file order.
 
@@ -131,18 +159,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     by its first user, stopped after its last) runs beside no other fleet.
 
     Under ``pytest -n 2 --dist loadgroup`` (``make test``): the session fleet's modules
-    are one xdist group and the others' one group, each run by one worker in that order
-    while the unit tests fill the workers' time before and after (the two fleets run side
-    by side: their tests mostly wait)."""
+    are one group of work and the others' another (``pytest_xdist_make_scheduler``), each
+    run by one worker in that order, the largest first, while the unit tests fill the
+    workers' time after them (the two fleets run side by side: their tests mostly
+    wait)."""
     modules: dict[object, list[pytest.Item]] = {}
     for item in items:
         modules.setdefault(item.getparent(pytest.Module) or item, []).append(item)
     ordered = sorted(modules.values(), key=_fleet_order)
-    if config.getoption("dist", "no") != "no" or hasattr(config, "workerinput"):
-        for module in ordered:
-            group = GROUPS.get(_fleet_order(module))
-            for item in module if group else ():
-                item.add_marker(pytest.mark.xdist_group(group))
+    if hasattr(config, "workerinput"):  # an xdist worker: tell the scheduler the groups
+        groups = {m[0].nodeid.split("::", 1)[0]: GROUPS[_fleet_order(m)] for m in ordered
+                  if _fleet_order(m) in GROUPS}
+        path = _groups_file()
+        scratch = path.with_name(f"{path.name}.{os.getpid()}")
+        scratch.write_text(json.dumps(groups))
+        scratch.replace(path)
     items[:] = [item for module in ordered for item in module]
     for fixture, users in USERS.items():
         users.update(_module(m[0]) for m in ordered if any(_uses(i, fixture) for i in m))
@@ -162,6 +193,11 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault(RUN_ENV, str(os.getpid()))  # xdist's workers inherit it
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):
+        _groups_file().unlink(missing_ok=True)
 
 
 def _starts_file() -> Path:
