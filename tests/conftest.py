@@ -285,11 +285,12 @@ def _start(clusters: Path | list[Path], tag: str, echo: Callable[[str], None]
             shutil.copy(path, folder / f"{index:02d}-{path.name}")
         clusters = folder
     start = time.monotonic()
+    STARTED[directory] = tag
     try:
         state = fleet_mod.up(clusters, directory, echo=lambda m: print(m, flush=True))
     except FleetError as exc:
+        _stop_started(tag)
         pytest.fail(f"fleet up failed: {exc}\n{exc.log_tail}", pytrace=False)
-    STARTED[directory] = tag
     with open(_starts_file(), "a") as out:
         out.write(tag + "\n")
     echo(f"e2e: fleet {tag!r} of {len(state.clusters)} control planes up in "
@@ -299,11 +300,12 @@ def _start(clusters: Path | list[Path], tag: str, echo: Callable[[str], None]
 
 def _stop_started(tag: str) -> None:
     for directory, started in STARTED.items():
-        if started == tag and (directory / fleet_mod.STATE_FILE).exists():
+        if started != tag:
+            continue
+        if (directory / fleet_mod.STATE_FILE).exists():
             fleet_mod.down(directory, echo=lambda m: print(m, flush=True))
-            shutil.rmtree(directory, ignore_errors=True)
-            shutil.rmtree(directory.with_name(directory.name + "-clusters"),
-                          ignore_errors=True)
+        shutil.rmtree(directory, ignore_errors=True)
+        shutil.rmtree(directory.with_name(directory.name + "-clusters"), ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
