@@ -88,7 +88,7 @@ class Sampler:
         return [(where, round(count * self.period, 2))
                 for where, count in self.counts.most_common(n)]
 
-STEPS = ("_host_sync", "_read", "_plan", "_apply", "_wait_healthy", "_publish")
+STEPS = ("_host_sync", "_read", "_plan", "_apply", "check_health", "_publish")
 
 
 class ProfiledReconciler(Reconciler):

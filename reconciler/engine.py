@@ -6,17 +6,21 @@ resource, stored state), then every member cluster in parallel is read (one LIST
 kind); failover (``failover/``) and PinScaler rebalancing (``scaling/``) rewrite the
 desired objects; zone-by-zone rollouts (``rollout/``) hold later zones; every member is
 planned through server-side dry-runs and applied in dependency order, with pruning; the
-rollouts advance; a wait for health; and one aggregated status per app is written to the
-host (``publish.py``). A cluster that fails is reported (its apps say Unknown) and never
-stops the others.
+rollouts advance; and one aggregated status per app is written to the host
+(``publish.py``). Between the writes and the statuses the caller may wait for health:
+:meth:`Reconciler.pass_of` hands it the pass in flight, whose checks it repeats
+(``health/wait.py``); :meth:`Reconciler.run` does so for ``timeout`` when ``wait``. A
+cluster that fails is reported (its apps say Unknown) and never stops the others.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,15 +29,16 @@ from reconciler import desired, failover
 from reconciler.clients import read
 from reconciler.clients.cache import ClusterCache
 from reconciler.clients.connect import ClusterUnreachable, Connection
-from reconciler.clients.read import Key, key_of
+from reconciler.clients.read import Key
+from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.desired import Echo, MemberState, with_floor
 from reconciler.errors import CLUSTER_ERRORS, explain
 from reconciler.failover import step as failover_step
-from reconciler.health import assess
+from reconciler.health import wait as health_wait
 from reconciler.kinds import MANAGED_KINDS
-from reconciler.model import AppKey, ClusterReport, Left, Obj, PassReport, Phase, Unconverged
+from reconciler.model import AppKey, ClusterReport, Left, Obj, PassReport, Unconverged
 from reconciler.plan import applied, narrow
-from reconciler.plan.change import Action, Change
+from reconciler.plan.change import Action
 from reconciler.plan.cluster_plan import Options, plan_cluster, read_live
 from reconciler.plan.execute import execute
 from reconciler.plan.memo import PlanMemo
@@ -45,12 +50,34 @@ from reconciler.status import publish
 from reconciler.status.follow import StatusFollower
 from reconciler.step_timings import COLLECTOR, Steps
 
-__all__ = ["HOST", "MemberState", "Reconciler"]
+__all__ = ["HOST", "Flight", "MemberState", "Reconciler"]
 
 HOST = "host"
 NAMESPACE = next(k for k in MANAGED_KINDS if k.kind == "Namespace")
-#: Run-to-completion kinds: ``apply`` waits for them to start, not to finish.
-UNWAITED_KINDS = ("Job", "CronJob", "TFJob", "PyTorchJob")
+
+
+@dataclass
+class Flight:
+    """A pass between its writes and its statuses (:meth:`Reconciler.pass_of`)."""
+
+    report: PassReport
+    steps: Steps
+    started: float
+    collected: float
+    """The process's collector seconds when the pass started."""
+    found: dict[str, MemberState] = field(default_factory=dict)
+    stored: dict[AppKey, dict[str, Any]] = field(default_factory=dict)
+    host: dict[AppKey, Obj] = field(default_factory=dict)
+    rollouts: dict[AppKey, AppRollout] = field(default_factory=dict)
+    moves: dict[AppKey, failover.AppMove] = field(default_factory=dict)
+    waiting: health_wait.Waiting = field(default_factory=health_wait.Waiting)
+    """What the pass wrote and has not seen healthy yet, per member."""
+    applied: bool = False
+    """The pass got as far as its writes (the specs compiled)."""
+
+    @property
+    def progressing(self) -> bool:
+        return self.waiting.progressing
 
 
 class Reconciler:
@@ -141,25 +168,38 @@ class Reconciler:
         return found
 
     def run(self, result: Result) -> PassReport:
-        """One pass. Never raises for a cluster's failure: it is in the report."""
+        """One pass. Never raises for a cluster's failure: it is in the report. With
+        ``wait``, what it wrote has ``timeout`` seconds to turn healthy before the statuses
+        are written."""
+        with self.pass_of(result) as flight:
+            if self.wait:
+                self.settle(flight, self.timeout)
+        return flight.report
+
+    @contextlib.contextmanager
+    def pass_of(self, result: Result) -> Iterator[Flight]:
+        """One pass up to its writes, the pass lock held: the caller may check their health
+        (:meth:`check_health`, :meth:`settle`) as often as it likes; leaving the block
+        writes the statuses and completes ``flight.report`` (not after an exception)."""
         self.pass_wanted.set()
         with self.passing:
             self.pass_wanted.clear()
             try:
-                return self._pass(result)
+                flight = self._begin(result)
+                yield flight
+                self._finish(flight)
             finally:
                 # the next pass reuses what it can prove the same (serve: all but a push's
                 # changed apps); a one-shot reconciler's let go of the pass's objects
                 self.digests = self.digests.carried() if self.watch else applied.Digests()
 
-    def _pass(self, result: Result) -> PassReport:
-        started = time.monotonic()
+    def _begin(self, result: Result) -> Flight:
         report = PassReport(revision=result.revision)
+        flight = Flight(report, Steps(report.steps), time.monotonic(), COLLECTOR.seconds)
         if not result.ok:
             report.error = f"{len(result.diagnostics)} error(s) in the specs: nothing applied"
-            return report
-        step = Steps(report.steps)
-        collected = COLLECTOR.seconds
+            return flight
+        step = flight.steps
         with ThreadPoolExecutor(max_workers=1) as pool:  # the host beside the members' reads
             host_synced = pool.submit(step.timed("host sync", self._host_sync), result, report)
             with step("desired"):
@@ -188,20 +228,56 @@ class Reconciler:
             self._in_parallel(found, self._apply)
             rollout_step.advance(rollouts, found, self.connections.get(HOST), self.echo)
             rollout_step.report_halts(rollouts, found)
-        if self.wait:
-            with step("wait"):
-                self._wait_healthy(found)
-        with step("publish"):
-            decided = publish.Decided(rollouts, moves, self.floor_totals, self.rebalanced,
-                                      publish.revisions_of(host))
-            self._publish(found, stored, report, decided, host)
-            self._store_cluster_states(stored, report)
+        flight.found, flight.stored, flight.host = found, stored, host
+        flight.rollouts, flight.moves, flight.applied = rollouts, moves, True
+        for member in found.values():
+            if member.error is None and member.plan is not None:
+                objects = health_wait.waited_for(member.plan)
+                flight.waiting.objects[member.name] = objects
+                flight.waiting.totals[member.name] = len(objects)
+        return flight
+
+    def check_health(self, flight: Flight) -> None:
+        """Read once, in every member, what the pass wrote and has not seen healthy yet
+        (the statuses are built from what this finds)."""
+        waiting = flight.waiting
+
+        def one(member: MemberState) -> None:
+            assert member.conn is not None
+            objects = waiting.objects.get(member.name)
+            if objects:
+                waiting.objects[member.name] = health_wait.check(member.conn, objects,
+                                                                 member.live)
+                self.progress.health(member.name, waiting.healthy(member.name),
+                                     waiting.totals[member.name])
+
+        self._in_parallel(flight.found, one)
+        for member in flight.found.values():
+            if member.error is not None:  # it failed: nothing more to wait for there
+                waiting.objects.pop(member.name, None)
+
+    def settle(self, flight: Flight, timeout: float, clock: Clock = SYSTEM_CLOCK) -> None:
+        """Check health every second of ``clock`` until what the pass wrote is healthy or
+        ``timeout`` seconds have passed."""
+        seconds = health_wait.settle(flight.waiting, lambda: self.check_health(flight),
+                                     timeout, clock)
+        flight.report.steps["wait"] = round(seconds, 3)
+
+    def _finish(self, flight: Flight) -> None:
+        """Write every app's status to the host; complete the report."""
+        if not flight.applied:
+            return
+        report, found = flight.report, flight.found
+        with flight.steps("publish"):
+            decided = publish.Decided(flight.rollouts, flight.moves, self.floor_totals,
+                                      self.rebalanced, publish.revisions_of(flight.host))
+            self._publish(found, flight.stored, report, decided, flight.host)
+            self._store_cluster_states(flight.stored, report)
         for member in found.values():
             report.clusters[member.name] = member.report or ClusterReport(
                 member.name, error=member.error)
-        report.seconds = time.monotonic() - started
-        report.steps["gc"] = round(COLLECTOR.seconds - collected, 3)  # within the steps
-        return report
+        report.seconds = time.monotonic() - flight.started
+        report.steps["gc"] = round(COLLECTOR.seconds - flight.collected, 3)  # within the steps
 
     def _in_parallel(self, members: dict[str, MemberState],
                      step: Callable[[MemberState], None]) -> None:
@@ -388,35 +464,6 @@ class Reconciler:
 
     # --- health and status ---------------------------------------------------------------------
 
-    def _wait_healthy(self, members: dict[str, MemberState]) -> None:
-        """Wait (bounded by ``timeout``) until what this pass wrote is healthy."""
-        deadline = time.monotonic() + self.timeout
-
-        def one(member: MemberState) -> None:
-            assert member.conn is not None and member.plan is not None
-            # a restamp that moved the generation (a Deployment's annotations count) is
-            # waited for like a write: its controller has a generation to observe
-            written = member.plan.pending + [c for c in member.plan.restamps
-                                             if _generation_moved(c)]
-            waiting = [c.desired for c in written
-                       if c.action is not Action.PRUNE and c.desired is not None
-                       and c.desired["kind"] not in UNWAITED_KINDS]
-            total = len(waiting)
-            while waiting and time.monotonic() < deadline:
-                still = []
-                for obj in waiting:
-                    live = read.get(member.conn, obj)
-                    if live is not None:
-                        member.live[key_of(obj)] = live
-                    if live is None or assess(live).phase is Phase.PROGRESSING:
-                        still.append(obj)
-                waiting = still
-                self.progress.health(member.name, total - len(waiting), total)
-                if waiting:
-                    time.sleep(1.0)
-
-        self._in_parallel(members, one)
-
     def _publish(self, found: dict[str, MemberState], stored: dict[AppKey, dict[str, Any]],
                  report: PassReport, decided: publish.Decided, host: dict[AppKey, Obj]
                  ) -> None:
@@ -437,10 +484,3 @@ class Reconciler:
         if error is not None:
             report.clusters[HOST].error = error
 
-
-def _generation_moved(change: Change) -> bool:
-    """Whether writing ``change`` gave its object a new ``metadata.generation``."""
-    def generation(obj: Obj | None) -> Any:
-        return ((obj or {}).get("metadata") or {}).get("generation")
-
-    return change.live is not None and generation(change.predicted) != generation(change.live)

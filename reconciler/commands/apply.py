@@ -128,21 +128,26 @@ def apply(ctx: click.Context, args: tuple[str, ...], project: str | None,
         path, host_context, clusters=clusters or None,
         options=Options(adopt=adopt, prune=not no_prune, max_prune=max_prune,
                         prune_data=prune_data),
-        wait=not no_wait, timeout=timeout, echo=progress.line, clock=clock_of(at),
-        failover_after=failover_after, failback_step=failback_step, progress=progress,
-        apps=wanted)
-    report, writes, statuses, lost = _run(reconciler, result, progress)
+        echo=progress.line, clock=clock_of(at), failover_after=failover_after,
+        failback_step=failback_step, progress=progress, apps=wanted)
+    report, writes, statuses, lost = _run(reconciler, result, progress,
+                                          None if no_wait else timeout)
     click.echo(_summary(report, writes, time.monotonic() - started))
     _report_and_exit(report, statuses, lost, quiet, table_width(fmt))
 
 
-def _run(reconciler: Reconciler, result: Result, progress: Progress
+def _run(reconciler: Reconciler, result: Result, progress: Progress, wait: float | None
          ) -> tuple[PassReport, dict[str, int], dict[AppKey, dict[str, Any]], dict[str, Any]]:
-    """One pass: its report, the writes per cluster, the apps' statuses and the clusters
-    that are not reachable (their failover state)."""
+    """One pass, then (``wait``: for that many seconds at most) health checks of what it
+    wrote, repeated until it is healthy, then the statuses: its report, the writes per
+    cluster, the apps' statuses and the clusters that are not reachable (their failover
+    state)."""
     try:
         with cluster_errors("a cluster"):
-            report = reconciler.run(result)
+            with reconciler.pass_of(result) as flight:
+                if wait is not None:
+                    reconciler.settle(flight, wait)
+            report = flight.report
         writes = {name: conn.stats.writes for name, conn in reconciler.connections.items()}
         lost = {n: s.to_json() for n, s in reconciler.cluster_states.items()
                 if s.phase != "Reachable"}

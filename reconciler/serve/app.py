@@ -18,6 +18,7 @@ from typing import Any
 from pincompile.contract import Result
 from reconciler.clients.connect import load_configuration
 from reconciler.clients.record import record_requests
+from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.serve.audit import AuditSink, EventAudit, JsonLinesAudit
 from reconciler.serve.coalesce import Coalescer
 from reconciler.serve.documents import AppStatusReader
@@ -112,7 +113,8 @@ def host_client(kubeconfig: str | None, context: str) -> Any:
 class ServeApp:
     """One ``serve`` process: :meth:`start`, then :meth:`wait` until SIGTERM, then shut down."""
 
-    def __init__(self, options: ServeOptions, runners: RunnerFactory) -> None:
+    def __init__(self, options: ServeOptions, runners: RunnerFactory,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
         self.options = options
         self._own_mirror = options.mirror_dir is None
         directory = options.mirror_dir or Path(tempfile.mkdtemp(prefix="pincompile-serve-"))
@@ -132,10 +134,10 @@ class ServeApp:
                                      lease_name(LEASE_BASE, 0, options.shards),
                                      options.identity))
         self.service = Service(self.mirror, runners, self.metrics, audits,
-                               coalescer=Coalescer(options.coalesce), shards=options.shards,
-                               resync=options.resync, identity=options.identity,
-                               pass_deadline=options.pass_deadline,
-                               stuck_after=options.stuck_after)
+                               coalescer=Coalescer(options.coalesce, clock=clock),
+                               shards=options.shards, resync=options.resync,
+                               identity=options.identity, pass_deadline=options.pass_deadline,
+                               stuck_after=options.stuck_after, clock=clock)
         self.service.on_stuck = self._give_up
         self.stuck: str | None = None
         """Why this process gave its pass up (None: it did not)."""
@@ -146,14 +148,14 @@ class ServeApp:
             self.service.state = ServiceState(leading=frozenset())
             self.metrics.set_leading(options.shards, frozenset())
             electors = [Elector(lease_name(LEASE_BASE, i, options.shards), options.namespace,
-                                options.identity, options.timing)
+                                options.identity, options.timing, clock=clock)
                         for i in range(options.shards)]
-            roster = (Roster(LEASE_BASE, options.namespace, options.identity, options.timing)
-                      if options.shards > 1 else None)
+            roster = (Roster(LEASE_BASE, options.namespace, options.identity, options.timing,
+                             clock=clock) if options.shards > 1 else None)
             self.campaign = Campaign(client.CoordinationV1Api(self.api), electors,
                                      options.timing, on_change=self.service.set_leading_shards,
                                      on_request=self.service.relayed, roster=roster,
-                                     pass_lock=self.service.pass_lock)
+                                     pass_lock=self.service.pass_lock, clock=clock)
             self.service.relay = self.campaign.relay
         self.apps = (AppStatusReader(options.kubeconfig, options.host_context)
                      if options.app_status else None)

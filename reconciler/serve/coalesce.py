@@ -5,14 +5,15 @@ Webhooks (and the resync timer, and winning a Lease) :meth:`Coalescer.offer` a
 has been quiet for ``window`` seconds (or ``max_delay`` after its first trigger, so a steady
 stream of pushes cannot starve the worker). Only the newest revision survives a merge, and
 since there is one worker that always fetches the branch head, a pass never applies an
-older push after a newer one.
+older push after a newer one. Its windows are kept on the process's :class:`Clock`.
 """
 
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import dataclass, replace
+
+from reconciler.clock import SYSTEM_CLOCK, Clock
 
 PRIORITY = {"head": -1, "resync": 0, "start": 1, "leader": 2, "push": 3}
 
@@ -26,7 +27,8 @@ class Trigger:
     ``head`` (a pass only if the branch head moved since the last applied revision)."""
     revision: str | None = None
     received: float = 0.0
-    """``time.time()`` when the newest push of the burst arrived (for push-to-applied)."""
+    """The clock's epoch seconds when the newest push of the burst arrived (for
+    push-to-applied)."""
     merged: int = 1
     """How many triggers this one stands for."""
     delivery: str = ""
@@ -46,8 +48,10 @@ def merge(older: Trigger, newer: Trigger) -> Trigger:
 class Coalescer:
     """A one-slot mailbox between the HTTP handlers and the reconcile worker."""
 
-    def __init__(self, window: float = 1.0, max_delay: float | None = None) -> None:
+    def __init__(self, window: float = 1.0, max_delay: float | None = None,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
         self.window = window
+        self.clock = clock
         self.max_delay = max_delay if max_delay is not None else max(5 * window, window)
         self._cond = threading.Condition()
         self._pending: Trigger | None = None
@@ -57,7 +61,7 @@ class Coalescer:
 
     def offer(self, trigger: Trigger) -> None:
         """Queue ``trigger``, merging it into any trigger not yet taken."""
-        now = time.monotonic()
+        now = self.clock.monotonic()
         with self._cond:
             if self._pending is None:
                 self._pending, self._first = trigger, now
@@ -72,10 +76,10 @@ class Coalescer:
 
     def take(self, timeout: float | None = None) -> Trigger | None:
         """The merged trigger once its burst is over; ``None`` on timeout or close."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = None if timeout is None else self.clock.monotonic() + timeout
         with self._cond:
             while not self._closed:
-                now = time.monotonic()
+                now = self.clock.monotonic()
                 if self._pending is not None:
                     due = min(self._last + self.window, self._first + self.max_delay)
                     if now >= due:
@@ -88,7 +92,7 @@ class Coalescer:
                     if now >= deadline:
                         return None
                     wait = deadline - now if wait is None else min(wait, deadline - now)
-                self._cond.wait(wait)
+                self.clock.wait(self._cond, wait)
             return None
 
     def close(self) -> None:

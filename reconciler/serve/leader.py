@@ -26,10 +26,11 @@ import hashlib
 import logging
 import re
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from reconciler.clock import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger("pincompile.serve.leader")
 #: a replica that received a push but does not lead a shard writes ``<sha> <time>`` here;
@@ -40,8 +41,9 @@ MERGE = "application/merge-patch+json"
 MEMBER_LABEL = "pincompute.io/serve-members"
 
 
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
+def _stamp(clock: Clock) -> dt.datetime:
+    """The clock's instant as the Lease's ``renewTime`` carries it."""
+    return dt.datetime.fromtimestamp(clock(), dt.UTC)
 
 
 @dataclass
@@ -75,10 +77,13 @@ class Elector:
     """A relayed revision this candidate has not acted on yet."""
     reachable: bool = False
     """Whether the last attempt got an answer from the host cluster."""
+    clock: Clock = field(default=SYSTEM_CLOCK, kw_only=True)
+    """This candidate's own clock: how long a record went unchanged, how long since it
+    last renewed."""
 
     def tick(self, api: Any, extra_wait: float) -> bool:
         """Try to acquire or renew once; return whether this candidate leads afterwards."""
-        now = time.monotonic()
+        now = self.clock.monotonic()
         try:
             acquired = self._try(api, now, extra_wait)
             self.reachable = True
@@ -133,7 +138,7 @@ class Elector:
     def _spec(self, old: Any) -> Any:
         from kubernetes import client
 
-        now = _now()
+        now = _stamp(self.clock)
         mine = old is not None and old.holder_identity == self.identity
         transitions = (old.lease_transitions or 0) if old is not None else 0
         return client.V1LeaseSpec(
@@ -146,7 +151,7 @@ class Elector:
     def relay(self, api: Any, revision: str) -> bool:
         """Ask this Lease's holder for a pass at ``revision``; whether the note was written."""
 
-        note = {"metadata": {"annotations": {REQUEST_ANNOTATION: f"{revision} {time.time()}"}}}
+        note = {"metadata": {"annotations": {REQUEST_ANNOTATION: f"{revision} {self.clock()}"}}}
         try:
             api.patch_namespaced_lease(self.name, self.namespace, note, _content_type=MERGE)
             return True
@@ -167,7 +172,7 @@ class Elector:
                 return False
             lease.spec.holder_identity = ""
             lease.spec.lease_duration_seconds = 1
-            lease.spec.renew_time = _now()
+            lease.spec.renew_time = _stamp(self.clock)
             api.replace_namespaced_lease(self.name, self.namespace, lease)
             return True
         except Exception as exc:  # API, connection (urllib3) or decoding errors
@@ -195,11 +200,13 @@ class Roster:
     surplus shard back when another replica joins.
     """
 
-    def __init__(self, base: str, namespace: str, identity: str, timing: LeaseTiming) -> None:
+    def __init__(self, base: str, namespace: str, identity: str, timing: LeaseTiming, *,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
         self.base = base
         self.namespace = namespace
         self.identity = identity
         self.timing = timing
+        self.clock = clock
         self.name = f"{base}-member-{_dns_label(identity)}"
         self._seen: dict[str, tuple[Any, float]] = {}
         self.members = 1
@@ -209,9 +216,9 @@ class Roster:
         from kubernetes import client
         from kubernetes.client.exceptions import ApiException
 
-        now = time.monotonic()
+        now = self.clock.monotonic()
         spec = {"holderIdentity": self.identity,
-                "renewTime": _now().strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                "renewTime": _stamp(self.clock).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
                 "leaseDurationSeconds": int(self.timing.duration)}
         try:
             try:
@@ -223,7 +230,8 @@ class Roster:
                 api.create_namespaced_lease(self.namespace, client.V1Lease(
                     metadata=client.V1ObjectMeta(name=self.name,
                                                  labels={MEMBER_LABEL: self.base}),
-                    spec=client.V1LeaseSpec(holder_identity=self.identity, renew_time=_now(),
+                    spec=client.V1LeaseSpec(holder_identity=self.identity,
+                                            renew_time=_stamp(self.clock),
                                             lease_duration_seconds=int(self.timing.duration))))
             leases = api.list_namespaced_lease(
                 self.namespace, label_selector=f"{MEMBER_LABEL}={self.base}").items
@@ -255,9 +263,10 @@ class Campaign:
     def __init__(self, api: Any, electors: Sequence[Elector], timing: LeaseTiming,
                  on_change: Callable[[frozenset[int]], None] = lambda _leading: None,
                  on_request: Callable[[str], None] = lambda _revision: None, *,
-                 roster: Roster | None = None, pass_lock: threading.Lock | None = None
-                 ) -> None:
+                 roster: Roster | None = None, pass_lock: threading.Lock | None = None,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
         timing.check()
+        self.clock = clock
         self.api = api
         self.electors = list(electors)
         self.timing = timing
@@ -324,9 +333,10 @@ class Campaign:
     def run(self, stop: threading.Event) -> None:
         """Tick every ``retry`` seconds until ``stop`` is set."""
         while not stop.is_set():
-            started = time.monotonic()
+            started = self.clock.monotonic()
             self.tick()
-            stop.wait(max(0.0, self.timing.retry - (time.monotonic() - started)))
+            self.clock.wait_event(
+                stop, max(0.0, self.timing.retry - (self.clock.monotonic() - started)))
 
     def release(self) -> list[str]:
         """Release every held Lease (and leave the roster); the names of those released."""

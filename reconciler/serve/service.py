@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pincompile.contract import GitError
+from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.model import PassReport
 from reconciler.serve.audit import AuditSink, record_for
 from reconciler.serve.coalesce import Coalescer, Trigger
@@ -52,12 +52,12 @@ class Service:
                  audits: Sequence[AuditSink] = (), *, coalescer: Coalescer | None = None,
                  shards: int = 1, resync: float = 180.0, identity: str = "serve",
                  pass_deadline: float = 300.0, stuck_after: float = 0.0,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Clock = SYSTEM_CLOCK) -> None:
         self.mirror = mirror
         self.runners = runners
         self.metrics = metrics
         self.audits = list(audits)
-        self.coalescer = coalescer or Coalescer()
+        self.coalescer = coalescer or Coalescer(clock=clock)
         self.shards = shards
         self.resync = resync
         self.identity = identity
@@ -66,6 +66,8 @@ class Service:
         """A pass running this long is given up (``on_stuck``); 0: never."""
         self.on_stuck: Callable[[str], None] | None = None
         self.clock = clock
+        """The process's clock: the resync timer, the pass deadline and every reported
+        instant (``clock()``: epoch seconds)."""
         self.state = ServiceState(leading=frozenset(range(shards)))
         self._lock = threading.Lock()
         self._runner: tuple[frozenset[str] | None, PassRunner] | None = None
@@ -139,7 +141,7 @@ class Service:
         """Until :meth:`stop`: log once per pass when it runs past the pass deadline (the
         worker itself cannot: it is the one stuck)."""
         step = max(0.1, min(1.0, self.pass_deadline / 4))
-        while not self.stopping.wait(step):
+        while not self.clock.wait_event(self.stopping, step):
             running = self.running_for()
             reason = self.overdue(running)
             if reason is not None and not self.state.overdue:
@@ -156,9 +158,10 @@ class Service:
         """Take triggers until :meth:`stop`; resync after ``resync`` quiet seconds."""
         threading.Thread(target=self.watch_deadline, name="pass-deadline", daemon=True).start()
         self.coalescer.offer(Trigger("start", received=self.clock()))
-        next_resync = time.monotonic() + self.resync
+        next_resync = self.clock.monotonic() + self.resync
         while not self.stopping.is_set():
-            trigger = self.coalescer.take(timeout=max(0.0, next_resync - time.monotonic()))
+            trigger = self.coalescer.take(
+                timeout=max(0.0, next_resync - self.clock.monotonic()))
             if self.stopping.is_set():
                 break
             if trigger is None:
@@ -166,7 +169,7 @@ class Service:
             with self.pass_lock:  # leadership changes wait for the pass to finish
                 if self.state.leading and not self.nothing_missed(trigger):
                     self.pass_once(trigger)
-            next_resync = time.monotonic() + self.resync
+            next_resync = self.clock.monotonic() + self.resync
 
     def nothing_missed(self, trigger: Trigger) -> bool:
         """Whether a ``head`` trigger finds the branch head still at the revision the last
@@ -215,7 +218,7 @@ class Service:
 
     def pass_once(self, trigger: Trigger) -> PassReport:
         """Fetch, compile and reconcile the branch head once; record the outcome."""
-        start = time.monotonic()
+        start = self.clock.monotonic()
         leading = self.state.leading
         self.state.stage = "fetch"
         self.state.busy_since = self.clock()
@@ -248,7 +251,7 @@ class Service:
             log.exception("the reconciler failed")
             stage = "reconcile"
             report = PassReport(revision=sha, error=f"internal error: {type(exc).__name__}: {exc}")
-        report.seconds = time.monotonic() - start
+        report.seconds = self.clock.monotonic() - start
         report.steps = {**step.seconds, **report.steps}
         self._finish(report, trigger, stage, author, subject, diagnostics, leading)
         return report

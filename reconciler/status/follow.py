@@ -2,20 +2,19 @@
 
 The long-running reconciler's watch cache (one WATCH per cluster and kind) reports every
 change of a managed object; :class:`StatusFollower` turns the changes into the apps they
-belong to, waits ``delay`` seconds for more (debounced per app: one rewrite however many
-events), computes each such app's status from the cache with the same health rules a pass
-uses (:func:`reconciler.status.live.live_status`) and rewrites that app's status alone, only when
-it differs. One thread; the set of apps waiting is bounded by the number of apps. While a
-pass runs the follower waits for it: the pass writes the statuses it computed. A pass that
-wants to start (``wanted``) does not wait for a long batch of rewrites (after serve's first
-pass, every app's pods become Ready at once): the follower lets go between two writes and
-takes the rest up after the pass.
+belong to, waits ``delay`` seconds of its clock for more (debounced per app: one rewrite
+however many events), computes each such app's status from the cache with the same health
+rules a pass uses (:func:`reconciler.status.live.live_status`) and rewrites that app's
+status alone, only when it differs. One thread; the set of apps waiting is bounded by the
+number of apps. While a pass runs the follower waits for it: the pass writes the statuses
+it computed. A pass that wants to start (``wanted``) does not wait for a long batch of
+rewrites (after serve's first pass, every app's pods become Ready at once): the follower
+lets go between two writes and takes the rest up after the pass.
 """
 
 from __future__ import annotations
 
 import threading
-import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -24,6 +23,7 @@ from kubernetes.dynamic.exceptions import DynamicApiError
 
 from reconciler.clients.connect import ClusterUnreachable
 from reconciler.clients.read import Key
+from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.model import AppKey, Obj
 from reconciler.status.document import app_of, changed
 from reconciler.status.live import live_status
@@ -42,14 +42,15 @@ class StatusFollower:
     def __init__(self, statuses: Callable[[], dict[AppKey, dict[str, Any]]],
                  snapshot: Snapshot, write: Write, passing: threading.Lock, *,
                  wanted: threading.Event | None = None, delay: float = DELAY,
-                 echo: Callable[[str], None] = lambda _m: None) -> None:
+                 echo: Callable[[str], None] = lambda _m: None,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
         self.statuses = statuses
         """The last status written per app (the last pass's, then ours): what we start from
         and compare with."""
         self.snapshot, self.write, self.passing = snapshot, write, passing
         self.wanted = wanted or threading.Event()
         """Set while a pass waits for ``passing``."""
-        self.delay, self.echo = delay, echo
+        self.delay, self.echo, self.clock = delay, echo, clock
         self.rewrites = 0
         self._due: dict[AppKey, float] = {}
         self._wake = threading.Condition()
@@ -64,7 +65,7 @@ class StatusFollower:
             return
         with self._wake:
             if app not in self._due:
-                self._due[app] = time.monotonic() + self.delay
+                self._due[app] = self.clock.monotonic() + self.delay
                 self._wake.notify()
 
     def close(self) -> None:
@@ -77,12 +78,12 @@ class StatusFollower:
         while True:
             with self._wake:
                 while not self._stop and not self._ready():
-                    wait = min(self._due.values(), default=time.monotonic() + 60) \
-                        - time.monotonic()
-                    self._wake.wait(max(wait, 0.05))
+                    now = self.clock.monotonic()
+                    wait = min(self._due.values(), default=now + 60) - now
+                    self.clock.wait(self._wake, max(wait, 0.05))
                 if self._stop:
                     return
-                now = time.monotonic()
+                now = self.clock.monotonic()
                 apps = [app for app, at in self._due.items() if at <= now]
             if not self.passing.acquire(timeout=self.delay):
                 continue  # a pass is running: it writes every status; try again after
@@ -95,7 +96,7 @@ class StatusFollower:
                 self.passing.release()
 
     def _ready(self) -> bool:
-        now = time.monotonic()
+        now = self.clock.monotonic()
         return any(at <= now for at in self._due.values())
 
     def _follow(self, apps: list[AppKey]) -> None:
@@ -130,7 +131,7 @@ class StatusFollower:
     def _later(self, apps: list[AppKey]) -> None:
         with self._wake:
             for app in apps:
-                self._due.setdefault(app, time.monotonic() + self.delay)
+                self._due.setdefault(app, self.clock.monotonic() + self.delay)
 
 
 def _by_app(apps: set[AppKey], found: Mapping[str, dict[Key, Obj] | str | None]

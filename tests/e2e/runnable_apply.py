@@ -72,11 +72,6 @@ class Applier:
         return n
 
 
-def wait_for(what: str, check: Callable[[], Any], timeout: float = 120.0) -> Any:
-    """Poll ``check`` once a second until it holds (the runnable tests wait long)."""
-    return support.wait_for(what, check, timeout, interval=1.0)
-
-
 def deployment_rolled_out(apps: Any, namespace: str, name: str) -> bool:
     """The Deployment controller finished: every replica updated and available, no old
     ones left (what ``kubectl rollout status`` waits for)."""

@@ -1,12 +1,10 @@
-"""What the end-to-end tests share: polling until a condition holds on the fleet, a copy of
-the examples sized for the fleet, and one PinApp (with its PinScaler) compiled for one member
-cluster and applied there."""
+"""What the end-to-end tests share: a copy of the examples sized for the fleet, and one
+PinApp (with its PinScaler) compiled for one member cluster and applied there."""
 
 from __future__ import annotations
 
 import re
 import shutil
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,22 +16,6 @@ from pincompile.compiler import compile_path
 from pincompile.manifest import Manifest
 from reconciler.fleet.clusters import ClusterSpec
 from reconciler.fleet.nodes import GPU, parse_quantity
-
-
-def wait_for(what: str, check: Callable[[], Any], timeout: float = 90.0,
-             interval: float = 0.5, describe: Callable[[], str] | None = None) -> Any:
-    """Poll ``check`` until it returns something truthy; fail with ``what`` (and what
-    ``describe`` then says of the state) on timeout."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            state = f": {describe()}" if describe is not None else ""
-            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}{state}")
-        time.sleep(interval)
-
 
 # --- the examples, with a smaller nightly index build ----------------------------------------
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -99,11 +81,8 @@ def general_cluster(specs: dict[str, ClusterSpec]) -> ClusterSpec:
     pytest.skip("the fleet has no schedulable general cluster")
 
 
-def compile_for(clusters_path: str | Path, cluster: str, specs: str, root: Path
-                ) -> list[Manifest]:
-    """The objects ``pincompile compile`` makes of ``specs`` (the Project and its apps, in
-    one file of the platform folder, which may hold both) with the fleet's Cluster specs,
-    for ``cluster``, in :data:`APPLY_ORDER`."""
+def write_clusters(clusters_path: str | Path, root: Path) -> None:
+    """``root/platform/clusters.yaml``: the Cluster documents of the fleet's specs."""
     (root / "platform").mkdir(parents=True)
     path = Path(clusters_path)
     files = sorted(path.rglob("*.yaml")) if path.is_dir() else [path]
@@ -112,6 +91,14 @@ def compile_for(clusters_path: str | Path, cluster: str, specs: str, root: Path
                  if isinstance(d, dict) and d.get("kind") == "Cluster"]
     with open(root / "platform" / "clusters.yaml", "w") as out:
         YAML().dump_all(documents, out)
+
+
+def compile_for(clusters_path: str | Path, cluster: str, specs: str, root: Path
+                ) -> list[Manifest]:
+    """The objects ``pincompile compile`` makes of ``specs`` (the Project and its apps, in
+    one file of the platform folder, which may hold both) with the fleet's Cluster specs,
+    for ``cluster``, in :data:`APPLY_ORDER`."""
+    write_clusters(clusters_path, root)
     (root / "platform" / "app.yaml").write_text(specs)
     result = compile_path(root, revision="e2e")
     assert result.ok, [str(d) for d in result.diagnostics]

@@ -21,8 +21,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from reconciler.fleet import control
 from reconciler.fleet.clusters import ClusterSpec
-from tests.e2e.support import wait_for
 from tests.support.serve import EXAMPLES, REPO_ROOT, ServeProcess, SpecRepo, http
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.e2e
 INTERVAL, TIMEOUT = 20, 15
@@ -126,9 +126,9 @@ def test_a_stopped_scheduler_fails_that_clusters_probes_only(
         sre_token: str) -> None:
     broken, healthy = probed(fleet_specs)
     base = serve.base
-    wait_for("a passed probe in both clusters", lambda: all(
-        probes(base).get((c, "passed")) for c in (broken, healthy)), timeout=240,
-        describe=lambda: f"{probes(base)}\n{serve.log.read_text()[-3000:]}")
+    wait_for(lambda: all(probes(base).get((c, "passed")) for c in (broken, healthy)),
+             240, "a passed probe in both clusters",
+             describe=lambda: f"{probes(base)}\n{serve.log.read_text()[-3000:]}")
     passing = verify(base, sre_token)
     assert passing.returncode == 0, passing.stdout + passing.stderr
     assert broken in passing.stdout and healthy in passing.stdout
@@ -137,11 +137,11 @@ def test_a_stopped_scheduler_fails_that_clusters_probes_only(
     try:
         stopped = time.monotonic()
         before = probes(base)
-        wait_for(f"{broken}'s probe to fail", lambda: more(base, before, (broken, "launch")),
-                 timeout=INTERVAL + TIMEOUT + 15, describe=lambda: str(probes(base)))
+        wait_for(lambda: more(base, before, (broken, "launch")), INTERVAL + TIMEOUT + 15,
+                 f"{broken}'s probe to fail", describe=lambda: str(probes(base)))
         assert time.monotonic() - stopped <= INTERVAL + TIMEOUT + 15
-        wait_for(f"{healthy}'s probe to pass meanwhile",
-                 lambda: more(base, before, (healthy, "passed")), timeout=INTERVAL + TIMEOUT)
+        wait_for(lambda: more(base, before, (healthy, "passed")), INTERVAL + TIMEOUT,
+                 f"{healthy}'s probe to pass meanwhile")
         failures = launch_failures(base)
         assert failures.get(broken, 0) >= 1 and failures.get(healthy, 0) == 0, failures
 
@@ -153,6 +153,6 @@ def test_a_stopped_scheduler_fails_that_clusters_probes_only(
     finally:
         control.start_component(fleet, broken, "kube-scheduler")
     after = probes(base)
-    wait_for(f"{broken}'s probes to pass again", lambda: more(base, after, (broken, "passed")),
-             timeout=2 * INTERVAL + TIMEOUT, describe=lambda: str(probes(base)))
+    wait_for(lambda: more(base, after, (broken, "passed")), 2 * INTERVAL + TIMEOUT,
+             f"{broken}'s probes to pass again", describe=lambda: str(probes(base)))
     assert launch_failures(base).get(healthy, 0) == 0

@@ -80,8 +80,8 @@ def test_every_example_app_ends_healthy_completed_or_suspended_and_stays_so(
 
     # and it stays so past the node controller's grace period: every node and pod of the
     # member clusters watched, a pass (as `serve` runs them) every demo interval. The
-    # PinScalers' HPAs scale their apps down towards their floor once their 300 s
-    # stabilization window has passed (the fleet's default usage is under their targets),
+    # PinScalers' HPAs scale their apps down towards their floor once the fleet's
+    # downscale window has passed (the fleet's default usage is under their targets),
     # and a Deployment being scaled is Progressing until its controller has seen the
     # change: so Progressing may show in one pass, never in two in a row; nothing else.
     window = control.node_monitor_grace_period(fleet, fleet_mod.HOST) + 3 * demo.INTERVAL

@@ -21,7 +21,7 @@ from reconciler.fleet.cli import fleet as fleet_cli
 from reconciler.fleet.clusters import ClusterSpec
 from reconciler.fleet.nodes import GPU, GPU_TYPE_LABEL, POOL_LABEL, parse_quantity
 from reconciler.fleet.processes import is_alive
-from tests.e2e.support import wait_for
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -124,7 +124,7 @@ def test_deployment_is_scheduled_in_its_zone_and_becomes_available(
         conds = {c.type: c.status for c in dep.status.conditions or []}
         return dep.status.available_replicas == 3 and conds.get("Available") == "True"
 
-    wait_for("Deployment web to become Available", available)
+    wait_for(available, 90, "Deployment web to become Available")
     pods = core.list_namespaced_pod(ns, label_selector="app=web").items
     assert len(pods) == 3
     for pod in pods:
@@ -156,7 +156,7 @@ def test_job_completes(
         assert conds.get("Failed") != "True", job.status
         return conds.get("Complete") == "True"
 
-    wait_for("Job shards to complete", complete)
+    wait_for(complete, 90, "Job shards to complete")
     assert batch.read_namespaced_job_status("shards", ns).status.succeeded == 4
 
 
@@ -187,7 +187,7 @@ def test_gpu_pods_land_only_on_gpu_nodes(
         ok = [p for p in pods if p.status.phase == "Running"]
         return ok if len(ok) == 4 else []
 
-    pods = wait_for("GPU pods to run", running)
+    pods = wait_for(running, 90, "GPU pods to run")
     for pod in pods:
         node = core.read_node(pod.spec.node_name)
         wants_gpu = pod.metadata.name != "plain"
@@ -214,7 +214,7 @@ def test_gpu_pod_stays_pending_without_gpus(
         return any(c.type == "PodScheduled" and c.status == "False"
                    and c.reason == "Unschedulable" for c in pod.status.conditions or [])
 
-    wait_for("the scheduler to report the GPU pod Unschedulable", unschedulable, 60)
+    wait_for(unschedulable, 60, "the scheduler to report the GPU pod Unschedulable")
     time.sleep(2)
     pod = core.read_namespaced_pod_status("wants-gpu", ns)
     assert pod.status.phase == "Pending" and not pod.spec.node_name
@@ -238,10 +238,10 @@ def test_volume_claims_are_provisioned_and_pods_using_them_run(
                {"name": "data", "mountPath": "/data"}]}],
                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]}}
     core.create_namespaced_pod(ns, pod)
-    wait_for("the claim to bind", lambda: core.read_namespaced_persistent_volume_claim(
-        "data", ns).status.phase == "Bound")
-    wait_for("the pod to run", lambda: core.read_namespaced_pod_status(
-        "uses-data", ns).status.phase == "Running")
+    wait_for(lambda: core.read_namespaced_persistent_volume_claim(
+        "data", ns).status.phase == "Bound", 90, "the claim to bind")
+    wait_for(lambda: core.read_namespaced_pod_status(
+        "uses-data", ns).status.phase == "Running", 90, "the pod to run")
 
 
 def test_failing_pods_via_annotation_fail_the_job(
@@ -264,7 +264,7 @@ def test_failing_pods_via_annotation_fail_the_job(
         return any(c.type == "Failed" and c.status == "True"
                    for c in job.status.conditions or [])
 
-    wait_for("Job broken to fail", failed)
+    wait_for(failed, 90, "Job broken to fail")
 
 
 def test_second_up_is_a_noop_and_status_reports(fleet: fleet_mod.FleetState) -> None:

@@ -21,7 +21,8 @@ from reconciler.fleet.nodes import GPU, parse_quantity
 from reconciler.fleet.ports import port_is_free
 from reconciler.fleet.processes import is_alive
 from reconciler.fleet.watch import ReadinessWatch
-from tests.e2e.support import wait_for
+from tests.support.fleet import timer
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -123,8 +124,8 @@ def test_nodes_and_pods_stay_ready_for_three_grace_periods(
         create_workloads(kube, spec.context, ns)
     try:
         for spec in clusters:
-            wait_for(f"the soak workloads on {spec.name} to be Ready",
-                     lambda spec=spec: workloads_ready(kube, spec.context, ns), 120)
+            wait_for(lambda spec=spec: workloads_ready(kube, spec.context, ns), 120,
+                     f"the soak workloads on {spec.name} to be Ready")
         watch = ReadinessWatch(fleet, namespaces={ns}).start()
         tracked = [k for k, ready in watch.ready_now("Pod").items() if ready]
         assert len(tracked) >= 5 * len(clusters)  # 3 web + >=1 agent + 2 batch per cluster
@@ -139,7 +140,7 @@ def test_nodes_and_pods_stay_ready_for_three_grace_periods(
                 api.close()
             assert health.healthy and not health.no_lease, health.summary()
             assert health.oldest_lease_age is not None
-            assert health.oldest_lease_age < fleet_mod.NODE_LEASE_SECONDS, health.summary()
+            assert health.oldest_lease_age < timer(fleet, "node_lease_seconds"), health.summary()
         watch.stop()
     finally:
         for spec in clusters:
@@ -168,7 +169,7 @@ def test_pods_become_ready_again_after_their_nodes_were_not_ready(
     create_workloads(kube, spec.context, ns, job=False)
     core: Any = client.CoreV1Api(kube(spec.context))
     try:
-        wait_for("the workloads to be Ready", lambda: workloads_ready(kube, spec.context, ns))
+        wait_for(lambda: workloads_ready(kube, spec.context, ns), 90, "the workloads to be Ready")
         before = {p.metadata.uid for p in core.list_namespaced_pod(ns).items}
         watch = ReadinessWatch(fleet, clusters=[spec.name], namespaces={ns}).start()
         control.stop_component(fleet, spec.name, "kwok")
@@ -179,18 +180,19 @@ def test_pods_become_ready_again_after_their_nodes_were_not_ready(
             def pods_not_ready() -> bool:
                 return not any(is_ready(p) for p in core.list_namespaced_pod(ns).items)
 
-            wait_for("the nodes to go NotReady", nodes_not_ready, grace + 60)
-            wait_for("the node controller to mark the pods not Ready", pods_not_ready, 60)
+            wait_for(nodes_not_ready, grace + 60, "the nodes to go NotReady")
+            wait_for(pods_not_ready, 60, "the node controller to mark the pods not Ready")
             status = CliRunner().invoke(fleet_cli, ["status", "--dir", str(fleet.dir)])
             assert status.exit_code == 3 and "NOT Ready: " in status.output, status.output
         finally:
             control.start_component(fleet, spec.name, "kwok")
-        wait_for("the nodes to be Ready again",
-                 lambda: all(is_ready(n) for n in core.list_node().items), 90)
+        wait_for(lambda: all(is_ready(n) for n in core.list_node().items), 90,
+                 "the nodes to be Ready again")
         # kwok makes every pod Ready again after it restarts; on a loaded machine (the whole
         # suite running) that has taken over 90 s
-        wait_for("the pods to be Ready again", lambda: workloads_ready(kube, spec.context, ns),
-                 180, describe=lambda: readiness_of(kube, spec.context, ns))
+        wait_for(lambda: workloads_ready(kube, spec.context, ns), 180,
+                 "the pods to be Ready again",
+                 describe=lambda: readiness_of(kube, spec.context, ns))
         after = core.list_namespaced_pod(ns).items
         assert {p.metadata.uid for p in after} == before, "pods were replaced, not recovered"
         assert all(p.status.phase == "Running" and is_ready(p) for p in after)
@@ -268,8 +270,8 @@ def test_never_ready_image_runs_but_stalls_a_rollout(
             "spec": {"replicas": 3, "progressDeadlineSeconds": 15,
                      "selector": {"matchLabels": {"app": "web"}},
                      "template": pod_template({"app": "web"})}})
-        wait_for("v1 to be available", lambda: apps.read_namespaced_deployment_status(
-            "web", ns).status.available_replicas == 3)
+        wait_for(lambda: apps.read_namespaced_deployment_status(
+            "web", ns).status.available_replicas == 3, 90, "v1 to be available")
         watch = ReadinessWatch(fleet, clusters=[spec.name], namespaces={ns}).start()
         apps.patch_namespaced_deployment("web", ns, {"spec": {"template": {"spec": {
             "containers": [{"name": "main", "image": NEVER_READY}]}}}})
@@ -280,7 +282,7 @@ def test_never_ready_image_runs_but_stalls_a_rollout(
                        and c.reason == "ProgressDeadlineExceeded"
                        for c in dep.status.conditions or [])
 
-        wait_for("the rollout to exceed its progress deadline", deadline_exceeded, 90)
+        wait_for(deadline_exceeded, 90, "the rollout to exceed its progress deadline")
         watch.stop()
         pods = core.list_namespaced_pod(ns).items
         broken = [p for p in pods if p.spec.containers[0].image == NEVER_READY]
@@ -308,6 +310,6 @@ def test_status_reports_ready_nodes_and_lease_age(fleet: fleet_mod.FleetState) -
     for cluster in info["clusters"]:
         nodes = cluster["nodes"]
         assert nodes["total"] > 0 and nodes["ready"] == nodes["total"], cluster
-        assert 0 <= nodes["oldestLeaseRenewalSeconds"] < fleet_mod.NODE_LEASE_SECONDS
+        assert 0 <= nodes["oldestLeaseRenewalSeconds"] < timer(fleet, "node_lease_seconds")
     table = CliRunner().invoke(fleet_cli, ["status", "--dir", str(fleet.dir)])
     assert table.exit_code == 0 and "Ready, oldest lease renewal" in table.output

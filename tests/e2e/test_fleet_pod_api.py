@@ -18,7 +18,7 @@ from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.cli import fleet as fleet_cli
 from reconciler.fleet.clusters import ClusterSpec
 from reconciler.fleet.nodes import GPU, parse_quantity
-from tests.e2e.support import wait_for
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -54,8 +54,8 @@ def running_pod(fleet: fleet_mod.FleetState, fleet_specs: dict[str, ClusterSpec]
             "resources": {"requests": {"cpu": f"{CPU_REQUEST_MILLI}m",
                                        "memory": f"{MEMORY_REQUEST_MI}Mi"}}}]},
     })
-    wait_for("the pod to run", lambda: core.read_namespaced_pod(
-        POD, NAMESPACE).status.phase == "Running", timeout=60)
+    wait_for(lambda: core.read_namespaced_pod(
+        POD, NAMESPACE).status.phase == "Running", 60, "the pod to run")
     try:
         yield cluster
     finally:
@@ -88,10 +88,10 @@ def test_metrics_api_serves_nodes_and_pods_at_a_steady_share_of_requests(
     context = running_pod.context
     custom: Any = client.CustomObjectsApi(kube(context))
     # as `kubectl top nodes`: every node, once metrics-server has scraped it
-    nodes = wait_for("metrics of every node", lambda: (items := custom.list_cluster_custom_object(
-        "metrics.k8s.io", "v1beta1", "nodes")["items"]) and items, timeout=90)
+    nodes = wait_for(lambda: (items := custom.list_cluster_custom_object(
+        "metrics.k8s.io", "v1beta1", "nodes")["items"]) and items, 90, "metrics of every node")
     assert all("cpu" in n["usage"] and "memory" in n["usage"] for n in nodes)
-    usage = wait_for("metrics of the pod", lambda: pod_usage(kube, context), timeout=90)
+    usage = wait_for(lambda: pod_usage(kube, context), 90, "metrics of the pod")
     # the default emulated usage: 30% of the CPU request, 40% of the memory request
     assert usage[0] == pytest.approx(0.3 * CPU_REQUEST_MILLI, rel=0.1), usage
     assert usage[1] == pytest.approx(0.4 * MEMORY_REQUEST_MI, rel=0.1), usage
@@ -105,16 +105,17 @@ def test_fleet_load_sets_the_usage_the_metrics_api_serves(
                                             str(fleet.dir)])
     assert result.exit_code == 0, result.output
     assert f"{running_pod.name}: {app} (1 pods now) uses cpu 90%" in result.output
-    wait_for("90% of the CPU request", lambda: (u := pod_usage(kube, context)) and abs(
-        u[0] - 0.9 * CPU_REQUEST_MILLI) < 0.1 * CPU_REQUEST_MILLI, timeout=90)
+    wait_for(lambda: (u := pod_usage(kube, context)) and abs(
+        u[0] - 0.9 * CPU_REQUEST_MILLI) < 0.1 * CPU_REQUEST_MILLI, 90, "90% of the CPU request")
     # a load for a while only: back to the default when it has passed
     result = CliRunner().invoke(fleet_cli, ["load", app, "--cpu", "150%", "--for", "20s",
                                             "--dir", str(fleet.dir)])
     assert result.exit_code == 0, result.output
-    wait_for("150% of the CPU request", lambda: (u := pod_usage(kube, context)) and abs(
-        u[0] - 1.5 * CPU_REQUEST_MILLI) < 0.1 * CPU_REQUEST_MILLI, timeout=60)
-    wait_for("the default usage after --for", lambda: (u := pod_usage(kube, context)) and abs(
-        u[0] - 0.3 * CPU_REQUEST_MILLI) < 0.1 * CPU_REQUEST_MILLI, timeout=90)
+    wait_for(lambda: (u := pod_usage(kube, context)) and abs(
+        u[0] - 1.5 * CPU_REQUEST_MILLI) < 0.1 * CPU_REQUEST_MILLI, 60, "150% of the CPU request")
+    wait_for(lambda: (u := pod_usage(kube, context)) and abs(
+        u[0] - 0.3 * CPU_REQUEST_MILLI) < 0.1 * CPU_REQUEST_MILLI, 90,
+             "the default usage after --for")
     missing = CliRunner().invoke(fleet_cli, ["load", f"PinPod/{NAMESPACE}/nope", "--cpu",
                                              "50%", "--dir", str(fleet.dir)])
     assert missing.exit_code == 1 and "no pods of" in missing.output

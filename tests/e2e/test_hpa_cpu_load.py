@@ -4,7 +4,8 @@ metrics-server, and the CPU usage set with ``pincompile fleet load``.
 
 The test applies what ``pincompile compile`` produces for one member cluster itself
 (server-side apply), as test_hpa_external_metric does: it exercises the HPA on CPU, not
-the reconciler.
+the reconciler. Its waits are counted in the fleet's HPA cycles (a metrics scrape and an
+HPA sync: 30 s with Kubernetes' timers, 15 s under the test profile).
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from tests.e2e.support import (
     compile_for,
     general_cluster,
     project_and_app,
-    wait_for,
 )
+from tests.support.fleet import timer
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -119,36 +121,43 @@ def load(fleet: fleet_mod.FleetState, cluster: ClusterSpec, percent: int) -> Non
     assert result.exit_code == 0, result.output
 
 
+def hpa_cycle(fleet: fleet_mod.FleetState) -> float:
+    """Seconds from a change of the pods' usage to an HPA sync that has seen it."""
+    return timer(fleet, "metric_resolution_seconds") + timer(fleet, "hpa_sync_seconds")
+
+
 def test_hpa_scales_up_on_cpu_load_and_back_down_after_its_window(
         fleet: fleet_mod.FleetState, deployment: tuple[ClusterSpec, ReplicaWatch],
         kube: Kube) -> None:
     cluster, seen = deployment
     context = cluster.context
+    cycle = hpa_cycle(fleet)
     # the default emulated usage (30% of the request) is below the target: 1 replica, and
     # the HPA computes a utilization (no "failed to get cpu utilization")
     utilization, conditions = wait_for(
-        "the HPA to read CPU utilization",
-        lambda: (r := cpu_reading(kube, context))[0] is not None and r, timeout=120)
+        lambda: (r := cpu_reading(kube, context))[0] is not None and r, 4 * cycle,
+        "the HPA to read CPU utilization")
     assert utilization == pytest.approx(30, abs=3)
     assert conditions["ScalingActive"].status == "True"
-    wait_for("1 replica", lambda: seen.latest() == 1, timeout=60)
+    wait_for(lambda: seen.latest() == 1, 60, "1 replica")
 
     # 90% of the request on every pod, new ones included: ceil(n * 90 / 50) until the max
     load(fleet, cluster, 90)
-    wait_for(f"{MAX} replicas", lambda: seen.latest() == MAX, timeout=150)
+    wait_for(lambda: seen.latest() == MAX, 5 * cycle, f"{MAX} replicas")
     # once every pod has metrics the HPA wants ceil(4 * 90 / 50) = 8: held at the max
-    limited = wait_for("ScalingLimited", lambda: (c := cpu_reading(kube, context)[1].get(
-        "ScalingLimited")) is not None and c.status == "True" and c, timeout=90)
+    limited = wait_for(lambda: (c := cpu_reading(kube, context)[1].get(
+        "ScalingLimited")) is not None and c.status == "True" and c, 3 * cycle,
+        "ScalingLimited")
     assert limited.reason == "TooManyReplicas"
 
     # 10%: the HPA reads it at once but keeps the replicas for the stabilization window
     load(fleet, cluster, 10)
     lowered = time.time()
-    wait_for("the HPA to read 10%", lambda: (cpu_reading(kube, context)[0] or 100) <= 12,
-             timeout=90)
+    wait_for(lambda: (cpu_reading(kube, context)[0] or 100) <= 12, 3 * cycle,
+             "the HPA to read 10%")
     read_low = time.time()
-    wait_for("the scale-down to 1 replica", lambda: seen.latest() == 1,
-             timeout=SCALE_DOWN_WINDOW + 120)
+    wait_for(lambda: seen.latest() == 1, SCALE_DOWN_WINDOW + 4 * cycle,
+             "the scale-down to 1 replica")
     down_at = next(t for t, replicas in seen.events if t > lowered and replicas < MAX)
     assert down_at - lowered >= SCALE_DOWN_WINDOW - 1, (
         f"scaled down {down_at - lowered:.1f}s after the load dropped")

@@ -30,8 +30,8 @@ from tests.e2e.support import (
     general_cluster,
     project_and_app,
     server_side_apply,
-    wait_for,
 )
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -184,8 +184,8 @@ def served_average(status: Any) -> str | None:
 
 
 def settle_at_base(seen: DeploymentWatch) -> None:
-    wait_for("the Deployment at 1 replica", lambda: seen.latest() == (1, 1),
-             timeout=3 * SCALE_DOWN_WINDOW + 90)
+    wait_for(lambda: seen.latest() == (1, 1), 3 * SCALE_DOWN_WINDOW + 90,
+             "the Deployment at 1 replica")
 
 
 # --- tests ---------------------------------------------------------------------------------
@@ -199,9 +199,8 @@ def test_hpa_scales_on_the_served_metric_up_to_the_clusters_max_and_back(
     started = time.time()
 
     # the HPA reads the metric through the aggregator: no FailedGetExternalMetric
-    status = wait_for("the HPA to read the External metric",
-                      lambda: (s := hpa_status(kube, context)) and served_average(s) is not None
-                      and s, timeout=90)
+    status = wait_for(lambda: (s := hpa_status(kube, context)) and served_average(s) is not None
+                      and s, 90, "the HPA to read the External metric")
     assert conditions(status)["ScalingActive"].status == "True"
     asked = metrics.asked(METRIC)[-1]
     assert asked.namespace == PROJECT
@@ -211,11 +210,11 @@ def test_hpa_scales_on_the_served_metric_up_to_the_clusters_max_and_back(
 
     # 40 per replica wanted at 10 each -> 4 replicas; 1000 -> 100, held at the max
     metrics.set(METRIC, 4 * PER_REPLICA)
-    wait_for("4 replicas", lambda: deployment.latest() == (4, 4), timeout=90)
+    wait_for(lambda: deployment.latest() == (4, 4), 90, "4 replicas")
     metrics.set(METRIC, 1000)
-    wait_for(f"{MAX} replicas", lambda: deployment.latest() == (MAX, MAX), timeout=90)
-    limited = wait_for("ScalingLimited", lambda: conditions(
-        hpa_status(kube, context)).get("ScalingLimited"), timeout=60)
+    wait_for(lambda: deployment.latest() == (MAX, MAX), 90, f"{MAX} replicas")
+    limited = wait_for(lambda: conditions(
+        hpa_status(kube, context)).get("ScalingLimited"), 60, "ScalingLimited")
     assert (limited.status, limited.reason) == ("True", "TooManyReplicas")
     scaled_up = time.time()
 
@@ -223,10 +222,10 @@ def test_hpa_scales_on_the_served_metric_up_to_the_clusters_max_and_back(
     # high reading is older than the cooldown (the stabilization window)
     metrics.set(METRIC, 0)
     lowered = time.time()
-    wait_for("the HPA to read the lowered value",
-             lambda: served_average(hpa_status(kube, context)) == "0", timeout=60)
-    wait_for("the scale-down to 1 replica", lambda: deployment.latest()[0] == 1,
-             timeout=SCALE_DOWN_WINDOW + 90)
+    wait_for(lambda: served_average(hpa_status(kube, context)) == "0", 60,
+             "the HPA to read the lowered value")
+    wait_for(lambda: deployment.latest()[0] == 1, SCALE_DOWN_WINDOW + 90,
+             "the scale-down to 1 replica")
     last_high = max(q.at for q in metrics.asked(METRIC) if q.at < lowered)
     down_at = next(t for t, replicas, _ in deployment.events if t > lowered and replicas < MAX)
     assert down_at >= last_high + SCALE_DOWN_WINDOW - 1, (
@@ -250,12 +249,11 @@ def test_open_schedule_window_raises_the_running_hpas_floor(
     assert floor is not None and floor.floor == scheduled_share(hpa) == SCHEDULED_FLOOR
     assert floor.until == datetime(2026, 6, 8, 17, 0, tzinfo=LA).astimezone(UTC)
     apply(kube, context, with_scheduled_floor(hpa, WINDOW_OPEN.astimezone(UTC)))
-    wait_for(f"the floor of {SCHEDULED_FLOOR} replicas",
-             lambda: deployment.latest() == (SCHEDULED_FLOOR, SCHEDULED_FLOOR), timeout=90)
+    wait_for(lambda: deployment.latest() == (SCHEDULED_FLOOR, SCHEDULED_FLOOR), 90,
+             f"the floor of {SCHEDULED_FLOOR} replicas")
 
     apply(kube, context, with_scheduled_floor(hpa, WINDOW_CLOSED.astimezone(UTC)))
-    wait_for("the base floor again", lambda: deployment.latest()[0] == 1,
-             timeout=SCALE_DOWN_WINDOW + 90)
+    wait_for(lambda: deployment.latest()[0] == 1, SCALE_DOWN_WINDOW + 90, "the base floor again")
     assert deployment.peak() <= MAX
 
 

@@ -35,10 +35,10 @@ from tests.e2e.runnable_apply import (
     delete_namespaces,
     deployment_rolled_out,
     platform_copy,
-    wait_for,
 )
 from tests.support.expand import GOLDEN, PLATFORM, REPO, expand, load
 from tests.support.specs import FIXTURE as SPEC_FIXTURE
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -214,8 +214,8 @@ def test_what_a_policy_earns_is_admitted_and_becomes_ready(fleet: Any, kube: Kub
     try:
         Applier(fleet, CLUSTER).apply_all(objs)
         for project, name in ((r, "web"), (b, "legacy"), (p, "mesh")):
-            wait_for(f"{project}/{name} Ready",
-                     lambda: deployment_rolled_out(apps_api, project, name))  # noqa: B023
+            wait_for(lambda: deployment_rolled_out(apps_api, project, name),  # noqa: B023
+                     120, f"{project}/{name} Ready", interval=1.0)
         pod = client.CoreV1Api(kube(CLUSTER)).list_namespaced_pod(
             b, label_selector="pincompute.io/app=legacy").items[0]
         assert pod.spec.containers[0].security_context.run_as_user == 0

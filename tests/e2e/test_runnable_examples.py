@@ -27,8 +27,8 @@ from tests.e2e.runnable_apply import (
     deployment_rolled_out,
     platform_copy,
     ready,
-    wait_for,
 )
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -87,18 +87,18 @@ def test_every_example_runs_and_rolls_out(fleet: Any, kube: Kube, tmp_path: Path
             apps: Any = client.AppsV1Api(kube(cluster))
             core: Any = client.CoreV1Api(kube(cluster))
             for ns, name in _workloads(objs, "Deployment"):
-                wait_for(f"{cluster} Deployment {ns}/{name} available",
-                         lambda: deployment_rolled_out(apps, ns, name))
+                wait_for(lambda: deployment_rolled_out(apps, ns, name), 120,
+                         f"{cluster} Deployment {ns}/{name} available", interval=1.0)
             for ns, name in _workloads(objs, "DaemonSet"):
-                wait_for(f"{cluster} DaemonSet {ns}/{name} available",
-                         lambda: _daemon_rolled_out(apps, ns, name))
+                wait_for(lambda: _daemon_rolled_out(apps, ns, name), 120,
+                         f"{cluster} DaemonSet {ns}/{name} available", interval=1.0)
             for ns, name in _workloads(objs, "Pod"):
-                wait_for(f"{cluster} Pod {ns}/{name} Ready",
-                         lambda: ready(core.read_namespaced_pod(name, ns)))
+                wait_for(lambda: ready(core.read_namespaced_pod(name, ns)), 120,
+                         f"{cluster} Pod {ns}/{name} Ready", interval=1.0)
             for ns, name in _workloads(objs, "Job"):
-                wait_for(f"{cluster} Job {ns}/{name} runs pods",
-                         lambda: (core.list_namespaced_pod(
-                             ns, label_selector=f"job-name={name}").items))
+                wait_for(lambda: (core.list_namespaced_pod(
+                             ns, label_selector=f"job-name={name}").items), 120,
+                         f"{cluster} Job {ns}/{name} runs pods", interval=1.0)
         print(f"examples: {applied} objects applied, all pods Ready after "
               f"{time.monotonic() - started:.0f}s")
 
@@ -115,8 +115,9 @@ def test_every_example_runs_and_rolls_out(fleet: Any, kube: Kube, tmp_path: Path
                         continue  # e.g. a platform sidecar daemon: no app image in it
                     check = deployment_rolled_out if kind == "Deployment" else (
                         _daemon_rolled_out)
-                    wait_for(f"{cluster} {kind} {ns}/{name} rolled out to the bumped image",
-                             lambda: check(apps, ns, name))
+                    wait_for(lambda: check(apps, ns, name), 120,
+                             f"{cluster} {kind} {ns}/{name} rolled out to the bumped image",
+                             interval=1.0)
                     read = (apps.read_namespaced_deployment if kind == "Deployment"
                             else apps.read_namespaced_daemon_set)
                     images = [c.image for c in read(name, ns).spec.template.spec.containers]

@@ -28,8 +28,8 @@ from tests.e2e.runnable_apply import (
     deployment_rolled_out,
     platform_copy,
     ready,
-    wait_for,
 )
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -107,13 +107,14 @@ def test_rollout_completes_when_quota_is_full_at_steady_state_plus_surge(
     apps: Any = client.AppsV1Api(kube(cluster))
     try:
         Applier(fleet, cluster).apply_all(objs)
-        wait_for("4 replicas available", lambda: deployment_rolled_out(apps, project, "web"))
+        wait_for(lambda: deployment_rolled_out(apps, project, "web"), 120, "4 replicas available",
+                 interval=1.0)
         bump_images(root)
         Applier(fleet, cluster).apply_all(by_cluster(compile_tree(root).manifests)[cluster])
-        wait_for("the rollout to complete within the quota",
-                 lambda: deployment_rolled_out(apps, project, "web")
+        wait_for(lambda: deployment_rolled_out(apps, project, "web")
                  and apps.read_namespaced_deployment("web", project)
-                 .spec.template.spec.containers[0].image.endswith(":e2e-bumped"))
+                 .spec.template.spec.containers[0].image.endswith(":e2e-bumped"), 120,
+                 "the rollout to complete within the quota", interval=1.0)
         used = client.CoreV1Api(kube(cluster)).read_namespaced_resource_quota(
             "pincompute-ondemand", project).status.used
         assert used["requests.cpu"] == "4"
@@ -146,11 +147,11 @@ def test_reserved_app_preempts_preemptible_pods(fleet: Any, kube: Kube,
     applier = Applier(fleet, TIER_CLUSTER)
     try:
         applier.apply_all(o for o in objs if o["metadata"]["name"] != "critical")
-        wait_for("6 preemptible pods running",
-                 lambda: deployment_rolled_out(apps, project, "filler"))
+        wait_for(lambda: deployment_rolled_out(apps, project, "filler"), 120,
+                 "6 preemptible pods running", interval=1.0)
         applier.apply_all(o for o in objs if o["metadata"]["name"] == "critical")
-        wait_for("the reserved app Ready by preempting",
-                 lambda: deployment_rolled_out(apps, project, "critical"), timeout=180)
+        wait_for(lambda: deployment_rolled_out(apps, project, "critical"), 180,
+                 "the reserved app Ready by preempting", interval=1.0)
         assert all(ready(p) for p in _pods(core, project, "critical"))
         running = [p for p in _pods(core, project, "filler")
                    if p.spec.node_name and p.metadata.deletion_timestamp is None]
@@ -159,8 +160,8 @@ def test_reserved_app_preempts_preemptible_pods(fleet: Any, kube: Kube,
         assert any(e.reason == "Preempted" for e in events)
     finally:
         delete_namespaces(kube, [TIER_CLUSTER], [project])
-        wait_for("the tier test's pods to be gone",
-                 lambda: not core.list_namespaced_pod(project).items, timeout=180)
+        wait_for(lambda: not core.list_namespaced_pod(project).items, 180,
+                 "the tier test's pods to be gone", interval=1.0)
 
 
 def test_buffer_placeholders_give_way_to_an_ondemand_app(fleet: Any, kube: Kube,
@@ -182,11 +183,11 @@ def test_buffer_placeholders_give_way_to_an_ondemand_app(fleet: Any, kube: Kube,
     applier = Applier(fleet, TIER_CLUSTER)
     try:
         applier.apply_all(o for o in objs if o["metadata"]["name"] != "burst")
-        wait_for("3 buffer placeholders running",
-                 lambda: deployment_rolled_out(apps, "pincompute-buffer", "buffer"))
+        wait_for(lambda: deployment_rolled_out(apps, "pincompute-buffer", "buffer"), 120,
+                 "3 buffer placeholders running", interval=1.0)
         applier.apply_all(o for o in objs if o["metadata"]["name"] == "burst")
-        wait_for("the ondemand app Ready in the buffer's room",
-                 lambda: deployment_rolled_out(apps, project, "burst"), timeout=180)
+        wait_for(lambda: deployment_rolled_out(apps, project, "burst"), 180,
+                 "the ondemand app Ready in the buffer's room", interval=1.0)
         # two app pods may share a node, so at least two of the three placeholders gave way
         events = core.list_namespaced_event("pincompute-buffer").items
         assert len({e.involved_object.name for e in events if e.reason == "Preempted"}) >= 2

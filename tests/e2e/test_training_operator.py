@@ -5,12 +5,13 @@ jobs end Succeeded — or Failed with the operator's reason when their pods keep
 (restartPolicy OnFailure: the containers restart, which counts against backoffLimit).
 `pincompile status` then reports what the jobs' conditions say.
 
-The module has a fleet of its own (one member cluster and the host): it applies a spec
-tree of its own, with pruning, which must not touch the session fleet's apps.
+On the session fleet's cluster with the addon: a project of its own, applied with
+``apply -p`` (nothing of another project is written or pruned) and deleted afterwards.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,30 +22,19 @@ from click.testing import CliRunner
 
 from pincompile.cli import cli
 from reconciler.fleet import fleet as fleet_mod
+from reconciler.fleet.clusters import ClusterSpec
 from reconciler.health import health_of
-from tests.conftest import api_clients, fleet_of_its_own
-from tests.e2e.support import wait_for
+from tests.e2e.support import write_clusters
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.e2e
 
-CLUSTER = "train-e2e-1"
 PROJECT = "train-e2e"
 Kube = Callable[[str], Any]
 
-PLATFORM = f"""\
-apiVersion: pincompute.io/v1
-kind: Cluster
-metadata: {{name: {CLUSTER}}}
-spec:
-  region: us-east-1
-  zone: us-east-1a
-  capacity: {{cpu: "64", memory: 256Gi}}
-  tiers: [reserved]
-  addons: [kubeflow-training]
-"""
 
-
-def job(name: str, framework: str, replicas: str, *, fail: bool = False) -> str:
+def job(name: str, framework: str, replicas: str, cluster: str, *,
+        fail: bool = False) -> str:
     container = "pytorch" if framework == "pytorch" else "tensorflow"
     annotations = ('  annotations: {"kwok.pincompute.io/exit-code": "3"}\n' if fail else "")
     return f"""\
@@ -58,7 +48,7 @@ metadata:
   framework: {framework}
   replicas: {replicas}
   tier: reserved
-  placement: {{clusters: [{CLUSTER}]}}
+  placement: {{clusters: [{cluster}]}}
   template:
     containers:
       - name: {container}
@@ -68,7 +58,9 @@ metadata:
 """
 
 
-SPECS = f"""\
+def specs(cluster: str) -> str:
+    """The project and its three training jobs, placed in ``cluster``."""
+    return f"""\
 apiVersion: pincompute.io/v1
 kind: Project
 metadata: {{name: {PROJECT}}}
@@ -76,45 +68,52 @@ spec:
   owners: [e2e]
   quota:
     reserved: {{cpu: "16", memory: 32Gi}}
-""" + job("tf-ok", "tensorflow", "{chief: 1, worker: 2, ps: 1}") + job(
-    "pt-ok", "pytorch", "{master: 1, worker: 2}") + job(
-    "pt-fail", "pytorch", "{master: 1, worker: 1}", fail=True)
+""" + job("tf-ok", "tensorflow", "{chief: 1, worker: 2, ps: 1}", cluster) + job(
+        "pt-ok", "pytorch", "{master: 1, worker: 2}", cluster) + job(
+        "pt-fail", "pytorch", "{master: 1, worker: 1}", cluster, fail=True)
 
 
 @pytest.fixture(scope="module")
-def training_fleet(e2e_toolchain: Path, tmp_path_factory: pytest.TempPathFactory
-                   ) -> Iterator[tuple[fleet_mod.FleetState, Path]]:
+def training_fleet(fleet: fleet_mod.FleetState, fleet_specs: dict[str, ClusterSpec],
+                   kube: Kube, tmp_path_factory: pytest.TempPathFactory
+                   ) -> Iterator[tuple[fleet_mod.FleetState, Path, Any]]:
+    """The session fleet, a spec tree of its Cluster specs and this module's project,
+    placed in the fleet's cluster with the training operator, and a client of that
+    cluster (the project's namespaces are deleted afterwards)."""
+    from kubernetes import client
+
+    cluster = next((s for s in fleet_specs.values() if "kubeflow-training" in s.addons),
+                   None)
+    if cluster is None:
+        pytest.skip("no cluster of the session fleet lists the kubeflow-training addon")
     root = tmp_path_factory.mktemp("training") / "specs"
-    (root / "platform").mkdir(parents=True)
-    (root / "platform" / "clusters.yaml").write_text(PLATFORM)
-    with fleet_of_its_own(root / "platform", "training") as state:
-        (root / "platform" / "train.yaml").write_text(SPECS)
-        yield state, root
+    write_clusters(fleet.clusters_path, root)
+    (root / "platform" / "train.yaml").write_text(specs(cluster.name))
+    try:
+        yield fleet, root, kube(cluster.context)
+    finally:
+        for context in (cluster.context, fleet_mod.HOST):
+            with contextlib.suppress(client.ApiException):  # never made: nothing to delete
+                client.CoreV1Api(kube(context)).delete_namespace(PROJECT)
 
 
-@pytest.fixture(scope="module")
-def kube(training_fleet: tuple[fleet_mod.FleetState, Path]) -> Iterator[Kube]:
-    with api_clients(training_fleet[0].kubeconfig) as get:
-        yield get
-
-
-def conditions(kube: Kube, plural: str, name: str) -> dict[str, dict[str, Any]]:
+def conditions(member: Any, plural: str, name: str) -> dict[str, dict[str, Any]]:
     """The training job's conditions by type (as the operator wrote them)."""
     from kubernetes import client
 
-    obj = client.CustomObjectsApi(kube(CLUSTER)).get_namespaced_custom_object_status(
+    obj = client.CustomObjectsApi(member).get_namespaced_custom_object_status(
         "kubeflow.org", "v1", PROJECT, plural, name)
     return {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
 
 
-def finished(kube: Kube, plural: str, name: str) -> dict[str, dict[str, Any]] | None:
-    found = conditions(kube, plural, name)
+def finished(member: Any, plural: str, name: str) -> dict[str, dict[str, Any]] | None:
+    found = conditions(member, plural, name)
     done = [t for t in ("Succeeded", "Failed") if found.get(t, {}).get("status") == "True"]
     return found if done else None
 
 
 def status_rows(fleet: fleet_mod.FleetState) -> dict[str, dict[str, Any]]:
-    result = CliRunner().invoke(cli, ["status", "-o", "json",
+    result = CliRunner().invoke(cli, ["status", "-p", PROJECT, "-o", "json",
                                       "--kubeconfig", str(fleet.kubeconfig)])
     assert result.exit_code == 0, result.output
     return {r["name"]: r["status"] for r in json.loads(result.output)
@@ -122,27 +121,27 @@ def status_rows(fleet: fleet_mod.FleetState) -> dict[str, dict[str, Any]]:
 
 
 def apply(fleet: fleet_mod.FleetState, root: Path) -> str:
-    result = CliRunner().invoke(cli, ["apply", str(root), "--no-wait",
+    result = CliRunner().invoke(cli, ["apply", str(root), "-p", PROJECT, "--no-wait",
                                       "--kubeconfig", str(fleet.kubeconfig)])
     assert result.exit_code in (0, 1), result.output
     return result.output
 
 
 def test_training_jobs_run_to_succeeded_or_fail_with_the_operators_reason(
-        training_fleet: tuple[fleet_mod.FleetState, Path], kube: Kube) -> None:
+        training_fleet: tuple[fleet_mod.FleetState, Path, Any]) -> None:
     from kubernetes import client
 
-    fleet, root = training_fleet
+    fleet, root, member = training_fleet
     apply(fleet, root)
-    tf = wait_for("TFJob tf-ok to finish", lambda: finished(kube, "tfjobs", "tf-ok"),
-                  timeout=120, describe=lambda: str(conditions(kube, "tfjobs", "tf-ok")))
-    pt = wait_for("PyTorchJob pt-ok to finish",
-                  lambda: finished(kube, "pytorchjobs", "pt-ok"), timeout=120,
-                  describe=lambda: str(conditions(kube, "pytorchjobs", "pt-ok")))
+    tf = wait_for(lambda: finished(member, "tfjobs", "tf-ok"), 120, "TFJob tf-ok to finish",
+                  describe=lambda: str(conditions(member, "tfjobs", "tf-ok")))
+    pt = wait_for(lambda: finished(member, "pytorchjobs", "pt-ok"), 120,
+                  "PyTorchJob pt-ok to finish",
+                  describe=lambda: str(conditions(member, "pytorchjobs", "pt-ok")))
     assert tf["Succeeded"]["status"] == "True" and "Failed" not in tf, tf
     assert pt["Succeeded"]["status"] == "True" and "Failed" not in pt, pt
     # the operator made the pods (one per replica) and kwok ran them to completion
-    core: Any = client.CoreV1Api(kube(CLUSTER))
+    core: Any = client.CoreV1Api(member)
     pods = core.list_namespaced_pod(PROJECT, label_selector="training.kubeflow.org/job-name"
                                     ).items
     by_job: dict[str, list[str]] = {}
@@ -153,16 +152,16 @@ def test_training_jobs_run_to_succeeded_or_fail_with_the_operators_reason(
     assert sorted(by_job["pt-ok"]) == ["Succeeded"] * 3, by_job
 
     # pods exiting 3 restart (OnFailure) until the backoff limit fails the job
-    failed = wait_for("PyTorchJob pt-fail to finish",
-                      lambda: finished(kube, "pytorchjobs", "pt-fail"), timeout=120,
-                      describe=lambda: str(conditions(kube, "pytorchjobs", "pt-fail")))
+    failed = wait_for(lambda: finished(member, "pytorchjobs", "pt-fail"), 120,
+                      "PyTorchJob pt-fail to finish",
+                      describe=lambda: str(conditions(member, "pytorchjobs", "pt-fail")))
     assert failed["Failed"]["status"] == "True", failed
     assert "backoff limit" in failed["Failed"]["message"], failed
 
     # a pass reads the jobs' health; `pincompile status` shows it
     apply(fleet, root)
     rows = status_rows(fleet)
-    live = {name: client.CustomObjectsApi(kube(CLUSTER)).get_namespaced_custom_object(
+    live = {name: client.CustomObjectsApi(member).get_namespaced_custom_object(
         "kubeflow.org", "v1", PROJECT, plural, name)
         for name, plural in (("tf-ok", "tfjobs"), ("pt-ok", "pytorchjobs"),
                              ("pt-fail", "pytorchjobs"))}

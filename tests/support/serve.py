@@ -1,5 +1,5 @@
 """Helpers for serve's tests: a real bare git repository with a clone to push from, serve as a
-child process, HTTP calls and polling."""
+child process, and HTTP calls."""
 
 from __future__ import annotations
 
@@ -74,17 +74,6 @@ class SpecRepo:
 
     def remove(self, name: str) -> None:
         (self.work / name).unlink()
-
-
-def wait_for(condition: Callable[[], Any], timeout: float = 120.0, what: str = "") -> Any:
-    """Poll ``condition`` until it returns something true; that value."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what or condition}")
 
 
 def http(method: str, url: str, body: bytes | None = None,

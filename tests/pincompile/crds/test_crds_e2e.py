@@ -7,13 +7,13 @@ Uses the session fleet of ``tests/conftest.py``.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from pincompile.crds import PROJECT_LABEL, all_crds, custom_resource
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -32,17 +32,6 @@ APP = {
 def host(kube: Callable[[str], Any]) -> Any:
     """A kubernetes ApiClient for the host context of the session fleet."""
     return kube("host")
-
-
-def wait_for(what: str, check: Callable[[], Any], timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.3)
 
 
 def get_table(api: Any, path: str) -> dict[str, Any]:
@@ -82,7 +71,7 @@ def test_crds_are_established_and_store_a_workload(host: Any) -> None:
                 return False
         return True
 
-    wait_for("every CRD to be established", established)
+    wait_for(established, 60, "every CRD to be established")
 
     client.CoreV1Api(host).create_namespace({"metadata": {"name": "shop"}})
     custom = client.CustomObjectsApi(host)

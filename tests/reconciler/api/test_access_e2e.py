@@ -40,9 +40,9 @@ from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.clusters import ClusterSpec
 from reconciler.host import write_status
 from reconciler.store import Store
-from tests.e2e.support import wait_for
 from tests.support import api_fleet
 from tests.support.serve import REPO_ROOT
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.e2e
 TENANTS = "api-e2e-tenants"
@@ -213,10 +213,10 @@ def test_logs_follow_merges_new_lines_from_every_cluster_and_a_gone_client_close
         next(client.logs(*WEB, follow=True))
     assert second.value.status == 429
     lines.close()  # the client goes away: every upstream stream closes
-    wait_for("the log stream's slot and threads to be freed", lambda: (
+    wait_for(lambda: (
         served.gateway.log_streams.open("system:serviceaccount:api-e2e-tenants:alice") == 0
-        and not [t for t in threading.enumerate() if t.name.startswith("logs-")]),
-        timeout=15)
+        and not [t for t in threading.enumerate() if t.name.startswith("logs-")]), 15,
+             "the log stream's slot and threads to be freed")
 
 
 def test_logs_are_a_verb_of_their_own_and_the_cli_reads_through_the_api(
@@ -301,10 +301,11 @@ def test_exec_sessions_are_bounded_and_a_gone_client_ends_its_bridge(
     with pytest.raises(ApiError) as second:  # one session per user in this gateway
         client.exec(*WEB, ["true"])
     assert second.value.status == 429
-    wait_for("the bridge's reader thread", lambda: bool(exec_threads()), timeout=5)
+    wait_for(lambda: bool(exec_threads()), 5, "the bridge's reader thread")
     session.close()  # the client goes: the member's exec and the thread end
-    wait_for("the session's slot and thread to be freed", lambda: (
-        served.gateway.exec_sessions.open(ALICE) == 0 and not exec_threads()), timeout=10)
+    wait_for(lambda: (
+        served.gateway.exec_sessions.open(ALICE) == 0 and not exec_threads()), 10,
+             "the session's slot and thread to be freed")
 
     started = time.monotonic()
     idle = client.exec(*WEB, ["sleep", "30"])
@@ -315,7 +316,7 @@ def test_exec_sessions_are_bounded_and_a_gone_client_ends_its_bridge(
     big = client.exec(*WEB, ["cat"], stdin=True)
     big.send_stdin(b"x" * 2048)
     assert list(big.output()) == [] and big.error.startswith("message too big"), big.error
-    wait_for("every session's thread to end", lambda: not exec_threads(), timeout=10)
+    wait_for(lambda: not exec_threads(), 10, "every session's thread to end")
 
 
 

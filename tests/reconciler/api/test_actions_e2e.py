@@ -59,10 +59,10 @@ from reconciler.rollout.restart import (
     restart_patch,
 )
 from reconciler.store import Store
-from tests.e2e.support import wait_for
 from tests.support import api_fleet
 from tests.support.fleet import spec_repo
 from tests.support.git import git
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[3]
@@ -210,11 +210,12 @@ def test_restart_rolls_every_cluster_zone_by_zone_and_the_next_pass_keeps_it(
     assert [z["zone"] for z in answer["zones"]] == sorted({served.zone_of[c] for c in placed})
     claim = claim_of(read.get(served.gateway.host, cr_ref(APP)))
     assert claim is not None and claim.holder == served.gateway.operations.identity, claim
-    wait_for("the restart to complete", lambda: any(
-        e.startswith("RestartComplete") for e in events(served)), timeout=90,
-        describe=lambda: str(events(served)))
-    wait_for("the restart's claim to be released", lambda: claim_of(
-        read.get(served.gateway.host, cr_ref(APP))) is None, timeout=30)
+    wait_for(lambda: any(
+        e.startswith("RestartComplete") for e in events(served)), 90, "the restart to complete",
+             describe=lambda: str(events(served)))
+    wait_for(lambda: claim_of(
+        read.get(served.gateway.host, cr_ref(APP))) is None, 30,
+             "the restart's claim to be released")
     took = time.monotonic() - started
     reasons = [e.split(":")[0] for e in events(served)]
     assert reasons == ["RestartRequested", "RestartZone", "RestartZone", "RestartZone",
@@ -257,21 +258,22 @@ def test_a_restart_left_by_a_stopped_server_is_refused_to_others_then_taken_over
         refused.output
     old = Claim(at, "dana", "gone-server/1", iso_time(time.time() - 120))
     write.apply(host, claim_patch(cr_ref(APP), old), manager=RESTART_MANAGER)
-    wait_for("the server's watch to see the stale claim", lambda: served.apps.annotated(
-        CLAIM_AT).get(APP, {}).get(CLAIM_RENEWED) == old.renewed, timeout=30)
+    wait_for(lambda: served.apps.annotated(
+        CLAIM_AT).get(APP, {}).get(CLAIM_RENEWED) == old.renewed, 30,
+             "the server's watch to see the stale claim")
     before = len(events(served))
     assert RestartResumer(served.gateway, served.apps).scan() == [APP]
-    wait_for("the restart taken over to complete", lambda: any(
-        e.startswith("RestartComplete") for e in events(served)[before:]), timeout=90,
-        describe=lambda: str(events(served)[before:]))
+    wait_for(lambda: any(
+        e.startswith("RestartComplete") for e in events(served)[before:]), 90,
+             "the restart taken over to complete", describe=lambda: str(events(served)[before:]))
     reasons = [e.split(":")[0] for e in events(served)[before:]]
     assert reasons == ["RestartResumed", "RestartZone", "RestartZone", "RestartZone",
                        "RestartComplete"], reasons
     assert "from gone-server/1" in events(served)[before]
     assert {c: (d.spec.template.metadata.annotations or {}).get(RESTARTED_AT_ANNOTATION)
             for c, d in deployments(served).items()} == {c: at for c in placed}
-    wait_for("the claim taken over to be released", lambda: claim_of(
-        read.get(host, cr_ref(APP))) is None, timeout=30)
+    wait_for(lambda: claim_of(
+        read.get(host, cr_ref(APP))) is None, 30, "the claim taken over to be released")
 
 
 def image_by_zone(served: Served) -> dict[str, str]:
@@ -290,8 +292,9 @@ def test_a_paused_rollout_holds_the_next_zone_until_resumed(served: Served) -> N
     assert status["rollout"]["pausedBy"] == dana, status["rollout"]
     assert status["phase"] == "Progressing" and f"paused by {dana}" in status["message"]
     client = ApiClient(served.url, served.env["PINCOMPILE_TOKEN"])
-    wait_for("the API to show the paused rollout", lambda: (
-        client.app(*APP).rollout or {}).get("pausedBy") == dana, timeout=15)
+    wait_for(lambda: (
+        client.app(*APP).rollout or {}).get("pausedBy") == dana, 15,
+             "the API to show the paused rollout")
 
     resumed = CliRunner().invoke(cli, ["rollout", "resume", REF], env=served.env)
     assert resumed.exit_code == 0, resumed.output
@@ -382,7 +385,7 @@ def test_rerun_runs_a_finished_jobsets_job_again_and_records_it(served: Served) 
     cluster = placed[0]
     finished = watch_completed(served, cluster)
     client = ApiClient(served.url, served.env["PINCOMPILE_TOKEN"])
-    wait_for("the API to place the JobSet", lambda: client.app(*JOBSET).clusters, timeout=15)
+    wait_for(lambda: client.app(*JOBSET).clusters, 15, "the API to place the JobSet")
 
     ref = "/".join(JOBSET)
     done = CliRunner().invoke(cli, ["rerun", ref, "-o", "json"], env=served.env)
@@ -391,9 +394,9 @@ def test_rerun_runs_a_finished_jobsets_job_again_and_records_it(served: Served) 
     started = time.monotonic()
     again = watch_completed(served, cluster, other_than=finished)
     print(f"rerun: the new Job completed {time.monotonic() - started:.1f}s after the answer")
-    wait_for("RerunStarted in the events", lambda: any(
-        e.startswith("RerunStarted") for e in events(served, JOBSET)), timeout=15,
-        describe=lambda: str(events(served, JOBSET)))
+    wait_for(lambda: any(
+        e.startswith("RerunStarted") for e in events(served, JOBSET)), 15,
+             "RerunStarted in the events", describe=lambda: str(events(served, JOBSET)))
     dana = "system:serviceaccount:act-e2e-tenants:dana"
     assert [e.split(":")[0] for e in events(served, JOBSET)] == ["RerunRequested",
                                                                  "RerunStarted"]
@@ -429,7 +432,7 @@ def same_both_ways(served: Served, args: list[str]) -> tuple[int, str]:
         return bool((found["api"].exit_code, found["api"].stdout)
                     == (found["direct"].exit_code, found["direct"].stdout))
 
-    wait_for(f"{args} to print the same both ways", same, timeout=20, describe=lambda: (
+    wait_for(same, 20, f"{args} to print the same both ways", describe=lambda: (
         f"api: {found['api'].output}\ndirect: {found['direct'].output}"))
     print(f"{' '.join(args)} without --server: {found['seconds']:.2f}s")
     return found["direct"].exit_code, found["direct"].stdout
@@ -591,6 +594,6 @@ def test_apply_narrowed_to_apps_writes_and_prunes_only_theirs(served: Served) ->
     assert "0 pruned" not in pruned.output and sidekicks(served) == 0, pruned.output
     assert managed_outside(served, PROJECT) == outside, "an object of another app was pruned"
     client = ApiClient(served.url, served.env["PINCOMPILE_TOKEN"])
-    wait_for("the host to drop sidekick's resource and keep rolling's", lambda: (
+    wait_for(lambda: (
         names := {a.name for a in client.apps(project=PROJECT)}) and "rolling" in names
-        and "sidekick" not in names, timeout=15)
+        and "sidekick" not in names, 15, "the host to drop sidekick's resource and keep rolling's")

@@ -16,7 +16,7 @@ from reconciler.clients.connect import Connection
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.clusters import ClusterSpec
 from reconciler.kinds import KindInfo
-from tests.support.serve import wait_for
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -40,14 +40,13 @@ def test_the_cache_follows_created_changed_and_deleted_objects(
     try:
         assert KEY not in cache.snapshot(timeout=30.0)
         api.create(body=body, namespace=KEY[1])
-        wait_for(lambda: KEY in cache.snapshot(), timeout=30, what="the created ConfigMap")
+        wait_for(lambda: KEY in cache.snapshot(), 30, "the created ConfigMap")
         assert isinstance(cache.snapshot()[KEY], dict)
         api.patch(body={"data": {"a": "2"}}, name=KEY[2], namespace=KEY[1],
                   content_type="application/merge-patch+json")
-        wait_for(lambda: cache.snapshot()[KEY]["data"] == {"a": "2"}, timeout=30,
-                 what="the changed ConfigMap")
+        wait_for(lambda: cache.snapshot()[KEY]["data"] == {"a": "2"}, 30, "the changed ConfigMap")
         api.delete(name=KEY[2], namespace=KEY[1])
-        wait_for(lambda: KEY not in cache.snapshot(), timeout=30, what="the deletion")
+        wait_for(lambda: KEY not in cache.snapshot(), 30, "the deletion")
         assert seen.count(KEY[2]) >= 3
     finally:
         cache.close()

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from tests.support.git import git
+from tests.support.wait import wait_for
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLES = REPO / "examples"
@@ -171,7 +172,7 @@ def test_serve_refuses_a_kubeconfig_it_cannot_use(case: str, tmp_path: Path) -> 
 def test_serve_with_an_unreachable_host_keeps_running_not_ready(tmp_path: Path) -> None:
     """A long-running process outlives a host that is down: it stays up, not ready, says
     why, and stops cleanly on SIGTERM."""
-    from tests.support.serve import http, wait_for
+    from tests.support.serve import http
 
     path = kubeconfig(tmp_path / "kubeconfig", ("host", *MEMBERS))
     log = tmp_path / "serve.log"
@@ -184,7 +185,7 @@ def test_serve_with_an_unreachable_host_keeps_running_not_ready(tmp_path: Path) 
         import re
 
         found = wait_for(lambda: re.search(r"on (http://127\.0\.0\.1:\d+) as", log.read_text()),
-                         timeout=120, what="serve listening")
+                         120, "serve listening")
         base = found.group(1)
         status, body = http("GET", f"{base}/readyz")
         assert (status, body) == (503, b"has not reached the host cluster yet\n")

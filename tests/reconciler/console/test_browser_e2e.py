@@ -36,8 +36,8 @@ from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.clusters import ClusterSpec
 from reconciler.host import write_cluster_status, write_status
 from reconciler.store import EventRecord, RevisionRecord, Store
-from tests.e2e.support import wait_for
 from tests.support import api_fleet
+from tests.support.wait import wait_for
 
 playwright = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.e2e
@@ -241,16 +241,18 @@ def test_the_app_page_lists_its_pods_and_follows_their_logs_as_lines_arrive(
         text = page.locator("#log-lines").inner_text()
         return [m for m in map(LOG_LINE.match, text.splitlines()) if m]
 
-    first = wait_for("the last lines of both clusters' pods", lambda: {
-        m["cluster"] for m in lines()} == set(members) and lines(), timeout=20)
+    first = wait_for(lambda: {
+        m["cluster"] for m in lines()} == set(members) and lines(), 20,
+                     "the last lines of both clusters' pods")
     newest = {c: max(int(m["n"]) for m in first if m["cluster"] == c) for c in members}
-    wait_for("a line written after the page opened (one every 2 s)", lambda: any(
-        int(m["n"]) > newest[m["cluster"]] for m in lines()), timeout=15)
+    wait_for(lambda: any(
+        int(m["n"]) > newest[m["cluster"]] for m in lines()), 15,
+             "a line written after the page opened (one every 2 s)")
 
     page.locator("#log-cluster").select_option(members[-1])  # narrow to one cluster
     page.get_by_role("button", name="Show logs").click()
-    wait_for(f"only lines of {members[-1]}", lambda: (found := lines()) and all(
-        m["cluster"] == members[-1] for m in found), timeout=15)
+    wait_for(lambda: (found := lines()) and all(
+        m["cluster"] == members[-1] for m in found), 15, f"only lines of {members[-1]}")
     page.get_by_label("Follow").uncheck()
     assert page.locator("#log-status").inner_text() == "Paused."
 
@@ -335,7 +337,7 @@ def test_a_pods_terminal_runs_a_command_and_shows_its_output(
                                       r"main\)")).wait_for()  # the first, unless picked
     page.keyboard.type("echo hi")
     page.keyboard.press("Enter")
-    wait_for("the shell's output line hi", lambda: "hi" in terminal_lines(page), timeout=15)
+    wait_for(lambda: "hi" in terminal_lines(page), 15, "the shell's output line hi")
     page.keyboard.type("exit 3")
     page.keyboard.press("Enter")
     status.filter(has_text="exited (code 3)").wait_for()
@@ -350,7 +352,7 @@ def test_a_pods_terminal_runs_a_command_and_shows_its_output(
     status.filter(has_text="(container sidecar)").wait_for()
     page.keyboard.type("echo hi")
     page.keyboard.press("Enter")
-    wait_for("hi from the sidecar's shell", lambda: "hi" in terminal_lines(page), timeout=15)
+    wait_for(lambda: "hi" in terminal_lines(page), 15, "hi from the sidecar's shell")
     assert refused == []  # no script or style refused by the page's CSP
 
 

@@ -1,4 +1,5 @@
-"""Cluster failover end to end, on a fleet of real control planes (kwok nodes).
+"""Cluster failover end to end, on a fleet of real control planes (kwok nodes): the
+exclusive fleet's ``fo-*`` clusters (it stops one: no other module may see it fail).
 
 Three zonal members carry PinApp ``web`` (12 replicas, 4 per zone), PinApp ``api`` with a
 PinScaler (3..9, HPA bounds 1..3 per zone), PinApp ``cart`` with a PinScaler running above
@@ -38,9 +39,9 @@ from reconciler.engine import Reconciler
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.model import PassReport
 from reconciler.plan.cluster_plan import Options
-from tests.conftest import api_clients, fleet_of_its_own
-from tests.e2e.support import wait_for
-from tests.support.fleet import git, spec_repo
+from tests.conftest import api_clients
+from tests.support.fleet import git, spec_repo, timer
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.e2e
 FIXTURE_REPO = Path(__file__).parents[1] / "fixtures" / "failover"
@@ -51,13 +52,14 @@ T0 = 1_900_000_000.0
 GRACE = 300.0
 #: The project's ondemand cpu quota (fixtures/failover/platform/projects/shop.yaml).
 PROJECT_CPU = Decimal(6)
+#: cart's PinScaler scales down after this long below its target (its cooldown.scaleDown)
+CART_SCALE_DOWN = 15
 
 
 @pytest.fixture(scope="module")
-def fo_fleet(e2e_toolchain: Path) -> Iterator[fleet_mod.FleetState]:
-    """Three member clusters (zones a, b, c) and a host, for this module."""
-    with fleet_of_its_own(FIXTURE_REPO / "platform", "failover") as state:
-        yield state
+def fo_fleet(exclusive_fleet: fleet_mod.FleetState) -> fleet_mod.FleetState:
+    """Three member clusters (zones a, b, c of fo-east) and a host."""
+    return exclusive_fleet
 
 
 @pytest.fixture(scope="module")
@@ -126,8 +128,8 @@ def ready_web(api: Callable[[str], k8s.ApiClient], clusters: tuple[str, ...]
             counts[cluster] = int(d.spec.replicas)
         return counts
 
-    found: dict[str, int] = wait_for(f"web fully available in {', '.join(clusters)}",
-                                     available, timeout=120, interval=2)
+    found: dict[str, int] = wait_for(available, 120,
+                                     f"web fully available in {', '.join(clusters)}", interval=2)
     return found
 
 
@@ -212,8 +214,8 @@ def test_apply_places_web_in_three_zones_and_both_pods_in_fo_c(
     assert pods_named(api, "fo-c") == {"notebook", "scratch"}
     assert hpa_bounds(api) == {c: (1, 3) for c in MEMBERS}
     assert hpa_bounds(api, name="cart") == {c: (1, 6) for c in MEMBERS}
-    wait_for("cart's 9 replicas Ready", lambda: ready_replicas(api, "cart", MEMBERS) == 9,
-             timeout=120, interval=2)
+    wait_for(lambda: ready_replicas(api, "cart", MEMBERS) == 9, 120, "cart's 9 replicas Ready",
+             interval=2)
     assert first.states == {c: {"phase": "Reachable"} for c in MEMBERS}
     assert not any("failover" in s for s in first.statuses.values())
 
@@ -272,11 +274,11 @@ def test_an_outage_under_the_grace_moves_nothing_and_past_it_fo_c_share_moves(
     # its status counts against the app's replicas, not against what is left
     assert lost.statuses["PinApp/shop/cart"]["replicas"] == total
     assert lost.statuses["PinApp/shop/cart"]["ready"].endswith(f"/{total}")
-    wait_for(f"cart's {total} replicas Ready in fo-a and fo-b",
-             lambda: ready_replicas(api, "cart", ("fo-a", "fo-b")) == total, timeout=120,
-             interval=2)
-    # and they stay so, past the HPAs' 15 s scale-down window and their next syncs
-    assert watch_ready(api, "cart", ("fo-a", "fo-b"), 50) == {total}
+    wait_for(lambda: ready_replicas(api, "cart", ("fo-a", "fo-b")) == total, 120,
+             f"cart's {total} replicas Ready in fo-a and fo-b", interval=2)
+    # and they stay so, past the HPAs' scale-down window and their next two syncs
+    window = CART_SCALE_DOWN + 2 * timer(fo_fleet, "hpa_sync_seconds") + 5
+    assert watch_ready(api, "cart", ("fo-a", "fo-b"), window) == {total}
 
     # pincompile status tells the story, as a table and as JSON
     table = status_cli(fo_fleet)
@@ -329,9 +331,10 @@ def test_when_fo_c_answers_again_its_share_moves_back_in_steps(
     assert hpa_bounds(api) == {c: (1, 3) for c in MEMBERS}
     assert hpa_bounds(api, name="cart") == {c: (1, 6) for c in MEMBERS}
     assert "failover" not in step1.statuses["PinScaler/shop/cart"]
-    wait_for("cart's replicas in fo-c back beside the ones the others held", lambda:
+    wait_for(lambda:
              ready_replicas(api, "cart", MEMBERS) >= sum(deployment_replicas(api, "cart")
-                                                         .values()) >= 9, timeout=120)
+                                                         .values()) >= 9, 120,
+             "cart's replicas in fo-c back beside the ones the others held")
     assert pods_named(api, "fo-c") == {"notebook", "scratch"}  # the original is kept
     assert not (pods_named(api, "fo-a") | pods_named(api, "fo-b"))
 
@@ -409,8 +412,8 @@ def test_a_cluster_whose_hpa_sits_at_its_maximum_gets_max_share_from_the_others(
     # api's pods in fo-b use 90% of their cpu (target 60%): the real HPA scales to its
     # maximum and wants more
     fleet_load(fo_fleet, "PinApp/shop/api", "--cpu", "90%", "--cluster", "fo-b")
-    wait_for("fo-b's HPA at its maximum 3, limited", lambda: hpa_status(api, "fo-b")
-             == (3, "TooManyReplicas"), timeout=240, interval=3)
+    wait_for(lambda: hpa_status(api, "fo-b")
+             == (3, "TooManyReplicas"), 240, "fo-b's HPA at its maximum 3, limited", interval=3)
     moved = Pass(fo_fleet, repo, at + 60)
     maxima = hpa_maxima(api)
     assert maxima["fo-b"] == 5 and sum(maxima.values()) == 9, (maxima, moved.lines)
@@ -419,13 +422,12 @@ def test_a_cluster_whose_hpa_sits_at_its_maximum_gets_max_share_from_the_others(
     assert "fo-b ran at its maximum (3/3)" in scaler["reason"]
     assert scaler["maxReplicas"] == maxima
     # the HPA uses the share it got
-    wait_for("fo-b's HPA to scale to 5", lambda: hpa_status(api, "fo-b")[0] == 5,
-             timeout=180, interval=3)
+    wait_for(lambda: hpa_status(api, "fo-b")[0] == 5, 180, "fo-b's HPA to scale to 5", interval=3)
     # the load ends: fo-b no longer wants more, and a new reconciler (state from the host)
     # keeps the moved bounds: nothing to write
     fleet_load(fo_fleet, "PinApp/shop/api", "--reset", "--cluster", "fo-b")
-    wait_for("fo-b's HPA no longer limited", lambda: hpa_status(api, "fo-b")[1] == "",
-             timeout=180, interval=3)
+    wait_for(lambda: hpa_status(api, "fo-b")[1] == "", 180, "fo-b's HPA no longer limited",
+             interval=3)
     steady = Pass(fo_fleet, repo, at + 120)
     assert hpa_maxima(api) == maxima
     assert member_writes(steady) == 0, steady.lines

@@ -30,8 +30,8 @@ from reconciler.insight.sampler import UsageSampler
 from reconciler.insight.views import cluster_view
 from reconciler.model import Obj
 from reconciler.store import Store
-from tests.e2e.support import wait_for
 from tests.support.api_fakes import Statuses, TablePolicy
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.e2e
 Kube = Callable[[str], Any]
@@ -94,12 +94,13 @@ def running(fleet: fleet_mod.FleetState, fleet_specs: dict[str, ClusterSpec],
                                                "memory": f"{int(memory * 1024)}Mi"}}}]}})
     try:
         for namespace, (_, pods, _, _) in PROJECTS.items():
-            wait_for(f"{namespace}'s pods to run", lambda ns=namespace, n=pods: sum(
+            wait_for(lambda ns=namespace, n=pods: sum(
                 p.status.phase == "Running" for p in core.list_namespaced_pod(ns).items) == n,
-                timeout=90)
-            wait_for(f"metrics of {namespace}'s pods", lambda ns=namespace, n=pods: len(
+                90, f"{namespace}'s pods to run")
+            wait_for(lambda ns=namespace, n=pods: len(
                 custom.list_namespaced_custom_object("metrics.k8s.io", "v1beta1", ns,
-                                                     "pods")["items"]) == n, timeout=120)
+                                                     "pods")["items"]) == n,
+                120, f"metrics of {namespace}'s pods")
         yield cluster
     finally:
         for namespace in PROJECTS:

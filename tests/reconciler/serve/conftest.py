@@ -17,7 +17,8 @@ from reconciler.serve.mirror import Mirror
 from reconciler.serve.server import HTTPLimits, ServeHTTPServer, WebhookConfig
 from reconciler.serve.service import Service
 from reconciler.serve.status_access import StatusAccess
-from tests.support.serve import SpecRepo, http, wait_for
+from tests.support.serve import SpecRepo, http
+from tests.support.wait import wait_for
 
 
 @pytest.fixture
@@ -42,7 +43,7 @@ def http_server(spec_repo: SpecRepo, tmp_path: Path) -> Iterator[Callable[..., s
         threading.Thread(target=server.serve_forever, daemon=True).start()
         host, port = server.server_address
         base = f"http://{host}:{port}"
-        wait_for(lambda: http("GET", f"{base}/healthz")[0] == 200, timeout=30)
+        wait_for(lambda: http("GET", f"{base}/healthz")[0] == 200, 30, "serve's /healthz")
         return base
 
     yield start

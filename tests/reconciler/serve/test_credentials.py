@@ -18,7 +18,8 @@ import pytest
 from reconciler.model import ClusterReport, PassReport
 from reconciler.serve.audit import record_for
 from reconciler.serve.redact import redact
-from tests.support.serve import ServeProcess, SpecRepo, git, http, serve_status, wait_for
+from tests.support.serve import ServeProcess, SpecRepo, git, http, serve_status
+from tests.support.wait import wait_for
 
 TOKEN = "ghp_s3cretT0ken"
 USER = "ci-bot"
@@ -59,12 +60,12 @@ def test_the_token_reaches_no_output(spec_repo: SpecRepo, git_http: str, tmp_pat
                          tmp_path / "passes.jsonl", "--no-leader-election", "--no-events",
                          "--resync", "1s", "--audit-log", str(audit))
     try:
-        wait_for(lambda: serve.passes("applied"), timeout=120, what="a pass fetched with it")
+        wait_for(lambda: serve.passes("applied"), 120, "a pass fetched with it")
         first = serve_status(serve.base)
         assert first["repo"] == f"http://{git_http}/platform.git"
         spec_repo.bare.rename(spec_repo.bare.with_name("moved.git"))
         failed = wait_for(lambda: (s := serve_status(serve.base))["lastPass"]["outcome"]
-                          == "fetch-failed" and s, timeout=60, what="a failed fetch")
+                          == "fetch-failed" and s, 60, "a failed fetch")
         assert f"git fetch http://{git_http}/platform.git main failed" in \
             failed["lastPass"]["error"]
         outputs = {"stderr": serve.log.read_text(),

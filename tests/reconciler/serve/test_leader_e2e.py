@@ -27,8 +27,8 @@ from tests.support.serve import (
     SpecRepo,
     http,
     serve_status,
-    wait_for,
 )
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.e2e
 SECRET = "e2e-secret"
@@ -96,9 +96,9 @@ def test_one_of_two_replicas_reconciles_and_the_other_takes_over_after_sigkill(
         start: Callable[..., ServeProcess], fleet_repo: SpecRepo, host_ns: str,
         kube: Any) -> None:
     a = start("serve-a")
-    wait_for(lambda: a.passes(), what="serve-a's first pass")
+    wait_for(lambda: a.passes(), 120, "serve-a's first pass")
     b = start("serve-b")
-    wait_for(lambda: status(b)["ready"], what="serve-b ready as a standby")
+    wait_for(lambda: status(b)["ready"], 120, "serve-b ready as a standby")
     time.sleep(3 * DURATION / 4)
     assert status(a)["leading"] == [0] and status(b)["leading"] == []
     assert lease(kube, host_ns).spec.holder_identity == "serve-a"
@@ -107,17 +107,17 @@ def test_one_of_two_replicas_reconciles_and_the_other_takes_over_after_sigkill(
     # a push that reaches the standby is relayed through the Lease to the leader
     sha = fleet_repo.commit("relayed push")
     assert push_hook(b.base, sha) == 202
-    wait_for(lambda: [p["revision"] for p in a.passes()][-1:] == [sha], timeout=90,
-             what="the leader applies a push the standby received")
+    wait_for(lambda: [p["revision"] for p in a.passes()][-1:] == [sha], 90,
+             "the leader applies a push the standby received")
     assert b.passes("start") == []
 
     transitions = lease(kube, host_ns).spec.lease_transitions or 0
     os.kill(a.proc.pid, signal.SIGKILL)
     killed = time.monotonic()
-    wait_for(lambda: lease(kube, host_ns).spec.holder_identity == "serve-b",
-             timeout=DURATION + 20, what="serve-b holds the Lease")
+    wait_for(lambda: lease(kube, host_ns).spec.holder_identity == "serve-b", DURATION + 20,
+             "serve-b holds the Lease")
     took_over = time.monotonic() - killed
-    wait_for(lambda: b.passes(), timeout=120, what="serve-b reconciles")
+    wait_for(lambda: b.passes(), 120, "serve-b reconciles")
     applied = time.monotonic() - killed
     print(f"takeover after SIGKILL: Lease in {took_over:.1f}s, first pass done in "
           f"{applied:.1f}s (lease duration {DURATION:.0f}s)")
@@ -130,17 +130,17 @@ def test_one_of_two_replicas_reconciles_and_the_other_takes_over_after_sigkill(
 def test_sigterm_finishes_and_releases_the_lease_for_a_fast_handover(
         start: Callable[..., ServeProcess], host_ns: str, kube: Any) -> None:
     a = start("serve-a", "--lease-duration", "20s", "--renew-deadline", "15s")
-    wait_for(lambda: a.passes(), what="serve-a's first pass")
+    wait_for(lambda: a.passes(), 120, "serve-a's first pass")
     b = start("serve-b", "--lease-duration", "20s", "--renew-deadline", "15s")
-    wait_for(lambda: status(b)["ready"], what="serve-b ready as a standby")
+    wait_for(lambda: status(b)["ready"], 120, "serve-b ready as a standby")
     stopped = time.monotonic()
     a.proc.send_signal(signal.SIGTERM)
     assert a.proc.wait(timeout=120) == 0
     exited = time.monotonic()
     # released, not left to expire: right after the exit the holder is empty (or already b)
     assert lease(kube, host_ns).spec.holder_identity in ("", None, "serve-b")
-    wait_for(lambda: lease(kube, host_ns).spec.holder_identity == "serve-b", timeout=90,
-             what="serve-b holds the released Lease")
+    wait_for(lambda: lease(kube, host_ns).spec.holder_identity == "serve-b", 90,
+             "serve-b holds the released Lease")
     handover = time.monotonic() - exited
     print(f"handover after SIGTERM: {time.monotonic() - stopped:.1f}s from the signal, "
           f"{handover:.1f}s from the exit (lease duration 20s)")
@@ -159,12 +159,12 @@ def test_two_shards_reconcile_every_cluster_exactly_once(
         return sorted(leading[0] + leading[1]) == [0, 1] and all(len(x) == 1 for x in leading)
 
     # a replica that starts alone leads both shards and hands one over when the other joins
-    wait_for(spread, timeout=4 * DURATION + 60, what="one shard led by each replica")
+    wait_for(spread, 4 * DURATION + 60, "one shard led by each replica")
     sha = fleet_repo.commit("push for every shard")
     assert push_hook(a.base, sha) == 202  # b's shard hears of it through its Lease
     for process in (a, b):
-        wait_for(lambda p=process: [x["revision"] for x in p.passes()][-1:] == [sha],
-                 timeout=120, what=f"{process.log.name} applies the push")
+        wait_for(lambda p=process: [x["revision"] for x in p.passes()][-1:] == [sha], 120,
+                 f"{process.log.name} applies the push")
     covered_a = set(a.passes()[-1]["clusters"])
     covered_b = set(b.passes()[-1]["clusters"])
     assert covered_a | covered_b == set(fleet_specs), "a member cluster was not reconciled"
@@ -179,7 +179,7 @@ def test_each_pass_is_an_event_on_the_host_and_a_broken_push_a_warning(
     from kubernetes import client
 
     a = start("serve-a")
-    wait_for(lambda: a.passes(), what="the first pass")
+    wait_for(lambda: a.passes(), 120, "the first pass")
     bad = fleet_repo.commit("break a spec", files={"platform/broken.yaml": BAD_SPEC})
     assert push_hook(a.base, bad) == 202
     core = client.CoreV1Api(kube("host"))
@@ -188,7 +188,7 @@ def test_each_pass_is_an_event_on_the_host_and_a_broken_push_a_warning(
         return [e for e in core.list_namespaced_event(host_ns).items
                 if e.reporting_component == "pincompile-serve"]
 
-    found = wait_for(lambda: len(events()) >= 2 and events(), what="two audit Events")
+    found = wait_for(lambda: len(events()) >= 2 and events(), 120, "two audit Events")
     by_reason = {e.reason: e for e in found}
     applied, failed = by_reason["PassApplied"], by_reason["CompileFailed"]
     assert applied.type == "Normal" and failed.type == "Warning"

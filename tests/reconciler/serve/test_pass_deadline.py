@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 
 from reconciler.serve.webhooks import GENERIC_SIGNATURE_HEADER, sign
-from tests.support.serve import ServeProcess, SpecRepo, http, serve_status, wait_for
+from tests.support.serve import ServeProcess, SpecRepo, http, serve_status
+from tests.support.wait import wait_for
 
 SECRET = "deadline-secret"
 INDEXER = "apps/search/search-indexer.yaml"
@@ -57,10 +58,10 @@ def test_an_overdue_pass_turns_readyz_not_ready_and_the_next_push_is_taken(
         spec_repo: SpecRepo, tmp_path: Path) -> None:
     serve = serve_with_slow_templates(spec_repo, tmp_path, seconds=6)
     try:
-        wait_for(lambda: readyz(serve.base)[0] == 200, what="the first pass")
+        wait_for(lambda: readyz(serve.base)[0] == 200, 120, "the first pass")
         push(serve.base, spec_repo.commit("a template that loops", slow_template(spec_repo)))
-        _, reason = wait_for(lambda: (r := readyz(serve.base))[0] == 503 and r,
-                             timeout=30, what="/readyz to turn not ready")
+        _, reason = wait_for(lambda: (r := readyz(serve.base))[0] == 503 and r, 30,
+                             "/readyz to turn not ready")
         assert "past the pass deadline of 2s (--pass-deadline)" in reason
         assert "(compile)" in reason
         state = serve_status(serve.base)
@@ -71,8 +72,8 @@ def test_an_overdue_pass_turns_readyz_not_ready_and_the_next_push_is_taken(
             INDEXER: (spec_repo.work / INDEXER).read_text().replace(FOREVER, "")})
         fixed = spec_repo.commit("and one more push")
         assert push(serve.base, fixed) < 2, "a push waited behind the stuck pass"
-        wait_for(lambda: fixed in [p["revision"] for p in serve.passes()], timeout=120,
-                 what="the push queued behind the stuck pass to be applied")
+        wait_for(lambda: fixed in [p["revision"] for p in serve.passes()], 120,
+                 "the push queued behind the stuck pass to be applied")
         assert readyz(serve.base)[0] == 200
         log = serve.log.read_text()
         assert "past the pass deadline" in log and "the overdue pass ended after" in log
@@ -86,10 +87,9 @@ def test_sigterm_ends_serve_within_the_shutdown_timeout_during_a_stuck_compile(
         spec_repo: SpecRepo, tmp_path: Path) -> None:
     serve = serve_with_slow_templates(spec_repo, tmp_path, seconds=600)
     try:
-        wait_for(lambda: readyz(serve.base)[0] == 200, what="the first pass")
+        wait_for(lambda: readyz(serve.base)[0] == 200, 120, "the first pass")
         push(serve.base, spec_repo.commit("a template that loops", slow_template(spec_repo)))
-        wait_for(lambda: readyz(serve.base)[0] == 503, timeout=30,
-                 what="/readyz to turn not ready")
+        wait_for(lambda: readyz(serve.base)[0] == 503, 30, "/readyz to turn not ready")
         start = time.monotonic()
         serve.proc.send_signal(signal.SIGTERM)
         assert serve.proc.wait(timeout=30) == 1
@@ -108,7 +108,7 @@ def test_a_pass_past_stuck_after_is_given_up_and_serve_exits_3(
     --stuck-after is 8s: at load 24 on 2 cores the first pass of examples/ took over 4s."""
     serve = serve_with_slow_templates(spec_repo, tmp_path, 600, "--stuck-after", "8s")
     try:
-        wait_for(lambda: readyz(serve.base)[0] == 200, what="the first pass")
+        wait_for(lambda: readyz(serve.base)[0] == 200, 120, "the first pass")
         pushed = time.monotonic()
         push(serve.base, spec_repo.commit("a template that loops", slow_template(spec_repo)))
         assert serve.proc.wait(timeout=60) == 3
@@ -126,14 +126,13 @@ def test_an_overdue_pass_takes_the_branch_head_again_when_it_ends(
     meanwhile is applied when the overdue pass ends, long before --resync (3m)."""
     serve = serve_with_slow_templates(spec_repo, tmp_path, seconds=6)
     try:
-        wait_for(lambda: readyz(serve.base)[0] == 200, what="the first pass")
+        wait_for(lambda: readyz(serve.base)[0] == 200, 120, "the first pass")
         push(serve.base, spec_repo.commit("a template that loops", slow_template(spec_repo)))
-        wait_for(lambda: readyz(serve.base)[0] == 503, timeout=30,
-                 what="/readyz to turn not ready")
+        wait_for(lambda: readyz(serve.base)[0] == 503, 30, "/readyz to turn not ready")
         fixed = spec_repo.commit("back to the plain template", {
             INDEXER: (spec_repo.work / INDEXER).read_text().replace(FOREVER, "")})
-        wait_for(lambda: fixed in [p["revision"] for p in serve.passes()], timeout=90,
-                 what="the branch head to be applied without a push")
+        wait_for(lambda: fixed in [p["revision"] for p in serve.passes()], 90,
+                 "the branch head to be applied without a push")
         assert readyz(serve.base)[0] == 200
     finally:
         serve.stop()
@@ -153,15 +152,14 @@ def test_after_an_overdue_pass_only_a_moved_branch_head_makes_another_pass(
     def checked() -> int:
         return serve.log.read_text().count("no push was missed")
     try:
-        wait_for(lambda: checked() == 1, timeout=120,
-                 what="the branch head checked after the overdue first pass")
+        wait_for(lambda: checked() == 1, 120,
+                 "the branch head checked after the overdue first pass")
         pushed = spec_repo.commit("one push")
         push(serve.base, pushed)
-        wait_for(lambda: pushed in [p["revision"] for p in serve.passes("start")],
-                 timeout=60, what="the push's pass to start")
+        wait_for(lambda: pushed in [p["revision"] for p in serve.passes("start")], 60,
+                 "the push's pass to start")
         unannounced = spec_repo.commit("a commit whose webhook reached no one")
-        wait_for(lambda: checked() == 2, timeout=60,
-                 what="the head checked after the unannounced commit's pass")
+        wait_for(lambda: checked() == 2, 60, "the head checked after the unannounced commit's pass")
         revisions = [p["revision"] for p in serve.passes()]
         assert revisions[1:] == [pushed, unannounced], revisions
         assert len(revisions) == 3, "a pass repeated a revision it had just applied"

@@ -14,6 +14,7 @@ from reconciler.serve.coalesce import Trigger
 from reconciler.serve.metrics import Metrics
 from reconciler.serve.mirror import Mirror
 from reconciler.serve.service import Service
+from tests.support.clock import FakeClock
 from tests.support.serve import SpecRepo
 
 
@@ -32,8 +33,8 @@ class StepsRunner:
 def test_a_pass_reports_its_queue_fetch_and_compile_time_before_the_reconcilers_steps(
         spec_repo: SpecRepo, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     mirror = Mirror(str(spec_repo.bare), "main", tmp_path / "mirror")
-    now = [1000.0]
-    service = Service(mirror, lambda _scope: StepsRunner(), Metrics(), clock=lambda: now[0])
+    service = Service(mirror, lambda _scope: StepsRunner(), Metrics(),
+                      clock=FakeClock(start=1000.0))
     with caplog.at_level(logging.INFO, logger="pincompile.serve"):
         report = service.pass_once(Trigger("push", "x", received=997.5))
     assert list(report.steps) == ["queued", "fetch", "compile", "host sync", "plan"]

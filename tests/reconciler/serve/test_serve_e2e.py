@@ -1,4 +1,5 @@
-"""``pincompile serve`` with the REAL reconciler, end to end on a fleet of its own.
+"""``pincompile serve`` with the REAL reconciler, end to end on the exclusive fleet (serve
+reconciles its whole repository, prunes included: it must be the fleet's only reconciler).
 
 A bare git repository on disk holds the reconciler's fixture specs (three zonal member
 clusters); ``serve`` runs as a child process against the fleet; a commit pushed to the bare
@@ -37,8 +38,8 @@ from tests.support.serve import (
     http,
     image_of,
     serve_status,
-    wait_for,
 )
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.e2e
 FIXTURE_REPO = Path(__file__).parents[1] / "fixtures" / "repo"
@@ -49,12 +50,9 @@ API_CLUSTERS = ("rt-b", "rt-c")
 
 
 @pytest.fixture(scope="module")
-def serve_fleet(e2e_toolchain: Path) -> Iterator[fleet_mod.FleetState]:
-    """Three member clusters and a host, for this module only."""
-    from tests.conftest import fleet_of_its_own
-
-    with fleet_of_its_own(FIXTURE_REPO / "platform", "serve") as state:
-        yield state
+def serve_fleet(exclusive_fleet: fleet_mod.FleetState) -> fleet_mod.FleetState:
+    """Three member clusters of the repository's (rt-a, rt-b, rt-c) and a host."""
+    return exclusive_fleet
 
 
 @pytest.fixture(scope="module")
@@ -178,8 +176,8 @@ def test_the_first_pass_applies_the_repository(serve: ServeProcess, repo: SpecRe
                                                api: Callable[[str], Any]) -> None:
     from kubernetes import client
 
-    state = wait_for(lambda: (s := serve_status(serve.base))["lastApplied"] and s,
-                     timeout=300, what="serve's first pass")
+    state = wait_for(lambda: (s := serve_status(serve.base))["lastApplied"] and s, 300,
+                     "serve's first pass")
     assert state["lastApplied"]["revision"] == repo.first
     assert state["lastPass"]["outcome"] == "applied", state["lastPass"]
     for cluster in API_CLUSTERS:
@@ -196,7 +194,7 @@ def test_a_signed_push_is_live_in_every_target_cluster(serve: ServeProcess, repo
     try:
         sha = repo.commit("api: 2.0.1", files=api_spec(repo, image))
         accepted = push_hook(serve.base, sha)
-        done = wait_for(watch.everywhere, timeout=120, what=f"{image} in {API_CLUSTERS}")
+        done = wait_for(watch.everywhere, 120, f"{image} in {API_CLUSTERS}")
     finally:
         watch.stop()
     latency = done - accepted
@@ -204,7 +202,7 @@ def test_a_signed_push_is_live_in_every_target_cluster(serve: ServeProcess, repo
           f"clusters): {latency:.2f}s")
     assert latency < 60, "a margin for the loaded test machine; the figure is in bench/"
     state = wait_for(lambda: (s := serve_status(serve.base))["lastApplied"]["revision"] == sha
-                     and s, what="the pass recorded")
+                     and s, 120, "the pass recorded")
     last = state["lastPass"]
     assert last["trigger"] == "push" and last["subject"] == "api: 2.0.1"
     assert {c for c, r in last["clusters"].items()
@@ -232,7 +230,7 @@ def test_a_push_that_fails_to_compile_applies_nothing_until_fixed(
                           files={**api_spec(repo, bad_image), "apps/shop/broken.yaml": BAD_SPEC})
         push_hook(serve.base, bad)
         state = wait_for(lambda: (s := serve_status(serve.base))["lastPass"]["revision"] == bad
-                         and s, what="the failed pass in /status")
+                         and s, 120, "the failed pass in /status")
         # the good part of the commit (the image) must not reach any cluster either
         time.sleep(5)
         assert watch.reached == {}, f"a broken push applied: {watch.seen}"
@@ -253,12 +251,12 @@ def test_a_push_that_fails_to_compile_applies_nothing_until_fixed(
         repo.remove("apps/shop/broken.yaml")
         good = repo.commit("api: 2.0.2, broken spec removed", files=api_spec(repo, fixed_image))
         push_hook(serve.base, good)
-        wait_for(watch.everywhere, timeout=120, what=f"{fixed_image} everywhere")
+        wait_for(watch.everywhere, 120, f"{fixed_image} everywhere")
     finally:
         watch.stop()
     assert all(bad_image not in images for images in watch.seen.values()), watch.seen
-    wait_for(lambda: serve_status(serve.base)["lastApplied"]["revision"] == good,
-             what="the fixed push recorded as applied")
+    wait_for(lambda: serve_status(serve.base)["lastApplied"]["revision"] == good, 120,
+             "the fixed push recorded as applied")
 
 
 def test_a_warm_pass_dry_runs_only_objects_that_may_have_changed(
@@ -269,13 +267,13 @@ def test_a_warm_pass_dry_runs_only_objects_that_may_have_changed(
     requests = workdir / "requests.jsonl"
     planned = []
     for round_ in range(2):
-        wait_for(lambda: not serve_status(serve.base)["busy"], what="serve idle")
+        wait_for(lambda: not serve_status(serve.base)["busy"], 120, "serve idle")
         time.sleep(3)  # let controllers finish with the previous pass's writes
         before = len(requests.read_text().splitlines())
         sha = repo.commit(f"no object changes ({round_})")
         push_hook(serve.base, sha)
         state = wait_for(lambda sha=sha: (s := serve_status(serve.base))["lastApplied"]
-                         ["revision"] == sha and not s["busy"] and s, what="the no-op pass")
+                         ["revision"] == sha and not s["busy"] and s, 120, "the no-op pass")
         members = {c: r for c, r in state["lastPass"]["clusters"].items() if c != "host"}
         assert all(not (r["created"] or r["updated"] or r["replaced"] or r["pruned"])
                    for r in members.values()), members
@@ -302,8 +300,8 @@ def test_status_serves_the_document_of_pincompile_status(
         served = get_json(f"{serve.base}/status")["apps"]
         return served == cli_rows() and served
 
-    wait_for(lambda: not serve_status(serve.base)["busy"], what="serve idle")
-    rows = wait_for(same, timeout=60, what="/status apps equal to `pincompile status -o json`")
+    wait_for(lambda: not serve_status(serve.base)["busy"], 120, "serve idle")
+    rows = wait_for(same, 60, "/status apps equal to `pincompile status -o json`")
     apps = {(r["kind"], r["project"], r["name"]) for r in rows}
     assert ("PinApp", "shop", "api") in apps and ("PinApp", "shop", "web") in apps
     api_row = next(r for r in rows if r["name"] == "api" and r["kind"] == "PinApp")
@@ -339,15 +337,15 @@ def test_the_api_serves_a_tenant_its_apps_history_and_events(
         api: Callable[[str], Any]) -> None:
     from kubernetes import client
 
-    wait_for(lambda: (serve_status(serve.base)["lastPass"] or {}).get("ok"), timeout=300,
-             what="serve's first pass succeeds")
+    wait_for(lambda: (serve_status(serve.base)["lastPass"] or {}).get("ok"), 300,
+             "serve's first pass succeeds")
     auth = {"Authorization": f"Bearer {shop_token}"}
 
     def listed() -> Any:  # the first pass installed the CRDs: the API's watch finds them
         time.sleep(0.5)
         return json.loads(http("GET", f"{serve.base}/api/v1/apps", headers=auth)[1])["items"]
 
-    listed = wait_for(listed, timeout=30, what="the API lists the tenant's apps")
+    listed = wait_for(listed, 30, "the API lists the tenant's apps")
     assert {a["project"] for a in listed} == {"shop"}
     assert {"api", "web"} <= {a["name"] for a in listed if a["kind"] == "PinApp"}
     assert http("GET", f"{serve.base}/api/v1/apps")[0] == 401
@@ -363,8 +361,8 @@ def test_the_api_serves_a_tenant_its_apps_history_and_events(
         assert status == 200, body
         return [r for r in json.loads(body) if r["revision"] == applied]
 
-    (revision,) = wait_for(lambda: time.sleep(0.2) or history(), timeout=30,
-                           what="the applied revision in the history")
+    (revision,) = wait_for(lambda: time.sleep(0.2) or history(), 30,
+                           "the applied revision in the history")
     assert revision["commit"] == applied and revision["author"]
 
     def pod_events() -> Any:
@@ -377,8 +375,8 @@ def test_the_api_serves_a_tenant_its_apps_history_and_events(
 
     # the scheduler's Events of api's pods, from each member cluster it runs in
     scheduled = wait_for(lambda: (found := pod_events()) and {
-        e["cluster"] for e in found} == set(API_CLUSTERS) and found, timeout=60,
-        what="the scheduler's Events of api's pods in the timeline")
+        e["cluster"] for e in found} == set(API_CLUSTERS) and found, 60,
+                         "the scheduler's Events of api's pods in the timeline")
     assert all(e["object"].startswith("Pod/shop/api-") for e in scheduled), scheduled
     # the API servers drop Events after their TTL (here: deleted at once); the store keeps them
     for cluster in API_CLUSTERS:
@@ -397,7 +395,7 @@ def test_host_status_follows_member_objects_between_passes(
     its timeline has the scaling, as the member's Deployment and ReplicaSet Events."""
     from kubernetes import client
 
-    wait_for(lambda: not serve_status(serve.base)["busy"], what="serve idle")
+    wait_for(lambda: not serve_status(serve.base)["busy"], 120, "serve idle")
     last_pass = serve_status(serve.base)["lastPass"]
     replicas = int(client.AppsV1Api(api("rt-a")).read_namespaced_deployment(
         "web", "shop").spec.replicas) + 1
@@ -429,7 +427,7 @@ def test_host_status_follows_member_objects_between_passes(
                    and e["object"].startswith("ReplicaSet/shop/web-")]
         return scaled and created
 
-    wait_for(scaling, timeout=30, what="web's scaling in rt-a in its timeline")
+    wait_for(scaling, 30, "web's scaling in rt-a in its timeline")
 
 
 def _check_requests(path: Path) -> list[AccessRequest]:
@@ -446,8 +444,8 @@ def test_every_request_serve_made_is_allowed_by_the_shipped_rbac(
         serve: ServeProcess, workdir: Path, api: Callable[[str], Any]) -> None:
     from kubernetes import client
 
-    wait_for(lambda: (serve_status(serve.base)["lastPass"] or {}).get("ok"), timeout=300,
-             what="serve's first pass succeeds")  # (when this test runs alone)
+    wait_for(lambda: (serve_status(serve.base)["lastPass"] or {}).get("ok"), 300,
+             "serve's first pass succeeds")  # (when this test runs alone)
     requests = _check_requests(workdir / "requests.jsonl")
     assert {r.cluster for r in requests} == {"host", "rt-a", "rt-b", "rt-c"}
     # API groups this fleet does not serve (kubeflow.org: no training operator here)
@@ -548,10 +546,10 @@ def test_serve_reconciles_with_nothing_but_the_shipped_rbac(
     from kubernetes import client
 
     serve.stop()  # the admin-credentialed replica; the restricted one takes the Lease
-    wait_for(lambda: serve_status(restricted_serve.base)["leading"] == [0], timeout=60,
-             what="the restricted replica leads")
-    wait_for(lambda: (serve_status(restricted_serve.base)["lastPass"] or {}).get("ok"),
-             timeout=300, what="the restricted replica's first pass succeeds")
+    wait_for(lambda: serve_status(restricted_serve.base)["leading"] == [0], 60,
+             "the restricted replica leads")
+    wait_for(lambda: (serve_status(restricted_serve.base)["lastPass"] or {}).get("ok"), 300,
+             "the restricted replica's first pass succeeds")
     image = "registry.internal/shop/api:2.0.3"
     watch = ImageWatch(api, image, API_CLUSTERS)
     try:
@@ -559,11 +557,11 @@ def test_serve_reconciles_with_nothing_but_the_shipped_rbac(
         sha = repo.commit("api: 2.0.3, cart-web added, notebook removed",
                           files={**api_spec(repo, image), **CART})
         push_hook(restricted_serve.base, sha)
-        wait_for(watch.everywhere, timeout=120, what=f"{image} applied by the restricted replica")
+        wait_for(watch.everywhere, 120, f"{image} applied by the restricted replica")
     finally:
         watch.stop()
     state = wait_for(lambda: (s := serve_status(restricted_serve.base))["lastApplied"]
-                     ["revision"] == sha and s, timeout=300, what="the restricted pass recorded")
+                     ["revision"] == sha and s, 300, "the restricted pass recorded")
     clusters = state["lastPass"]["clusters"]
     assert all(c["error"] is None and not c["conflicts"] for c in clusters.values()), clusters
     assert "Deployment/cart/cart-web" in clusters["rt-a"]["created"]
@@ -613,7 +611,7 @@ def test_history_is_one_postgresql_store_that_outlives_the_replica_that_wrote_it
 
     try:
         written = wait_for(lambda: (h := history(restricted_serve.base)) and every_revision(h)
-                           and h, timeout=60, what=f"the {len(changed)} revisions of api")
+                           and h, 60, f"the {len(changed)} revisions of api")
     except AssertionError as exc:
         raise AssertionError(f"{exc}; last seen {seen[0]} of {[c[:8] for c in changed]}") \
             from None
@@ -626,8 +624,7 @@ def test_history_is_one_postgresql_store_that_outlives_the_replica_that_wrote_it
         "--namespace", host_ns, identity="serve-again", real=True,
         env={"PINCOMPILE_WEBHOOK_SECRET": SECRET, "PINCOMPILE_STORE": store_url})
     try:
-        read = wait_for(lambda: history(again.base), timeout=120,
-                        what="a new replica serves the app's history")
+        read = wait_for(lambda: history(again.base), 120, "a new replica serves the app's history")
     finally:
         again.stop()
     assert read == written

@@ -1,5 +1,6 @@
 """`serve` in-process against a real bare repository, with a recording fake runner:
-webhooks, coalescing, compile failures, resync, status, metrics, audit, post-receive."""
+webhooks, coalescing, compile failures, resync, status, metrics, audit, post-receive. A
+test that shows no pass runs hands serve a fake clock and lets its time pass."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from typing import Any
 import pytest
 from fake_runner import Recorder
 
+from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.serve.app import ServeApp, ServeOptions
 from reconciler.serve.webhooks import GENERIC_SIGNATURE_HEADER, sign
+from tests.support.clock import FakeClock
 from tests.support.serve import (
     BAD_SPEC,
     REPO_ROOT,
@@ -23,8 +26,8 @@ from tests.support.serve import (
     git,
     http,
     serve_status,
-    wait_for,
 )
+from tests.support.wait import wait_for
 
 SECRET = b"test-secret"
 Serve = Callable[..., tuple[ServeApp, Recorder, str]]
@@ -44,14 +47,15 @@ def push_hook(base: str, after: str, ref: str = "refs/heads/main", secret: bytes
 def serve(spec_repo: SpecRepo, tmp_path: Path) -> Iterator[Serve]:
     apps: list[ServeApp] = []
 
-    def start(delay: float = 0.0, **options: Any) -> tuple[ServeApp, Recorder, str]:
+    def start(delay: float = 0.0, clock: Clock = SYSTEM_CLOCK, **options: Any
+              ) -> tuple[ServeApp, Recorder, str]:
         recorder = Recorder(delay=delay, record=str(tmp_path / "passes.jsonl"))
         settings: dict[str, Any] = {
             "listen": "127.0.0.1:0", "secret": SECRET, "coalesce": 0.2, "resync": 600.0,
             "leader_election": False, "events": False, "audit_log": tmp_path / "audit.jsonl",
             "max_body": 64 * 1024, "shutdown_timeout": 10.0, "app_status": False,
             "open_status": True} | options
-        app = ServeApp(ServeOptions(repo=str(spec_repo.bare), **settings), recorder)
+        app = ServeApp(ServeOptions(repo=str(spec_repo.bare), **settings), recorder, clock)
         app.start()
         apps.append(app)
         host, port = app.address
@@ -60,6 +64,14 @@ def serve(spec_repo: SpecRepo, tmp_path: Path) -> Iterator[Serve]:
     yield start
     for app in apps:
         app.stop()
+
+
+def let_pass(clock: FakeClock, seconds: float) -> None:
+    """Let ``seconds`` of serve's time pass; return once its worker has seen them and
+    done whatever they made due (a pass, here)."""
+    clock.settle(threads=2)  # the worker and its pass-deadline watch wait on the clock
+    clock.advance(seconds)
+    clock.settle(threads=2)
 
 
 def audit_lines(tmp_path: Path) -> list[dict[str, Any]]:
@@ -81,16 +93,16 @@ def test_a_signed_push_is_applied_and_reported(serve: Serve, spec_repo: SpecRepo
     _app, recorder, base = serve(delay=1.0)
     assert http("GET", f"{base}/healthz")[0] == 200
     assert http("GET", f"{base}/readyz")[0] == 503, "ready before the first pass finished"
-    wait_for(lambda: recorder.applied == [spec_repo.first], what="the start-up pass")
-    wait_for(lambda: http("GET", f"{base}/readyz")[0] == 200, what="readiness")
+    wait_for(lambda: recorder.applied == [spec_repo.first], 120, "the start-up pass")
+    wait_for(lambda: http("GET", f"{base}/readyz")[0] == 200, 120, "readiness")
 
     sha = spec_repo.commit("search: bump image")
     assert push_hook(base, sha) == (202, {"result": "accepted",
                                           "message": f"refs/heads/main at {sha[:12]} queued"})
-    wait_for(lambda: recorder.applied[-1:] == [sha], what="the pushed revision applied")
+    wait_for(lambda: recorder.applied[-1:] == [sha], 120, "the pushed revision applied")
 
     status = wait_for(lambda: (s := serve_status(base))["lastApplied"]
-                      and s["lastApplied"]["revision"] == sha and s)
+                      and s["lastApplied"]["revision"] == sha and s, 120, "the push in /status")
     last = status["lastPass"]
     assert (last["outcome"], last["trigger"], last["author"], last["subject"]) == \
         ("applied", "push", "Ada Lovelace", "search: bump image")
@@ -120,8 +132,10 @@ def test_a_signed_push_is_applied_and_reported(serve: Serve, spec_repo: SpecRepo
 
 
 def test_bad_webhooks_apply_nothing(serve: Serve, spec_repo: SpecRepo) -> None:
-    _app, recorder, base = serve()
-    wait_for(lambda: recorder.applied == [spec_repo.first])
+    clock = FakeClock()
+    _app, recorder, base = serve(clock=clock)
+    let_pass(clock, 0.2)
+    assert recorder.applied == [spec_repo.first], "the start-up pass"
     sha = spec_repo.commit("would be applied by any pass")
     assert push_hook(base, sha, secret=b"wrong")[0] == 401
     assert push_hook(base, sha, signature="")[0] == 401
@@ -136,7 +150,7 @@ def test_bad_webhooks_apply_nothing(serve: Serve, spec_repo: SpecRepo) -> None:
     assert push_hook(base, other, ref="refs/heads/feature") == \
         (200, {"result": "ignored",
                "message": "refs/heads/feature is not the followed branch refs/heads/main"})
-    time.sleep(1.5)  # several coalescing windows
+    let_pass(clock, 10 * 0.2)  # ten coalescing windows
     assert recorder.applied == [spec_repo.first]
     assert metric(base, 'pincompile_serve_webhook_requests_total'
                         '{provider="generic",result="unauthorized"}') == 3.0
@@ -145,27 +159,32 @@ def test_bad_webhooks_apply_nothing(serve: Serve, spec_repo: SpecRepo) -> None:
 
 
 def test_three_quick_pushes_apply_only_the_newest(serve: Serve, spec_repo: SpecRepo) -> None:
-    _app, recorder, base = serve(coalesce=2.0)
-    wait_for(lambda: recorder.applied == [spec_repo.first])
+    clock = FakeClock()
+    _app, recorder, base = serve(coalesce=2.0, clock=clock)
+    let_pass(clock, 2.0)
+    assert recorder.applied == [spec_repo.first], "the start-up pass"
     shas = []
     for i in range(3):
         shas.append(spec_repo.commit(f"push {i}"))
         assert push_hook(base, shas[-1])[0] == 202
-    wait_for(lambda: len(recorder.applied) >= 2, what="a pass after the pushes")
-    time.sleep(3.0)  # give any further (wrong) pass time to happen
+    let_pass(clock, 1.9)
+    assert recorder.applied == [spec_repo.first], "a pass within the coalescing window"
+    let_pass(clock, 0.1)
+    assert recorder.applied == [spec_repo.first, shas[-1]]
+    let_pass(clock, 5 * 2.0)  # any further (wrong) pass would have run by now
     assert recorder.applied == [spec_repo.first, shas[-1]]
 
 
 def test_pushes_during_a_slow_pass_never_apply_an_older_revision_later(
         serve: Serve, spec_repo: SpecRepo) -> None:
     _app, recorder, base = serve(delay=1.5, coalesce=0.1)
-    wait_for(lambda: recorder.applied == [spec_repo.first])
+    wait_for(lambda: recorder.applied == [spec_repo.first], 120, "the start-up pass")
     shas = [spec_repo.first]
     for i in range(4):
         shas.append(spec_repo.commit(f"push {i}"))
         assert push_hook(base, shas[-1])[0] == 202
         time.sleep(0.6)
-    wait_for(lambda: recorder.applied[-1] == shas[-1], timeout=60, what="the newest applied")
+    wait_for(lambda: recorder.applied[-1] == shas[-1], 60, "the newest applied")
     order = [shas.index(rev) for rev in recorder.applied]
     assert order == sorted(order), f"an older revision was applied after a newer one: {order}"
     assert len(recorder.applied) < len(shas), "no push was coalesced"
@@ -174,11 +193,11 @@ def test_pushes_during_a_slow_pass_never_apply_an_older_revision_later(
 def test_a_commit_that_fails_to_compile_applies_nothing_until_fixed(
         serve: Serve, spec_repo: SpecRepo, tmp_path: Path) -> None:
     _app, recorder, base = serve()
-    wait_for(lambda: recorder.applied == [spec_repo.first])
+    wait_for(lambda: recorder.applied == [spec_repo.first], 120, "the start-up pass")
     bad = spec_repo.commit("broken spec", files={"apps/search/broken.yaml": BAD_SPEC})
     assert push_hook(base, bad)[0] == 202
     status = wait_for(lambda: (s := serve_status(base))["lastPass"]["revision"] == bad
-                      and s, what="the failed pass in /status")
+                      and s, 120, "the failed pass in /status")
     assert recorder.applied == [spec_repo.first]
     last = status["lastPass"]
     assert last["outcome"] == "compile-failed" and "compile failed with" in last["error"]
@@ -190,15 +209,22 @@ def test_a_commit_that_fails_to_compile_applies_nothing_until_fixed(
     spec_repo.remove("apps/search/broken.yaml")
     fixed = spec_repo.commit("fix the spec")
     assert push_hook(base, fixed)[0] == 202
-    wait_for(lambda: recorder.applied == [spec_repo.first, fixed], what="the fix applied")
-    wait_for(lambda: serve_status(base)["lastPass"]["outcome"] == "applied")
+    wait_for(lambda: recorder.applied == [spec_repo.first, fixed], 120, "the fix applied")
+    wait_for(lambda: serve_status(base)["lastPass"]["outcome"] == "applied", 120,
+             "the fix in /status")
 
 
 def test_resync_reconciles_without_pushes(serve: Serve, spec_repo: SpecRepo,
                                           tmp_path: Path) -> None:
-    _app, recorder, base = serve(resync=1.0)
-    wait_for(lambda: len(recorder.applied) >= 3, timeout=30, what="two resyncs")
-    assert set(recorder.applied) == {spec_repo.first}
+    clock = FakeClock()
+    _app, recorder, base = serve(resync=60.0, clock=clock)
+    let_pass(clock, 0.2)
+    assert len(recorder.applied) == 1, "the start-up pass"
+    let_pass(clock, 59.0)
+    assert len(recorder.applied) == 1, "a resync before the quiet minute was over"
+    let_pass(clock, 1.0)
+    let_pass(clock, 60.0)
+    assert recorder.applied == [spec_repo.first] * 3, "two resyncs"
     assert [r["trigger"] for r in audit_lines(tmp_path)[:3]] == ["start", "resync", "resync"]
     assert metric(base, 'pincompile_serve_drift_objects_total{cluster="use1a-general-01"}') \
         == 0.0
@@ -207,7 +233,7 @@ def test_resync_reconciles_without_pushes(serve: Serve, spec_repo: SpecRepo,
 def test_post_receive_hook_of_a_bare_server_triggers_a_pass(
         serve: Serve, spec_repo: SpecRepo, tmp_path: Path) -> None:
     _app, recorder, base = serve()
-    wait_for(lambda: recorder.applied == [spec_repo.first])
+    wait_for(lambda: recorder.applied == [spec_repo.first], 120, "the start-up pass")
     hook = spec_repo.bare / "hooks" / "post-receive"
     shutil.copy(REPO_ROOT / "contrib" / "post-receive", hook)
     secret_file = tmp_path / "secret"
@@ -215,7 +241,7 @@ def test_post_receive_hook_of_a_bare_server_triggers_a_pass(
     git(spec_repo.bare, "config", "pincompile.url", f"{base}/webhooks/generic")
     git(spec_repo.bare, "config", "pincompile.secretFile", str(secret_file))
     sha = spec_repo.commit("pushed to a plain git server")
-    wait_for(lambda: recorder.applied[-1:] == [sha], what="the hook's push applied")
+    wait_for(lambda: recorder.applied[-1:] == [sha], 120, "the hook's push applied")
     assert metric(base, 'pincompile_serve_webhook_requests_total'
                         '{provider="generic",result="accepted"}') == 1.0
 
@@ -246,13 +272,14 @@ def test_a_reconciler_that_raises_does_not_stop_the_worker(spec_repo: SpecRepo,
     try:
         host, port = app.address
         base = f"http://{host}:{port}"
-        failed = wait_for(lambda: (s := serve_status(base))["lastPass"] and s)
+        failed = wait_for(lambda: (s := serve_status(base))["lastPass"] and s, 120,
+                          "the first pass in /status")
         assert failed["lastPass"]["outcome"] == "reconcile-failed"
         assert "RuntimeError: engine bug" in failed["lastPass"]["error"]
         assert failed["ready"] is False
         sha = spec_repo.commit("after the crash")
         assert push_hook(base, sha)[0] == 202
-        wait_for(lambda: recorder.applied == [sha], what="the worker survived")
+        wait_for(lambda: recorder.applied == [sha], 120, "the worker survived")
         assert metric(base, 'pincompile_serve_pass_errors_total{stage="reconcile"}') == 1.0
     finally:
         app.stop()
@@ -267,7 +294,7 @@ def test_slow_clients_hold_no_thread_and_are_dropped(serve: Serve, spec_repo: Sp
     import threading
 
     _app, recorder, base = serve(read_timeout=2.0)
-    wait_for(lambda: recorder.applied == [spec_repo.first])
+    wait_for(lambda: recorder.applied == [spec_repo.first], 120, "the start-up pass")
     host, port = base.removeprefix("http://").split(":")
     before = threading.active_count()
     slow = []
@@ -316,7 +343,7 @@ def test_status_and_metrics_are_closed_by_default_and_open_to_the_status_token(
 
 def test_a_replayed_webhook_is_refused(serve: Serve, spec_repo: SpecRepo) -> None:
     _app, recorder, base = serve()
-    wait_for(lambda: recorder.applied == [spec_repo.first])
+    wait_for(lambda: recorder.applied == [spec_repo.first], 120, "the start-up pass")
     sha = spec_repo.commit("pushed once")
     body = json.dumps({"ref": "refs/heads/main", "after": sha}).encode()
     headers = {"Content-Type": "application/json", GENERIC_SIGNATURE_HEADER: sign(SECRET, body),

@@ -10,6 +10,7 @@ from typing import Any
 
 from pincompile.manifest import LABEL_APP, LABEL_KIND, LABEL_PROJECT
 from reconciler.status.follow import StatusFollower
+from tests.support.clock import FakeClock
 
 WEB = ("PinApp", "shop", "web")
 KEY = ("apps/v1/Deployment", "shop", "web")
@@ -49,18 +50,25 @@ def test_many_events_make_one_rewrite_of_that_app() -> None:
     fleet = Fleet({"a": {KEY: _deployment(2)}})
     statuses = {WEB: {"phase": "Progressing", "ready": "0/2", "observedRevision": "r1",
                       "clusters": [{"name": "a"}]}}
-    follower = _follower(fleet, statuses, threading.Lock())
+    clock = FakeClock()
+    follower = StatusFollower(lambda: statuses, fleet.snapshot, fleet.write,
+                              threading.Lock(), delay=0.3, clock=clock)
     try:
+        clock.settle()
         for ready in (0, 1, 2):
             follower.changed(_deployment(ready))
         follower.changed({"kind": "Namespace", "metadata": {"name": "shop"}})  # no app
-        assert fleet.wrote.wait(5)
-        time.sleep(0.8)
+        clock.advance(0.2)
+        clock.settle()
+        assert fleet.written == [], "written before the delay"
+        clock.advance(0.1)
+        clock.settle()
         [(app, doc)] = fleet.written
         assert app == WEB and doc["ready"] == "2/2" and doc["phase"] == "Healthy"
         assert statuses[WEB] is doc and follower.rewrites == 1
         follower.changed(_deployment(2))  # nothing new: no write
-        time.sleep(0.8)
+        clock.advance(10 * 0.3)
+        clock.settle()
         assert len(fleet.written) == 1
     finally:
         follower.close()

@@ -1,6 +1,7 @@
 """``pincompile status`` on a fleet of real control planes: ``--live`` reads the member
 objects, and the long-running reconciler (``serve``'s) keeps the host status following
-them between passes. The tests run in file order on one fleet."""
+them between passes. The tests run in file order on the exclusive fleet (``status`` lists
+every app on the host: no other module's may be there)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from pincompile.cli import cli
 from pincompile.compiler import compile_path
 from reconciler.engine import Reconciler
 from reconciler.fleet import fleet as fleet_mod
-from tests.conftest import api_clients, fleet_of_its_own
+from tests.conftest import api_clients
 from tests.support.fleet import host_status_follows, scale_and_wait, spec_repo
 
 pytestmark = pytest.mark.e2e
@@ -32,9 +33,8 @@ FIXTURE_REPO = Path(__file__).parents[1] / "fixtures" / "repo"
 
 
 @pytest.fixture(scope="module")
-def status_fleet(e2e_toolchain: Path) -> Iterator[fleet_mod.FleetState]:
-    with fleet_of_its_own(FIXTURE_REPO / "platform", "status") as state:
-        yield state
+def status_fleet(exclusive_fleet: fleet_mod.FleetState) -> fleet_mod.FleetState:
+    return exclusive_fleet
 
 
 @pytest.fixture(scope="module")
