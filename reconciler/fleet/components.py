@@ -19,10 +19,6 @@ STAGES = Path(__file__).with_name("stages.yaml")
 #: kwok's emulated kubelet resource metrics and the containers' resource usage
 USAGE = Path(__file__).with_name("usage.yaml")
 SERVICE_CIDR = "10.96.0.0/16"
-#: kwok renews one Lease per node (kube-node-lease) every quarter of this, like a kubelet;
-#: the node controller's grace period (50 s by default, left as is) counts from the last
-#: renewal, so nodes stay Ready while kwok runs and go NotReady when it stops.
-NODE_LEASE_SECONDS = 40
 #: controllers the fleet does not need (no cloud, no volumes to attach, no CSR signing)
 DISABLED_CONTROLLERS = (
     "bootstrap-signer-controller", "token-cleaner-controller",
@@ -65,6 +61,7 @@ def apiserver_args(state: FleetState, runtime: ClusterRuntime, pki: Pki) -> list
         "--enable-admission-plugins=ExtendedResourceToleration",
         "--enable-priority-and-fairness=false", "--profiling=false",
         "--event-ttl=30m",
+        *state.timers.apiserver_flags(),
     ]
 
 
@@ -85,6 +82,7 @@ def controller_manager_args(state: FleetState, runtime: ClusterRuntime, pki: Pki
         f"--service-account-private-key-file={pki.sa_key}", f"--root-ca-file={pki.ca_cert}",
         f"--service-cluster-ip-range={SERVICE_CIDR}",
         "--kube-api-qps=200", "--kube-api-burst=400",
+        *state.timers.controller_manager_flags(),
     ]
 
 
@@ -98,10 +96,12 @@ def scheduler_args(state: FleetState, runtime: ClusterRuntime, kubeconfig: Path)
 def kwok_args(state: FleetState, index: int, kubeconfig: Path) -> list[str]:
     """Command line of one kwok (fakes the nodes annotated kwok.x-k8s.io/node=fake).
 
-    As kwokctl runs it: per-node Leases (``--node-lease-duration-seconds``) carry node
-    liveness, and its HTTPS server (``/healthz``, the nodes' emulated kubelet endpoints:
-    ``/metrics/nodes/<node>/metrics/resource``) listens on the cluster's ``kwok_port``,
-    which the nodes report as their kubelet port.
+    As kwokctl runs it: per-node Leases carry node liveness (kwok renews one per node in
+    ``kube-node-lease`` every quarter of the profile's Lease duration, like a kubelet; the
+    node controller's grace period counts from the last renewal, so nodes stay Ready while
+    kwok runs and go NotReady when it stops), and its HTTPS server (``/healthz``, the
+    nodes' emulated kubelet endpoints: ``/metrics/nodes/<node>/metrics/resource``) listens
+    on the cluster's ``kwok_port``, which the nodes report as their kubelet port.
     """
     runtime = state.clusters[index]
     pki = Pki(state.dir / "pki")
@@ -109,7 +109,7 @@ def kwok_args(state: FleetState, index: int, kubeconfig: Path) -> list[str]:
             f"--config={USAGE}", f"--config={debugging.kwok_config(state.dir)}",
             "--manage-all-nodes=false", f"--manage-nodes-with-annotation-selector={KWOK_SELECTOR}",
             "--node-ip=127.0.0.1", f"--cidr=10.{64 + index % 64}.0.1/16",
-            f"--node-lease-duration-seconds={NODE_LEASE_SECONDS}",
+            f"--node-lease-duration-seconds={state.timers.node_lease_seconds}",
             f"--server-address=127.0.0.1:{runtime.kwok_port}",
             f"--node-port={runtime.kwok_port}", f"--tls-cert-file={pki.serving_cert}",
             f"--tls-private-key-file={pki.serving_key}", "--v=WARN"]
@@ -158,7 +158,8 @@ def launch(state: FleetState, runtime: ClusterRuntime, component: str,
     elif component == "metrics-server" and runtime.metrics_server_port:
         argv = metrics.metrics_server_args(
             f"{state.bin_dir}/metrics-server", runtime.metrics_server_port, runtime.kwok_port,
-            pki, kubeconfig_of(state, runtime, "metrics-server"))
+            pki, kubeconfig_of(state, runtime, "metrics-server"),
+            state.timers.metric_resolution_seconds)
         url = f"https://127.0.0.1:{runtime.metrics_server_port}/livez"
         ctx = client_ssl_context(pki.ca_cert, pki.client_cert("admin"),
                                  pki.client_key("admin"))

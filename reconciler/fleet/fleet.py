@@ -29,11 +29,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from reconciler.fleet import addons, build, debugging, metrics, storage, training
+from reconciler.fleet import addons, build, debugging, metrics, profiles, storage, training
 from reconciler.fleet.certs import Pki, generate_pki
 from reconciler.fleet.clusters import ClusterSpec, ClusterSpecError, load_clusters
 from reconciler.fleet.components import (
-    NODE_LEASE_SECONDS,
     STAGES,
     USAGE,
     apiserver_args,
@@ -84,7 +83,7 @@ from reconciler.fleet.state import (
 #: what other modules and tests reach through this module (defined in its neighbours;
 #: ``stop_component``/``start_component``/``node_monitor_grace_period``: :mod:`.control`)
 __all__ = [
-    "COMPONENTS", "HOST", "NODE_LEASE_SECONDS", "STAGES", "STATE_FILE", "USAGE",
+    "COMPONENTS", "HOST", "STAGES", "STATE_FILE", "USAGE",
     "ClusterRuntime", "FleetState", "api_client", "apiserver_args",
     "controller_manager_args", "default_dir", "down", "is_running", "kwok_args",
     "node_monitor_grace_period", "parse_go_duration", "port_registry", "read_state",
@@ -242,12 +241,17 @@ def _wait_settled(state: FleetState, timeout: float) -> None:
 
 
 def up(clusters_path: str | Path, directory: str | Path | None = None,
-       echo: Echo = print, progress: Echo | None = None, every: float = 30.0) -> FleetState:
-    """Start the fleet (no-op when it already runs). Raises FleetError/ClusterSpecError.
+       echo: Echo = print, progress: Echo | None = None, every: float = 30.0,
+       profile: str | None = None) -> FleetState:
+    """Start the fleet (no-op when it already runs). Raises FleetError/ClusterSpecError,
+    ValueError for an unknown profile.
 
-    A first build of the binaries reports its progress through ``progress`` (default:
-    ``echo``) every ``every`` seconds.
+    ``profile`` names its timer profile (:mod:`.profiles`; default:
+    ``$PINCOMPILE_FLEET_PROFILE``, else Kubernetes' defaults). A first build of the
+    binaries reports its progress through ``progress`` (default: ``echo``) every ``every``
+    seconds.
     """
+    timers = profiles.profile(profile)
     directory = Path(directory or default_dir()).expanduser().resolve()
     specs_list = load_clusters(clusters_path)
     if not specs_list:
@@ -264,6 +268,9 @@ def up(clusters_path: str | Path, directory: str | Path | None = None,
             if wanted != {c.name for c in old.clusters}:
                 echo(f"note: it runs the clusters of {old.clusters_path}, not those of "
                      f"{clusters_path}; run `pincompile fleet down` first to change them")
+            if old.profile != timers.name:
+                echo(f"note: it runs the {old.profile!r} profile, not {timers.name!r}; run "
+                     "`pincompile fleet down` first to change it")
             echo(f"kubeconfig: {old.kubeconfig}")
             return old
         if old is not None:
@@ -272,7 +279,7 @@ def up(clusters_path: str | Path, directory: str | Path | None = None,
             release_ports(port_registry(), str(directory))
         timings: dict[str, float] = {}
         total = time.monotonic()
-        echo(f"starting fleet in {directory}")
+        echo(f"starting fleet in {directory} (profile {timers.describe()})")
         with _step("binaries (build or cache)", echo, timings):
             bins = build.ensure_binaries(echo=echo, progress=progress, every=every)
         _clean(directory)
@@ -280,7 +287,7 @@ def up(clusters_path: str | Path, directory: str | Path | None = None,
         state = FleetState(dir=directory, owner_pid=os.getpid(), bin_dir=str(bins),
                            versions=build.versions(),
                            clusters_path=str(Path(clusters_path).resolve()),
-                           started_at=time.time(), timings=timings)
+                           started_at=time.time(), timings=timings, profile=timers.name)
         state.save()
         try:
             _start(state, specs, echo, timings)

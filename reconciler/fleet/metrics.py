@@ -23,21 +23,21 @@ SERVICE = "metrics-server"
 GROUP = "metrics.k8s.io"
 VERSION = "v1beta1"
 APISERVICE = f"{VERSION}.{GROUP}"
-#: how often metrics-server scrapes the nodes (the HPA controller syncs every 15 s)
-RESOLUTION = "15s"
 
 
 def metrics_server_args(binary: str, port: int, kwok_port: int, pki: Pki,
-                        kubeconfig: Path) -> list[str]:
+                        kubeconfig: Path, resolution_seconds: int = 15) -> list[str]:
     """Command line of one cluster's metrics-server (serving on ``port``, scraping the
-    cluster's kwok on ``kwok_port`` and verifying kwok's certificate with the fleet CA)."""
+    cluster's kwok on ``kwok_port`` every ``resolution_seconds`` and verifying kwok's
+    certificate with the fleet CA)."""
     return [
         binary, f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
         f"--authorization-kubeconfig={kubeconfig}", "--bind-address=127.0.0.1",
         f"--secure-port={port}", f"--tls-cert-file={pki.metrics_server_cert}",
         f"--tls-private-key-file={pki.metrics_server_key}",
         "--kubelet-preferred-address-types=InternalIP", f"--kubelet-port={kwok_port}",
-        f"--kubelet-certificate-authority={pki.ca_cert}", f"--metric-resolution={RESOLUTION}",
+        f"--kubelet-certificate-authority={pki.ca_cert}",
+        f"--metric-resolution={resolution_seconds}s",
         "--profiling=false", "--v=1",
     ]
 

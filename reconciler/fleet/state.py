@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reconciler.fleet import build
+from reconciler.fleet import build, profiles
 from reconciler.fleet.errors import FleetError
 from reconciler.fleet.processes import Proc, is_alive
 
@@ -92,6 +92,13 @@ class FleetState:
     procs: list[Proc] = field(default_factory=list)
     started_at: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
+    #: the timer profile it was started with (:mod:`.profiles`)
+    profile: str = profiles.DEFAULT
+
+    @property
+    def timers(self) -> profiles.Profile:
+        """The fleet's timer profile."""
+        return profiles.PROFILES.get(self.profile, profiles.PROFILES[profiles.DEFAULT])
 
     @property
     def kubeconfig(self) -> Path:
@@ -116,7 +123,7 @@ class FleetState:
             "etcd_port": self.etcd_port, "etcd_peer_port": self.etcd_peer_port,
             "clusters": [{**vars(c), "server": c.server} for c in self.clusters],
             "procs": [p.to_json() for p in self.procs],
-            "started_at": self.started_at, "timings": self.timings,
+            "started_at": self.started_at, "timings": self.timings, "profile": self.profile,
         }
 
     @classmethod
@@ -133,6 +140,7 @@ class FleetState:
             procs=[Proc.from_json(p) for p in data.get("procs", [])],
             started_at=float(data.get("started_at", 0.0)),
             timings=dict(data.get("timings", {})),
+            profile=str(data.get("profile", profiles.DEFAULT)),
         )
 
     def save(self) -> None:

@@ -139,7 +139,7 @@ def test_nodes_and_pods_stay_ready_for_three_grace_periods(
                 api.close()
             assert health.healthy and not health.no_lease, health.summary()
             assert health.oldest_lease_age is not None
-            assert health.oldest_lease_age < fleet_mod.NODE_LEASE_SECONDS, health.summary()
+            assert health.oldest_lease_age < fleet.timers.node_lease_seconds, health.summary()
         watch.stop()
     finally:
         for spec in clusters:
@@ -308,6 +308,6 @@ def test_status_reports_ready_nodes_and_lease_age(fleet: fleet_mod.FleetState) -
     for cluster in info["clusters"]:
         nodes = cluster["nodes"]
         assert nodes["total"] > 0 and nodes["ready"] == nodes["total"], cluster
-        assert 0 <= nodes["oldestLeaseRenewalSeconds"] < fleet_mod.NODE_LEASE_SECONDS
+        assert 0 <= nodes["oldestLeaseRenewalSeconds"] < fleet.timers.node_lease_seconds
     table = CliRunner().invoke(fleet_cli, ["status", "--dir", str(fleet.dir)])
     assert table.exit_code == 0 and "Ready, oldest lease renewal" in table.output
