@@ -17,9 +17,9 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from reconciler import sync
 from reconciler.engine import Reconciler
 from reconciler.model import PassReport
+from reconciler.plan import cluster_plan as sync
 
 DRY_RUNS = Counter[str]()
 

@@ -1,13 +1,18 @@
-"""The compiler's contract with the reconciler: everything a reconcile pass needs from
-``pincompile``, and nothing else (``tests/reconciler/test_contract.py`` holds the
-reconciler's pass to it).
+"""The compiler's contract with the reconciler: everything ``reconciler/`` needs from
+``pincompile``, and nothing else (``tests/reconciler/test_contract.py`` holds every
+reconciler module but the command line's to it).
 
 A pass reads a compile :class:`Result` (its manifests, its catalog of specs, its placement
 plan and :attr:`Result.revision`); during failover it asks for the placement without the
 lost clusters (:func:`place_without`); rebalancing asks how many of a scaled app's pods
 a cluster's capacity holds (:func:`pods_held`). The labels and annotations both sides read
-are named in :mod:`pincompile.manifest`. The local fleet reads its ``kind: Cluster`` specs
-as the compiler does (:func:`read_clusters`).
+are named in :mod:`pincompile.manifest`; the host stores every spec as a custom resource
+(:mod:`pincompile.crds`). ``serve`` fetches and compiles revisions (:class:`Compiler`,
+:mod:`gitsource <pincompile.source.gitsource>`); the API filters apps by label selector
+(:func:`parse_selector`). The local fleet reads its ``kind: Cluster`` specs as the compiler
+does (:func:`read_clusters`). What the reconciler can make again (the local fleet, ``serve``'s
+default insight store) goes in the compiler's cache folder (:func:`cache_root`,
+:func:`local_fleet_dir`).
 """
 
 from __future__ import annotations
@@ -17,12 +22,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pincompile.catalog import Entry
+from pincompile import crds
+from pincompile.appref import AppRef, AppRefError, parse_app_ref
+from pincompile.cachedir import cache_root, local_fleet_dir, local_fleet_kubeconfig
+from pincompile.catalog import Catalog, Entry
+from pincompile.compiler import Compiler, compile_path
 from pincompile.diagnostics import Diagnostic
+from pincompile.emit.output import to_yaml
 from pincompile.manifest import (
     ANNOTATION_FAILOVER,
     ANNOTATION_REVISION,
     ANNOTATION_SCALE_SCHEDULES,
+    ANNOTATION_SOURCE,
     LABEL_APP,
     LABEL_KIND,
     LABEL_PROJECT,
@@ -30,15 +41,23 @@ from pincompile.manifest import (
     MANAGED_BY_VALUE,
     Manifest,
 )
-from pincompile.models import Cluster
+from pincompile.models import KINDS, WORKLOAD_KINDS, Cluster
 from pincompile.models.types import duration_seconds
 from pincompile.pipeline import Result
+from pincompile.selector import MAX_LENGTH as MAX_SELECTOR_LENGTH
+from pincompile.selector import Labels, SelectorError, parse_selector
+from pincompile.source import gitsource
+from pincompile.source.gitsource import GitError, SpecRoot
 
 __all__ = [
-    "ANNOTATION_FAILOVER", "ANNOTATION_REVISION", "ANNOTATION_SCALE_SCHEDULES", "LABEL_APP",
-    "LABEL_KIND", "LABEL_PROJECT", "MANAGED_BY", "MANAGED_BY_VALUE", "Cluster", "Diagnostic",
-    "Entry", "Manifest", "Placed", "Result", "duration_seconds", "place_without", "pods_held",
-    "read_clusters",
+    "ANNOTATION_FAILOVER", "ANNOTATION_REVISION", "ANNOTATION_SCALE_SCHEDULES",
+    "ANNOTATION_SOURCE", "KINDS", "LABEL_APP", "LABEL_KIND", "LABEL_PROJECT", "MANAGED_BY",
+    "MANAGED_BY_VALUE", "MAX_SELECTOR_LENGTH", "WORKLOAD_KINDS", "AppRef", "AppRefError",
+    "Catalog", "Cluster", "Compiler", "Diagnostic", "Entry", "GitError", "Labels", "Manifest",
+    "Placed", "Result", "SelectorError", "SpecRoot", "cache_root", "compile_path", "crds",
+    "duration_seconds", "gitsource", "local_fleet_dir", "local_fleet_kubeconfig",
+    "parse_app_ref", "parse_selector", "place_without", "pods_held", "read_clusters",
+    "to_yaml",
 ]
 
 

@@ -12,13 +12,13 @@ from datetime import datetime
 from typing import Any
 
 from pincompile.contract import Manifest, Result
-from reconciler import applied, status_document
 from reconciler.clients.connect import Connection
 from reconciler.clients.read import Key, key_of
-from reconciler.model import ClusterReport, Obj
+from reconciler.model import AppKey, ClusterReport, Obj
+from reconciler.plan import applied
+from reconciler.plan.cluster_plan import ClusterPlan
 from reconciler.scaling import ScheduleError, with_scheduled_floor
-from reconciler.status_document import AppKey
-from reconciler.sync import ClusterPlan
+from reconciler.status import document
 
 Echo = Callable[[str], None]
 
@@ -66,7 +66,7 @@ def app_digests(manifests: Iterable[Manifest], digests: applied.Digests | None =
     digests = digests or applied.Digests()
     parts: dict[AppKey, list[str]] = defaultdict(list)
     for manifest in manifests:
-        app = status_document.app_of(manifest.obj)
+        app = document.app_of(manifest.obj)
         if app is not None:
             kind, namespace, name = key_of(manifest.obj)
             parts[app].append(f"{manifest.cluster}/{kind}/{namespace}/{name}="
@@ -91,7 +91,7 @@ def shares(plan: Any, cluster: str, desired: list[Obj]) -> dict[Key, int]:
     placement :class:`~pincompile.placement.Plan`)."""
     out: dict[Key, int] = {}
     for obj in desired:
-        app = status_document.app_of(obj)
+        app = document.app_of(obj)
         decision = plan.decision(app) if app and plan else None
         if obj["kind"] != "Deployment" or decision is None:
             continue
@@ -108,7 +108,7 @@ def by_app(members: Iterable[MemberState], wanted: Callable[[Obj, AppKey], bool]
     out: dict[AppKey, dict[str, tuple[int, Obj]]] = defaultdict(dict)
     for member in members:
         for index, obj in enumerate(member.desired):
-            app = status_document.app_of(obj)
+            app = document.app_of(obj)
             if app and wanted(obj, app):
                 out[app][member.name] = (index, obj)
     return out

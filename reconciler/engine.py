@@ -21,27 +21,29 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pincompile.contract import Result
-from reconciler import applied, desired, failover, narrow, publish
-from reconciler.cache import ClusterCache
-from reconciler.change import Action, Change
+from reconciler import desired, failover
 from reconciler.clients import read
+from reconciler.clients.cache import ClusterCache
 from reconciler.clients.connect import ClusterUnreachable, Connection
 from reconciler.clients.read import Key, key_of
 from reconciler.desired import Echo, MemberState, with_floor
 from reconciler.errors import CLUSTER_ERRORS, explain
 from reconciler.failover import step as failover_step
-from reconciler.follow import StatusFollower
 from reconciler.health import assess
 from reconciler.kinds import MANAGED_KINDS
-from reconciler.memo import PlanMemo
-from reconciler.model import ClusterReport, Left, Obj, PassReport, Phase, Unconverged
+from reconciler.model import AppKey, ClusterReport, Left, Obj, PassReport, Phase, Unconverged
+from reconciler.plan import applied, narrow
+from reconciler.plan.change import Action, Change
+from reconciler.plan.cluster_plan import Options, plan_cluster, read_live
+from reconciler.plan.execute import execute
+from reconciler.plan.memo import PlanMemo
 from reconciler.progress import Progress
 from reconciler.rollout import step as rollout_step
 from reconciler.rollout.plan import AppRollout
 from reconciler.scaling import step as scaling_step
-from reconciler.status_document import AppKey
-from reconciler.steps import COLLECTOR, Steps
-from reconciler.sync import Options, execute, plan_cluster, read_live
+from reconciler.status import publish
+from reconciler.status.follow import StatusFollower
+from reconciler.step_timings import COLLECTOR, Steps
 
 __all__ = ["HOST", "MemberState", "Reconciler"]
 
@@ -66,7 +68,7 @@ class Reconciler:
         self.kubeconfig, self.host_context = kubeconfig, host_context
         self.only = set(clusters) if clusters else None
         self.apps = apps if apps is not None and not apps.everything else None
-        """Only these apps' objects are written and pruned (:mod:`reconciler.narrow`)."""
+        """Only these apps' objects are written and pruned (:mod:`reconciler.plan.narrow`)."""
         self.options = options or Options()
         self.wait, self.timeout, self.echo = wait, timeout, echo
         self.connections: dict[str, Connection] = {}
@@ -91,7 +93,7 @@ class Reconciler:
         """Problems of the last pass's placement without the lost clusters."""
         self.rebalanced: dict[AppKey, dict[str, Any]] = {}
         """PinScalers whose HPA maxima were moved between clusters: ``status.rebalance``."""
-        self.held: dict[AppKey, int] = {}
+        self.floor_totals: dict[AppKey, int] = {}
         """Apps an HPA scales whose replicas in lost clusters the survivors' floors hold:
         the replicas the app runs in all (its status counts against them)."""
         self.progress = progress or Progress()
@@ -190,8 +192,9 @@ class Reconciler:
             with step("wait"):
                 self._wait_healthy(found)
         with step("publish"):
-            self._publish(found, stored, report, publish.Decided(
-                rollouts, moves, self.held, self.rebalanced, publish.revisions_of(host)), host)
+            decided = publish.Decided(rollouts, moves, self.floor_totals, self.rebalanced,
+                                      publish.revisions_of(host))
+            self._publish(found, stored, report, decided, host)
             self._store_cluster_states(stored, report)
         for member in found.values():
             report.clusters[member.name] = member.report or ClusterReport(
@@ -246,15 +249,15 @@ class Reconciler:
     def _plan_all(self, found: dict[str, MemberState],
                   rollouts: Mapping[AppKey, AppRollout]) -> None:
         """Plan every member; what the rollouts' gates hold there is never re-recorded."""
-        held = rollout_step.held(rollouts, found)
-        self._in_parallel(found, lambda m: self._plan(m, held.get(m.name, ())))
+        gated = rollout_step.gated(rollouts, found)
+        self._in_parallel(found, lambda m: self._plan(m, gated.get(m.name, ())))
 
-    def _plan(self, member: MemberState, held: Collection[Key] = ()) -> None:
-        """Plan one member (``held``: what a rollout gate holds there, never re-recorded)."""
+    def _plan(self, member: MemberState, gated: Collection[Key] = ()) -> None:
+        """Plan one member (``gated``: what a rollout gate holds there, never re-recorded)."""
         assert member.conn is not None
         member.plan = plan_cluster(member.conn, member.desired, member.live, self.options,
                                    member.initial_replicas, self._memo(member.name),
-                                   self.digests, held)
+                                   self.digests, gated)
         self.progress.planned(member.name, len(member.desired), len(member.plan.pending))
 
     def _memo(self, cluster: str) -> PlanMemo | None:
@@ -362,7 +365,7 @@ class Reconciler:
                   stored: dict[AppKey, dict[str, Any]], report: PassReport
                   ) -> dict[AppKey, failover.AppMove]:
         """The failover step (see :mod:`reconciler.failover.step`); returns what moved."""
-        self.failover_notes, self.held = [], {}
+        self.failover_notes, self.floor_totals = [], {}
         if report.clusters.get(HOST) is None or report.clusters[HOST].error is not None:
             self.cluster_states = {}
             return {}  # the state lives on the host: without it, nothing moves
@@ -371,7 +374,7 @@ class Reconciler:
             now=self.failover_clock(), instant=self.clock(),
             floor=lambda obj, at: with_floor(obj, at, self.echo), echo=self.echo)
         self.cluster_states, self.failover_notes = done.states, done.notes
-        self.held = done.held
+        self.floor_totals = done.floor_totals
         return done.moves
 
     def _store_cluster_states(self, stored: dict[AppKey, dict[str, Any]],

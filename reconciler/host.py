@@ -13,17 +13,14 @@ from typing import Any
 
 from kubernetes import client as k8s
 
-from pincompile import crds
-from pincompile.catalog import Catalog
+from pincompile.contract import Catalog, crds
 from pincompile.manifest import ANNOTATION_REVISION, MANAGED_BY, MANAGED_BY_VALUE
 from reconciler.clients import read, write
 from reconciler.clients.connect import Connection
 from reconciler.kinds import KindInfo
-from reconciler.model import Obj
+from reconciler.model import AppKey, Obj
 
 API_VERSION = f"{crds.GROUP}/{crds.VERSION}"
-AppKey = tuple[str, str, str]
-"""(kind, project, name) of a workload spec."""
 ANNOTATION_COMPILED = "pincompute.io/compiled-digest"
 """On an app's resource: the digest of the app's compiled objects (see
 :func:`reconciler.desired.app_digests`). A commit that changes them changes it, so the
@@ -34,7 +31,7 @@ CRD_KIND = KindInfo("apiextensions.k8s.io/v1", "CustomResourceDefinition", False
 
 def spec_kinds() -> list[KindInfo]:
     """The custom resource kinds the host stores, as the sync machinery sees them."""
-    from pincompile.models import KINDS
+    from pincompile.contract import KINDS
 
     return [KindInfo(API_VERSION, kind, namespaced=crds.kind_info(kind).scope == "Namespaced")
             for kind in KINDS]
@@ -42,7 +39,7 @@ def spec_kinds() -> list[KindInfo]:
 
 @functools.cache
 def _wanted_crds() -> tuple[Obj, ...]:
-    """This version's CRDs: a pure function of the models, and ~2 s of CPU to build, so a
+    """This version's CRDs: a pure function of the models, and costly to build, so a
     long-running reconciler builds them once (read-only: never modify them)."""
     return tuple(crds.all_crds())
 
@@ -167,7 +164,7 @@ def read_rows(conn: Connection, keep: Callable[[AppKey, Obj], bool] | None = Non
     per member cluster that is not simply reachable (kind ``Cluster``, its
     ``status.failover``). ``statusTime``: when the status was last written (the API
     server's record of that write)."""
-    from pincompile.models import WORKLOAD_KINDS
+    from pincompile.contract import WORKLOAD_KINDS
 
     kinds = [k for k in spec_kinds() if k.kind in (*WORKLOAD_KINDS, "Cluster")]
     rows = []

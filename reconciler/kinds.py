@@ -28,8 +28,7 @@ class KindInfo:
     selector: str = ""
     """A label selector the objects of this kind we apply match, beside managed-by, and
     the objects controllers make from our templates do not: a LIST or watch of Pods by
-    managed-by alone also returned every pod of every Deployment (5 MB per cluster at
-    1,000 apps, all discarded)."""
+    managed-by alone also returned every pod of every Deployment, all discarded."""
 
     @property
     def group(self) -> str:

@@ -12,6 +12,8 @@ from typing import Any
 
 Obj = dict[str, Any]
 """A Kubernetes object as plain data (as the API server returns it)."""
+AppKey = tuple[str, str, str]
+"""(kind, project, name) of an app: a workload spec, or a PinScaler."""
 
 
 class Phase(enum.StrEnum):
@@ -93,7 +95,7 @@ class ClusterReport:
     unchanged: int = 0
     recorded: list[ObjectRef] = field(default_factory=list)
     """Unchanged objects applied only to record what pincompile applies (their record was
-    stale: see :func:`reconciler.applied.stale`); counted among the unchanged."""
+    stale: see :func:`reconciler.plan.applied.stale`); counted among the unchanged."""
     unconverged: list[Unconverged] = field(default_factory=list)
     """What this pass could not make match the specs (conflicts, rejections, ...)."""
     error: str | None = None

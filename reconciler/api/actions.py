@@ -38,14 +38,13 @@ from reconciler.api.access import Caller
 from reconciler.api.models import ActionAnswer, Problem, SpecEdit, ZoneStep
 from reconciler.clients import read, write
 from reconciler.clients.connect import Connection
+from reconciler.clock import iso_time as _iso
 from reconciler.errors import CLUSTER_ERRORS, explain
 from reconciler.host import cr_ref, read_apps, spec_kinds
 from reconciler.kinds import KindInfo
-from reconciler.model import Obj
+from reconciler.model import AppKey, Obj
 from reconciler.rollout import pause, restart
 from reconciler.rollout.restart import Claim
-from reconciler.status_document import AppKey
-from reconciler.status_document import iso_time as _iso
 from reconciler.store import Store
 from reconciler.store.records import EventRecord
 
@@ -247,10 +246,10 @@ def _run_restart(gateway: ActionGateway, host: Connection, app: AppKey,
         record(store, app, reason, f"{message} (restart by {claim.by} at {plan.at})",
                warning=reason == "RestartHalted")
 
-    def work(held: Callable[[], bool]) -> None:
+    def work(claimed: Callable[[], bool]) -> None:
         try:
             restart.run_restart(
-                plan, record=note, held=held,
+                plan, record=note, claimed=claimed,
                 apply=lambda w, body: write.apply(members[w.cluster], body,
                                                   manager=restart.RESTART_MANAGER),
                 fetch=lambda w: read.get(members[w.cluster], w.ref),

@@ -30,8 +30,8 @@ from fastapi.exceptions import WebSocketRequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.requests import HTTPConnection
 
-from pincompile.selector import MAX_LENGTH as MAX_SELECTOR
-from pincompile.selector import Labels, SelectorError, parse_selector
+from pincompile.contract import MAX_SELECTOR_LENGTH as MAX_SELECTOR
+from pincompile.contract import Labels, SelectorError, parse_selector
 from reconciler.api.access import (
     Access,
     AccessError,
@@ -74,7 +74,8 @@ from reconciler.api.models import (
     Problem,
 )
 from reconciler.clients.connect import Connection
-from reconciler.status_document import APP_KINDS, AppKey
+from reconciler.model import AppKey
+from reconciler.status.document import APP_KINDS
 from reconciler.store import Store
 
 PREFIX = "/api/v1"

@@ -15,9 +15,9 @@ from typing import Any, Protocol
 import orjson
 from pydantic import ValidationError
 
-from pincompile.selector import Labels
+from pincompile.contract import Labels
 from reconciler.api.models import AppDetail, AppSummary
-from reconciler.status_document import AppKey
+from reconciler.model import AppKey
 
 NO_LABELS: Labels = {}
 

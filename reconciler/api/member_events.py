@@ -5,7 +5,7 @@ those of the kinds an app is made of (:data:`KEPT_KINDS`: its Deployment scaling
 ReplicaSets creating pods, its HPA rescaling, its Job completing, its pods scheduled, ...)
 and only the fields a record needs (:func:`lean_event`).
 
-An Event finds its app by its object's app labels (:func:`reconciler.status_document.app_of`):
+An Event finds its app by its object's app labels (:func:`reconciler.status.document.app_of`):
 a pod's, and its owner's (the ReplicaSet, Job or DaemonSet that made it), from the watch of
 the apps' pods; any other object's (a Deployment, an HPA, a CronJob) by one GET of it,
 a few a second per cluster at most, in a thread of their own. Each object's app is
@@ -30,8 +30,8 @@ from reconciler.clients import read
 from reconciler.clients.connect import Connection, TokenBucket
 from reconciler.errors import CLUSTER_ERRORS, explain
 from reconciler.kinds import MANAGED_KINDS, KindInfo
-from reconciler.model import Obj
-from reconciler.status_document import AppKey, app_of
+from reconciler.model import AppKey, Obj
+from reconciler.status.document import app_of
 
 log = logging.getLogger("pincompile.api.events")
 

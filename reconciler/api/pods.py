@@ -1,5 +1,5 @@
 """An app's pods in every member cluster, from a watch of each member's pods (the
-reconciler's :class:`~reconciler.cache.KindWatch`: one LIST to warm up, then WATCH), so a
+reconciler's :class:`~reconciler.clients.cache.KindWatch`: one LIST to warm up, then WATCH), so a
 warm read makes no request; and the member connections the log streams go through.
 
 Plain functions and classes, so the web console reads pods the way the API does.
@@ -17,13 +17,13 @@ from typing import Any
 from kubernetes.dynamic.exceptions import DynamicApiError
 
 from pincompile.manifest import LABEL_APP, LABEL_KIND, LABEL_PROJECT
-from reconciler.cache import KindWatch
 from reconciler.clients import read
+from reconciler.clients.cache import KindWatch
 from reconciler.clients.connect import ClusterUnreachable, Connection, KubeconfigError
 from reconciler.errors import CLUSTER_ERRORS, explain
 from reconciler.kinds import KindInfo
-from reconciler.model import Obj
-from reconciler.status_document import AppKey, app_of
+from reconciler.model import AppKey, Obj
+from reconciler.status.document import app_of
 
 from .member_events import EVENT, NAMESPACED_OBJECTS, ObjectApps, lean_event, looked_up
 from .models import ClusterProblem, ContainerStatus, PodList, PodSummary
@@ -35,7 +35,7 @@ class MemberPods:
     """Every pod that carries an app's label, in every member cluster an app is placed in,
     kept current by one watch per cluster. A cluster is watched from the first read that
     names it; its kubeconfig context comes from ``contexts`` (the host's Cluster
-    resources: :func:`reconciler.live.member_contexts`), looked up at most every
+    resources: :func:`reconciler.status.live.member_contexts`), looked up at most every
     ``LOOKUP_SECONDS``."""
 
     LOOKUP_SECONDS = 10.0
@@ -267,7 +267,7 @@ def pod_summary(cluster: str, pod: Obj) -> PodSummary:
 
 def lean_pod(pod: Obj) -> Obj:
     """What the readers of the pods watch use of a pod (:func:`pod_summary`, and
-    :func:`~reconciler.status_document.app_of` and
+    :func:`~reconciler.status.document.app_of` and
     :func:`~reconciler.api.member_events.pods_objects`: its labels and owners): its managed
     fields, the rest of its spec and status and its annotations left out. Logs and exec
     pick their containers from :func:`pod_summary`, so they read no more."""

@@ -1,7 +1,7 @@
 """A rerun: a PinterestJobSet's Jobs, or a PinterestTrainingJob's TFJob/PyTorchJob, in
 every cluster, deleted (their pods with them) and created again from the same object as
 pincompile applied it, so they run again from the start. The copy keeps pincompile's
-record of what it applied (:mod:`reconciler.applied`), so the reconciler's next pass
+record of what it applied (:mod:`reconciler.plan.applied`), so the reconciler's next pass
 finds it unchanged; what the API server generated (uid, a Job's selector and its
 controller-uid labels, status) is left out for the server to generate anew."""
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterable
 
-from reconciler.diff import VOLATILE_METADATA
 from reconciler.model import Obj
+from reconciler.plan.diff import VOLATILE_METADATA
 
 RERUN_KINDS: dict[str, dict[str, str]] = {
     "PinterestJobSet": {"Job": "batch/v1"},

@@ -16,13 +16,12 @@ from kubernetes.dynamic.exceptions import ConflictError
 
 from reconciler.clients import read, write
 from reconciler.clients.connect import Connection
+from reconciler.clock import iso_time as _iso
 from reconciler.errors import CLUSTER_ERRORS
 from reconciler.host import cr_ref
-from reconciler.model import Obj
+from reconciler.model import AppKey, Obj
 from reconciler.rollout import restart
 from reconciler.rollout.restart import Claim
-from reconciler.status_document import AppKey
-from reconciler.status_document import iso_time as _iso
 
 log = logging.getLogger("pincompile.api")
 
@@ -39,7 +38,7 @@ def take(host: Connection, app: AppKey, claim: Claim, cr: Obj) -> bool:
     return True
 
 
-def _still_held(host: Connection, app: AppKey, claim: Claim) -> bool:
+def _still_claimed(host: Connection, app: AppKey, claim: Claim) -> bool:
     """Whether the app's resource still carries ``claim`` (not another server's)."""
     current = restart.claim_of(read.get(host, cr_ref(app)))
     return current is not None and (current.at, current.holder) == (claim.at, claim.holder)
@@ -47,7 +46,7 @@ def _still_held(host: Connection, app: AppKey, claim: Claim) -> bool:
 
 def renew(host: Connection, app: AppKey, claim: Claim) -> bool:
     """Say the restart still runs here; False when another server holds it now."""
-    if not _still_held(host, app, claim):
+    if not _still_claimed(host, app, claim):
         return False
     write.apply(host, restart.claim_patch(cr_ref(app), Claim(
         claim.at, claim.by, claim.holder, _iso(time.time()))), manager=restart.RESTART_MANAGER)
@@ -56,7 +55,7 @@ def renew(host: Connection, app: AppKey, claim: Claim) -> bool:
 
 def release(host: Connection, app: AppKey, claim: Claim) -> None:
     """Drop the claim, if it is still this server's."""
-    if _still_held(host, app, claim):
+    if _still_claimed(host, app, claim):
         write.apply(host, restart.release_patch(cr_ref(app)),
                     manager=restart.RESTART_MANAGER)
 
@@ -64,7 +63,7 @@ def release(host: Connection, app: AppKey, claim: Claim) -> None:
 def run_claimed(host: Connection, app: AppKey, claim: Claim,
                 work: Callable[[Callable[[], bool]], None],
                 every: float = restart.RENEW_SECONDS) -> None:
-    """``work(held)`` with the claim renewed every ``every`` seconds beside it (``held()``
+    """``work(claimed)`` with the claim renewed every ``every`` seconds beside it (``claimed()``
     turns False once another server holds it), then released."""
     stop, lost = threading.Event(), threading.Event()
 

@@ -14,8 +14,8 @@ from fastapi import HTTPException
 
 from reconciler.api.actions import ActionGateway, resume_restart
 from reconciler.errors import CLUSTER_ERRORS, explain
+from reconciler.model import AppKey
 from reconciler.rollout import restart
-from reconciler.status_document import AppKey
 
 log = logging.getLogger("pincompile.api")
 

@@ -10,12 +10,12 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pincompile.selector import Labels
-from reconciler.cache import KindWatch
+from pincompile.contract import Labels
+from reconciler.clients.cache import KindWatch
 from reconciler.clients.connect import ClusterUnreachable, Connection
 from reconciler.host import app_key, read_apps, spec_kinds
-from reconciler.model import Obj
-from reconciler.status_document import APP_KINDS, AppKey
+from reconciler.model import AppKey, Obj
+from reconciler.status.document import APP_KINDS
 
 LAG_SECONDS = 0.25
 """The mappings are built again at most this often: while a pass writes many statuses, a

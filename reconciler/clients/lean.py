@@ -1,6 +1,6 @@
 """A pass's LIST responses decoded without ``metadata.managedFields``.
 
-A pass compares what it would apply with what is live (:mod:`reconciler.applied`) and reads
+A pass compares what it would apply with what is live (:mod:`reconciler.plan.applied`) and reads
 the status of what it finds; nothing in it reads the field managers of a LISTed object
 (a GET fetches them where a decision needs them). Yet managedFields are ~45% of a LIST's
 bytes at 1,000 apps (Deployments, Services, PodDisruptionBudgets, HPAs), and building them

@@ -19,6 +19,7 @@ from pincompile.commands.common import (
     table_width,
 )
 from pincompile.contract import Result
+from reconciler.clock import iso_time
 from reconciler.commands.common import (
     check_clusters,
     check_targets,
@@ -33,12 +34,10 @@ from reconciler.commands.common import (
 )
 from reconciler.commands.status import render_clusters, render_table
 from reconciler.engine import HOST, Reconciler
-from reconciler.host import AppKey
-from reconciler.model import PassReport
+from reconciler.model import AppKey, PassReport
+from reconciler.plan.cluster_plan import Options
 from reconciler.progress import Progress
 from reconciler.progress import for_output as progress_for
-from reconciler.status_document import iso_time
-from reconciler.sync import Options
 
 
 @click.command("apply")

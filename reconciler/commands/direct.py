@@ -26,7 +26,7 @@ from reconciler.api.client import ApiClient
 from reconciler.api.pods import ListedPods
 from reconciler.api.sources import ListedApps
 from reconciler.clients.connect import Connection
-from reconciler.live import member_contexts
+from reconciler.status.live import member_contexts
 from reconciler.store import Store
 
 START_SECONDS = 10.0

@@ -15,7 +15,6 @@ from pincompile.commands.common import (
     complete_app_ref,
     output_option,
 )
-from reconciler.change import Action
 from reconciler.commands.common import (
     check_clusters,
     check_targets,
@@ -28,8 +27,9 @@ from reconciler.commands.common import (
     usable_kubeconfig,
 )
 from reconciler.engine import MemberState, Reconciler
-from reconciler.narrow import touches
-from reconciler.sync import Options
+from reconciler.plan.change import Action
+from reconciler.plan.cluster_plan import Options
+from reconciler.plan.narrow import touches
 
 SHOWN = (Action.CREATE, Action.UPDATE, Action.REPLACE, Action.PRUNE, Action.CONFLICT,
          Action.INVALID, Action.SKIPPED)

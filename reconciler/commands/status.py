@@ -30,7 +30,7 @@ from reconciler.commands.common import (
     usable_kubeconfig,
 )
 from reconciler.host import read_rows
-from reconciler.live import live_rows, member_contexts, read_members
+from reconciler.status.live import live_rows, member_contexts, read_members
 
 
 @click.command("status")

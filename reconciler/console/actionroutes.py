@@ -25,7 +25,7 @@ from reconciler.console.respond import (
     signed_in,
     sources_of,
 )
-from reconciler.status_document import APP_KINDS
+from reconciler.status.document import APP_KINDS
 
 
 def add_action_routes(app: FastAPI) -> None:

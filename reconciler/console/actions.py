@@ -20,8 +20,8 @@ from reconciler.api.actions import (
     start_rerun,
     start_restart,
 )
+from reconciler.model import AppKey
 from reconciler.rollout import pause, restart
-from reconciler.status_document import AppKey
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,8 @@ from reconciler.console.respond import (
     sources_of,
 )
 from reconciler.console.views import app_page
-from reconciler.status_document import APP_KINDS, AppKey
+from reconciler.model import AppKey
+from reconciler.status.document import APP_KINDS
 
 EVENTS_SHOWN = 200
 REVISIONS_SHOWN = 50

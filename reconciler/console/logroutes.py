@@ -17,7 +17,8 @@ from reconciler.api.access import Caller
 from reconciler.console.logs import LogFilter, last_lines, lines, open_logs
 from reconciler.console.pods import read_pods
 from reconciler.console.respond import HEADERS, gateway_of, problem_page, render_page, signed_in
-from reconciler.status_document import APP_KINDS, AppKey
+from reconciler.model import AppKey
+from reconciler.status.document import APP_KINDS
 
 
 def add_log_routes(app: FastAPI) -> None:

@@ -17,7 +17,7 @@ from fastapi.concurrency import run_in_threadpool
 
 from reconciler.api.app import Gateway, app_pods
 from reconciler.api.logs import LogQuery, MergedLogs, TooMany, log_targets, pod_log_opener
-from reconciler.status_document import AppKey
+from reconciler.model import AppKey
 
 TAIL_DEFAULT = 100
 TAIL_MAX = 1000

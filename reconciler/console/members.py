@@ -9,7 +9,7 @@ import threading
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from reconciler.cache import KindWatch
+from reconciler.clients.cache import KindWatch
 from reconciler.clients.connect import ClusterUnreachable, Connection, KubeconfigError
 from reconciler.host import spec_kinds
 from reconciler.kinds import KindInfo

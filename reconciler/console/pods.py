@@ -9,7 +9,7 @@ from fastapi import HTTPException
 
 from reconciler.api.app import Gateway, app_pods
 from reconciler.api.models import PodList
-from reconciler.status_document import AppKey
+from reconciler.model import AppKey
 
 
 @dataclass(frozen=True)

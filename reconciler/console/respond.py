@@ -20,7 +20,7 @@ from reconciler.console.actions import Outcome
 from reconciler.console.members import MemberSource
 from reconciler.console.render import render
 from reconciler.console.throttle import LoginThrottle
-from reconciler.status_document import AppKey
+from reconciler.model import AppKey
 
 REFRESH_SECONDS = 5
 OUTCOME_SECONDS = 600

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.console.pods import Pods
-from reconciler.status_document import AppKey
+from reconciler.model import AppKey
 from reconciler.store import EventRecord, RevisionRecord
 
 PAGE_SIZES = (50, 100, 200)

@@ -24,8 +24,6 @@ restarted reconciler continues where the last one stopped.
 
 from __future__ import annotations
 
-import calendar
-import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -33,9 +31,10 @@ from typing import Any
 
 from pincompile.contract import ANNOTATION_FAILOVER
 from reconciler.clients.read import Key, key_of
-from reconciler.model import Obj
-from reconciler.status_document import AppKey, app_of
-from reconciler.sync import autoscaled
+from reconciler.clock import iso_time, parse_time
+from reconciler.model import AppKey, Obj
+from reconciler.plan.cluster_plan import autoscaled
+from reconciler.status.document import app_of
 
 REACHABLE, UNREACHABLE, LOST, RETURNING = "Reachable", "Unreachable", "Lost", "Returning"
 CORDONED = "cordoned (schedulable: false)"
@@ -67,9 +66,9 @@ class ClusterState:
         if self.reason:
             out["reason"] = self.reason
         if self.since is not None:
-            out["since"] = _iso(self.since)
+            out["since"] = iso_time(self.since)
         if self.unreachable_since is not None:
-            out["unreachableSince"] = _iso(self.unreachable_since)
+            out["unreachableSince"] = iso_time(self.unreachable_since)
         if self.phase == RETURNING:
             out["failbackSteps"] = self.steps
         return out
@@ -78,8 +77,8 @@ class ClusterState:
     def from_json(cls, name: str, data: Mapping[str, Any] | None) -> ClusterState:
         data = data or {}
         return cls(name, phase=str(data.get("phase", REACHABLE)),
-                   reason=str(data.get("reason", "")), since=_epoch(data.get("since")),
-                   unreachable_since=_epoch(data.get("unreachableSince")),
+                   reason=str(data.get("reason", "")), since=parse_time(data.get("since")),
+                   unreachable_since=parse_time(data.get("unreachableSince")),
                    steps=int(data.get("failbackSteps", 0)))
 
 
@@ -428,16 +427,3 @@ def _with_replicas(obj: Obj, replicas: int) -> Obj:
     if obj["kind"] != "Deployment" or obj["spec"].get("replicas") == replicas:
         return obj
     return {**obj, "spec": {**obj["spec"], "replicas": replicas}}
-
-
-def _iso(epoch: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
-
-
-def _epoch(text: Any) -> float | None:
-    if not text:
-        return None
-    try:
-        return float(calendar.timegm(time.strptime(str(text), "%Y-%m-%dT%H:%M:%SZ")))
-    except ValueError:
-        return None

@@ -11,7 +11,6 @@ from datetime import datetime
 from typing import Any
 
 from pincompile.contract import Result, place_without
-from reconciler import status_document
 from reconciler.clients.connect import Connection
 from reconciler.clients.read import key_of
 from reconciler.desired import (
@@ -25,8 +24,8 @@ from reconciler.desired import (
 )
 from reconciler.errors import CLUSTER_ERRORS, explain
 from reconciler.failover import decide
-from reconciler.model import Obj
-from reconciler.status_document import AppKey
+from reconciler.model import AppKey, Obj
+from reconciler.status import document
 
 Stored = dict[AppKey, dict[str, Any]]
 
@@ -40,7 +39,7 @@ class Failover:
     moves: dict[AppKey, decide.AppMove] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     """Problems of the placement without the lost clusters."""
-    held: dict[AppKey, int] = field(default_factory=dict)
+    floor_totals: dict[AppKey, int] = field(default_factory=dict)
     """Apps an HPA scales whose lost replicas the survivors' floors hold: their total."""
 
 
@@ -94,8 +93,8 @@ def fail_over(result: Result, members: dict[str, MemberState], stored: Stored, *
         member.desired = arranged.desired[name]
         member.initial_replicas = shares(result.plan, name, member.desired)
         member.initial_replicas.update(shares(placed.plan, name, [
-            o for o in member.desired if status_document.app_of(o) in arranged.moved_apps]))
-    out.held = hold_capacity(members, stored, arranged.moves, states)
+            o for o in member.desired if document.app_of(o) in arranged.moved_apps]))
+    out.floor_totals = hold_capacity(members, stored, arranged.moves, states)
     for name, state in out.states.items():
         if state.phase == decide.RETURNING and state.steps > 0 \
                 and name not in arranged.pending and members[name].error is None:
@@ -152,7 +151,7 @@ def _target_app(members: dict[str, MemberState],
         key = target_key(hpa)
         for obj in members[cluster].desired:
             if key_of(obj) == key:
-                return status_document.app_of(obj)
+                return document.app_of(obj)
     return None
 
 

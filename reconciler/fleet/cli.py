@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from pincompile.emit.output import to_yaml
+from pincompile.contract import to_yaml
 from reconciler.commands.options import Duration
 from reconciler.fleet import build, control, load, profiles
 from reconciler.fleet import fleet as fleet_mod

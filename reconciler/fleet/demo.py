@@ -62,7 +62,7 @@ def summary(rows: Iterable[dict[str, Any]]) -> tuple[str, bool]:
 
 def read_rows(kubeconfig: str | None) -> list[dict[str, Any]]:
     """The stored status of every app and PinScaler on the fleet's host cluster."""
-    from pincompile.models import WORKLOAD_KINDS
+    from pincompile.contract import WORKLOAD_KINDS
     from reconciler.clients.connect import Connection
     from reconciler.host import app_key, read_apps, spec_kinds
 
@@ -79,7 +79,7 @@ def read_rows(kubeconfig: str | None) -> list[dict[str, Any]]:
 
 def one_pass(kubeconfig: str | None, root: Path) -> None:
     """A reconcile pass that does not wait: it stores every app's current status."""
-    from pincompile.compiler import compile_path
+    from pincompile.contract import compile_path
     from reconciler.engine import Reconciler
 
     reconciler = Reconciler(kubeconfig, wait=False, timeout=60)

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from pincompile.appref import AppRef, AppRefError, parse_app_ref
+from pincompile.contract import AppRef, AppRefError, parse_app_ref
 from pincompile.manifest import LABEL_APP, LABEL_KIND, LABEL_PROJECT
 
 DOMAIN = "load.fleet.pincompute.io"

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pincompile.contract import duration_seconds
+from reconciler.clock import iso_time, parse_time
 from reconciler.model import Obj
 
 STRATEGY_ANNOTATION = "pincompute.io/rollout-strategy"
@@ -74,7 +75,7 @@ class State:
         current = self.zones[self.zone] if self.zone < len(self.zones) else ""
         return {"target": self.target, "revision": self.revision, "zones": self.zones,
                 "zoneIndex": self.zone, "zone": current, "phase": self.phase,
-                "message": self.message, "since": _iso(self.since),
+                "message": self.message, "since": iso_time(self.since),
                 **({"pausedBy": self.paused_by} if self.paused_by else {})}
 
     @classmethod
@@ -84,7 +85,7 @@ class State:
         return cls(target=str(data["target"]), revision=str(data.get("revision", "")),
                    zones=list(data.get("zones") or []), zone=int(data.get("zoneIndex", 0)),
                    phase=str(data.get("phase", PROGRESSING)),
-                   message=str(data.get("message", "")), since=_epoch(data.get("since")),
+                   message=str(data.get("message", "")), since=_since(data.get("since")),
                    paused_by=str(data.get("pausedBy") or ""))
 
 
@@ -248,14 +249,7 @@ def _may_promote(rollout: AppRollout, zone: str, record: Callable[[str, str], No
     return True
 
 
-def _iso(epoch: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
-
-
-def _epoch(text: Any) -> float:
-    import calendar
-
-    try:
-        return float(calendar.timegm(time.strptime(str(text), "%Y-%m-%dT%H:%M:%SZ")))
-    except (TypeError, ValueError):
-        return time.time()
+def _since(text: Any) -> float:
+    """A stored ``since``; a stamp that cannot be read counts from now."""
+    since = parse_time(text)
+    return time.time() if since is None else since

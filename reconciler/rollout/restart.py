@@ -205,19 +205,19 @@ class RestartRun:
 def run_restart(plan: RestartPlan, *, apply: Callable[[Workload, Obj], object],
                 fetch: Callable[[Workload], Obj | None], record: Callable[[str, str], None],
                 paused: Callable[[], str | None] = lambda: None, poll: float = 1.0,
-                held: Callable[[], bool] = lambda: True,
+                claimed: Callable[[], bool] = lambda: True,
                 clock: Callable[[], float] = time.monotonic,
                 sleep: Callable[[float], None] = time.sleep) -> RestartRun:
     """Patch zone after zone, each gated on the one before having rolled out.
 
     ``apply(workload, body)`` writes a patch, ``fetch(workload)`` reads the workload,
     ``record(reason, message)`` records an event, ``paused()`` says who paused the app's
-    rollout (a pause stops the restart before its next zone), ``held()`` whether this
+    rollout (a pause stops the restart before its next zone), ``claimed()`` whether this
     server still holds the restart's claim (another took it over: stop, recording
     nothing)."""
     run = RestartRun()
     for index, (zone, workloads) in enumerate(plan.zones):
-        if not held():
+        if not claimed():
             run.stopped = "another server took this restart over"
             return run
         who = paused() if index else None
@@ -238,10 +238,10 @@ def run_restart(plan: RestartPlan, *, apply: Callable[[Workload, Obj], object],
                 if not ok:
                     waiting = f"{workload}: {why}"
                     break
-            if not waiting or clock() >= deadline or not held():
+            if not waiting or clock() >= deadline or not claimed():
                 break
             sleep(poll)
-        if not held():
+        if not claimed():
             run.stopped = "another server took this restart over"
             return run
         if waiting:

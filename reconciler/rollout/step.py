@@ -10,16 +10,15 @@ from typing import Any
 
 from kubernetes.dynamic.exceptions import DynamicApiError
 
-from reconciler import applied
 from reconciler.clients import read, write
 from reconciler.clients.connect import ClusterUnreachable, Connection
 from reconciler.clients.read import Key, key_of
 from reconciler.desired import Echo, MemberState, by_app
 from reconciler.errors import CLUSTER_ERRORS, explain
-from reconciler.model import Left, Obj, ObjectRef, Unconverged
+from reconciler.model import AppKey, Left, Obj, ObjectRef, Unconverged
+from reconciler.plan import applied
 from reconciler.rollout import pause
 from reconciler.rollout import plan as rollout
-from reconciler.status_document import AppKey
 
 Stored = dict[AppKey, dict[str, Any]]
 
@@ -48,11 +47,11 @@ def hold_zones(members: dict[str, MemberState], stored: Stored, revision: str,
     return rollouts
 
 
-def held(rollouts: Mapping[AppKey, rollout.AppRollout],
-         members: Mapping[str, MemberState]) -> dict[str, set[Key]]:
+def gated(rollouts: Mapping[AppKey, rollout.AppRollout],
+          members: Mapping[str, MemberState]) -> dict[str, set[Key]]:
     """cluster → the Deployments :func:`hold_zones` kept on their live template (a later
     zone waiting): their desired is not the app's, so they are never re-recorded
-    (:attr:`reconciler.sync.ClusterPlan.held`)."""
+    (:attr:`reconciler.plan.cluster_plan.ClusterPlan.gated`)."""
     out: dict[str, set[Key]] = {}
     for plan in rollouts.values():
         for cluster, obj in plan.desired.items():

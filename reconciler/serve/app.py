@@ -124,7 +124,7 @@ class ServeApp:
         if options.leader_election:
             from kubernetes import client
 
-            self.service.state = ServiceState(held=frozenset())
+            self.service.state = ServiceState(leading=frozenset())
             self.metrics.set_leading(options.shards, frozenset())
             electors = [Elector(lease_name(LEASE_BASE, i, options.shards), options.namespace,
                                 options.identity, options.timing)
@@ -132,7 +132,7 @@ class ServeApp:
             roster = (Roster(LEASE_BASE, options.namespace, options.identity, options.timing)
                       if options.shards > 1 else None)
             self.campaign = Campaign(client.CoordinationV1Api(self.api), electors,
-                                     options.timing, on_change=self.service.set_held,
+                                     options.timing, on_change=self.service.set_leading_shards,
                                      on_request=self.service.relayed, roster=roster,
                                      pass_lock=self.service.pass_lock)
             self.service.relay = self.campaign.relay

@@ -253,7 +253,7 @@ class Campaign:
     """Runs the electors of every shard in one thread and reports which shards it leads."""
 
     def __init__(self, api: Any, electors: Sequence[Elector], timing: LeaseTiming,
-                 on_change: Callable[[frozenset[int]], None] = lambda _held: None,
+                 on_change: Callable[[frozenset[int]], None] = lambda _leading: None,
                  on_request: Callable[[str], None] = lambda _revision: None, *,
                  roster: Roster | None = None, pass_lock: threading.Lock | None = None
                  ) -> None:
@@ -266,15 +266,15 @@ class Campaign:
         self.roster = roster
         self.pass_lock = pass_lock or threading.Lock()
         """Held by the worker during a pass: a shard is only handed over between passes."""
-        self._held: frozenset[int] = frozenset()
+        self._leading: frozenset[int] = frozenset()
         self._lock = threading.Lock()
         self.ticked = threading.Event()
         """Set after the first round of ticks (the host cluster answered or not)."""
 
     @property
-    def held(self) -> frozenset[int]:
+    def leading(self) -> frozenset[int]:
         with self._lock:
-            return self._held
+            return self._leading
 
     def fair_share(self) -> int:
         members = self.roster.count(self.api) if self.roster is not None else 1
@@ -300,21 +300,21 @@ class Campaign:
         return self._publish()
 
     def _publish(self) -> frozenset[int]:
-        held = frozenset(i for i, e in enumerate(self.electors) if e.leading)
+        leading = frozenset(i for i, e in enumerate(self.electors) if e.leading)
         requests = {e.request for e in self.electors if e.leading and e.request}
         for elector in self.electors:
             elector.request = None
         reached = any(e.reachable for e in self.electors)
         with self._lock:
-            changed = held != self._held or (reached and not self.ticked.is_set())
-            self._held = held
+            changed = leading != self._leading or (reached and not self.ticked.is_set())
+            self._leading = leading
         if reached:
             self.ticked.set()
         if changed:
-            self.on_change(held)
+            self.on_change(leading)
         for revision in requests:
             self.on_request(revision)
-        return held
+        return leading
 
     def relay(self, revision: str) -> list[str]:
         """Pass a push on to the leaders of the shards this process does not lead."""
@@ -334,5 +334,5 @@ class Campaign:
         if self.roster is not None:
             self.roster.leave(self.api)
         with self._lock:
-            self._held = frozenset()
+            self._leading = frozenset()
         return released

@@ -109,9 +109,9 @@ class Metrics:
         if report.ok and not report.converged:
             self.unconverged_passes.inc()
 
-    def set_leading(self, shards: int, held: frozenset[int]) -> None:
+    def set_leading(self, shards: int, leading: frozenset[int]) -> None:
         for shard in range(shards):
-            self.leader.labels(str(shard)).set(1 if shard in held else 0)
+            self.leader.labels(str(shard)).set(1 if shard in leading else 0)
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

@@ -13,10 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from pincompile.compiler import Compiler
-from pincompile.pipeline import Result
-from pincompile.source import gitsource
-from pincompile.source.gitsource import GitError, SpecRoot
+from pincompile.contract import Compiler, GitError, Result, SpecRoot, gitsource
 from reconciler.serve.redact import redact
 
 FETCH_TIMEOUT = 300

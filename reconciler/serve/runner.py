@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Protocol
 from reconciler.model import PassReport
 
 if TYPE_CHECKING:
-    from pincompile.pipeline import Result
+    from pincompile.contract import Result
 
 
 class PassRunner(Protocol):

@@ -277,7 +277,7 @@ def serve_document(service: Service, repo: str, branch: str) -> dict[str, Any]:
     pending = service.coalescer.pending()
     return {
         "identity": service.identity, "repo": repo, "branch": branch,
-        "shards": service.shards, "leading": sorted(state.held),
+        "shards": service.shards, "leading": sorted(state.leading),
         "ready": ready, "reason": reason, "busy": state.busy_since is not None,
         "passRunningSeconds": _rounded(service.running_for()),
         "passDeadlineSeconds": service.pass_deadline,

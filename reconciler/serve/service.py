@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pincompile.source.gitsource import GitError
+from pincompile.contract import GitError
 from reconciler.model import PassReport
 from reconciler.serve.audit import AuditSink, record_for
 from reconciler.serve.coalesce import Coalescer, Trigger
@@ -24,7 +24,7 @@ from reconciler.serve.metrics import Metrics
 from reconciler.serve.mirror import Mirror
 from reconciler.serve.runner import PassRunner, RunnerFactory
 from reconciler.serve.shards import assign
-from reconciler.steps import Steps, steps_line
+from reconciler.step_timings import Steps, steps_line
 
 log = logging.getLogger("pincompile.serve")
 
@@ -41,7 +41,7 @@ class ServiceState:
     """What the pass in flight is doing: fetch, compile or reconcile."""
     overdue: bool = False
     """The pass in flight has run past the pass deadline (reported once)."""
-    held: frozenset[int] = field(default_factory=frozenset)
+    leading: frozenset[int] = field(default_factory=frozenset)
     campaigned: bool = False
 
 
@@ -66,7 +66,7 @@ class Service:
         """A pass running this long is given up (``on_stuck``); 0: never."""
         self.on_stuck: Callable[[str], None] | None = None
         self.clock = clock
-        self.state = ServiceState(held=frozenset(range(shards)))
+        self.state = ServiceState(leading=frozenset(range(shards)))
         self._lock = threading.Lock()
         self._runner: tuple[frozenset[str] | None, PassRunner] | None = None
         self.stopping = threading.Event()
@@ -76,17 +76,17 @@ class Service:
         self.on_published: Callable[[PassReport, str], object] | None = None
         """Given each pass that published app statuses and the webhook delivery that
         triggered it ("" for none): the insight store records them."""
-        self.metrics.set_leading(shards, self.state.held)
+        self.metrics.set_leading(shards, self.state.leading)
 
     # -- leadership -----------------------------------------------------------------------
-    def set_held(self, held: frozenset[int]) -> None:
+    def set_leading_shards(self, leading: frozenset[int]) -> None:
         """The shards this process leads now; a newly won shard gets a pass at once."""
         with self._lock:
-            gained = held - self.state.held
-            self.state.held = held
+            gained = leading - self.state.leading
+            self.state.leading = leading
             self.state.campaigned = True
-        self.metrics.set_leading(self.shards, held)
-        log.info("leading shards %s", sorted(held) or "none (standby)")
+        self.metrics.set_leading(self.shards, leading)
+        log.info("leading shards %s", sorted(leading) or "none (standby)")
         if gained:
             self.coalescer.offer(Trigger("leader", received=self.clock()))
 
@@ -94,7 +94,7 @@ class Service:
         """A push webhook arrived here: queue a pass, and relay it to other shards' leaders."""
         self.coalescer.offer(Trigger("push", revision, received=self.clock(),
                                      delivery=delivery))
-        if self.relay is not None and len(self.state.held) < self.shards:
+        if self.relay is not None and len(self.state.leading) < self.shards:
             relayed = self.relay(revision)
             if relayed:
                 log.info("relayed %s to the leaders of %s", revision[:12], ", ".join(relayed))
@@ -110,7 +110,7 @@ class Service:
         overdue = self.overdue()
         if overdue is not None:
             return False, overdue
-        if state.held:
+        if state.leading:
             if state.applied_ok:
                 return True, "a pass succeeded"
             return False, "leading, waiting for the first successful pass"
@@ -162,7 +162,7 @@ class Service:
             if trigger is None:
                 trigger = Trigger("resync", received=self.clock())
             with self.pass_lock:  # leadership changes wait for the pass to finish
-                if self.state.held and not self.nothing_missed(trigger):
+                if self.state.leading and not self.nothing_missed(trigger):
                     self.pass_once(trigger)
             next_resync = time.monotonic() + self.resync
 
@@ -196,17 +196,17 @@ class Service:
             self._runner = (scope, self.runners(scope))
         return self._runner[1]
 
-    def scope(self, clusters: Sequence[str], held: frozenset[int]) -> frozenset[str] | None:
+    def scope(self, clusters: Sequence[str], leading: frozenset[int]) -> frozenset[str] | None:
         """The member clusters this process reconciles (``None``: all, unsharded)."""
         if self.shards == 1:
             return None
         shard_clusters = assign(clusters, self.shards)
-        return frozenset().union(*(shard_clusters[s] for s in held))
+        return frozenset().union(*(shard_clusters[s] for s in leading))
 
     def pass_once(self, trigger: Trigger) -> PassReport:
         """Fetch, compile and reconcile the branch head once; record the outcome."""
         start = time.monotonic()
-        held = self.state.held
+        leading = self.state.leading
         self.state.stage = "fetch"
         self.state.busy_since = self.clock()
         step = Steps({"queued": round(max(0.0, self.state.busy_since - trigger.received), 3)})
@@ -230,7 +230,7 @@ class Service:
                                f"first: {diagnostics[0]}")
             stage = None
             self.state.stage = "reconcile"
-            scope = self.scope(sorted(result.catalog.clusters), held)
+            scope = self.scope(sorted(result.catalog.clusters), leading)
             report = self._runner_for(scope).run(result)
         except GitError as exc:
             report = PassReport(revision=sha, error=str(exc))
@@ -240,11 +240,11 @@ class Service:
             report = PassReport(revision=sha, error=f"internal error: {type(exc).__name__}: {exc}")
         report.seconds = time.monotonic() - start
         report.steps = {**step.seconds, **report.steps}
-        self._finish(report, trigger, stage, author, subject, diagnostics, held)
+        self._finish(report, trigger, stage, author, subject, diagnostics, leading)
         return report
 
     def _finish(self, report: PassReport, trigger: Trigger, stage: str | None, author: str,
-                subject: str, diagnostics: list[str], held: frozenset[int]) -> None:
+                subject: str, diagnostics: list[str], leading: frozenset[int]) -> None:
         if report.statuses and self.on_published is not None:
             pushed = trigger.reason == "push" and trigger.revision == report.revision
             self.on_published(report, trigger.delivery if pushed else "")
@@ -256,12 +256,12 @@ class Service:
             latency = self.clock() - trigger.received
             self.metrics.push_to_applied.observe(latency)
         record = record_for(report, author=author, subject=subject, trigger=trigger.reason,
-                            stage=stage, shards=sorted(held))
+                            stage=stage, shards=sorted(leading))
         for sink in self.audits:
             sink.write(record)
         document = {**report_json(report), "outcome": record.outcome, "trigger": trigger.reason,
                     "coalesced": trigger.merged, "author": author, "subject": subject,
-                    "finished": record.time, "shards": sorted(held),
+                    "finished": record.time, "shards": sorted(leading),
                     "push_to_applied_seconds": latency}
         if diagnostics:
             document["diagnostics"] = diagnostics

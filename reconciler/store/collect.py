@@ -19,10 +19,11 @@ from typing import Any, Protocol
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from reconciler.cache import KindWatch
+from reconciler.clients.cache import KindWatch
 from reconciler.clients.connect import Connection
 from reconciler.kinds import KindInfo
-from reconciler.store.records import AppKey, EventRecord, RevisionRecord, ScaleSample
+from reconciler.model import AppKey
+from reconciler.store.records import EventRecord, RevisionRecord, ScaleSample
 from reconciler.store.store import Store
 
 log = logging.getLogger("pincompile.store")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from reconciler.status_document import AppKey
+from reconciler.model import AppKey
 
 MESSAGE_LIMIT = 4096
 """Characters kept of an event message or a revision's detail (Kubernetes keeps 1 KiB)."""

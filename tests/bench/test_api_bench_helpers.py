@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from bench import api_load, member_caches
 from reconciler.api.member_events import lean_event, pods_objects
 from reconciler.api.pods import pod_summary
-from reconciler.status_document import app_of
+from reconciler.status.document import app_of
 
 APP = ("PinApp", "ads", "web")
 

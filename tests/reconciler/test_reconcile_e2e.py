@@ -22,12 +22,13 @@ from kubernetes import client as k8s
 
 from pincompile.cli import cli
 from pincompile.compiler import compile_path
-from reconciler.change import Action
-from reconciler.diff import ANNOTATION_APPLIED
 from reconciler.engine import Reconciler
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.model import PassReport
-from reconciler.sync import Options, execute
+from reconciler.plan.change import Action
+from reconciler.plan.cluster_plan import Options
+from reconciler.plan.diff import ANNOTATION_APPLIED
+from reconciler.plan.execute import execute
 from tests.conftest import api_clients, fleet_of_its_own
 from tests.support.fleet import git, spec_repo
 

@@ -24,7 +24,7 @@ from pincompile.manifest import LABEL_APP, LABEL_KIND, LABEL_PROJECT, MANAGED_BY
 from reconciler.clients.connect import Connection
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.host import ensure_crds
-from reconciler.status_document import AppKey
+from reconciler.model import AppKey
 
 TOKEN_SECONDS = 3600
 TENANT_ROLES = Path(__file__).resolve().parents[2] / "contrib/api/rbac-tenant.yaml"

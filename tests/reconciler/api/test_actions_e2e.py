@@ -38,12 +38,14 @@ from reconciler.api.resumer import RestartResumer
 from reconciler.api.sources import HostApps
 from reconciler.clients import read, write
 from reconciler.clients.connect import Connection
+from reconciler.clock import iso_time
 from reconciler.commands.interrupt import GRACE_SECONDS
 from reconciler.engine import Reconciler
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.clusters import ClusterSpec
 from reconciler.host import cr_ref
-from reconciler.model import PassReport
+from reconciler.model import AppKey, PassReport
+from reconciler.plan.cluster_plan import Options, read_live
 from reconciler.rollout import pause
 from reconciler.rollout.restart import (
     CLAIM_AT,
@@ -56,9 +58,7 @@ from reconciler.rollout.restart import (
     claim_patch,
     restart_patch,
 )
-from reconciler.status_document import AppKey, iso_time
 from reconciler.store import Store
-from reconciler.sync import Options, read_live
 from tests.e2e.support import wait_for
 from tests.support import api_fleet
 from tests.support.fleet import spec_repo

@@ -19,7 +19,7 @@ from reconciler.api.logs import LogQuery, log_targets
 from reconciler.api.member_events import pods_objects
 from reconciler.api.models import PodList
 from reconciler.api.pods import lean_pod, pod_summary
-from reconciler.status_document import app_of
+from reconciler.status.document import app_of
 
 APP = ("PinApp", "shop", "web")
 

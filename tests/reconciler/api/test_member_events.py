@@ -14,7 +14,7 @@ import pytest
 from pincompile.manifest import LABEL_APP, LABEL_KIND, LABEL_PROJECT
 from reconciler.api.member_events import KEPT_KINDS, ObjectApps, lean_event
 from reconciler.clients.connect import ClusterUnreachable
-from reconciler.status_document import AppKey
+from reconciler.model import AppKey
 from reconciler.store.collect import member_event_of
 
 WEB: AppKey = ("PinApp", "shop", "web")

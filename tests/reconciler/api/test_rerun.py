@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from reconciler.api.rerun import fresh_copy, run_rerun, why_not_rerunnable
-from reconciler.applied import ANNOTATION
+from reconciler.plan.applied import ANNOTATION
 
 
 def live_job() -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from reconciler.api.resumer import RestartResumer
-from reconciler.status_document import AppKey
+from reconciler.model import AppKey
 
 
 class FailingOnce:

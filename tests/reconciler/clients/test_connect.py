@@ -91,7 +91,7 @@ def test_a_connection_keeps_a_connection_for_every_watch_and_worker(tmp_path: An
 
     from reconciler import kinds
     from reconciler.clients.connect import Connection
-    from reconciler.sync import Options
+    from reconciler.plan.cluster_plan import Options
 
     path = tmp_path / "kubeconfig"
     path.write_text(yaml.safe_dump({

@@ -5,8 +5,8 @@ from __future__ import annotations
 import yaml
 
 from pincompile.emit.output import to_yaml
-from reconciler import diff
 from reconciler.commands.status import render
+from reconciler.plan import diff
 
 ROWS = [{"name": "web", "phase": "Degraded", "message": "zone: east-a lost\nretrying",
          "ready": "2/3", "desired": {"cpu": "2200m", "flag": "yes", "none": None}}]

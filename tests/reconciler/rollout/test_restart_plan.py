@@ -101,7 +101,7 @@ def run(plan_zones: dict[str, str], ready: set[str], paused_after: int | None = 
                           record=lambda r, _m: reasons.append(r),
                           paused=lambda: "bob" if paused_after is not None
                           and len(applied) >= paused_after else None,
-                          held=lambda: lost_after is None or len(applied) < lost_after,
+                          claimed=lambda: lost_after is None or len(applied) < lost_after,
                           clock=lambda: now[0], sleep=sleep, poll=30.0)
     return applied, reasons, outcome.stopped
 

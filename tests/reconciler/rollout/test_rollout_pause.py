@@ -9,7 +9,7 @@ from reconciler.rollout import PROGRESSING, State
 from reconciler.rollout.pause import PAUSED_BY_ANNOTATION, pause_patch, paused_by, resume_patch
 from reconciler.rollout.plan import AppRollout, advance
 from reconciler.rollout.step import paused_apps
-from reconciler.status_document import app_status
+from reconciler.status.document import app_status
 
 APP = ("PinApp", "shop", "web")
 

@@ -6,7 +6,6 @@ import bisect
 import copy
 import json
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -25,11 +24,12 @@ from reconciler.scaling import (
     parse_schedules,
     with_scheduled_floor,
 )
+from tests.support.expand import GOLDEN
 
 LA = ZoneInfo("America/Los_Angeles")
 BERLIN = ZoneInfo("Europe/Berlin")
-GOLDEN_HPA = (Path(__file__).resolve().parents[2] / "pincompile" / "golden" / "pinscaler"
-              / "expected" / "west-128" / "search" / "horizontalpodautoscaler-api.yaml")
+GOLDEN_HPA = (GOLDEN / "pinscaler" / "expected" / "west-128" / "search"
+              / "horizontalpodautoscaler-api.yaml")
 
 
 def sched(cron: str, duration: str, floor: int, tz: str = "Etc/UTC") -> Schedule:
@@ -205,7 +205,7 @@ def test_floor_never_exceeds_max_replicas() -> None:
 
 def test_hpa_without_schedules_is_the_hpa_itself() -> None:
     """No copy per HPA and pass: a long-running reconciler's next pass finds the very
-    objects it digested (:class:`reconciler.applied.Digests`)."""
+    objects it digested (:class:`reconciler.plan.applied.Digests`)."""
     hpa = golden_hpa()
     del hpa["metadata"]["annotations"]["pincompute.io/scale-schedules"]
     assert hpa_floor(hpa, utc(2026, 6, 1)) is None

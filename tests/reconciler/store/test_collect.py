@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 
+from reconciler.model import AppKey
 from reconciler.store.collect import (
     HostCollector,
     event_of,
@@ -14,7 +15,6 @@ from reconciler.store.collect import (
     samples_due,
     transition_of,
 )
-from reconciler.store.records import AppKey
 from reconciler.store.store import Store
 
 APP = ("PinApp", "shop", "web")

@@ -1,0 +1,275 @@
+"""Per cluster: plan (create / update / replace / prune / conflict) through server-side
+dry-run applies; :mod:`reconciler.plan.execute` carries the plan out.
+
+Rules, each in one place below:
+
+* never touch an object without our managed-by label, unless ``adopt``;
+* a dry-run that answers "field is immutable" (or a Pod's "may not change fields") makes
+  the object a *replace*: delete, wait until it is gone, create;
+* prune only objects we manage that are no longer desired, never Namespaces or PVCs
+  without ``prune_data``, never more than ``max_prune`` of the cluster's managed objects;
+* an autoscaled workload's ``spec.replicas`` belongs to its HPA: it is set once, at
+  creation, by a separate field manager, and is never part of what ``pincompile`` applies.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes.dynamic.exceptions import DynamicApiError
+
+from pincompile.manifest import ANNOTATION_FAILOVER, MANAGED_BY, MANAGED_BY_VALUE
+from reconciler import kinds
+from reconciler.clients import read, write
+from reconciler.clients.connect import Connection
+from reconciler.clients.read import Key, key_of
+from reconciler.model import Obj
+from reconciler.plan import applied, conflict, diff
+from reconciler.plan.change import Action, Change
+from reconciler.plan.memo import PlanMemo
+
+
+@dataclass
+class Options:
+    """How a pass may act on a cluster."""
+
+    adopt: bool = False
+    prune: bool = True
+    prune_data: bool = False
+    max_prune: str = "20%"
+    """An absolute count (``5``) or a share of the cluster's managed objects (``20%``)."""
+    workers: int = 8
+
+
+@dataclass
+class ClusterPlan:
+    """Every change one cluster needs, in apply order."""
+
+    cluster: str
+    changes: list[Change] = field(default_factory=list)
+    live: dict[Key, Obj] = field(default_factory=dict)
+    blocked: str | None = None
+    """Why nothing will be pruned in this cluster (a prune over ``max_prune``)."""
+    gated: frozenset[Key] = frozenset()
+    """Objects a rollout gate holds on their live template (a later zone waiting): never
+    re-recorded. Their desired is the live template, not the app's: its record changes
+    with whoever writes the template (a restart's annotation), and the write would take
+    a share of those managers' fields and move the Deployment's generation (its
+    annotations count), so the held zone looks progressing while it must stay put."""
+
+    def of(self, *actions: Action) -> list[Change]:
+        return [c for c in self.changes if c.action in actions]
+
+    @property
+    def pending(self) -> list[Change]:
+        """Changes that write."""
+        return self.of(Action.CREATE, Action.UPDATE, Action.REPLACE, Action.PRUNE)
+
+    @property
+    def restamps(self) -> list[Change]:
+        """Unchanged objects applied only to record them (see :attr:`Change.restamp`),
+        but for those a rollout gate holds (:attr:`gated`)."""
+        return [c for c in self.changes if c.restamp and c.action is Action.UNCHANGED
+                and c.key not in self.gated]
+
+
+def is_managed(obj: Obj | None) -> bool:
+    labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
+    return bool(labels.get(MANAGED_BY) == MANAGED_BY_VALUE)
+
+
+def autoscaled(desired: Iterable[Obj]) -> set[Key]:
+    """Workloads an HPA in ``desired`` scales."""
+    out: set[Key] = set()
+    for obj in desired:
+        if obj["kind"] == "HorizontalPodAutoscaler":
+            target = obj["spec"]["scaleTargetRef"]
+            out.add((target["kind"], obj["metadata"].get("namespace") or "", target["name"]))
+    return out
+
+
+def read_live(conn: Connection) -> dict[Key, Obj]:
+    """Everything pincompile manages in the cluster: one LIST per served kind, the LISTs
+    in parallel (one after the other, a pass waits for the sum of their times); lean (no
+    managedFields: :mod:`~reconciler.plan.execute` GETs them where it needs them)."""
+    return read.list_many(conn, [k for k in kinds.MANAGED_KINDS if read.served(conn, k)],
+                          lean=True)
+
+
+def plan_cluster(conn: Connection, desired: list[Obj], live: dict[Key, Obj],
+                 options: Options, initial_replicas: dict[Key, int] | None = None,
+                 memo: PlanMemo | None = None,
+                 digests: applied.Digests | None = None,
+                 gated: Collection[Key] = ()) -> ClusterPlan:
+    """Compare desired with live through dry-run applies; nothing is written.
+
+    ``initial_replicas``: the replicas a new autoscaled workload starts with (its cluster's
+    share of the app's replicas). ``memo``: skip the dry-run of objects found unchanged
+    before whose desired content and live ``resourceVersion`` are the same again.
+    ``digests``: the pass's digests of desired objects, to reuse. ``gated``: objects a
+    rollout gate holds (:attr:`ClusterPlan.gated`)."""
+    scaled = autoscaled(desired)
+    plan = ClusterPlan(conn.name, live=live, gated=frozenset(gated))
+    creating_namespaces = {d["metadata"]["name"] for d in desired
+                           if d["kind"] == "Namespace" and key_of(d) not in live}
+
+    def one(obj: Obj, *, local: bool = False) -> Change | None:
+        inputs = None
+        if memo is not None and digests is not None:
+            key = key_of(obj)
+            inputs = (digests.of(obj), key in scaled)
+            reused = memo.reused(key, inputs, live.get(key))
+            if reused is not None:
+                return reused
+        change = _plan_object(conn, obj, live, options, scaled, creating_namespaces,
+                              initial_replicas or {}, memo, digests, local=local)
+        if memo is not None and change is not None:
+            memo.record(change, inputs)
+        return change
+
+    ordered = sorted(desired, key=lambda o: (kinds.order(o["kind"]), key_of(o)))
+    # what is decided without a request, here; only the dry-runs in threads (a thread's
+    # hand-off per object cost more than the check itself, for thousands of objects)
+    decided = [one(obj, local=True) for obj in ordered]
+    with ThreadPoolExecutor(max_workers=options.workers) as pool:
+        asked = iter(pool.map(one, [o for o, c in zip(ordered, decided, strict=True)
+                                    if c is None]))
+        plan.changes = [c if c is not None else _given(next(asked)) for c in decided]
+    desired_keys = {key_of(d) for d in desired}
+    if memo is not None:
+        memo.keep_only(desired_keys)
+    prunable = [Change(Action.PRUNE, k, live=obj) for k, obj in live.items()
+                if k not in desired_keys]
+    kept = [c for c in prunable if (info := kinds.info(c.key[0])) and info.data
+            and not options.prune_data]
+    for change in kept:
+        change.action, change.reason = Action.SKIPPED, "holds data: prune with --prune-data"
+    prunes = [c for c in prunable if c.action is Action.PRUNE]
+    limit = prune_limit(options.max_prune, len(live))
+    if not options.prune:
+        for change in prunes:
+            change.action, change.reason = Action.SKIPPED, "pruning is off"
+    elif len(prunes) > limit:
+        plan.blocked = (f"{len(prunes)} of {len(live)} managed objects would be pruned, "
+                        f"over --max-prune {options.max_prune} ({limit}); nothing pruned")
+        for change in prunes:
+            change.action, change.reason = Action.SKIPPED, plan.blocked
+    prunable.sort(key=lambda c: (-kinds.order(c.key[0]), c.key))
+    plan.changes += prunable
+    return plan
+
+
+def prune_limit(max_prune: str, managed: int) -> int:
+    """How many objects a pass may prune out of ``managed``."""
+    text = str(max_prune).strip()
+    if text.endswith("%"):
+        return int(managed * float(text[:-1]) / 100)
+    return int(text)
+
+
+def _plan_object(conn: Connection, obj: Obj, live: dict[Key, Obj], options: Options,
+                 scaled: set[Key], creating_namespaces: set[str],
+                 initial_replicas: dict[Key, int], memo: PlanMemo | None = None,
+                 digests: applied.Digests | None = None, *, local: bool = False
+                 ) -> Change | None:
+    """What one object needs (``local``: only if that is known without a request; else
+    None)."""
+    key = key_of(obj)
+    current = live.get(key)
+    to_apply = obj  # never changed in place below: a copy where it differs
+    if key in scaled:
+        spec = dict(obj["spec"])
+        if current is None and key in initial_replicas:
+            spec["replicas"] = initial_replicas[key]
+        elif current is not None:
+            spec.pop("replicas", None)
+        to_apply = {**obj, "spec": spec}
+    # the record leaves out replicas an HPA owns: the same whether set (at creation) or not
+    to_apply = applied.stamp(to_apply, _without_replicas(to_apply) if key in scaled else None,
+                             digests)
+    if current is not None and _failed_pod_to_recreate(current):
+        return Change(Action.REPLACE, key, desired=to_apply, live=current, predicted=to_apply,
+                      reason="the pod failed and asks for failover")
+    # the memo first: two strings compared, where the record's check walks every value
+    if current is not None and ((memo is not None and memo.still_unchanged(
+            key, to_apply, current)) or applied.unchanged(to_apply, current)):
+        return Change(Action.UNCHANGED, key, desired=to_apply, live=current, predicted=current)
+    if local:
+        return None
+    try:
+        predicted = write.apply(conn, to_apply, dry_run=True)
+    except DynamicApiError as exc:
+        message = _message(exc)
+        if current is not None and exc.status == 422 and conflict.is_immutable(message):
+            return Change(Action.REPLACE, key, desired=to_apply, live=current,
+                          predicted=to_apply, reason=message)
+        if (current is None and exc.status == 404
+                and obj["metadata"].get("namespace") in creating_namespaces):
+            return Change(Action.CREATE, key, desired=to_apply, predicted=to_apply)
+        holder = read.get(conn, obj) if current is None else None
+        if holder is not None:  # refused because of the object holding the name
+            return _name_taken(key, to_apply, holder, options, message)
+        return Change(Action.INVALID, key, desired=to_apply, live=current, reason=message)
+    if current is None:
+        if not (predicted.get("metadata") or {}).get("resourceVersion"):
+            return Change(Action.CREATE, key, desired=to_apply, predicted=predicted)
+        # a dry-run create has no resourceVersion: this name is taken by an object we
+        # do not manage (no LIST filtered by our label returned it)
+        current = read.get(conn, obj)
+        if not options.adopt:
+            return _name_taken(key, to_apply, current, options, None)
+    compared: tuple[Obj | None, Obj | None] = (current, predicted)
+    if key in scaled:  # an HPA may scale between our LIST and the dry-run: not drift
+        compared = (_without_replicas(current), _without_replicas(predicted))
+    if diff.same(*compared):
+        return Change(Action.UNCHANGED, key, desired=to_apply, live=current, predicted=predicted,
+                      restamp=current is not None
+                      and applied.stale(to_apply, current, predicted))
+    return Change(Action.UPDATE, key, desired=to_apply, live=current, predicted=predicted,
+                  reason="" if is_managed(current) else "adopted")
+
+
+def _given(change: Change | None) -> Change:
+    """A change planned with its requests (never None)."""
+    assert change is not None
+    return change
+
+
+def _name_taken(key: Key, desired: Obj, holder: Obj | None, options: Options,
+          rejection: str | None) -> Change:
+    """A desired name held by an object we do not manage: a conflict; with ``adopt`` and an
+    immutable field in the way, a replace (delete theirs, create ours)."""
+    if options.adopt and rejection is not None and conflict.is_immutable(rejection):
+        fields = ", ".join(conflict.immutable_fields(rejection)) or "an immutable field"
+        return Change(Action.REPLACE, key, desired=desired, live=holder, predicted=desired,
+                      reason=f"adopted: {fields} cannot change in place, so the object is "
+                             "deleted and recreated")
+    return Change(Action.CONFLICT, key, desired=desired, live=holder,
+                  reason=conflict.describe(holder, rejection, adopting=options.adopt))
+
+
+def _without_replicas(obj: Obj | None) -> Obj | None:
+    """An autoscaled workload without ``spec.replicas`` (its HPA's, never ours)."""
+    if obj is None:
+        return None
+    return {**obj, "spec": {k: v for k, v in (obj.get("spec") or {}).items()
+                            if k != "replicas"}}
+
+
+def _failed_pod_to_recreate(live: Obj) -> bool:
+    annotations = (live.get("metadata") or {}).get("annotations") or {}
+    phase = (live.get("status") or {}).get("phase")
+    return (live.get("kind") == "Pod" and phase == "Failed"
+            and annotations.get(ANNOTATION_FAILOVER) == "true")
+
+
+def _message(exc: DynamicApiError) -> str:
+    body: Any = getattr(exc, "body", None)
+    try:
+        return str(json.loads(body)["message"])
+    except (TypeError, ValueError, KeyError):
+        return str(getattr(exc, "summary", lambda: exc)())

@@ -1,0 +1,29 @@
+"""An app's status document from its clusters' views."""
+
+from __future__ import annotations
+
+from reconciler.status import document
+from tests.support.deployments import deploy, live_of
+
+
+def test_status_of_an_app_with_an_unreachable_cluster_and_a_halted_rollout() -> None:
+    from reconciler.model import ObjectRef
+
+    healthy = live_of(deploy("web:1"))
+    healthy["status"]["readyReplicas"] = 2
+    healthy["status"]["conditions"] = [{"type": "Available", "status": "True"}]
+    views = [document.ClusterView("a1", [(ObjectRef("a1", "apps/v1", "Deployment",
+                                                           "shop", "web"), healthy)]),
+             document.ClusterView("b1", error="connection refused")]
+    doc = document.app_status(views, revision="r1", rollout=None, previous=None,
+                                     applied=True, now=0)
+    assert doc["phase"] == "Unknown" and doc["ready"] == "2/2"
+    assert doc["clusters"][1] == {"name": "b1", "phase": "Unknown",
+                                  "message": "cluster unreachable: connection refused"}
+    halted = document.app_status(
+        views[:1], revision="r2", previous=doc, applied=False,
+        rollout={"phase": "Halted", "message": "zone zb not healthy"})
+    assert halted["phase"] == "Degraded" and "zone zb not healthy" in halted["message"]
+    assert halted["lastAppliedRevision"] == "r1"  # nothing applied in this pass
+    assert not document.changed(doc, {**doc, "lastAppliedTime": "later"})
+    assert document.changed(doc, halted)
