@@ -63,6 +63,8 @@ class ClusterRuntime:
     #: the training operator's /readyz and webhook ports; 0 where it does not run
     training_operator_port: int = 0
     training_webhook_port: int = 0
+    #: the kubelet port the nodes report: the fleet's front for kwok (kubelet_front.py)
+    kubelet_port: int = 0
 
     @property
     def components(self) -> tuple[str, ...]:
@@ -94,6 +96,8 @@ class FleetState:
     timings: dict[str, float] = field(default_factory=dict)
     #: the timer profile it was started with (:mod:`.profiles`)
     profile: str = profiles.DEFAULT
+    #: where its pods' scratch directories are (exec runs there; outside ``dir``)
+    exec_dir: str = ""
 
     @property
     def timers(self) -> profiles.Profile:
@@ -124,6 +128,7 @@ class FleetState:
             "clusters": [{**vars(c), "server": c.server} for c in self.clusters],
             "procs": [p.to_json() for p in self.procs],
             "started_at": self.started_at, "timings": self.timings, "profile": self.profile,
+            "exec_dir": self.exec_dir,
         }
 
     @classmethod
@@ -141,6 +146,7 @@ class FleetState:
             started_at=float(data.get("started_at", 0.0)),
             timings=dict(data.get("timings", {})),
             profile=str(data.get("profile", profiles.DEFAULT)),
+            exec_dir=str(data.get("exec_dir", "")),
         )
 
     def save(self) -> None:

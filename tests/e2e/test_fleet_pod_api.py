@@ -1,7 +1,7 @@
 """What a member cluster of the fleet serves about a running pod, through its real API
 server: resource metrics (metrics-server scraping kwok's emulated kubelet, as
-``kubectl top`` reads them), the usage ``pincompile fleet load`` sets, the pod's log
-(``kubectl logs -f``) and exec (``kubectl exec``)."""
+``kubectl top`` reads them), the usage ``pincompile fleet load`` sets and the pod's log
+(``kubectl logs -f``); exec: ``test_fleet_exec.py``."""
 
 from __future__ import annotations
 
@@ -149,16 +149,3 @@ def test_pod_log_follows_lines_appended_after_it_started(
     # lines 2 and 3 were written after the request: the log streams, it is not a snapshot
     assert time.time() - started >= debugging.LOG_INTERVAL
 
-
-def test_exec_runs_a_command_in_the_fleet_sandbox(
-        fleet: fleet_mod.FleetState, running_pod: ClusterSpec, kube: Kube) -> None:
-    from kubernetes import client
-    from kubernetes.stream import stream
-
-    core: Any = client.CoreV1Api(kube(running_pod.context))
-    out = stream(core.connect_get_namespaced_pod_exec, POD, NAMESPACE,
-                 command=["echo", "hi"], stderr=True, stdin=False, stdout=True, tty=False)
-    assert out == "hi\n"
-    where = stream(core.connect_get_namespaced_pod_exec, POD, NAMESPACE, command=["pwd"],
-                   stderr=True, stdin=False, stdout=True, tty=False)
-    assert where.strip() == str(debugging.sandbox(fleet.dir))
