@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from reconciler.fleet import build
+from reconciler.fleet import build, profiles
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.clusters import ClusterSpec, load_clusters
 from reconciler.fleet.errors import FleetError
@@ -157,12 +157,14 @@ def new_fleet_dir(tag: str) -> Path:
 
 @pytest.fixture(scope="session")
 def fleet(e2e_toolchain: Path, pytestconfig: pytest.Config) -> Iterator[fleet_mod.FleetState]:
-    """A running fleet (host + one control plane per Cluster spec) for the session."""
+    """A running fleet (host + one control plane per Cluster spec) for the session, with
+    the short timers of the ``test`` profile (``PINCOMPILE_FLEET_PROFILE`` picks another)."""
     _reap_leftover_fleets(build.cache_root())
     directory = new_fleet_dir("session")
     start = time.monotonic()
     try:
-        state = fleet_mod.up(clusters_path(), directory, echo=lambda m: print(m, flush=True))
+        state = fleet_mod.up(clusters_path(), directory, echo=lambda m: print(m, flush=True),
+                             profile=os.environ.get(profiles.ENV) or profiles.TEST)
     except FleetError as exc:
         pytest.fail(f"fleet up failed: {exc}\n{exc.log_tail}", pytrace=False)
     terminal_echo(pytestconfig)(f"e2e: fleet of {len(state.clusters)} control planes up in "
