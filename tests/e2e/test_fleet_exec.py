@@ -19,8 +19,8 @@ import pytest
 from reconciler.fleet import debugging
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.clusters import ClusterSpec
-from reconciler.fleet.nodes import GPU, parse_quantity
-from tests.e2e.support import wait_for
+from reconciler.fleet.processes import running
+from tests.e2e.support import general_cluster, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -31,10 +31,7 @@ Kube = Callable[[str], Any]
 
 @pytest.fixture(scope="module")
 def cluster(fleet_specs: dict[str, ClusterSpec]) -> ClusterSpec:
-    for spec in fleet_specs.values():
-        if spec.schedulable and parse_quantity(spec.capacity.get(GPU, "0")) == 0:
-            return spec
-    pytest.skip("the fleet has no schedulable general cluster")
+    return general_cluster(fleet_specs)
 
 
 @pytest.fixture(scope="module")
@@ -65,14 +62,6 @@ def run(core: Any, where: tuple[str, str], *command: str) -> str:
     return str(stream(core.connect_get_namespaced_pod_exec, pod, namespace,
                       command=list(command), stderr=True, stdin=False, stdout=True,
                       tty=False))
-
-
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2] not in "ZX"
 
 
 def test_exec_runs_as_an_unprivileged_user_in_the_pods_own_directory(
@@ -151,13 +140,13 @@ def test_an_exec_sessions_processes_end_with_it(core: Any) -> None:
         text for text in [terminal.readline_stdout(timeout=1) or ""] if "pids" in text),
         None), timeout=20)
     pids = [int(pid) for pid in line.split()[1:]]
-    assert len(pids) == 2 and all(alive(pid) for pid in pids)
+    assert len(pids) == 2 and all(running(pid) for pid in pids)
     terminal.close()  # the client goes away, mid-command
-    wait_for("the session's processes to end", lambda: not any(alive(p) for p in pids),
+    wait_for("the session's processes to end", lambda: not any(running(p) for p in pids),
              timeout=20)
 
     left = run(core, PODS[0], "sh", "-c",
                "setsid sh -c 'sleep 600' </dev/null >/dev/null 2>&1 & echo $!")
     daemon = int(left.strip())
-    wait_for("what the ended command left behind to end", lambda: not alive(daemon),
+    wait_for("what the ended command left behind to end", lambda: not running(daemon),
              timeout=20)

@@ -17,8 +17,7 @@ from reconciler.fleet import debugging
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.cli import fleet as fleet_cli
 from reconciler.fleet.clusters import ClusterSpec
-from reconciler.fleet.nodes import GPU, parse_quantity
-from tests.e2e.support import wait_for
+from tests.e2e.support import general_cluster, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -27,13 +26,6 @@ POD = "probe"
 CPU_REQUEST_MILLI = 200
 MEMORY_REQUEST_MI = 256
 Kube = Callable[[str], Any]
-
-
-def general_cluster(specs: dict[str, ClusterSpec]) -> ClusterSpec:
-    for spec in specs.values():
-        if spec.schedulable and parse_quantity(spec.capacity.get(GPU, "0")) == 0:
-            return spec
-    pytest.skip("the fleet has no schedulable general cluster")
 
 
 @pytest.fixture(scope="module")

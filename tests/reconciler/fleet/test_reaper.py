@@ -8,14 +8,15 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
 from reconciler.fleet import sessions
+from reconciler.fleet.processes import running
+from tests.support.serve import wait_for
 
 #: a stand-in for kwok: starts one session (a wrapper whose command leaves a background
-#: job behind, then waits) and, told by a file, a background job that names no session
+#: job behind, then waits) and a background job that names no session
 FAKE_KWOK = """
 import subprocess, sys, time, pathlib
 from reconciler.fleet import sessions
@@ -27,23 +28,13 @@ time.sleep(300)
 """
 
 
-def wait_for(condition: object, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if callable(condition) and condition():
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def pid_in(path: Path) -> int:
-    assert wait_for(lambda: path.exists() and path.read_text().strip()), path
+    wait_for(lambda: path.exists() and path.read_text().strip(), 10, str(path))
     return int(path.read_text())
 
 
 def gone(pid: int) -> bool:
-    stat = sessions._read(pid, "stat")
-    return not stat or stat[stat.rindex(b")") + 2:][:1] in b"ZX"
+    return not running(pid)
 
 
 def started(directory: Path, token: str) -> subprocess.Popen[bytes]:
@@ -58,20 +49,24 @@ def test_adopted_processes_live_while_their_session_lives_and_die_after(
     reaper = started(tmp_path, token)
     try:
         job, stray = pid_in(tmp_path / "job"), pid_in(tmp_path / "stray")
-        table = sessions.process_table()
-        assert table[job].ppid == reaper.pid  # adopted: its parent shell exited
-        kwok = next(p.pid for p in table.values()
+
+        def adopted() -> bool:  # their parent shells exited
+            table = sessions.process_table()
+            return all(table[pid].ppid == reaper.pid for pid in (job, stray))
+
+        wait_for(adopted, 10, "the reaper to adopt both background jobs")
+        kwok = next(p.pid for p in sessions.process_table().values()
                     if p.ppid == reaper.pid and p.pid not in (job, stray))
         os.kill(reaper.pid, signal.SIGUSR1)  # a session ended somewhere: sweep now
-        assert wait_for(lambda: gone(stray))  # it names no session
-        time.sleep(0.5)
-        assert not gone(job)  # its session (the wrapper under kwok) still runs
+        wait_for(lambda: gone(stray), 10, "the job of no session to end")
+        # the same sweep let the job whose session (its wrapper under kwok) still runs be
+        assert not gone(job)
         sessions.kill([sessions.wrappers(sessions.process_table(), {kwok})[token]])
         os.kill(reaper.pid, signal.SIGUSR1)
-        assert wait_for(lambda: gone(job))
+        wait_for(lambda: gone(job), 10, "the job of the ended session to end")
         reaper.send_signal(signal.SIGTERM)  # goes to kwok; the reaper exits with it
         assert reaper.wait(timeout=10) == 128 + signal.SIGTERM
-        assert wait_for(lambda: gone(kwok))
+        wait_for(lambda: gone(kwok), 10, "kwok to end")
     finally:
         reaper.kill()
         reaper.wait()
@@ -89,7 +84,7 @@ def test_kwok_dies_with_its_reaper(tmp_path: Path) -> None:
                    and sessions.command_line(p.pid)[:1] == [sys.executable]]
         reaper.kill()
         reaper.wait()
-        assert wait_for(lambda: gone(kwok))
+        wait_for(lambda: gone(kwok), 10, "kwok to end")
     finally:
         reaper.kill()
         reaper.wait()

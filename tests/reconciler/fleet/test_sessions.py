@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from reconciler.fleet import sessions
+from reconciler.fleet.processes import running
+from tests.support.serve import wait_for
 
 
 @pytest.fixture
@@ -31,20 +32,6 @@ def started(token: str, directory: Path, script: str) -> subprocess.Popen[bytes]
     return subprocess.Popen(sessions.wrapper_argv(token, directory, "web-0",
                                                   ["sh", "-c", script]),
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-
-
-def alive(pid: int) -> bool:
-    stat = sessions._read(pid, "stat")
-    return bool(stat) and stat[stat.rindex(b")") + 2:][:1] not in b"ZX"
-
-
-def wait_for(condition: object, timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if callable(condition) and condition():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_the_wrapper_runs_the_command_in_the_pods_directory_with_the_sessions_token(
@@ -66,8 +53,8 @@ def test_ending_a_session_kills_its_tree_and_what_left_it_but_no_other_session(
     mine = started(tokens["mine"], tmp_path, script)
     other = started(tokens["other"], tmp_path / "o", "sleep 300")
     try:
-        assert wait_for(lambda: (tmp_path / "escaped").exists()
-                        and (tmp_path / "escaped").read_text().strip())
+        wait_for(lambda: (tmp_path / "escaped").exists()
+                 and (tmp_path / "escaped").read_text().strip(), 10, "the background job")
         escaped = int((tmp_path / "escaped").read_text())
         table = sessions.process_table()
         assert table[escaped].ppid != mine.pid  # it left the wrapper's tree
@@ -75,9 +62,10 @@ def test_ending_a_session_kills_its_tree_and_what_left_it_but_no_other_session(
         assert live[tokens["mine"]] == mine.pid
         assert sessions.end_session(tokens["mine"], os.getuid(), {os.getpid()}) >= 3
         assert mine.wait(timeout=5) in (-9, 128 + 9)  # killed, or exited as its child was
-        assert wait_for(lambda: not alive(escaped))
-        assert wait_for(lambda: not [p for p in sessions.process_table()
-                                     if sessions.session_token(p) == tokens["mine"]])
+        wait_for(lambda: not running(escaped), 10, "the escaped job to end")
+        wait_for(lambda: not [p for p in sessions.process_table()
+                              if sessions.session_token(p) == tokens["mine"]], 10,
+                 "no process of the session")
         assert other.poll() is None and tokens["other"] in sessions.wrappers(
             sessions.process_table(), {os.getpid()})
     finally:
@@ -98,7 +86,7 @@ def test_only_kwoks_children_are_wrappers(tmp_path: Path, tokens: dict[str, str]
             table = sessions.process_table()
             return tokens["copy"] in sessions.wrappers(table, {outer.pid})
 
-        assert wait_for(copy_runs)  # it has the wrapper's very command line ...
+        wait_for(copy_runs, 10, "the copy")  # it has the wrapper's very command line ...
         assert tokens["copy"] not in sessions.wrappers(sessions.process_table(),
                                                       {os.getpid()})  # ... not its parent
     finally:
