@@ -203,8 +203,7 @@ def launch(state: FleetState, runtime: ClusterRuntime, component: str,
     elif component == "metrics-server" and runtime.metrics_server_port:
         argv = metrics.metrics_server_args(
             f"{state.bin_dir}/metrics-server", runtime.metrics_server_port, runtime.kwok_port,
-            pki, kubeconfig_of(state, runtime, "metrics-server"),
-            state.timers.metric_resolution_seconds)
+            pki, kubeconfig_of(state, runtime, "metrics-server"))
         url = f"https://127.0.0.1:{runtime.metrics_server_port}/livez"
         ctx = client_ssl_context(pki.ca_cert, pki.client_cert("admin"),
                                  pki.client_key("admin"))

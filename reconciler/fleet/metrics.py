@@ -20,24 +20,24 @@ from reconciler.fleet.certs import Pki
 
 NAMESPACE = "kube-system"
 SERVICE = "metrics-server"
+#: how often metrics-server scrapes the nodes: at least its 10 s kubelet request timeout
+RESOLUTION = "15s"
 GROUP = "metrics.k8s.io"
 VERSION = "v1beta1"
 APISERVICE = f"{VERSION}.{GROUP}"
 
 
 def metrics_server_args(binary: str, port: int, kwok_port: int, pki: Pki,
-                        kubeconfig: Path, resolution_seconds: int = 15) -> list[str]:
+                        kubeconfig: Path) -> list[str]:
     """Command line of one cluster's metrics-server (serving on ``port``, scraping the
-    cluster's kwok on ``kwok_port`` every ``resolution_seconds`` and verifying kwok's
-    certificate with the fleet CA)."""
+    cluster's kwok on ``kwok_port`` and verifying kwok's certificate with the fleet CA)."""
     return [
         binary, f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
         f"--authorization-kubeconfig={kubeconfig}", "--bind-address=127.0.0.1",
         f"--secure-port={port}", f"--tls-cert-file={pki.metrics_server_cert}",
         f"--tls-private-key-file={pki.metrics_server_key}",
         "--kubelet-preferred-address-types=InternalIP", f"--kubelet-port={kwok_port}",
-        f"--kubelet-certificate-authority={pki.ca_cert}",
-        f"--metric-resolution={resolution_seconds}s",
+        f"--kubelet-certificate-authority={pki.ca_cert}", f"--metric-resolution={RESOLUTION}",
         "--profiling=false", "--v=1",
     ]
 

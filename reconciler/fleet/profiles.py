@@ -3,7 +3,7 @@
 ``default`` leaves every controller timer as Kubernetes ships it (``make demo`` runs it).
 ``test`` shortens the timers tests would otherwise wait for — the node controller's grace
 period, the HPA's sync period and downscale window, the tolerations behind taint-based
-eviction, metrics-server's scrape interval — and shortens kwok's node Leases to match, so
+eviction — and shortens kwok's node Leases to match, so
 nodes stay Ready under the shorter grace period (renewals come a quarter of the Lease
 duration apart: 4 renewals per Lease, about 5 per grace period).
 
@@ -29,8 +29,6 @@ class Profile:
     name: str
     #: kwok's node Lease duration (``--node-lease-duration-seconds``); renewed every quarter
     node_lease_seconds: int
-    #: metrics-server's ``--metric-resolution`` (how often it scrapes the nodes)
-    metric_resolution_seconds: int
     #: node controller: NotReady this long after a node's last Lease renewal (default 50)
     node_grace_seconds: int | None = None
     #: node controller: how often it checks the nodes (default 5)
@@ -64,13 +62,13 @@ class Profile:
         return (f"{self.name}: node grace {self.node_grace_seconds}s (Leases "
                 f"{self.node_lease_seconds}s), HPA sync {self.hpa_sync_seconds}s and "
                 f"downscale window {self.hpa_downscale_seconds}s, eviction after "
-                f"{self.eviction_seconds}s, metrics every {self.metric_resolution_seconds}s")
+                f"{self.eviction_seconds}s")
 
 
 PROFILES: dict[str, Profile] = {
-    DEFAULT: Profile(DEFAULT, node_lease_seconds=40, metric_resolution_seconds=15),
-    TEST: Profile(TEST, node_lease_seconds=12, metric_resolution_seconds=10,
-                  node_grace_seconds=20, node_monitor_period_seconds=2, hpa_sync_seconds=5,
+    DEFAULT: Profile(DEFAULT, node_lease_seconds=40),
+    TEST: Profile(TEST, node_lease_seconds=12, node_grace_seconds=20,
+                  node_monitor_period_seconds=2, hpa_sync_seconds=5,
                   hpa_downscale_seconds=30, eviction_seconds=30),
 }
 NAMES = tuple(PROFILES)
