@@ -23,3 +23,29 @@ def test_addon_crds_are_the_operators_for_training_and_stand_ins_for_keda(
     assert crds["tfjobs.kubeflow.org"]["metadata"]["labels"] == {
         addons.LABEL: "kubeflow-training"}
     assert "spec" not in crds["tfjobs.kubeflow.org"]  # as stored: the release's own schema
+
+
+def test_a_crd_is_served_once_established_and_in_its_group_versions_discovery() -> None:
+    """What the training operator needs before it starts: its REST mapper reads a group
+    version's kinds once, and the operator exits when one of them is missing."""
+    from types import SimpleNamespace as Obj
+
+    def crd(established: str) -> Obj:
+        return Obj(status=Obj(conditions=[Obj(type="Established", status=established)]),
+                   spec=Obj(group="kubeflow.org", versions=[Obj(name="v1", served=True)],
+                            names=Obj(plural="pytorchjobs")))
+
+    class Discovery:
+        def __init__(self, plurals: list[str]) -> None:
+            self.plurals = plurals
+            self.asked: list[str] = []
+
+        def call_api(self, path: str, method: str, **_kwargs: object) -> dict:
+            self.asked.append(path)
+            return {"resources": [{"name": p} for p in self.plurals]}
+
+    early = Discovery(["tfjobs"])
+    assert not addons.served(early, crd("False")) and not early.asked
+    assert not addons.served(early, crd("True"))  # established, not yet discovered
+    assert early.asked == ["/apis/kubeflow.org/v1"]
+    assert addons.served(Discovery(["tfjobs", "pytorchjobs"]), crd("True"))
