@@ -82,6 +82,7 @@ def install(api_client: Any, addons: Iterable[str], bin_dir: Path,
     from kubernetes import client
 
     ext: Any = client.ApiextensionsV1Api(api_client)
+    custom: Any = client.CustomObjectsApi(api_client)
     crds = crds_for(addons, bin_dir)
     for crd in crds:
         ext.create_custom_resource_definition(body=crd)
@@ -89,7 +90,7 @@ def install(api_client: Any, addons: Iterable[str], bin_dir: Path,
     deadline = time.monotonic() + timeout
     while pending:
         pending = {name for name in pending if not served(
-            api_client, ext.read_custom_resource_definition_status(name))}
+            custom, ext.read_custom_resource_definition_status(name))}
         if pending and time.monotonic() > deadline:
             raise FleetError(f"CRDs not established after {timeout:.0f}s: "
                              f"{', '.join(sorted(pending))}")
@@ -97,13 +98,20 @@ def install(api_client: Any, addons: Iterable[str], bin_dir: Path,
             time.sleep(0.2)
 
 
-def served(api_client: Any, crd: Any) -> bool:
+def served(custom: Any, crd: Any) -> bool:
     """Whether the API server serves a CRD: Established, and its kind in the discovery
-    of its group version (what a client's REST mapper reads)."""
+    of its group version (what a client's REST mapper reads; ``custom``: a
+    CustomObjectsApi)."""
+    from kubernetes.client.rest import ApiException
+
     conditions = (crd.status.conditions if crd.status else None) or []
     if not any(c.type == "Established" and c.status == "True" for c in conditions):
         return False
     version = next(v.name for v in crd.spec.versions if v.served)
-    found = api_client.call_api(f"/apis/{crd.spec.group}/{version}", "GET",
-                                response_type="object", _return_http_data_only=True)
-    return any(r.get("name") == crd.spec.names.plural for r in found.get("resources", []))
+    try:
+        found = custom.get_api_resources(crd.spec.group, version)
+    except ApiException as exc:
+        if exc.status == 404:  # the group version is not served yet
+            return False
+        raise
+    return any(r.name == crd.spec.names.plural for r in found.resources or [])

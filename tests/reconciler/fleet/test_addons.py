@@ -36,16 +36,23 @@ def test_a_crd_is_served_once_established_and_in_its_group_versions_discovery() 
                             names=Obj(plural="pytorchjobs")))
 
     class Discovery:
-        def __init__(self, plurals: list[str]) -> None:
+        """The group version discovery of CustomObjectsApi."""
+
+        def __init__(self, plurals: list[str] | None) -> None:
             self.plurals = plurals
             self.asked: list[str] = []
 
-        def call_api(self, path: str, method: str, **_kwargs: object) -> dict:
-            self.asked.append(path)
-            return {"resources": [{"name": p} for p in self.plurals]}
+        def get_api_resources(self, group: str, version: str) -> Obj:
+            from kubernetes.client.rest import ApiException
+
+            self.asked.append(f"{group}/{version}")
+            if self.plurals is None:
+                raise ApiException(status=404, reason="Not Found")
+            return Obj(resources=[Obj(name=p) for p in self.plurals])
 
     early = Discovery(["tfjobs"])
     assert not addons.served(early, crd("False")) and not early.asked
     assert not addons.served(early, crd("True"))  # established, not yet discovered
-    assert early.asked == ["/apis/kubeflow.org/v1"]
+    assert early.asked == ["kubeflow.org/v1"]
+    assert not addons.served(Discovery(None), crd("True"))  # no such group version yet
     assert addons.served(Discovery(["tfjobs", "pytorchjobs"]), crd("True"))
