@@ -17,7 +17,7 @@ $(BIN)/pincompile: pyproject.toml
 setup: $(BIN)/pincompile
 
 demo: setup
-	$(BIN)/pincompile fleet up
+	$(BIN)/pincompile fleet up --profile default
 	$(BIN)/pincompile validate examples
 	$(BIN)/pincompile compile examples --out-dir out
 	$(BIN)/pincompile apply examples

@@ -16,6 +16,7 @@ writes them to bench/RESULTS.md); it is not a test.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -33,7 +34,7 @@ sys.path.insert(0, str(REPO))
 
 from results import write_section  # noqa: E402
 
-from reconciler.fleet import build, components  # noqa: E402
+from reconciler.fleet import build, profiles  # noqa: E402
 from reconciler.fleet import fleet as fleet_mod  # noqa: E402
 from reconciler.fleet.errors import FleetError  # noqa: E402
 from reconciler.fleet.health import is_ready  # noqa: E402
@@ -125,7 +126,9 @@ def main() -> int:
     parser.add_argument("--results", action="store_true", help="write bench/RESULTS.md")
     args = parser.parse_args()
     if args.no_leases:
-        components.NODE_LEASE_SECONDS = 0  # kwok then relies on the 10-20 min status stage
+        # kwok then relies on the 10-20 min status stage
+        profiles.PROFILES[profiles.DEFAULT] = dataclasses.replace(
+            profiles.PROFILES[profiles.DEFAULT], node_lease_seconds=0)
 
     try:
         build.ensure_binaries()

@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO))
 
 from results import write_section  # noqa: E402
 
-from reconciler.fleet import build  # noqa: E402
+from reconciler.fleet import build, sessions  # noqa: E402
 from reconciler.fleet import fleet as fleet_mod  # noqa: E402
 from reconciler.fleet.errors import FleetError  # noqa: E402
 from reconciler.fleet.processes import Proc, is_alive  # noqa: E402
@@ -62,6 +62,11 @@ def cpu_ticks(pid: int) -> int:
     return int(fields[11]) + int(fields[12])
 
 
+def pids_of(pid: int) -> list[int]:
+    """A recorded process and its children (kwok runs as the child of its reaper)."""
+    return [pid, *(p.pid for p in sessions.process_table().values() if p.ppid == pid)]
+
+
 def component(proc: Proc) -> str:
     return proc.name.split("[", 1)[0]
 
@@ -71,7 +76,7 @@ def memory_report(procs: list[Proc]) -> int:
     per: dict[str, list[int]] = defaultdict(list)
     for proc in procs:
         if is_alive(proc):
-            per[component(proc)].append(rss_kib(proc.pid))
+            per[component(proc)].append(sum(rss_kib(pid) for pid in pids_of(proc.pid)))
     total = sum(sum(v) for v in per.values())
     for name, values in sorted(per.items(), key=lambda kv: -sum(kv[1])):
         say(f"    {name:<26} x{len(values):<2} {sum(values) / 1024:8.0f} MiB "
@@ -82,9 +87,10 @@ def memory_report(procs: list[Proc]) -> int:
 
 def idle_cpu(procs: list[Proc], seconds: float) -> float:
     """Cores used by the fleet while idle, averaged over ``seconds``."""
-    before = {p.pid: cpu_ticks(p.pid) for p in procs}
+    pids = [pid for p in procs for pid in pids_of(p.pid)]
+    before = {pid: cpu_ticks(pid) for pid in pids}
     time.sleep(seconds)
-    used = sum(cpu_ticks(p.pid) - before[p.pid] for p in procs)
+    used = sum(cpu_ticks(pid) - before[pid] for pid in pids)
     return used / TICKS / seconds
 
 
@@ -135,7 +141,7 @@ def main() -> int:
             start = time.monotonic()
             state = fleet_mod.up(args.clusters, directory, echo=lambda _m: None)
             starts.append(time.monotonic() - start)
-            used = sum(cpu_ticks(p.pid) for p in state.procs) / TICKS
+            used = sum(cpu_ticks(pid) for p in state.procs for pid in pids_of(p.pid)) / TICKS
             say(f"warm start #{run + 1}: {starts[-1]:.1f}s  "
                 f"({len(state.clusters) - 1} clusters + host, {len(state.procs)} processes; "
                 f"they used {used:.0f} CPU-seconds to start; load average "

@@ -1,7 +1,7 @@
-"""The one folder pincompile keeps what it can make again in: the compile cache
-(``compile-v1/``), the local fleet's binaries (``fleet-bin/``) and state (``fleet/``), and
-``serve``'s default insight store (``insight.db``). Nothing in it is needed: deleting it
-costs a slower next run."""
+"""pincompile's own folder: the compile cache (``compile-v1/``) and the local fleet's
+binaries (``fleet-bin/``), which deleting only makes slower to come back; the local
+fleet's state (``fleet/``); and ``serve``'s default insight store (``insight.db``), whose
+history is lost with it."""
 
 from __future__ import annotations
 

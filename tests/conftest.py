@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from reconciler.fleet import build
+from reconciler.fleet import build, profiles
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.clusters import ClusterSpec, load_clusters
 from reconciler.fleet.errors import FleetError
@@ -45,8 +45,7 @@ FIXTURE_CLUSTERS = Path(__file__).parent / "e2e" / "fixtures" / "clusters"
 EXCLUSIVE_CLUSTERS = [Path(__file__).parent / "reconciler" / "fixtures" / tree / "platform"
                       / "clusters" / "clusters.yaml" for tree in ("repo", "failover")]
 #: the fleets' timer profile: short controller timers (``reconciler/fleet/profiles.py``)
-PROFILE_ENV = "PINCOMPILE_FLEET_PROFILE"
-os.environ.setdefault(PROFILE_ENV, "test")
+os.environ.setdefault(profiles.ENV, profiles.TEST)
 #: the fleets this process started, by directory (stopped after their last test)
 STARTED: dict[Path, str] = {}
 #: names the run (its first process's pid) across the processes of ``pytest -n``

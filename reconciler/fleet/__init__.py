@@ -6,6 +6,9 @@ cluster's nodes; member clusters add metrics-server and, with the ``kubeflow-tra
 addon, the Kubeflow training operator. Binaries come from the Go modules under ``hack/``
 and are cached outside the repo (:mod:`.build`). :mod:`.fleet` brings a fleet up and down
 (its state: :mod:`.state`; the components' command lines: :mod:`.components`; the
-kubeconfigs: :mod:`.kubeconfig`); :mod:`.control` stops and starts one component of a
-running fleet on purpose.
+kubeconfigs: :mod:`.kubeconfig`; its timers: :mod:`.profiles`); :mod:`.control` stops and
+starts one component of a running fleet on purpose. What ``kubectl logs`` and ``kubectl
+exec`` reach: :mod:`.debugging` (the pod agent, :mod:`.pod_agent`, runs the nodes' kubelet
+front, :mod:`.kubelet_front`, and each pod's log, :mod:`.pod_logs`; an exec session's
+processes: :mod:`.sessions`, and kwok's :mod:`.reaper`).
 """

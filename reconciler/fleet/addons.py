@@ -13,13 +13,17 @@ stored, not acted upon.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from reconciler.fleet import build, training
+from reconciler.fleet.errors import FleetError
 
 LABEL = "pincompute.io/fleet-addon"
+#: how long the API server may take to serve a new CRD
+ESTABLISH_TIMEOUT = 60.0
 #: stand-in addons: addon name -> (group, version, [(kind, plural)])
 ADDON_CRDS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
     "keda": ("keda.sh", "v1alpha1", [
@@ -69,10 +73,45 @@ def crds_for(addons: Iterable[str], bin_dir: Path) -> list[dict[str, Any]]:
     return crds
 
 
-def install(api_client: Any, addons: Iterable[str], bin_dir: Path) -> None:
-    """Create the addon CRDs through ``api_client`` (a kubernetes.client.ApiClient)."""
+def install(api_client: Any, addons: Iterable[str], bin_dir: Path,
+            timeout: float = ESTABLISH_TIMEOUT) -> None:
+    """Create the addon CRDs through ``api_client`` (a kubernetes.client.ApiClient) and
+    wait until the API server serves each: an operator started earlier may not find its
+    kinds (the training operator's REST mapper reads a group's kinds once, and exits
+    when one is missing)."""
     from kubernetes import client
 
     ext: Any = client.ApiextensionsV1Api(api_client)
-    for crd in crds_for(addons, bin_dir):
+    custom: Any = client.CustomObjectsApi(api_client)
+    crds = crds_for(addons, bin_dir)
+    for crd in crds:
         ext.create_custom_resource_definition(body=crd)
+    pending = {crd["metadata"]["name"] for crd in crds}
+    deadline = time.monotonic() + timeout
+    while pending:
+        pending = {name for name in pending if not served(
+            custom, ext.read_custom_resource_definition_status(name))}
+        if pending and time.monotonic() > deadline:
+            raise FleetError(f"CRDs not established after {timeout:.0f}s: "
+                             f"{', '.join(sorted(pending))}")
+        if pending:
+            time.sleep(0.2)
+
+
+def served(custom: Any, crd: Any) -> bool:
+    """Whether the API server serves a CRD: Established, and its kind in the discovery
+    of its group version (what a client's REST mapper reads; ``custom``: a
+    CustomObjectsApi)."""
+    from kubernetes.client.rest import ApiException
+
+    conditions = (crd.status.conditions if crd.status else None) or []
+    if not any(c.type == "Established" and c.status == "True" for c in conditions):
+        return False
+    version = next(v.name for v in crd.spec.versions if v.served)
+    try:
+        found = custom.get_api_resources(crd.spec.group, version)
+    except ApiException as exc:
+        if exc.status == 404:  # the group version is not served yet
+            return False
+        raise
+    return any(r.name == crd.spec.names.plural for r in found.resources or [])

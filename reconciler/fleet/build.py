@@ -29,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from pincompile.contract import cache_root
 from reconciler.fleet.errors import FleetError
 from reconciler.fleet.progress import TOTAL_PREFIX, format_elapsed, read_build_log
 
@@ -62,11 +63,6 @@ PACKAGES: dict[str, str] = {**FLEET_PACKAGES, **METRICS_SERVER_PACKAGES,
 _GO_NAMES = {"etcd": "server", "training-operator": "training-operator.v1"}
 STAMP = ".complete"
 ENABLE_HINT = "install Go >= 1.26 (https://go.dev/dl/) or set PINCOMPILE_GO to its `go` binary"
-
-
-def cache_root() -> Path:
-    """``$PINCOMPILE_CACHE`` or ``~/.cache/pincompile``."""
-    return Path(os.environ.get("PINCOMPILE_CACHE") or "~/.cache/pincompile").expanduser()
 
 
 def module_dir() -> Path:

@@ -1,5 +1,5 @@
 """Self-signed PKI for a local fleet: a CA, serving certs (the API servers and kwok, the
-metrics-servers), client certs, an SA key."""
+metrics-servers, etcd), client certs, an SA key."""
 
 from __future__ import annotations
 
@@ -60,6 +60,16 @@ class Pki:
     @property
     def metrics_server_key(self) -> Path:
         return self.dir / "metrics-server-serving.key"
+
+    @property
+    def etcd_cert(self) -> Path:
+        """etcd's certificate: it serves with it, and the API servers (etcd's only
+        clients) show it to etcd, which asks every client for one of the fleet CA."""
+        return self.dir / "etcd.crt"
+
+    @property
+    def etcd_key(self) -> Path:
+        return self.dir / "etcd.key"
 
     @property
     def sa_key(self) -> Path:
@@ -142,15 +152,17 @@ def generate_pki(directory: Path) -> Pki:
     _write(pki.ca_cert, ca_cert.public_bytes(pem))
     _write(pki.dir / "ca.key", _key_pem(ca_key), private=True)
 
-    for cert_path, key_path, cn, dns in (
-            (pki.serving_cert, pki.serving_key, "kube-apiserver", SERVING_DNS),
+    server = [ExtendedKeyUsageOID.SERVER_AUTH]
+    for cert_path, key_path, cn, dns, usage in (
+            (pki.serving_cert, pki.serving_key, "kube-apiserver", SERVING_DNS, server),
             (pki.metrics_server_cert, pki.metrics_server_key, "metrics-server",
-             METRICS_SERVER_DNS)):
+             METRICS_SERVER_DNS, server),
+            (pki.etcd_cert, pki.etcd_key, "etcd", ("localhost",),
+             [*server, ExtendedKeyUsageOID.CLIENT_AUTH])):
         key = _key()
         sans: list[x509.GeneralName] = [x509.DNSName(d) for d in dns]
         sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in SERVING_IPS]
-        cert = _issue(_name(cn), key, ca_cert, ca_key,
-                      usage=[ExtendedKeyUsageOID.SERVER_AUTH], sans=sans)
+        cert = _issue(_name(cn), key, ca_cert, ca_key, usage=usage, sans=sans)
         _write(cert_path, cert.public_bytes(pem))
         _write(key_path, _key_pem(key), private=True)
     for who, (cn, orgs) in CLIENTS.items():

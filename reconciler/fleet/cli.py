@@ -15,7 +15,7 @@ import click
 
 from pincompile.contract import to_yaml
 from reconciler.commands.options import Duration
-from reconciler.fleet import build, control, load
+from reconciler.fleet import build, control, load, profiles
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.clusters import ClusterSpecError
 from reconciler.fleet.errors import FleetError
@@ -117,20 +117,25 @@ def build_cmd(force: bool) -> None:
               default=None, help=f"File or folder with Cluster specs [default: "
                                  f"{DEFAULT_CLUSTERS}].")
 @dir_option
-def up_cmd(clusters: Path | None, directory: Path | None) -> None:
+@click.option("--profile", type=click.Choice(profiles.NAMES), envvar=profiles.ENV,
+              default=profiles.DEFAULT, show_default=True, show_envvar=True,
+              help="Controller timers: Kubernetes' defaults, or `test`: short ones (node "
+                   "grace 20s, HPA sync 5s and downscale window 30s, eviction after 30s).")
+def up_cmd(clusters: Path | None, directory: Path | None, profile: str) -> None:
     """Start etcd, a host control plane and one control plane per Cluster spec.
 
     \b
     Examples:
       pincompile fleet up
       pincompile fleet up --clusters tests/e2e/fixtures/clusters --dir /tmp/fleet
+      pincompile fleet up --profile test     # short controller timers, for tests
     """
     path = _resolve_clusters(str(clusters) if clusters else None)
     with _errors():
         out = StatusLine()
         try:
             fleet_mod.up(path, directory, echo=out.echo, progress=out.status,
-                         every=out.every)
+                         every=out.every, profile=profile)
         finally:
             out.close()
 
@@ -174,7 +179,8 @@ def _status(state: fleet_mod.FleetState) -> dict[str, Any]:
     healthy = state.phase == "up" and all(p["alive"] for p in procs) and all(
         c["healthy"] for c in clusters)
     return {"dir": str(state.dir), "phase": state.phase, "healthy": healthy,
-            "kubeconfig": str(state.kubeconfig), "versions": state.versions,
+            "profile": state.profile, "kubeconfig": str(state.kubeconfig),
+            "versions": state.versions,
             "clusters": clusters, "processes": procs}
 
 
@@ -184,6 +190,7 @@ def _print_table(state: fleet_mod.FleetState, info: dict[str, Any]) -> None:
     click.echo(f"kubeconfig: {info['kubeconfig']}")
     vers = ", ".join(f"{k} {v}" for k, v in state.versions.items())
     click.echo(f"versions: {vers}")
+    click.echo(f"profile: {state.timers.describe()}")
     width = max([len(c["context"]) for c in info["clusters"]] + [7])
     click.echo(f"  {'CONTEXT':<{width}}  {'SERVER':<24}  {'API':<9}  NODES")
     for c in info["clusters"]:
@@ -206,8 +213,9 @@ def status_cmd(directory: Path | None, output: str, as_json: bool) -> None:
     age of the oldest node Lease renewal; and which fleet processes run.
 
     Exit code 0 when every process runs and every node of every cluster is Ready, 3
-    otherwise (also when the fleet is down). A Lease renewal older than about 40 s means
-    that cluster's kwok stopped; its nodes go NotReady 50 s after the last renewal.
+    otherwise (also when the fleet is down). A Lease renewal older than the Lease duration
+    (40 s; 12 s under the test profile) means that cluster's kwok stopped; its nodes go
+    NotReady a grace period (50 s; 20 s) after the last renewal.
 
     \b
     Examples:

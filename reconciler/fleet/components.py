@@ -1,10 +1,12 @@
-"""The command lines of a cluster's components (kube-apiserver, kube-controller-manager,
-kube-scheduler, kwok, metrics-server, the training operator) and how one is launched."""
+"""The command lines of the fleet's etcd, of a cluster's components (kube-apiserver,
+kube-controller-manager, kube-scheduler, kwok, metrics-server, the training operator) and
+of the pod agent, and how a component is launched."""
 
 from __future__ import annotations
 
 import os
 import ssl
+import sys
 from pathlib import Path
 
 from reconciler.fleet import debugging, metrics, training
@@ -19,10 +21,6 @@ STAGES = Path(__file__).with_name("stages.yaml")
 #: kwok's emulated kubelet resource metrics and the containers' resource usage
 USAGE = Path(__file__).with_name("usage.yaml")
 SERVICE_CIDR = "10.96.0.0/16"
-#: kwok renews one Lease per node (kube-node-lease) every quarter of this, like a kubelet;
-#: the node controller's grace period (50 s by default, left as is) counts from the last
-#: renewal, so nodes stay Ready while kwok runs and go NotReady when it stops.
-NODE_LEASE_SECONDS = 40
 #: controllers the fleet does not need (no cloud, no volumes to attach, no CSR signing)
 DISABLED_CONTROLLERS = (
     "bootstrap-signer-controller", "token-cleaner-controller",
@@ -34,13 +32,37 @@ DISABLED_CONTROLLERS = (
 )
 
 
+def etcd_url(state: FleetState) -> str:
+    return f"https://127.0.0.1:{state.etcd_port}"
+
+
+def etcd_args(state: FleetState, pki: Pki) -> list[str]:
+    """Command line of the fleet's one etcd: TLS, and a certificate of the fleet CA asked
+    of every client and peer (a process on this machine — an exec'd one — gets nothing)."""
+    client, peer = etcd_url(state), f"https://127.0.0.1:{state.etcd_peer_port}"
+    tls = [f"--{side}{name}={path}" for side in ("", "peer-") for name, path in (
+        ("cert-file", pki.etcd_cert), ("key-file", pki.etcd_key),
+        ("trusted-ca-file", pki.ca_cert))]
+    return [
+        f"{state.bin_dir}/etcd", "--name=fleet", f"--data-dir={state.dir / 'etcd'}",
+        f"--listen-client-urls={client}", f"--advertise-client-urls={client}",
+        f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
+        f"--initial-cluster=fleet={peer}", "--initial-cluster-state=new",
+        *tls, "--client-cert-auth", "--peer-client-cert-auth",
+        "--unsafe-no-fsync", "--quota-backend-bytes=4294967296",
+        "--auto-compaction-retention=5m", "--auto-compaction-mode=periodic",
+        "--log-level=warn",
+    ]
+
+
 def apiserver_args(state: FleetState, runtime: ClusterRuntime, pki: Pki) -> list[str]:
     """Command line of one kube-apiserver."""
     return [
         f"{state.bin_dir}/kube-apiserver",
         "--bind-address=127.0.0.1", f"--secure-port={runtime.port}",
         "--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none",
-        f"--etcd-servers=http://127.0.0.1:{state.etcd_port}",
+        f"--etcd-servers={etcd_url(state)}", f"--etcd-cafile={pki.ca_cert}",
+        f"--etcd-certfile={pki.etcd_cert}", f"--etcd-keyfile={pki.etcd_key}",
         f"--etcd-prefix={runtime.etcd_prefix}",
         f"--tls-cert-file={pki.serving_cert}", f"--tls-private-key-file={pki.serving_key}",
         f"--client-ca-file={pki.ca_cert}",
@@ -65,6 +87,7 @@ def apiserver_args(state: FleetState, runtime: ClusterRuntime, pki: Pki) -> list
         "--enable-admission-plugins=ExtendedResourceToleration",
         "--enable-priority-and-fairness=false", "--profiling=false",
         "--event-ttl=30m",
+        *state.timers.apiserver_flags(),
     ]
 
 
@@ -85,6 +108,7 @@ def controller_manager_args(state: FleetState, runtime: ClusterRuntime, pki: Pki
         f"--service-account-private-key-file={pki.sa_key}", f"--root-ca-file={pki.ca_cert}",
         f"--service-cluster-ip-range={SERVICE_CIDR}",
         "--kube-api-qps=200", "--kube-api-burst=400",
+        *state.timers.controller_manager_flags(),
     ]
 
 
@@ -96,23 +120,43 @@ def scheduler_args(state: FleetState, runtime: ClusterRuntime, kubeconfig: Path)
 
 
 def kwok_args(state: FleetState, index: int, kubeconfig: Path) -> list[str]:
-    """Command line of one kwok (fakes the nodes annotated kwok.x-k8s.io/node=fake).
+    """Command line of one kwok (fakes the nodes annotated kwok.x-k8s.io/node=fake), run
+    by its reaper (:mod:`.reaper`, which ends what exec sessions leave behind).
 
-    As kwokctl runs it: per-node Leases (``--node-lease-duration-seconds``) carry node
-    liveness, and its HTTPS server (``/healthz``, the nodes' emulated kubelet endpoints:
-    ``/metrics/nodes/<node>/metrics/resource``) listens on the cluster's ``kwok_port``,
-    which the nodes report as their kubelet port.
+    As kwokctl runs it: per-node Leases carry node liveness (kwok renews one per node in
+    ``kube-node-lease`` every quarter of the profile's Lease duration, like a kubelet; the
+    node controller's grace period counts from the last renewal, so nodes stay Ready while
+    kwok runs and go NotReady when it stops), and its HTTPS server (``/healthz``, the
+    nodes' emulated kubelet resource metrics that metrics-server scrapes) listens on the
+    cluster's ``kwok_port``. The nodes report the pod agent's front for it
+    (``kubelet_port``) as their kubelet, where the API servers ask for logs and exec. Each
+    pod's log is named by a ``Logs`` object in the cluster (``--enable-crds``).
     """
     runtime = state.clusters[index]
     pki = Pki(state.dir / "pki")
-    return [f"{state.bin_dir}/kwok", f"--kubeconfig={kubeconfig}", f"--config={STAGES}",
+    return [sys.executable, "-m", "reconciler.fleet.reaper",
+            f"{state.bin_dir}/kwok", f"--kubeconfig={kubeconfig}", f"--config={STAGES}",
             f"--config={USAGE}", f"--config={debugging.kwok_config(state.dir)}",
+            f"--enable-crds={','.join(debugging.KWOK_CRDS)}",
             "--manage-all-nodes=false", f"--manage-nodes-with-annotation-selector={KWOK_SELECTOR}",
             "--node-ip=127.0.0.1", f"--cidr=10.{64 + index % 64}.0.1/16",
-            f"--node-lease-duration-seconds={NODE_LEASE_SECONDS}",
+            f"--node-lease-duration-seconds={state.timers.node_lease_seconds}",
             f"--server-address=127.0.0.1:{runtime.kwok_port}",
-            f"--node-port={runtime.kwok_port}", f"--tls-cert-file={pki.serving_cert}",
+            f"--node-port={runtime.kubelet_port or runtime.kwok_port}",
+            f"--tls-cert-file={pki.serving_cert}",
             f"--tls-private-key-file={pki.serving_key}", "--v=WARN"]
+
+
+def pod_agent_args(state: FleetState) -> list[str]:
+    """Command line of the fleet's pod agent (:mod:`.pod_agent`)."""
+    return [sys.executable, "-m", "reconciler.fleet.pod_agent", str(state.dir)]
+
+
+def kwok_environment() -> dict[str, str]:
+    """kwok's whole environment, which every exec'd command inherits: nothing of the
+    user's (no tokens, no proxies), only a PATH."""
+    return {"PATH": debugging.PATH, "NO_PROXY": "127.0.0.1,localhost",
+            "no_proxy": "127.0.0.1,localhost"}
 
 
 def environment() -> dict[str, str]:
@@ -152,6 +196,7 @@ def launch(state: FleetState, runtime: ClusterRuntime, component: str,
         ctx = _insecure_context()
     elif component == "kwok":
         argv = kwok_args(state, index, kubeconfig_of(state, runtime, "kwok"))
+        env = kwok_environment()
         url = f"https://127.0.0.1:{runtime.kwok_port}/healthz"
         ctx = client_ssl_context(pki.ca_cert, pki.client_cert("admin"),
                                  pki.client_key("admin"))

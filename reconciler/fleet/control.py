@@ -96,9 +96,10 @@ def stop_component(state: FleetState, cluster: str, component: str) -> None:
     ``cluster`` is a cluster name or context, ``component`` one of :data:`COMPONENTS`.
     Stopping ``kube-apiserver`` makes the cluster unreachable (connections are refused)
     while its etcd data, controllers and kwok stay; stopping ``kwok`` stops its node
-    Lease renewals, so after the node controller's grace period (50 s) the cluster's
-    nodes go NotReady, its pods are marked not Ready and taint-based eviction proceeds as
-    in any cluster (300 s; not while a whole zone is down). ``state`` (and
+    Lease renewals, so after the node controller's grace period (50 s; 20 s under the
+    ``test`` profile) the cluster's nodes go NotReady, its pods are marked not Ready and
+    taint-based eviction proceeds as in any cluster (300 s, 30 s under ``test``; not while
+    a whole zone is down). ``state`` (and
     ``state.json``) then record the process as stopped, so ``fleet status`` reports the
     fleet as not healthy. Undo with :func:`start_component`. Raises FleetError.
     """
@@ -119,7 +120,7 @@ def start_component(state: FleetState, cluster: str, component: str,
     It comes back with the same command line: the same port, certificates, etcd prefix
     and kubeconfig, so clients keep working unchanged (kube-apiserver: ``/readyz``
     answers; kwok: ``/healthz`` answers, it takes the node Leases over once they have
-    expired — at most ``NODE_LEASE_SECONDS`` after the old kwok's last renewal — and
+    expired — at most the profile's Lease duration after the old kwok's last renewal — and
     turns NotReady nodes and their running pods Ready again). A no-op when the component
     runs. Raises FleetError (with the log's tail) when it does not become ready.
     """

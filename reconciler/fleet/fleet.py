@@ -10,12 +10,17 @@ Layout of a fleet directory (default ``${PINCOMPILE_CACHE:-~/.cache/pincompile}/
     clusters/<name>/  component kubeconfigs
     logs/             one log file per process
     clusters/<name>/training-operator-tmp/  the training operator's TMPDIR (webhook certs)
-    pods/             what `kubectl logs` / `kubectl exec` of any pod reach (debugging.py)
+    pods/             each pod's log files, kwok's exec configuration (debugging.py)
 
-Every member cluster (not the host) also runs a metrics-server (see
-:mod:`reconciler.fleet.metrics`), so HPAs on CPU and memory and ``kubectl top`` work, and
-every member cluster that lists the ``kubeflow-training`` addon runs the Kubeflow training
-operator (:mod:`reconciler.fleet.training`).
+The directory is private to the fleet's user (exec'd commands run as another, see
+:mod:`.debugging`); the pods' scratch directories are outside it
+(``$TMPDIR/pincompile-exec-*``, recorded as ``exec_dir``).
+
+One pod agent serves every cluster's kubelet endpoint and keeps each pod's log
+(:mod:`reconciler.fleet.pod_agent`). Every member cluster (not the host) also runs a
+metrics-server (see :mod:`reconciler.fleet.metrics`), so HPAs on CPU and memory and
+``kubectl top`` work, and every member cluster that lists the ``kubeflow-training`` addon
+runs the Kubeflow training operator (:mod:`reconciler.fleet.training`).
 """
 
 from __future__ import annotations
@@ -29,18 +34,20 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from reconciler.fleet import addons, build, debugging, metrics, storage, training
+from reconciler.fleet import addons, build, debugging, metrics, profiles, storage, training
 from reconciler.fleet.certs import Pki, generate_pki
 from reconciler.fleet.clusters import ClusterSpec, ClusterSpecError, load_clusters
 from reconciler.fleet.components import (
-    NODE_LEASE_SECONDS,
     STAGES,
     USAGE,
     apiserver_args,
     controller_manager_args,
     environment,
+    etcd_args,
+    etcd_url,
     kwok_args,
     launch,
+    pod_agent_args,
     scheduler_args,
 )
 from reconciler.fleet.control import (
@@ -61,6 +68,7 @@ from reconciler.fleet.nodes import generate_nodes, host_cluster
 from reconciler.fleet.ports import claim_ports, release_ports
 from reconciler.fleet.processes import (
     Proc,
+    client_ssl_context,
     is_alive,
     log_tail,
     spawn,
@@ -84,7 +92,7 @@ from reconciler.fleet.state import (
 #: what other modules and tests reach through this module (defined in its neighbours;
 #: ``stop_component``/``start_component``/``node_monitor_grace_period``: :mod:`.control`)
 __all__ = [
-    "COMPONENTS", "HOST", "NODE_LEASE_SECONDS", "STAGES", "STATE_FILE", "USAGE",
+    "COMPONENTS", "HOST", "STAGES", "STATE_FILE", "USAGE",
     "ClusterRuntime", "FleetState", "api_client", "apiserver_args",
     "controller_manager_args", "default_dir", "down", "is_running", "kwok_args",
     "node_monitor_grace_period", "parse_go_duration", "port_registry", "read_state",
@@ -95,7 +103,7 @@ __all__ = [
 SETTLE_TIMEOUT = 120.0
 
 #: shutdown order: clients of the apiservers first, etcd last (all at once is slower)
-STOP_ORDER = ("training-operator", "metrics-server", "kwok", "kube-scheduler",
+STOP_ORDER = ("pod-agent", "training-operator", "metrics-server", "kwok", "kube-scheduler",
               "kube-controller-manager", "kube-apiserver", "etcd")
 
 Echo = Callable[[str], None]
@@ -126,8 +134,11 @@ def _step(label: str, echo: Echo, timings: dict[str, float]) -> Iterator[None]:
     echo(f"  {label:<38} {took:6.1f}s")
 
 
-def _clean(directory: Path) -> None:
-    """Remove everything ``up`` creates in ``directory`` (not the lock file)."""
+def _clean(directory: Path, state: FleetState | None = None) -> None:
+    """Remove everything ``up`` creates in ``directory`` (not the lock file) and the pods'
+    scratch directories ``state`` records."""
+    if state is not None and state.exec_dir:
+        shutil.rmtree(state.exec_dir, ignore_errors=True)
     for child in directory.iterdir():
         if child.name == LOCK_FILE:
             continue
@@ -162,6 +173,8 @@ def _create_cluster_objects(state: FleetState, runtime: ClusterRuntime,
             # status is not always kept on create; set it explicitly (kwok keeps it)
             core.patch_node_status(node["metadata"]["name"], {"status": node["status"]})
         runtime.nodes = [n["metadata"]["name"] for n in nodes]
+        crds: Any = client.ApiextensionsV1Api(api)
+        crds.create_custom_resource_definition(body=debugging.logs_crd())
         addons.install(api, spec.addons, Path(state.bin_dir))
         if runtime.training_operator_port:
             training.prepare(api)
@@ -242,12 +255,17 @@ def _wait_settled(state: FleetState, timeout: float) -> None:
 
 
 def up(clusters_path: str | Path, directory: str | Path | None = None,
-       echo: Echo = print, progress: Echo | None = None, every: float = 30.0) -> FleetState:
-    """Start the fleet (no-op when it already runs). Raises FleetError/ClusterSpecError.
+       echo: Echo = print, progress: Echo | None = None, every: float = 30.0,
+       profile: str | None = None) -> FleetState:
+    """Start the fleet (no-op when it already runs). Raises FleetError/ClusterSpecError,
+    ValueError for an unknown profile.
 
-    A first build of the binaries reports its progress through ``progress`` (default:
-    ``echo``) every ``every`` seconds.
+    ``profile`` names its timer profile (:mod:`.profiles`; default:
+    ``$PINCOMPILE_FLEET_PROFILE``, else Kubernetes' defaults). A first build of the
+    binaries reports its progress through ``progress`` (default: ``echo``) every ``every``
+    seconds.
     """
+    timers = profiles.profile(profile)
     directory = Path(directory or default_dir()).expanduser().resolve()
     specs_list = load_clusters(clusters_path)
     if not specs_list:
@@ -264,15 +282,19 @@ def up(clusters_path: str | Path, directory: str | Path | None = None,
             if wanted != {c.name for c in old.clusters}:
                 echo(f"note: it runs the clusters of {old.clusters_path}, not those of "
                      f"{clusters_path}; run `pincompile fleet down` first to change them")
+            if old.profile != timers.name:
+                echo(f"note: it runs the {old.profile!r} profile, not {timers.name!r}; run "
+                     "`pincompile fleet down` first to change it")
             echo(f"kubeconfig: {old.kubeconfig}")
             return old
         if old is not None:
             echo(f"cleaning up a stopped or broken fleet in {directory}")
             stop_fleet(old.procs)
             release_ports(port_registry(), str(directory))
+            _clean(directory, old)
         timings: dict[str, float] = {}
         total = time.monotonic()
-        echo(f"starting fleet in {directory}")
+        echo(f"starting fleet in {directory} (profile {timers.describe()})")
         with _step("binaries (build or cache)", echo, timings):
             bins = build.ensure_binaries(echo=echo, progress=progress, every=every)
         _clean(directory)
@@ -280,14 +302,15 @@ def up(clusters_path: str | Path, directory: str | Path | None = None,
         state = FleetState(dir=directory, owner_pid=os.getpid(), bin_dir=str(bins),
                            versions=build.versions(),
                            clusters_path=str(Path(clusters_path).resolve()),
-                           started_at=time.time(), timings=timings)
+                           started_at=time.time(), timings=timings, profile=timers.name)
         state.save()
         try:
             _start(state, specs, echo, timings)
         except BaseException:
             stop_fleet(state.procs)
             release_ports(port_registry(), str(directory))
-            (directory / STATE_FILE).unlink(missing_ok=True)
+            (directory / STATE_FILE).unlink(missing_ok=True)  # the logs stay, to read
+            shutil.rmtree(state.exec_dir, ignore_errors=True)
             raise
         timings["total"] = round(time.monotonic() - total, 2)
         state.phase = "up"
@@ -302,8 +325,9 @@ def up(clusters_path: str | Path, directory: str | Path | None = None,
         return state
 
 
-#: apiserver, controller-manager, scheduler, kwok, metrics-server, training operator x2
-PER_CLUSTER_PORTS = 7
+#: apiserver, controller-manager, scheduler, kwok, metrics-server, training operator x2,
+#: the kubelet front
+PER_CLUSTER_PORTS = 8
 
 
 def _start(state: FleetState, specs: dict[str, ClusterSpec], echo: Echo,
@@ -312,8 +336,11 @@ def _start(state: FleetState, specs: dict[str, ClusterSpec], echo: Echo,
     env = environment()
     logs = directory / "logs"
     with _step("certificates", echo, timings):
+        directory.chmod(0o700)  # the fleet's files: no other user's, an exec'd command's
         pki = generate_pki(directory / "pki")
-        debugging.write_kwok_config(directory)
+        user = debugging.exec_user()
+        state.exec_dir = str(debugging.make_exec_root())
+        debugging.write_kwok_config(directory, Path(state.exec_dir), user)
     with _step("ports", echo, timings):
         ports = claim_ports(port_registry(), str(directory),
                             2 + PER_CLUSTER_PORTS * len(specs))
@@ -328,26 +355,18 @@ def _start(state: FleetState, specs: dict[str, ClusterSpec], echo: Echo,
                                              metrics_server_port=p[4] if member else 0,
                                              training_operator_port=p[5] if trains else 0,
                                              training_webhook_port=p[6] if trains else 0,
+                                             kubelet_port=p[7],
                                              etcd_prefix=f"/pincompile/{name}"))
     state.save()
     write_kubeconfig(state.kubeconfig, [(r.context, r.server) for r in state.clusters],
                      pki, "admin")
 
     with _step("etcd", echo, timings):
-        etcd_url = f"http://127.0.0.1:{state.etcd_port}"
-        peer_url = f"http://127.0.0.1:{state.etcd_peer_port}"
-        etcd = spawn("etcd", [
-            f"{state.bin_dir}/etcd", "--name=fleet", f"--data-dir={directory / 'etcd'}",
-            f"--listen-client-urls={etcd_url}", f"--advertise-client-urls={etcd_url}",
-            f"--listen-peer-urls={peer_url}", f"--initial-advertise-peer-urls={peer_url}",
-            f"--initial-cluster=fleet={peer_url}", "--initial-cluster-state=new",
-            "--unsafe-no-fsync", "--quota-backend-bytes=4294967296",
-            "--auto-compaction-retention=5m", "--auto-compaction-mode=periodic",
-            "--log-level=warn",
-        ], logs / "etcd.log", env=env)
+        etcd = spawn("etcd", etcd_args(state, pki), logs / "etcd.log", env=env)
         state.procs.append(etcd)
         state.save()
-        wait_until_ready([(etcd, f"{etcd_url}/health", None)], timeout=60)
+        wait_until_ready([(etcd, f"{etcd_url(state)}/health", client_ssl_context(
+            pki.ca_cert, pki.etcd_cert, pki.etcd_key))], timeout=60)
 
     with _step(f"kube-apiserver x{len(state.clusters)}", echo, timings):
         waits = [launch(state, runtime, "kube-apiserver", env) for runtime in state.clusters]
@@ -371,9 +390,11 @@ def _start(state: FleetState, specs: dict[str, ClusterSpec], echo: Echo,
                 training.write_certificates(cluster_dir(state, runtime), pki)
             for component in runtime.components[1:]:
                 waits.append(launch(state, runtime, component, env))
+        agent = spawn("pod-agent", pod_agent_args(state), logs / "pod-agent.log", env=env)
+        waits.append((agent, f"https://127.0.0.1:{state.clusters[0].kubelet_port}/healthz",
+                      client_ssl_context(pki.ca_cert, pki.client_cert("admin"),
+                                         pki.client_key("admin"))))
         state.procs += [proc for proc, _, _ in waits]
-        state.procs.append(spawn(debugging.LOG_WRITER, debugging.log_writer_argv(),
-                                 debugging.log_file(directory), env=env))
         state.save()
         wait_until_ready(waits, timeout=SETTLE_TIMEOUT)
         _register_metrics(state)
@@ -402,7 +423,7 @@ def down(directory: str | Path | None = None, echo: Echo = print) -> bool:
             raise FleetError("could not stop: " + ", ".join(f"{p.name} (pid {p.pid})"
                                                             for p in left))
         release_ports(port_registry(), str(directory))
-        _clean(directory)
+        _clean(directory, state)
         echo(f"fleet in {directory} stopped ({len(state.procs)} processes) "
              f"in {time.monotonic() - start:.1f}s")
         return True

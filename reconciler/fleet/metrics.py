@@ -20,11 +20,11 @@ from reconciler.fleet.certs import Pki
 
 NAMESPACE = "kube-system"
 SERVICE = "metrics-server"
+#: how often metrics-server scrapes the nodes: at least its 10 s kubelet request timeout
+RESOLUTION = "15s"
 GROUP = "metrics.k8s.io"
 VERSION = "v1beta1"
 APISERVICE = f"{VERSION}.{GROUP}"
-#: how often metrics-server scrapes the nodes (the HPA controller syncs every 15 s)
-RESOLUTION = "15s"
 
 
 def metrics_server_args(binary: str, port: int, kwok_port: int, pki: Pki,

@@ -55,6 +55,12 @@ def start_time(pid: int) -> int:
     return stat[1] if stat else 0
 
 
+def running(pid: int) -> bool:
+    """True while the process ``pid`` runs (a zombie does not)."""
+    stat = _stat(pid)
+    return stat is not None and stat[0] not in "ZX"
+
+
 def is_alive(proc: Proc) -> bool:
     """True while the recorded process runs (a zombie or a reused pid does not count)."""
     stat = _stat(proc.pid)

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reconciler.fleet import build
+from pincompile.contract import local_fleet_dir
+from reconciler.fleet import build, profiles
 from reconciler.fleet.errors import FleetError
 from reconciler.fleet.processes import Proc, is_alive
 
@@ -24,8 +25,8 @@ COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kw
 
 
 def default_dir() -> Path:
-    """``${PINCOMPILE_CACHE:-~/.cache/pincompile}/fleet``."""
-    return build.cache_root() / "fleet"
+    """Where ``fleet up`` keeps the local fleet unless told (see ``pincompile.cachedir``)."""
+    return local_fleet_dir()
 
 
 def port_registry() -> Path:
@@ -63,6 +64,8 @@ class ClusterRuntime:
     #: the training operator's /readyz and webhook ports; 0 where it does not run
     training_operator_port: int = 0
     training_webhook_port: int = 0
+    #: the kubelet port the nodes report: the fleet's front for kwok (kubelet_front.py)
+    kubelet_port: int = 0
 
     @property
     def components(self) -> tuple[str, ...]:
@@ -92,6 +95,15 @@ class FleetState:
     procs: list[Proc] = field(default_factory=list)
     started_at: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
+    #: the timer profile it was started with (:mod:`.profiles`)
+    profile: str = profiles.DEFAULT
+    #: where its pods' scratch directories are (exec runs there; outside ``dir``)
+    exec_dir: str = ""
+
+    @property
+    def timers(self) -> profiles.Profile:
+        """The fleet's timer profile."""
+        return profiles.PROFILES.get(self.profile, profiles.PROFILES[profiles.DEFAULT])
 
     @property
     def kubeconfig(self) -> Path:
@@ -116,7 +128,8 @@ class FleetState:
             "etcd_port": self.etcd_port, "etcd_peer_port": self.etcd_peer_port,
             "clusters": [{**vars(c), "server": c.server} for c in self.clusters],
             "procs": [p.to_json() for p in self.procs],
-            "started_at": self.started_at, "timings": self.timings,
+            "started_at": self.started_at, "timings": self.timings, "profile": self.profile,
+            "exec_dir": self.exec_dir,
         }
 
     @classmethod
@@ -133,6 +146,8 @@ class FleetState:
             procs=[Proc.from_json(p) for p in data.get("procs", [])],
             started_at=float(data.get("started_at", 0.0)),
             timings=dict(data.get("timings", {})),
+            profile=str(data.get("profile", profiles.DEFAULT)),
+            exec_dir=str(data.get("exec_dir", "")),
         )
 
     def save(self) -> None:

@@ -317,6 +317,7 @@ def test_up_down_up_leaves_nothing_behind(e2e_toolchain: Path) -> None:
             assert not [p.pid for p in procs if Path(f"/proc/{p.pid}").exists()
                         and is_alive(p)]
             assert not _processes_mentioning(str(directory))
+            assert not Path(state.exec_dir).exists()  # the pods' scratch directories
             assert fleet_mod.read_state(directory) is None
             result = runner.invoke(fleet_cli, ["status", *args])
             assert result.exit_code == 3 and "down" in result.output

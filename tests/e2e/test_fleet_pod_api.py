@@ -1,7 +1,7 @@
 """What a member cluster of the fleet serves about a running pod, through its real API
 server: resource metrics (metrics-server scraping kwok's emulated kubelet, as
-``kubectl top`` reads them), the usage ``pincompile fleet load`` sets, the pod's log
-(``kubectl logs -f``) and exec (``kubectl exec``)."""
+``kubectl top`` reads them), the usage ``pincompile fleet load`` sets and the pod's log
+(``kubectl logs -f``); exec: ``test_fleet_exec.py``."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from reconciler.fleet import debugging
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.cli import fleet as fleet_cli
 from reconciler.fleet.clusters import ClusterSpec
-from reconciler.fleet.nodes import GPU, parse_quantity
+from tests.e2e.support import general_cluster
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -27,13 +27,6 @@ POD = "probe"
 CPU_REQUEST_MILLI = 200
 MEMORY_REQUEST_MI = 256
 Kube = Callable[[str], Any]
-
-
-def general_cluster(specs: dict[str, ClusterSpec]) -> ClusterSpec:
-    for spec in specs.values():
-        if spec.schedulable and parse_quantity(spec.capacity.get(GPU, "0")) == 0:
-            return spec
-    pytest.skip("the fleet has no schedulable general cluster")
 
 
 @pytest.fixture(scope="module")
@@ -150,16 +143,3 @@ def test_pod_log_follows_lines_appended_after_it_started(
     # lines 2 and 3 were written after the request: the log streams, it is not a snapshot
     assert time.time() - started >= debugging.LOG_INTERVAL
 
-
-def test_exec_runs_a_command_in_the_fleet_sandbox(
-        fleet: fleet_mod.FleetState, running_pod: ClusterSpec, kube: Kube) -> None:
-    from kubernetes import client
-    from kubernetes.stream import stream
-
-    core: Any = client.CoreV1Api(kube(running_pod.context))
-    out = stream(core.connect_get_namespaced_pod_exec, POD, NAMESPACE,
-                 command=["echo", "hi"], stderr=True, stdin=False, stdout=True, tty=False)
-    assert out == "hi\n"
-    where = stream(core.connect_get_namespaced_pod_exec, POD, NAMESPACE, command=["pwd"],
-                   stderr=True, stdin=False, stdout=True, tty=False)
-    assert where.strip() == str(debugging.sandbox(fleet.dir))

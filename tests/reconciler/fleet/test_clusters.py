@@ -8,7 +8,10 @@ import pytest
 
 from pincompile.compiler import compile_path
 from reconciler.fleet.clusters import ClusterSpecError, load_clusters
-from reconciler.fleet.nodes import generate_nodes
+from reconciler.fleet.nodes import GPU, generate_nodes
+
+FIXTURES = Path(__file__).parents[2] / "e2e" / "fixtures" / "clusters"
+
 
 CLUSTER = """apiVersion: pincompute.io/v1
 kind: Cluster
@@ -97,3 +100,29 @@ def test_one_file_and_other_kinds(tmp_path: Path) -> None:
 def test_a_missing_path_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ClusterSpecError, match="no such file or directory"):
         load_clusters(tmp_path / "nowhere")
+
+
+def test_load_clusters_reads_fixture_specs() -> None:
+    specs = {s.name: s for s in load_clusters(FIXTURES)}
+    assert sorted(specs) == ["test-east-a", "test-east-gpu", "test-west-a"]
+    gpu = specs["test-east-gpu"]
+    assert gpu.context == "gpu-ctx"
+    assert specs["test-east-a"].context == "test-east-a"  # default: metadata.name
+    assert gpu.gpu_types == ("A10G",)
+    assert gpu.capacity[GPU] == "8"
+    assert specs["test-east-a"].arch == ("amd64", "arm64")
+    assert specs["test-west-a"].gpu_types == ()
+
+
+def test_load_clusters_rejects_duplicates(tmp_path: Path) -> None:
+    doc = ("apiVersion: pincompute.io/v1\nkind: Cluster\nmetadata: {name: a}\n"
+           "spec: {region: r, zone: z}\n")
+    (tmp_path / "a.yaml").write_text(doc + "---\n" + doc)
+    with pytest.raises(ClusterSpecError, match="already defined"):
+        load_clusters(tmp_path)
+
+
+def test_load_clusters_ignores_other_kinds(tmp_path: Path) -> None:
+    (tmp_path / "p.yaml").write_text(
+        "apiVersion: pincompute.io/v1\nkind: Project\nmetadata: {name: p}\nspec: {}\n")
+    assert load_clusters(tmp_path) == []
