@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from pincompile.contract import Result, place_without
-from reconciler.clients.connect import Connection
+from reconciler.clients.access import ClusterAccess
 from reconciler.clients.read import key_of
 from reconciler.desired import (
     Echo,
@@ -155,7 +155,7 @@ def _target_app(members: dict[str, MemberState],
     return None
 
 
-def write_states(conn: Connection, states: dict[str, decide.ClusterState],
+def write_states(conn: ClusterAccess, states: dict[str, decide.ClusterState],
                  stored: Stored) -> str | None:
     """Store each member's state on the host where it changed; returns the error that
     stopped it, if one did."""

@@ -11,8 +11,8 @@ from reconciler.plan.change import Action, Change
 from reconciler.plan.cluster_plan import ClusterPlan
 from reconciler.rollout.restart import RESTARTED_AT_ANNOTATION as RESTARTED_AT
 from reconciler.rollout.step import gated, hold_zones
-from tests.reconciler.rollout.test_rollout_step import members
 from tests.reconciler.plan.test_applied_record import desired, live_after_apply
+from tests.reconciler.rollout.test_rollout_step import members
 
 KEY = ("Deployment", "shop", "web")
 
