@@ -158,12 +158,14 @@ def _target_app(members: dict[str, MemberState],
 def write_states(conn: ClusterAccess, states: dict[str, decide.ClusterState],
                  stored: Stored) -> str | None:
     """Store each member's state on the host where it changed; returns the error that
-    stopped it, if one did."""
+    stopped it, if one did. A member without its Cluster resource on the host (a pass
+    narrowed to some apps writes none) has nowhere to keep it."""
     from reconciler import host
 
     for name, state in sorted(states.items()):
         doc = state.to_json()
-        if stored.get(("Cluster", "", name), {}).get("failover") == doc:
+        if ("Cluster", "", name) not in stored \
+                or stored[("Cluster", "", name)].get("failover") == doc:
             continue
         try:
             host.write_cluster_status(conn, name, {"failover": doc})
