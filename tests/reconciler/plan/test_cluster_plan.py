@@ -133,7 +133,7 @@ def test_a_changed_job_template_is_a_replace(
     old = live(fleet, "rt-b", "Job", "batch") or {}
     edit(repo, "apps/shop/batch.yaml", set_image("registry.internal/shop/batch:1.1.0"),
          "batch 1.1")
-    code, out = cli_run(fleet, tmp_path, monkeypatch, "plan", str(repo), "--cluster", "rt-b")
+    _, out = cli_run(fleet, tmp_path, monkeypatch, "plan", str(repo), "--cluster", "rt-b")
     assert "replace   Job/shop/batch" in out, out
     run = FakePass(fleet, repo)
     assert "rt-b: recreating Job/shop/batch (delete, then create): Job.batch \"batch\" is " \
