@@ -74,18 +74,26 @@ def fake_fleet(result: Result, controllers: Controllers | None = None) -> FakeFl
 
 
 class FakePass:
-    """One pass over a fake fleet, with every request counted (``options``: the pass's
-    :class:`Options`; ``now``: the instant scaling windows are read at)."""
+    """One pass over a fake fleet by a new reconciler (or ``reconciler``), with every
+    request counted. ``options``: the pass's :class:`Options`; ``engine``: more arguments
+    of the :class:`Reconciler`; ``now``: the instant scaling windows are read at;
+    ``echo``: told each line the pass says, as it says it."""
 
     def __init__(self, fleet: FakeFleet, repo: Path | Result, *, wait: bool = False,
                  now: datetime = SUNDAY, reconciler: Reconciler | None = None,
-                 **options: Any) -> None:
+                 echo: Callable[[str], None] = lambda _line: None,
+                 engine: dict[str, Any] | None = None, **options: Any) -> None:
         self.lines: list[str] = []
         self.result = repo if isinstance(repo, Result) else compile_path(repo)
         own = reconciler is None
+
+        def told(line: str) -> None:
+            self.lines.append(line)
+            echo(line)
+
         self.reconciler = reconciler or Reconciler(
-            None, options=Options(**options), wait=wait, timeout=5, echo=self.lines.append,
-            clock=lambda: now, connect=fleet.connect)
+            None, options=Options(**options), wait=wait, timeout=5, echo=told,
+            clock=lambda: now, connect=fleet.connect, **(engine or {}))
         for access in self.reconciler.connections.values():
             access.stats.reset()
         self.report: PassReport = self.reconciler.run(self.result)
