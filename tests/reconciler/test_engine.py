@@ -27,6 +27,7 @@ from tests.support.fake_passes import (
     live,
     spec_repo,
 )
+from tests.support.serve import wait_for
 
 APPS = {"PinApp/shop/web": "Healthy", "PinApp/shop/api": "Healthy",
         "PinPod/shop/notebook": "Healthy", "PinScaler/shop/api": "Healthy"}
@@ -90,6 +91,36 @@ def test_a_warm_watch_cache_answers_a_pass_without_any_list(tmp_path: Path) -> N
         assert sum(warm.writes.values()) == 0 and sum(warm.dry_runs.values()) == 0
     finally:
         reconciler.close()
+
+
+def test_a_long_running_reconciler_still_finds_and_restores_a_change_by_anyone(
+        tmp_path: Path) -> None:
+    """Its plan memo skips the dry-runs of what it found unchanged, but only while the
+    watch reports no write to the object."""
+    repo = spec_repo(tmp_path / "repo")
+    result = compile_path(repo)
+    fleet = fake_fleet(result)
+    reconciler = Reconciler(None, watch=True, clock=lambda: SUNDAY, connect=fleet.connect)
+    try:
+        FakePass(fleet, result, reconciler=reconciler)
+        FakePass(fleet, result, reconciler=reconciler)
+        cluster = clusters_running(fleet, "web")[0]
+        ref = {"apiVersion": "apps/v1", "kind": "Deployment",
+               "metadata": {"name": "web", "namespace": "shop"}}
+        fleet.clusters[cluster].patch(ref, {"spec": {"progressDeadlineSeconds": 999}},
+                                      manager="kubectl-edit")
+        now = (fleet.clusters[cluster].get(ref) or {})["metadata"]["resourceVersion"]
+        key = ("Deployment", "shop", "web")
+        wait_for(lambda: reconciler.caches[cluster].snapshot()[key]["metadata"][
+            "resourceVersion"] == now, 5, "the watch event")
+        restored = FakePass(fleet, result, reconciler=reconciler)
+    finally:
+        reconciler.close()
+    assert [str(r) for r in restored.report.clusters[cluster].updated] == \
+        ["Deployment/shop/web"], restored.lines
+    assert restored.dry_runs[cluster] == 1 and sum(restored.dry_runs.values()) == 1
+    assert (live(fleet, cluster, "Deployment", "web") or {})["spec"][
+        "progressDeadlineSeconds"] == 30
 
 
 def test_a_push_that_changes_one_app_writes_only_that_apps_objects_and_status(

@@ -64,6 +64,8 @@ class FakeCluster:
         self.history: list[Change] = []
         self.forgotten = 0
         """Changes up to this version are no longer watchable (410 Gone)."""
+        self.watch_epoch = 0
+        """Bumped to end the open watches."""
         self.kinds = kube_rules.builtin_kinds(kubeflow=kubeflow)
         self.admission: list[Admission] = []
         self.controllers: list[Controller] = []
@@ -206,10 +208,17 @@ class FakeCluster:
             return True
 
     def forget_history(self) -> None:
-        """Changes made so far can no longer be watched (a compacted etcd: 410 Gone)."""
+        """Changes made so far can no longer be watched (a compacted etcd: 410 Gone for a
+        watch started from an older version)."""
         with self.lock:
             self.history.clear()
             self.forgotten = self.version
+
+    def end_watches(self) -> None:
+        """End every open watch (as an API server restarting does)."""
+        with self.lock:
+            self.watch_epoch += 1
+            self.lock.notify_all()
 
     # --- inside -----------------------------------------------------------------------------
 
@@ -386,7 +395,9 @@ def _events(cluster: FakeCluster, kind: str, after: int, match: Callable[[Obj], 
         yield {"type": "ERROR", "object": {"kind": "Status", "code": 410,
                                            "message": "too old resource version"}}
         return
-    while not closed.is_set() and time.monotonic() < deadline and cluster.down is None:
+    epoch = cluster.watch_epoch
+    while not closed.is_set() and time.monotonic() < deadline and cluster.down is None \
+            and cluster.watch_epoch == epoch:
         with cluster.lock:
             fresh = [c for c in cluster.history if c.version > after and c.kind == kind]
             if not fresh:
