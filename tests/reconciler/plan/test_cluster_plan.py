@@ -22,10 +22,8 @@ from tests.support.fake_passes import (
     clusters_running,
     commit,
     edit,
-    fake_fleet,
     live,
     set_image,
-    spec_repo,
 )
 from tests.support.git import git
 from tests.support.kube_fake import FakeFleet
@@ -40,14 +38,6 @@ Deployments' progressDeadlineSeconds."""
 def test_prune_limit(limit: str, managed: int, want: int) -> None:
     assert prune_limit(limit, managed) == want
 
-
-@pytest.fixture
-def converged(tmp_path: Path) -> tuple[FakeFleet, Path]:
-    """The fixture repo, applied to a fake fleet."""
-    repo = spec_repo(tmp_path / "repo")
-    fleet = fake_fleet(compile_path(repo))
-    assert FakePass(fleet, repo).report.ok
-    return fleet, repo
 
 
 def cli_run(fleet: FakeFleet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

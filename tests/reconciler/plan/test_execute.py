@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from pincompile.compiler import compile_path
 from reconciler.engine import Reconciler
 from reconciler.model import Obj
@@ -22,21 +20,12 @@ from tests.support.fake_passes import (
     clusters_running,
     commit,
     edit,
-    fake_fleet,
     live,
-    spec_repo,
 )
 from tests.support.kube_fake import FakeFleet
 
 DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment"}
 
-
-@pytest.fixture
-def converged(tmp_path: Path) -> tuple[FakeFleet, Path]:
-    repo = spec_repo(tmp_path / "repo")
-    fleet = fake_fleet(compile_path(repo))
-    assert FakePass(fleet, repo).report.ok
-    return fleet, repo
 
 
 def service(name: str) -> Obj:
