@@ -36,7 +36,7 @@ class RequestStats:
     """LIST requests per resource (``deployments``, ``pods``, ...)."""
     writes_by_resource: Counter[str] = field(default_factory=Counter)
     listed: deque[ListTiming] = field(default_factory=lambda: deque(maxlen=LISTS_KEPT))
-    """The last LISTs of managed objects, timed (:func:`reconciler.clients.read.list_managed`)."""
+    """The last LISTs, timed (:meth:`reconciler.clients.connect.Connection.list`)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def record(self, verb: str, resource: str) -> None:
