@@ -188,10 +188,24 @@ def project(fleet: fleet_mod.FleetState, fleet_specs: dict[str, ClusterSpec],
     try:
         yield found
     finally:
-        for cluster in ["host", *found.zones]:
-            conn = Connection(cluster, cluster, str(fleet.kubeconfig))
-            conn.delete({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-            conn.close()
+        remove_namespaces(found)
+
+
+def remove_namespaces(project: Project, timeout: float = 90.0) -> None:
+    """Delete the project's namespace everywhere and wait until it is gone (the modules
+    after this one reconcile the same clusters, and count what is left as theirs to
+    prune)."""
+    ref = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": project.name}}
+    accesses = [project.access(c) for c in ["host", *project.zones]]
+    try:
+        for access in accesses:
+            access.delete(ref)
+        deadline = time.monotonic() + timeout
+        while any(a.get(ref) is not None for a in accesses) and time.monotonic() < deadline:
+            time.sleep(1.0)
+    finally:
+        for access in accesses:
+            access.close()
 
 
 def seed_priority_classes(project: Project) -> None:
