@@ -339,14 +339,16 @@ class Connection:
         return result
 
     def create(self, obj: Obj, *, subresource: str | None = None) -> Obj:
-        api_version, kind, name, namespace = ref_of(obj)
-        resource = self.resource(api_version, kind)
+        meta = obj.get("metadata") or {}  # an Event has a generateName, not a name
+        resource = self.resource(obj["apiVersion"], obj["kind"])
         created: Obj
         if subresource:
             created = resource.subresources[subresource].create(
-                body=obj, name=name, namespace=namespace, serializer=_plain)
+                body=obj, name=meta["name"], namespace=meta.get("namespace"),
+                serializer=_plain)
         else:
-            created = resource.create(body=obj, namespace=namespace, serializer=_plain)
+            created = resource.create(body=obj, namespace=meta.get("namespace"),
+                                      serializer=_plain)
         return created
 
     def delete(self, ref: Obj, *, propagation: str = "Background") -> bool:

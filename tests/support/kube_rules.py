@@ -133,6 +133,17 @@ def _immutable(path: str, *keys: str) -> Callable[[Obj, Obj], str | None]:
     return rule
 
 
+def _job_template(live: Obj, new: Obj) -> str | None:
+    """A Job's pod spec may not change (its template's metadata neither, unless the Job
+    is suspended)."""
+    before, after = _spec(live).get("template") or {}, _spec(new).get("template") or {}
+    if before.get("spec") != after.get("spec"):
+        return _immutable("spec.template.spec", "template", "spec")(live, new)
+    if before != after and not _spec(new).get("suspend"):
+        return _immutable("spec.template", "template")(live, new)
+    return None
+
+
 def _service_ip(live: Obj, new: Obj) -> str | None:
     before, after = _spec(live).get("clusterIPs") or [], _spec(new).get("clusterIP")
     if before and after and after != before[0]:
@@ -175,7 +186,7 @@ IMMUTABLE: dict[str, tuple[Callable[[Obj, Obj], str | None], ...]] = {
     "ReplicaSet": (_SELECTOR,),
     "DaemonSet": (_SELECTOR,),
     "StatefulSet": (_SELECTOR,),
-    "Job": (_SELECTOR, _immutable("spec.template", "template")),
+    "Job": (_SELECTOR, _job_template),
     "Service": (_service_ip,),
     "Pod": (_pod,),
     "PersistentVolumeClaim": (_claim,),

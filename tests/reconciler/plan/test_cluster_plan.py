@@ -127,7 +127,7 @@ def test_a_changed_job_template_is_a_replace(
     assert "replace   Job/shop/batch" in out, out
     run = FakePass(fleet, repo)
     assert "rt-b: recreating Job/shop/batch (delete, then create): Job.batch \"batch\" is " \
-           "invalid: spec.template: Invalid value:" in "\n".join(run.lines), run.lines
+           "invalid: spec.template.spec: Invalid value:" in "\n".join(run.lines), run.lines
     new = live(fleet, "rt-b", "Job", "batch") or {}
     assert new["metadata"]["uid"] != old["metadata"]["uid"]
     assert any(c["image"].endswith("batch:1.1.0")
