@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test setup packages lint schemas openapi console-assets screenshots fleet-up fleet-down clean
+.PHONY: demo test setup packages lint schemas openapi console-assets screenshots fleet-up fleet-down promtool clean
 
 $(BIN)/pincompile: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,11 @@ console-assets:
 
 screenshots: setup packages
 	$(BIN)/python hack/console_screenshots.py
+
+# Prometheus's own promtool (hack/promtool), cached for the SLO rule tests (long: its
+# service-discovery plugins pull in every cloud SDK; the tests always run hack/promrules)
+promtool: setup
+	PINCOMPILE_PROMTOOL=build $(BIN)/python -m pytest -q tests/reconciler/slo/test_rules.py
 
 fleet-up: setup
 	$(BIN)/pincompile fleet up

@@ -30,7 +30,7 @@ from reconciler.api.access import Caller, RateLimits
 from reconciler.api.app import Gateway, create_app
 from reconciler.console.members import MemberHealth
 from reconciler.console.routes import mount_console
-from reconciler.console.session import TOKEN_COOKIE
+from reconciler.console.session import SESSION_COOKIE
 from reconciler.store import Store
 
 CLUSTERS = ["rt-a", "rt-b", "rt-c", "batch-a", "batch-b", "gpu-a"]
@@ -141,7 +141,8 @@ def main() -> None:
                                  store=store, access=Everyone(),
                                  limits=RateLimits(1e9, 1_000_000_000)))
         mount_console(app, members=Members(args.clusters))
-        client = TestClient(app, cookies={TOKEN_COOKIE: "bench"})
+        session = app.state.console.sessions.start("bench")
+        client = TestClient(app, cookies={SESSION_COOKIE: session})
         cases = [("first page, 50 rows", {}), ("first page, 200 rows", {"size": "200"}),
                  ("last page, 50 rows", {"page": str(-(-args.apps // 50))}),
                  ("filtered: project + phase + search", {"project": "ads", "phase": "Degraded",

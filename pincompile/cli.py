@@ -32,6 +32,8 @@ COMMANDS = {
     "restart": ("reconciler.commands.actions", "restart"),
     "rollout": ("reconciler.commands.actions", "rollout"),
     "rerun": ("reconciler.commands.actions", "rerun"),
+    "slo": ("reconciler.commands.slo", "slo"),
+    "verify": ("reconciler.commands.slo", "verify"),
     "version": ("pincompile.commands.version", "version"),
 }
 

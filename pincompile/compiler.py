@@ -1,15 +1,16 @@
 """Compiling in memory, again and again: the :class:`Compiler` loads and parses only the
 files that changed (a long-running process keeps one), :func:`compile_path` compiles a
 tree once, :func:`validate_tree` checks one (``pincompile validate``: nothing written,
-the last valid check's snapshot kept in the cache)."""
+the last valid check's snapshot kept in the cache); :class:`CachedTree` holds the steps it
+shares with ``pincompile compile --out-dir`` (:mod:`pincompile.emit.folder`)."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pincompile.catalog import Catalog
 from pincompile.diagnostics import Diagnostic
@@ -19,6 +20,12 @@ from pincompile.source.filecache import FileState, Store, file_digest
 from pincompile.source.gitsource import git_revision
 from pincompile.source.loader import LoadResult, load_text
 from pincompile.source.readahead import Loading, ReadTree, load_ahead, read_ahead
+
+if TYPE_CHECKING:
+    from pincompile.emit.parallel import Emitted
+    from pincompile.forked import Forked
+    from pincompile.incremental.snapshots import Invalid, Outcome, Snapshot
+    from pincompile.source.treescan import Scan
 
 
 class Compiler:
@@ -42,7 +49,7 @@ class Compiler:
         self.remember = remember
         self.jobs = jobs
         self.states: dict[str, FileState] = {}
-        self._snapshot: Any = None
+        self._snapshot: Snapshot | None = None
         self._last: Result | None = None
         self.stats = {"memory": 0, "disk": 0, "parsed": 0}
         self.reused = False
@@ -166,6 +173,89 @@ def compile_path(root: Path, *, revision: str | None = None, expand: bool = True
                             revision=revision or git_revision(root))
 
 
+@dataclass
+class CachedTree:
+    """A tree walked by :func:`~pincompile.source.treescan.scan_tree` (unchanged files known
+    by their stat) and compiled against the snapshot of its last clean compile, kept in the
+    cache under :attr:`key`: when only app files changed since, only those apps are compiled
+    again (see :mod:`pincompile.incremental`); else every file. The steps
+    :func:`validate_tree` and :func:`~pincompile.emit.folder.compile_to_dir` share."""
+
+    scan: Scan
+    compiler: Compiler
+    key: str
+    """Where the snapshot is kept: names the tree (and the output folder, if any)."""
+    valid_for: tuple[str, ...]
+    """:func:`~pincompile.incremental.snapshot_key` of this compile."""
+    revision: str
+
+    @classmethod
+    def walk(cls, root: Path, store: Store | None, key: str, *, revision: str, fmt: str,
+             jobs: int, scanning: Forked[Scan] | None = None) -> CachedTree:
+        """Walk ``root`` (or take the walk ``scanning`` started, with the same ``store``)."""
+        from pincompile.incremental import snapshot_key
+        from pincompile.source.treescan import scan_tree
+
+        scan = scanning.result() if scanning is not None else scan_tree(root, store)
+        return cls(scan, Compiler(store, remember=False, jobs=jobs),
+                   hashlib.sha256(key.encode()).hexdigest(), snapshot_key(revision, fmt),
+                   revision)
+
+    def last(self) -> Snapshot | None:
+        """The stored snapshot, when this compile may update it (none without a cache)."""
+        from pincompile.incremental.stored import read_snapshot
+
+        store = self.compiler.store
+        prev = read_snapshot(store, self.key) if store is not None else None
+        return prev if prev is not None and prev.valid_for == self.valid_for else None
+
+    def update(self, prev: Snapshot, fmt: str | None, *,
+               read_placement: Callable[[], bytes | None] = lambda: None,
+               placement_unchanged: bool = False) -> Outcome | Result | None:
+        """Only the changed apps compiled again, against ``prev`` (``fmt`` None: checked
+        only; the other arguments are :func:`~pincompile.incremental.update`'s): the outcome,
+        or their errors as a full compile reports them, or None when the edit reaches
+        beyond them (a full compile then)."""
+        from pincompile import incremental
+        from pincompile.incremental.stored import state_of
+
+        store, file_state = self.compiler.store, self.compiler.file_state
+        found = incremental.update(
+            prev, self.valid_for, self.scan.digests,
+            lambda name, digest: state_of(store, self.scan, file_state, name, digest),
+            self.scan.walked, revision=self.revision, fmt=fmt, read_placement=read_placement,
+            placement_unchanged=placement_unchanged)
+        return _invalid_result(found) if isinstance(found, incremental.Invalid) else found
+
+    def compile_all(self) -> Result:
+        """Every file compiled: checked and placed, not expanded (the files the walk did not
+        read are read now; those the cache holds are not loaded)."""
+        files, digests = self.scan.files()
+        compiler = self.compiler
+        read = ReadTree(files, digests, self.scan.walked,
+                        load_ahead(files, digests, compiler.jobs, compiler.cached))
+        return compiler.compile(read=read, revision=self.revision, expand=False)
+
+    def snapshot(self, result: Result, fmt: str, emitted: Emitted) -> Snapshot:
+        """The snapshot of :meth:`compile_all`'s clean ``result``, expanded as ``emitted``."""
+        from pincompile import incremental
+
+        return incremental.snapshot(self.valid_for, self.compiler.states.values(), result,
+                                    fmt, emitted.sources(result.catalog), emitted.placement)
+
+    def keep(self, snap: Snapshot) -> None:
+        """Store ``snap`` under :attr:`key` (an update's as its changes alone)."""
+        from pincompile.incremental.stored import write_snapshot
+
+        if self.compiler.store is not None:
+            write_snapshot(self.compiler.store, self.key, snap)
+
+
+def _invalid_result(found: Invalid) -> Result:
+    """The errors an update found, as a result (no specs: the affected files' text only)."""
+    return Result(Catalog(), found.sources, found.diagnostics, warnings=found.warnings)
+
+
 VALIDATE_REVISION = "validate"
 """The revision a validation compiles at (objects record it; nothing is written)."""
 
@@ -183,49 +273,33 @@ class Validation:
 
 
 def validate_tree(root: Path, *, cache_dir: Path | None = None, jobs: int | None = None,
-                  scanning: Any = None) -> Validation:
+                  scanning: Forked[Scan] | None = None) -> Validation:
     """``pincompile validate ROOT``: every check a compile runs, nothing written.
 
     With ``cache_dir``, a snapshot of the last valid check of ROOT is kept there, as
     :func:`~pincompile.emit.folder.compile_to_dir` keeps one (without output files): when
     only app files changed since, only those apps are checked, placed and expanded again,
-    and their errors are the ones a full check reports (see :mod:`pincompile.incremental`).
+    and their errors are the ones a full check reports (see :class:`CachedTree`).
     ``scanning``: ROOT's walk already started by :func:`~pincompile.source.treescan.scan_ahead`."""
-    from pincompile import incremental
-    from pincompile.emit.folder import expand_result
+    from pincompile.emit.parallel import expand_result
     from pincompile.forked import cpus
-    from pincompile.incremental.stored import read_snapshot, state_of, write_snapshot
-    from pincompile.source.treescan import scan_tree
 
     store = Store(cache_dir) if cache_dir is not None else None
-    scan = scanning.result() if scanning is not None else scan_tree(root, store)
-    compiler = Compiler(store, remember=False, jobs=jobs or cpus())
-    valid_for = incremental.snapshot_key(VALIDATE_REVISION, "")
-    key = hashlib.sha256(f"validate\0{root.resolve()}".encode()).hexdigest()
-    prev = read_snapshot(store, key) if store is not None else None
-    if store is not None and isinstance(prev, incremental.Snapshot) and prev.valid_for == valid_for:
-        outcome = incremental.update(
-            prev, valid_for, scan.digests,
-            lambda name, digest: state_of(compiler, scan, name, digest), scan.walked,
-            revision=VALIDATE_REVISION, fmt=None)
-        if isinstance(outcome, incremental.Invalid):
-            return Validation(Result(Catalog(), outcome.sources, outcome.diagnostics,
-                                     warnings=outcome.warnings), 0, 0)
-        if outcome is not None:
-            if outcome.snapshot is not prev:
-                write_snapshot(store, key, outcome.snapshot)
-            return Validation(Result(Catalog(), {}, warnings=outcome.warnings), outcome.specs,
-                              outcome.objects)
-    readable = [(name, raw, digest) for name, digest in scan.digests
-                if (raw := scan.read(name)) is not None]
-    files = [(name, raw) for name, raw, _ in readable]
-    digests = [digest for _, _, digest in readable]
-    read = ReadTree(files, digests, scan.walked,
-                    load_ahead(files, digests, compiler.jobs, compiler.cached))
-    result = compiler.compile(read=read, revision=VALIDATE_REVISION, expand=False)
-    emitted = expand_result(result, None, fmt=None, revision=VALIDATE_REVISION, jobs=compiler.jobs)
+    tree = CachedTree.walk(root, store, f"validate\0{root.resolve()}",
+                           revision=VALIDATE_REVISION, fmt="", jobs=jobs or cpus(),
+                           scanning=scanning)
+    prev = tree.last()
+    found = tree.update(prev, None) if prev is not None else None
+    if isinstance(found, Result):
+        return Validation(found, 0, 0)
+    if found is not None:
+        if found.snapshot is not prev:
+            tree.keep(found.snapshot)
+        return Validation(Result(Catalog(), {}, warnings=found.warnings), found.specs,
+                          found.objects)
+    result = tree.compile_all()
+    emitted = expand_result(result, None, fmt=None, revision=VALIDATE_REVISION,
+                            jobs=tree.compiler.jobs)
     if store is not None and not result.diagnostics:
-        states = [compiler.states[name] for name, _ in files]
-        store.write(key, incremental.snapshot(valid_for, states, result, "yaml",
-                                              emitted.sources(result.catalog)))
+        tree.keep(tree.snapshot(result, "yaml", emitted))
     return Validation(result, len(result.catalog.entries), len(emitted.rows))

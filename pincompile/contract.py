@@ -10,7 +10,11 @@ are named in :mod:`pincompile.manifest`; the host stores every spec as a custom 
 (:mod:`pincompile.crds`). ``serve`` fetches and compiles revisions (:class:`Compiler`,
 :mod:`gitsource <pincompile.source.gitsource>`); the API filters apps by label selector
 (:func:`parse_selector`). The local fleet reads its ``kind: Cluster`` specs as the compiler
-does (:func:`read_clusters`).
+does (:func:`read_clusters`). ``serve``'s canary compiles its probe against a revision
+(:func:`compile_probe`) under the platform's settings (:func:`verification`: the canary's
+policy and the SLOs). What the reconciler can make again (the local fleet, ``serve``'s
+default insight store) goes in the compiler's cache folder (:func:`cache_root`,
+:func:`local_fleet_dir`).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Any
 
 from pincompile import crds
 from pincompile.appref import AppRef, AppRefError, parse_app_ref
+from pincompile.cachedir import cache_root, local_fleet_dir, local_fleet_kubeconfig
 from pincompile.catalog import Catalog, Entry
 from pincompile.compiler import Compiler, compile_path
 from pincompile.diagnostics import Diagnostic
@@ -34,6 +39,7 @@ from pincompile.manifest import (
     LABEL_APP,
     LABEL_KIND,
     LABEL_PROJECT,
+    LABEL_TIER,
     MANAGED_BY,
     MANAGED_BY_VALUE,
     Manifest,
@@ -41,19 +47,75 @@ from pincompile.manifest import (
 from pincompile.models import KINDS, WORKLOAD_KINDS, Cluster
 from pincompile.models.types import duration_seconds
 from pincompile.pipeline import Result
+from pincompile.probe import PROBE_CONTAINER, READY_LINE, CompiledProbe, compile_probe
+from pincompile.repoconfig import verification
 from pincompile.selector import MAX_LENGTH as MAX_SELECTOR_LENGTH
 from pincompile.selector import Labels, SelectorError, parse_selector
 from pincompile.source import gitsource
 from pincompile.source.gitsource import GitError, SpecRoot
+from pincompile.verification import (
+    DEFAULT_SLOS,
+    LATENCY_BUCKETS,
+    PUSH_BUCKETS,
+    ROUTE_GROUPS,
+    CanaryPolicy,
+    Objective,
+    Verification,
+)
 
 __all__ = [
-    "ANNOTATION_FAILOVER", "ANNOTATION_REVISION", "ANNOTATION_SCALE_SCHEDULES",
-    "ANNOTATION_SOURCE", "KINDS", "LABEL_APP", "LABEL_KIND", "LABEL_PROJECT", "MANAGED_BY",
-    "MANAGED_BY_VALUE", "MAX_SELECTOR_LENGTH", "WORKLOAD_KINDS", "AppRef", "AppRefError",
-    "Catalog", "Cluster", "Compiler", "Diagnostic", "Entry", "GitError", "Labels", "Manifest",
-    "Placed", "Result", "SelectorError", "SpecRoot", "compile_path", "crds",
-    "duration_seconds", "gitsource", "parse_app_ref", "parse_selector", "place_without",
-    "pods_held", "read_clusters", "to_yaml",
+    "ANNOTATION_FAILOVER",
+    "ANNOTATION_REVISION",
+    "ANNOTATION_SCALE_SCHEDULES",
+    "ANNOTATION_SOURCE",
+    "DEFAULT_SLOS",
+    "KINDS",
+    "LABEL_APP",
+    "LABEL_KIND",
+    "LABEL_PROJECT",
+    "LABEL_TIER",
+    "LATENCY_BUCKETS",
+    "MANAGED_BY",
+    "MANAGED_BY_VALUE",
+    "MAX_SELECTOR_LENGTH",
+    "PROBE_CONTAINER",
+    "PUSH_BUCKETS",
+    "READY_LINE",
+    "ROUTE_GROUPS",
+    "WORKLOAD_KINDS",
+    "AppRef",
+    "AppRefError",
+    "CanaryPolicy",
+    "Catalog",
+    "Cluster",
+    "CompiledProbe",
+    "Compiler",
+    "Diagnostic",
+    "Entry",
+    "GitError",
+    "Labels",
+    "Manifest",
+    "Objective",
+    "Placed",
+    "Result",
+    "SelectorError",
+    "SpecRoot",
+    "Verification",
+    "cache_root",
+    "compile_path",
+    "compile_probe",
+    "crds",
+    "duration_seconds",
+    "gitsource",
+    "local_fleet_dir",
+    "local_fleet_kubeconfig",
+    "parse_app_ref",
+    "parse_selector",
+    "place_without",
+    "pods_held",
+    "read_clusters",
+    "to_yaml",
+    "verification",
 ]
 
 

@@ -16,7 +16,9 @@ import os
 import pickle
 import traceback
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
 
 
 def cpus() -> int:
@@ -50,14 +52,14 @@ def _outcome(kind: str, value: Any) -> Any:
     raise RuntimeError(f"a worker process failed: {value}")
 
 
-class Forked:
+class Forked(Generic[T]):
     """``function(*args)`` running in a child process; :meth:`result` waits for it."""
 
-    def __init__(self, function: Callable[..., Any], *args: Any) -> None:
+    def __init__(self, function: Callable[..., T], *args: Any) -> None:
         self._answer: tuple[str, Any] | None = None
         self._reader, self._process = _start(_child, function, args)
 
-    def result(self) -> Any:
+    def result(self) -> T:
         """The function's return value (waited for once, then kept); its OSError is raised
         here as it was raised there, any other failure as a RuntimeError with the child's
         traceback."""

@@ -24,6 +24,7 @@ _SKIP_KINDS_HINT = "pincompile reads documents with apiVersion pincompute.io/v1"
 #: alias of ``gpuType`` (the models accept Python names for code that builds them).
 _BY_ALIAS_ONLY: dict[str, Any] = (
     {"by_name": False} if tuple(map(int, pydantic.VERSION.split(".")[:2])) >= (2, 11) else {})
+BY_ALIAS_ONLY = _BY_ALIAS_ONLY
 _BOUND_ERRORS = ("greater_than_equal", "less_than_equal", "greater_than", "less_than")
 
 
@@ -106,6 +107,10 @@ def _diagnostics(doc: Document, model: type[BaseModel], errors: list[ErrorDetail
                for other in grouped):
             continue  # a union member matched deeper: its error is the one to show
         yield _one_diagnostic(doc, model, path, errs)
+
+
+located_errors = _diagnostics
+"""pydantic's errors of ``model`` validating ``doc``'s data, as located diagnostics."""
 
 
 def _data_path(data: Any, loc: tuple[int | str, ...]) -> tuple[int | str, ...]:

@@ -18,6 +18,7 @@ from typing import Any
 
 from pincompile.diagnostics import Diagnostic, Location
 from pincompile.source.loader_ruamel import load_documents
+from pincompile.verification import NONE, Verification, read_verification
 
 CONFIG_FILE = "pincompile.yaml"
 CODE = "repo-config"
@@ -26,7 +27,8 @@ CODE = "repo-config"
 _FOLDER = re.compile(r"^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$")
 _HANDLE = re.compile(r"^(@[A-Za-z0-9][-A-Za-z0-9_.]*(/[A-Za-z0-9][-A-Za-z0-9_.]*)*"
                      r"|[^@\s]+@[^@\s]+\.[^@\s]+)$")
-_KEYS = ("platformFolder", "appsFolder", "platformOwners", "ownerHandle", "ownerHandles")
+_KEYS = ("platformFolder", "appsFolder", "platformOwners", "ownerHandle", "ownerHandles",
+         "canary", "slos")
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,7 @@ def repo_config(sources: Mapping[str, str]) -> tuple[RepoConfig, list[Diagnostic
         return doc.locate(path)
 
     problems += _unknown_keys(data, doc)
+    problems += read_verification(doc)[1]  # the canary and the SLOs (serve reads them)
     values: dict[str, Any] = {}
     for key in ("platformFolder", "appsFolder"):
         if key in data:
@@ -153,3 +156,16 @@ def _handles(data: dict[Any, Any], key: str, doc: Any, problems: list[Diagnostic
 
 def _nested(a: str, b: str) -> bool:
     return a == b or a.startswith(b + "/") or b.startswith(a + "/")
+
+
+def verification(sources: Mapping[str, str]) -> Verification:
+    """The canary's policy and the SLOs of a tree whose file texts are ``sources``
+    (:data:`~pincompile.verification.NONE` without a ``pincompile.yaml``, or with an
+    invalid one: ``validate`` says why)."""
+    text = sources.get(CONFIG_FILE)
+    if text is None:
+        return NONE
+    documents, problem, _ = load_documents(CONFIG_FILE, text)
+    if problem is not None or not documents:
+        return NONE
+    return read_verification(documents[0])[0]

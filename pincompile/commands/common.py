@@ -212,7 +212,8 @@ def cache_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--cache-dir", "cache_dir_option", type=click.Path(file_okay=False, path_type=Path),
         default=None, metavar="DIR", help="Where unchanged files' parsed specs are kept "
-        "[default: $XDG_CACHE_HOME/pincompile]. Never inside the spec tree; a corrupt or "
+        "[default: $PINCOMPILE_CACHE, else $XDG_CACHE_HOME/pincompile, else "
+        "~/.cache/pincompile]. Never inside the spec tree; a corrupt or "
         "foreign cache is ignored.")(command)
 
 
@@ -225,9 +226,9 @@ jobs_option = click.option(
 
 def cache_dir(option: Path | None, disabled: bool) -> Path | None:
     """The cache directory to use, from ``--cache-dir`` and ``--no-cache``."""
-    from pincompile.source.filecache import default_dir
+    from pincompile.cachedir import cache_root
 
-    return None if disabled else (option or default_dir())
+    return None if disabled else (option or cache_root())
 
 
 def report(diagnostics: Sequence[Diagnostic], sources: Mapping[str, str], fmt: str,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -37,8 +37,10 @@ from pincompile.forked import cpus
 
 if TYPE_CHECKING:
     from pincompile.emit.parallel import Row
+    from pincompile.forked import Forked
     from pincompile.pipeline import Result
     from pincompile.source.readahead import ReadTree
+    from pincompile.source.treescan import Scan
 
 
 @click.command("compile")
@@ -145,7 +147,7 @@ def _legacy_output(fmt: str, out_dir: str | None, legacy_format: str | None,
 
 
 def _read_ahead(root: Path, cache: Path | None, jobs: int,
-                to_folder: bool) -> tuple[Any, ReadTree | None]:
+                to_folder: bool) -> tuple[Forked[Scan] | None, ReadTree | None]:
     """Start walking ROOT (and, when large, loading it) in a forked process while this one
     imports the compiler; with a cache, --out-dir DIR walks it by stat first (unchanged files are
     not even read) and loads what changed after the import. (scanning, read)."""
@@ -161,8 +163,8 @@ def _read_ahead(root: Path, cache: Path | None, jobs: int,
 
 
 def _compile_folder(root: Path, out: Path, fmt: str, revision: str | None,
-                    cache: Path | None, jobs: int, scanning: Any, read: ReadTree | None,
-                    quiet: bool, started: float) -> Result:
+                    cache: Path | None, jobs: int, scanning: Forked[Scan] | None,
+                    read: ReadTree | None, quiet: bool, started: float) -> Result:
     """``--out-dir DIR`` of every cluster: exits when written; else the invalid result."""
     from pincompile.emit.folder import compile_to_dir
 

@@ -7,9 +7,9 @@ dict), lists at their key's indentation (as kubectl writes them), multi-line str
 read back as the same string (by YAML 1.1 and 1.2 readers alike), else quoted.
 
 The emitter is our own because the output is plain data (dicts, lists, strings, ints,
-bools): it is several times faster than PyYAML's representer, even over libyaml, and a
-compile of a large repository is mostly serialization. JSON is sorted and indented by two
-(orjson, in C). Same objects in, same bytes out.
+bools): it is faster than PyYAML's representer, even over libyaml (bench/RESULTS.md,
+"Tuning"), and a compile of a large repository is mostly serialization. JSON is sorted and
+indented by two (orjson, in C). Same objects in, same bytes out.
 """
 
 from __future__ import annotations
@@ -265,8 +265,8 @@ def too_large(m: Manifest, text: str | None = None) -> Diagnostic | None:
 
 
 def too_large_all(manifests: Iterable[Manifest]) -> list[Diagnostic]:
-    """:func:`too_large` of every object of ``manifests`` (not serialized yet: each is
-    measured, about 10 µs a typical object)."""
+    """:func:`too_large` of every object of ``manifests`` (not serialized yet: each one's
+    size is counted without its text; bench/RESULTS.md, "Tuning")."""
     return [d for d in map(too_large, manifests) if d is not None]
 
 

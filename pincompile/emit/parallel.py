@@ -23,15 +23,20 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pincompile.catalog import Catalog, Entry
-from pincompile.diagnostics import Diagnostic
+from pincompile.diagnostics import Diagnostic, add_new
 from pincompile.emit.output import PLACEMENT_FILE, manifest_path, serialize, to_json, too_large
+from pincompile.emit.signature import digest as content_digest
 from pincompile.emit.signature import tree_sig
 from pincompile.expand import expand_part, find_duplicates
 from pincompile.forked import Forked
 from pincompile.manifest import Manifest
+
+if TYPE_CHECKING:
+    from pincompile.pipeline import Result
+    from pincompile.placement import Plan
 
 SMALL = 50
 """Specs per process below which fewer processes are used (a fork costs more than it
@@ -81,7 +86,7 @@ class Emitted:
 class _Job:
     directory: Path | None
     catalog: Catalog
-    plan: Any
+    plan: Plan
     revision: str
     fmt: str | None
     digest: Callable[[str | bytes], bytes]
@@ -105,7 +110,24 @@ PLACEMENT_TICKET = 0
 of :func:`~pincompile.expand.expand_part` is ticket ``c + 1``."""
 
 
-def emit(directory: Path | None, catalog: Catalog, plan: Any, *, revision: str,
+def expand_result(result: Result, directory: Path | None, *, fmt: str | None, revision: str,
+                  jobs: int) -> Emitted:
+    """Expand (and serialize as ``fmt``, and write under ``directory``) a compile checked
+    and placed by ``result``; its problems join the result's diagnostics. With earlier
+    diagnostics the objects are only generated for their problems (every error is reported
+    at once) and no rows are returned."""
+    if result.plan is None:
+        return Emitted()
+    failed = bool(result.diagnostics)
+    emitted = emit(None if failed else directory, result.catalog, result.plan,
+                   revision=revision, fmt=None if failed else fmt, digest=content_digest,
+                   jobs=jobs)
+    add_new(result.diagnostics, emitted.diagnostics)
+    result.diagnostics = sorted(set(result.diagnostics))
+    return Emitted() if result.diagnostics else emitted
+
+
+def emit(directory: Path | None, catalog: Catalog, plan: Plan, *, revision: str,
          fmt: str | None,
          digest: Callable[[str | bytes], bytes], jobs: int = 1) -> Emitted:
     """Every object of the placed catalog, serialized as ``fmt``: written under

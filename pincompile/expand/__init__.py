@@ -53,7 +53,8 @@ def expand_all(catalog: Catalog, plan: Plan | None, *, revision: str
 
 
 CHUNK = 50
-"""Workloads in one chunk of :func:`expand_part` (a chunk's objects take ~25 ms)."""
+"""Workloads in one chunk of :func:`expand_part` (how long a chunk takes: bench/RESULTS.md,
+"Tuning")."""
 
 
 def expand_part(catalog: Catalog, plan: Plan, *, revision: str,

@@ -1,5 +1,6 @@
 """The jinja2 sandbox for templates that are more than ``{{ a.b }}`` lookups (imported only
-when one is rendered: importing jinja2 costs a one-app compile about 70 ms).
+when one is rendered: importing jinja2 is a noticeable share of a one-app compile;
+bench/RESULTS.md, "Tuning").
 
 Every render spends from a budget (:mod:`pincompile.template_budget`) checked while it runs:
 the parsed template is rewritten so that each loop iteration, write, ``~``, list or dict

@@ -30,8 +30,8 @@ the snapshot's bucket sums). When the changed files do not load, parse, check or
 cleanly, the update reports what a full compile would report (:class:`Invalid`), located in
 the affected files, and writes nothing; a placement problem, or a diagnostic located
 anywhere else, makes it give up instead. Whatever it reuses, the result is the bytes (or
-the diagnostics) of a cold compile (``tests/pincompile/spec/test_cache.py`` checks this over random
-edit sequences).
+the diagnostics) of a cold compile (``tests/pincompile/incremental/test_incremental.py`` checks
+this over random edit sequences).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pincompile.catalog import Entry
 from pincompile.diagnostics import Diagnostic
@@ -29,6 +29,9 @@ from pincompile.models import Resource
 from pincompile.placement.model import Key, Plan
 from pincompile.placement.sums import counts
 from pincompile.source.filecache import FileState
+
+if TYPE_CHECKING:
+    from pincompile.pipeline import Result
 
 
 @dataclass
@@ -312,9 +315,9 @@ Output = tuple[str, "Entry[Any] | None", bytes]
 """A written output file: (path, the spec that generated it or None, content digest)."""
 
 
-def snapshot(valid_for: tuple[str, ...], states: Iterable[FileState], result: Any, fmt: str,
+def snapshot(valid_for: tuple[str, ...], states: Iterable[FileState], result: Result, fmt: str,
              written: Iterable[Output] | None = None, placement: bytes = b"") -> Snapshot:
-    """The snapshot of a clean full compile (``result``: a ``pipeline.Result``; ``written``
+    """The snapshot of a clean full compile (``result``; ``written``
     the files written for it and ``placement`` the digest of ``placement.json``). Without
     ``written`` (a long-running process that writes no files) it keeps the objects of
     ``result`` and the decisions instead of output digests."""

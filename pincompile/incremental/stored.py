@@ -5,26 +5,30 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
+from pincompile.incremental.snapshots import Delta, Snapshot, apply_delta, complete
 from pincompile.source.filecache import FileState, Store, file_digest
+from pincompile.source.treescan import Scan
 
-if TYPE_CHECKING:
-    from pincompile.compiler import Compiler
+FileStateOf = Callable[[str, bytes, str], FileState]
+"""``(name, content, digest)`` → that file loaded and parsed (e.g.
+:meth:`pincompile.compiler.Compiler.file_state`)."""
 
 
-def state_of(compiler: Compiler, scan: Any, name: str, digest: str) -> FileState | None:
+def state_of(store: Store | None, scan: Scan, file_state: FileStateOf, name: str,
+             digest: str) -> FileState | None:
     """File ``name`` loaded and parsed, as it was when ``scan`` named its ``digest``: from
-    the cache by that digest, else read again (None when it changed since: a full compile
-    then reads everything again)."""
-    if compiler.store is not None:
-        stored = compiler.store.get(digest)
+    ``store`` by that digest, else read again and given to ``file_state`` (None when it
+    changed since: a full compile then reads everything again)."""
+    if store is not None:
+        stored = store.get(digest)
         if stored is not None and stored.name == name:
             return stored
     raw = scan.read(name)
     if raw is None or file_digest(name, raw) != digest:
         return None
-    return compiler.file_state(name, raw, digest)
+    return file_state(name, raw, digest)
 
 
 DELTA_LIMIT = 2000
@@ -36,20 +40,18 @@ def _delta_key(key: str) -> str:
     return hashlib.sha256(f"delta\0{key}".encode()).hexdigest()
 
 
-def read_snapshot(store: Store, key: str) -> Any:
+def read_snapshot(store: Store, key: str) -> Snapshot | None:
     """The snapshot stored under ``key``, with the changes stored since applied."""
-    from pincompile import incremental
-
     base = store.read(key)
-    if not isinstance(base, incremental.Snapshot) or not incremental.complete(base):
+    if not isinstance(base, Snapshot) or not complete(base):
         return None  # another version's snapshot
     delta = store.read(_delta_key(key))
-    if isinstance(delta, incremental.Delta):
-        return incremental.apply_delta(base, delta) or base
+    if isinstance(delta, Delta):
+        return apply_delta(base, delta) or base
     return base
 
 
-def write_snapshot(store: Store, key: str, snap: Any) -> None:
+def write_snapshot(store: Store, key: str, snap: Snapshot) -> None:
     """Store an updated snapshot: as its changes since the stored one, or whole."""
     if snap.delta is not None and snap.delta.size() <= DELTA_LIMIT:
         store.write(_delta_key(key), snap.delta)

@@ -41,6 +41,7 @@ from pincompile.manifest import Manifest
 from pincompile.placement.model import Key, Plan
 from pincompile.repoconfig import CONFIG_FILE, repo_config
 from pincompile.source.filecache import FileState
+from pincompile.source.loader import LoadResult
 
 
 @dataclass
@@ -81,7 +82,7 @@ class _Outputs:
 
 
 def update(prev: Snapshot, key: tuple[str, ...], files: list[tuple[str, str]],
-           state_of: Callable[[str, str], FileState | None], walked: Any, *,
+           state_of: Callable[[str, str], FileState | None], walked: LoadResult, *,
            revision: str, fmt: str | None, in_memory: bool = False,
            read_placement: Callable[[], bytes | None] = lambda: None,
            placement_unchanged: bool = False) -> Outcome | Invalid | None:
@@ -389,7 +390,7 @@ def _path(m: Manifest, fmt: str | None) -> str:
 
 def _invalid(prev: Snapshot, diagnostics: list[Diagnostic], states: Mapping[str, FileState],
              affected: set[str], manifests: list[Manifest], now: Mapping[str, str],
-             walked: Any, fmt: str | None) -> Invalid | None:
+             walked: LoadResult, fmt: str | None) -> Invalid | None:
     """The errors of an update, as a full compile reports them; None when one is located
     outside the affected files or a changed unit generates an unchanged unit's object
     (a full compile then tells)."""
@@ -409,7 +410,7 @@ def _invalid(prev: Snapshot, diagnostics: list[Diagnostic], states: Mapping[str,
     return Invalid(sorted(set(diagnostics)), sorted(warnings), sources)
 
 
-def _unchanged(prev: Snapshot, walked: Any) -> Outcome:
+def _unchanged(prev: Snapshot, walked: LoadResult) -> Outcome:
     """Nothing changed: nothing to write (a long-running process reuses its last result)."""
     return Outcome(prev, {}, set(), *_counts(prev), units=0, warnings=_warnings(prev, walked))
 
@@ -419,5 +420,5 @@ def _counts(snap: Snapshot) -> tuple[int, int, int]:
     return specs, sum(snap.per_cluster.values()), len(snap.per_cluster)
 
 
-def _warnings(snap: Snapshot, walked: Any) -> list[Diagnostic]:
+def _warnings(snap: Snapshot, walked: LoadResult) -> list[Diagnostic]:
     return sorted([*walked.warnings, *(w for f in snap.files.values() for w in f.warnings)])

@@ -22,7 +22,8 @@ class Strict(BaseModel):
     model_config = ConfigDict(
         extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=False,
         # the docstrings under fields become descriptions only when a schema is rendered
-        # (pincompile.models.docs): reading every model's source at import costs 0.1 s
+        # (pincompile.models.docs): reading every model's source at import would slow every
+        # compile (bench/RESULTS.md, "Tuning")
         # validators are built on a model's first use, not at import: a warm compile that
         # parses one file builds only the models that file needs
         defer_build=True,

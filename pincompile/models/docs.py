@@ -1,10 +1,10 @@
 """Field descriptions from the docstrings written under model attributes.
 
 pydantic's ``use_attribute_docstrings`` reads every model's source while the class is being
-created, which costs a compile that never needs a description (about 0.1 s at import). The
-models leave it off; :func:`describe_fields` attaches the same descriptions (an explicit
-``Field(description=...)`` wins, a subclass inherits its base's) before anything renders a
-JSON Schema or CRD.
+created, which costs a compile that never needs a description (bench/RESULTS.md,
+"Tuning"). The models leave it off; :func:`describe_fields` attaches the same descriptions
+(an explicit ``Field(description=...)`` wins, a subclass inherits its base's) before
+anything renders a JSON Schema or CRD.
 """
 
 from __future__ import annotations

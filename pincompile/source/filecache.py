@@ -43,12 +43,6 @@ class FileState:
     """Per document of ``loaded``: (catalog entry or None, diagnostics)."""
 
 
-def default_dir() -> Path:
-    """``$XDG_CACHE_HOME/pincompile`` (``~/.cache/pincompile`` when unset)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "pincompile"
-
-
 @cache
 def code_digest() -> str:
     """pincompile's version and a digest of its sources: part of every key."""
@@ -62,8 +56,8 @@ def code_digest() -> str:
 
 def _installed_version() -> str:
     """The version of the installed distribution, from its ``.dist-info`` directory's name
-    (found as ``importlib.metadata`` finds it, first on ``sys.path``, without its 30 ms
-    import: every warm compile pays it)."""
+    (found as ``importlib.metadata`` finds it, first on ``sys.path``, without importing it:
+    every warm compile would pay that; bench/RESULTS.md, "Tuning")."""
     for entry in sys.path:
         try:
             names = os.listdir(entry or ".")

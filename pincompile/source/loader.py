@@ -40,11 +40,11 @@ API_VERSION = f"{API_GROUP}/v1"
 YAML_SUFFIXES = (".yaml", ".yml")
 MAX_FILE_BYTES = 16 * 1024 * 1024
 #: Flow collections ([...], {...}) nested deeper than this are refused before parsing: the
-#: YAML scanner's cost grows with the square of the depth (1,000 levels take seconds).
+#: YAML scanner's cost grows with the square of the depth (bench/RESULTS.md, "Tuning").
 MAX_FLOW_DEPTH = 100
-#: The reference loader (pure Python) reads about 100 KB per CPU-second, slower with merge
-#: keys: a file that needs it (see :mod:`pincompile.source.loader_c`) is read only up to this
-#: size, so one hostile file costs seconds, not minutes.
+#: The reference loader is pure Python and slow (bench/RESULTS.md, "Tuning"), slower with
+#: merge keys: a file that needs it (see :mod:`pincompile.source.loader_c`) is read only up to
+#: this size, so the cost of one hostile file stays bounded.
 MAX_CAREFUL_BYTES = 256 * 1024
 
 #: Text that makes a file that is not valid YAML worth reporting: it was meant as a spec.

@@ -1,10 +1,10 @@
 """The reference loader: ruamel.yaml's pure-Python round-trip parser.
 
-Slow (about 100 KiB/s) but the yardstick for the libyaml loader in
+Slow (bench/RESULTS.md, "Tuning") but the yardstick for the libyaml loader in
 :mod:`pincompile.source.loader_c`: whatever that one does not handle itself (a syntax error, a
 duplicate key, an alias bomb, a YAML tag, a ``%YAML`` directive, a merge key, a complex key)
 is loaded here instead, so messages and meanings stay exactly as ruamel gives them. The
-property test in ``tests/pincompile/spec/test_loader_c.py`` compares both on generated YAML.
+property test in ``tests/pincompile/source/test_loader_c.py`` compares both on generated YAML.
 """
 
 from __future__ import annotations

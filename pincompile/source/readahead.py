@@ -89,7 +89,8 @@ class Loading:
 
 
 BATCH = 200
-"""Files per batch a loading process sends (~50 ms of loading)."""
+"""Files per batch a loading process sends (how long one takes to load: bench/RESULTS.md,
+"Tuning")."""
 
 
 def _load_batches(files: list[tuple[str, bytes]]) -> Iterator[dict[str, LoadResult]]:

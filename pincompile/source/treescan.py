@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pincompile.diagnostics import Diagnostic
 from pincompile.source.filecache import Store, code_digest, file_digest
@@ -30,6 +30,9 @@ from pincompile.source.loader import (
     iter_yaml_files,
     read_regular_file,
 )
+
+if TYPE_CHECKING:
+    from pincompile.forked import Forked
 
 RACY_MARGIN_NS = 2_000_000_000
 """How much older than the walk a file's timestamps must be for its entry to be trusted
@@ -69,15 +72,17 @@ class Scan:
             return None
         return read_regular_file(name, path, LoadResult())
 
-    def files(self) -> list[tuple[str, bytes]]:
-        """Every file as (name, content), in load order (read now; a file that can no
+    def files(self) -> tuple[list[tuple[str, bytes]], list[str]]:
+        """Every file as (name, content), in load order, and its content digest (a file
+        read now is hashed again: it may have changed since the walk; a file that can no
         longer be read is left out)."""
-        found = []
-        for name, _ in self.digests:
+        files, digests = [], []
+        for name, known in self.digests:
             raw = self.read(name)
             if raw is not None:
-                found.append((name, raw))
-        return found
+                files.append((name, raw))
+                digests.append(known if name in self.raw else file_digest(name, raw))
+        return files, digests
 
 
 def index_key(root: Path) -> str:
@@ -130,7 +135,7 @@ def scan_tree(root: Path, store: Store | None) -> Scan:
     return scan
 
 
-def scan_ahead(root: Path, cache_dir: Path | None) -> Any:
+def scan_ahead(root: Path, cache_dir: Path | None) -> Forked[Scan]:
     """:func:`scan_tree` of ``root`` (with the store at ``cache_dir``) started in a forked
     process, so that this one goes on (importing the compiler: a one-app compile of
     10,000 files then waits for neither alone); its ``result()`` is the :class:`Scan`."""

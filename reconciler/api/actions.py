@@ -9,7 +9,8 @@
 * ``POST .../rerun``: a PinterestJobSet's Jobs or a PinterestTrainingJob's training job
   deleted and created again (:mod:`reconciler.api.rerun`).
 * ``POST .../restart-container``: 501, and why.
-* ``POST .../stop``, ``.../scale``, ``.../image``: 409 with the spec edit to commit.
+* ``POST .../stop``, ``.../scale``, ``.../image``: 409 with the spec edit to commit
+  (:mod:`reconciler.api.spec_edits`).
 
 Each action is authorized as a verb of its own (:data:`reconciler.api.access.ACTIONS`),
 rate-limited and audited like every call, and recorded in the insight store as a
@@ -19,6 +20,7 @@ rate-limited and audited like every call, and recorded in the insight store as a
 from __future__ import annotations
 
 import os
+import re
 import socket
 import threading
 import time
@@ -30,12 +32,11 @@ from typing import Any, Protocol
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
 
-from pincompile.manifest import ANNOTATION_SOURCE, LABEL_APP, LABEL_KIND, LABEL_PROJECT
+from pincompile.manifest import LABEL_APP, LABEL_KIND, LABEL_PROJECT
 from reconciler.api import rerun, restarts
 from reconciler.api.access import Caller
-from reconciler.api.models import ActionAnswer, Problem, SpecEdit, ZoneStep
+from reconciler.api.models import ActionAnswer, Problem, ZoneStep
 from reconciler.clients import read, write
 from reconciler.clients.connect import Connection
 from reconciler.clock import iso_time as _iso
@@ -49,27 +50,49 @@ from reconciler.store import Store
 from reconciler.store.records import EventRecord
 
 APP_PATH = "/api/v1/apps/{kind}/{project}/{name}"
+DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 Authorize = Callable[[Request, Caller, str, str, str], Awaitable[None]]
 
 
 class Operations:
-    """Restarts running in this server: one per app at a time, at most ``most`` at once;
-    ``identity`` names this server in the restarts' claims."""
+    """Restarts and reruns running in this server: one per app at a time, at most
+    ``per_user`` of one user and ``per_project`` of one project, ``most`` in all (so no
+    tenant fills the server's share alone); ``identity`` names this server in the
+    restarts' claims."""
 
-    def __init__(self, most: int = 8, identity: str | None = None) -> None:
-        self.most = most
+    def __init__(self, most: int = 8, identity: str | None = None, *, per_user: int = 2,
+                 per_project: int = 4) -> None:
+        self.most, self.per_user, self.per_project = most, per_user, per_project
         self.identity = identity or f"{socket.gethostname()}/{os.getpid()}"
-        self._running: dict[AppKey, str] = {}
+        self._running: dict[AppKey, tuple[str, str]] = {}
+        """app → (what runs, for whom)"""
         self._lock = threading.Lock()
 
-    def start(self, app: AppKey, what: str, work: Callable[[], None]) -> str | None:
+    def refusal(self, app: AppKey, user: str) -> str | None:
+        """Why an action of ``user`` on ``app`` cannot start now (None: it can)."""
+        with self._lock:
+            return self._refusal(app, user)
+
+    def _refusal(self, app: AppKey, user: str) -> str | None:
+        if app in self._running:
+            return f"a {self._running[app][0]} of {'/'.join(app)} is running already"
+        if len(self._running) >= self.most:
+            return f"{self.most} actions are running in this server already"
+        if sum(other[1] == app[1] for other in self._running) >= self.per_project:
+            return (f"{self.per_project} actions of project {app[1]} are running in this "
+                    "server already")
+        if sum(who == user for _, who in self._running.values()) >= self.per_user:
+            return f"{user} has {self.per_user} actions running in this server already"
+        return None
+
+    def start(self, app: AppKey, what: str, work: Callable[[], None],
+              user: str = "") -> str | None:
         """Run ``work`` in a thread of its own; why not, when it cannot start now."""
         with self._lock:
-            if app in self._running:
-                return f"a {self._running[app]} of {'/'.join(app)} is running already"
-            if len(self._running) >= self.most:
-                return f"{self.most} actions are running in this server already"
-            self._running[app] = what
+            why = self._refusal(app, user)
+            if why is not None:
+                return why
+            self._running[app] = (what, user)
 
         def run() -> None:
             try:
@@ -83,7 +106,8 @@ class Operations:
 
     def running(self, app: AppKey) -> str | None:
         with self._lock:
-            return self._running.get(app)
+            found = self._running.get(app)
+            return found[0] if found else None
 
 
 class ActionGateway(Protocol):
@@ -124,8 +148,20 @@ def _host(gateway: ActionGateway) -> Connection:
     return gateway.host
 
 
-def _resource(host: Connection, app: AppKey) -> Obj:
-    """The app's resource on the host (404 when there is none)."""
+def check_names(app: AppKey) -> None:
+    """422 naming the path parameter that no app on the host could have as its project or
+    name (a DNS-1123 label), before the host is asked."""
+    for field, value in (("project", app[1]), ("name", app[2])):
+        if len(value) > 63 or not DNS_LABEL.fullmatch(value):
+            raise HTTPException(422, f"{field}: {value[:80]!r} is not a project or app name "
+                                     "(a DNS-1123 label: at most 63 lowercase letters, digits "
+                                     "and '-', starting and ending with a letter or digit)")
+
+
+def app_resource(host: Connection, app: AppKey) -> Obj:
+    """The app's resource on the host (404 when there is none, 422 for a name no app
+    could have)."""
+    check_names(app)
     try:
         found = read.get(host, cr_ref(app))
     except CLUSTER_ERRORS as exc:
@@ -180,8 +216,11 @@ def start_restart(gateway: ActionGateway, app: AppKey, user: str) -> ActionAnswe
     why = restart.why_not_restartable(app[0])
     if why is not None:
         raise HTTPException(409, f"{app[0]} cannot be restarted: {why}")
+    busy = gateway.operations.refusal(app, user)  # before the clusters are asked anything
+    if busy is not None:
+        raise HTTPException(409, busy)
     host = _host(gateway)
-    cr = _resource(host, app)
+    cr = app_resource(host, app)
     who = pause.paused_by(cr)
     if who:
         raise HTTPException(409, f"the rollout of {'/'.join(app)} is paused by {who}: "
@@ -207,7 +246,7 @@ def resume_restart(gateway: ActionGateway, app: AppKey, left: Claim) -> None:
     """Take over the restart ``left`` by a server that stopped renewing its claim, and
     run it again from its first zone: zones it restarted pass at once."""
     host = _host(gateway)
-    cr = _resource(host, app)
+    cr = app_resource(host, app)
     current = restart.claim_of(cr)
     if current != left or not restart.stale(left, time.time()):
         return  # ended, renewed or taken over meanwhile
@@ -269,7 +308,7 @@ def _run_restart(gateway: ActionGateway, host: Connection, app: AppKey,
         raise HTTPException(409, f"another restart of {'/'.join(app)} started meanwhile")
     announce()
     busy = gateway.operations.start(
-        app, "restart", lambda: restarts.run_claimed(host, app, claim, work))
+        app, "restart", lambda: restarts.run_claimed(host, app, claim, work), claim.by)
     if busy:
         restarts.release(host, app, claim)
         raise HTTPException(409, busy)
@@ -281,7 +320,10 @@ def start_rerun(gateway: ActionGateway, app: AppKey, user: str) -> ActionAnswer:
     why = rerun.why_not_rerunnable(app[0])
     if why is not None:
         raise HTTPException(409, f"{app[0]} cannot be rerun: {why}")
-    _resource(_host(gateway), app)
+    busy = gateway.operations.refusal(app, user)
+    if busy is not None:
+        raise HTTPException(409, busy)
+    app_resource(_host(gateway), app)
     members = members_of(gateway, app)
     try:
         found = [(c, obj) for c, conn in sorted(members.items())
@@ -310,7 +352,7 @@ def start_rerun(gateway: ActionGateway, app: AppKey, user: str) -> ActionAnswer:
             note("RerunFailed", f"a cluster failed: {explain(exc)}; the reconciler's next "
                                 "pass creates what is missing")
 
-    busy = gateway.operations.start(app, "rerun", work)
+    busy = gateway.operations.start(app, "rerun", work, user)
     if busy:
         raise HTTPException(409, busy)
     objects = [rerun.describe(c, obj) for c, obj in found]
@@ -329,7 +371,7 @@ def set_paused(gateway: ActionGateway, app: AppKey, user: str, paused: bool) -> 
         raise HTTPException(409, f"{app[0]} has no zone-by-zone rollout to pause or resume "
                                  f"(only {', '.join(sorted(pause.ROLLOUT_APP_KINDS))})")
     host = _host(gateway)
-    current = pause.paused_by(_resource(host, app))
+    current = pause.paused_by(app_resource(host, app))
     if paused and current:
         message = f"the rollout of {name} is paused already (by {current})"
     elif not paused and not current:
@@ -360,31 +402,6 @@ def pause_app(gateway: ActionGateway, app: AppKey, user: str) -> ActionAnswer:
 def resume_app(gateway: ActionGateway, app: AppKey, user: str) -> ActionAnswer:
     """``rollout resume``: :func:`set_paused` with ``paused=False``."""
     return set_paused(gateway, app, user, False)
-
-
-# -- desired state ----------------------------------------------------------------------------
-class Scale(BaseModel):
-    replicas: int = Field(ge=0, le=100_000)
-
-
-class Image(BaseModel):
-    container: str = Field(min_length=1, max_length=253)
-    image: str = Field(min_length=1, max_length=1000)
-
-
-def spec_edit(gateway: ActionGateway, app: AppKey, field: str, value: Any,
-              command: str) -> SpecEdit:
-    """The 409 answer to a change of desired state: the edit to commit instead."""
-    source = "the app's spec file"
-    if gateway.host is not None:
-        annotations = (_resource(gateway.host, app).get("metadata") or {}).get(
-            "annotations") or {}
-        source = str(annotations.get(ANNOTATION_SOURCE) or source)
-    name = "/".join(app)
-    return SpecEdit(detail=f"desired state changes only through git: set {field} of "
-                           f"{name} to {value} in {source} and commit it (`{command}` "
-                           "makes the edit); the reconciler applies the commit",
-                    file=source, field=field, value=value, command=command)
 
 
 RESTART_CONTAINER_501 = (
@@ -457,41 +474,4 @@ def mount_actions(api: FastAPI, caller: Callable[..., Awaitable[Caller]],
                                      "pods from a template: `restart` restarts them")
         return JSONResponse({"detail": RESTART_CONTAINER_501}, status_code=501)
 
-    _mount_spec_answers(router, who, authorize)
     api.include_router(router)
-
-
-def _mount_spec_answers(router: APIRouter, who: Callable[[Request], Caller],
-                        authorize: Authorize) -> None:
-    """stop, scale and image: 409 with the spec edit to commit (verb: get <kind>s)."""
-    answers: dict[int | str, dict[str, Any]] = {
-        409: {"model": SpecEdit, "description": "the spec edit to commit"}}
-
-    async def answer(request: Request, app: AppKey, field: str, value: Any,
-                     command: str) -> JSONResponse:
-        await authorize(request, who(request), "read", app[0], app[1])
-        edit = await run_in_threadpool(spec_edit, request.app.state.gateway, app, field,
-                                       value, command)
-        return JSONResponse(edit.model_dump(mode="json"), status_code=409)
-
-    @router.post(f"{APP_PATH}/stop", responses=answers, response_model=None,
-                 summary="Stop the app: answered with the spec edit to commit")
-    async def stop(request: Request, kind: str, project: str, name: str) -> JSONResponse:
-        return await answer(request, (kind, project, name), "spec.replicas", 0,
-                            f"pincompile set replicas {kind}/{project}/{name} 0")
-
-    @router.post(f"{APP_PATH}/scale", responses=answers, response_model=None,
-                 summary="Scale the app: answered with the spec edit to commit")
-    async def scale(request: Request, kind: str, project: str, name: str,
-                    body: Scale) -> JSONResponse:
-        return await answer(request, (kind, project, name), "spec.replicas", body.replicas,
-                            f"pincompile set replicas {kind}/{project}/{name} {body.replicas}")
-
-    @router.post(f"{APP_PATH}/image", responses=answers, response_model=None,
-                 summary="Change a container's image: answered with the spec edit to commit")
-    async def image(request: Request, kind: str, project: str, name: str,
-                    body: Image) -> JSONResponse:
-        return await answer(request, (kind, project, name),
-                            f"spec.template.containers[{body.container}].image", body.image,
-                            f"pincompile set image {kind}/{project}/{name} "
-                            f"{body.container}={body.image}")

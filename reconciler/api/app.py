@@ -26,13 +26,14 @@ from fastapi import (
     WebSocketDisconnect,
 )
 from fastapi.concurrency import run_in_threadpool
-from fastapi.exceptions import WebSocketRequestValidationError
+from fastapi.exceptions import RequestValidationError, WebSocketRequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.requests import HTTPConnection
 
 from pincompile.contract import MAX_SELECTOR_LENGTH as MAX_SELECTOR
 from pincompile.contract import Labels, SelectorError, parse_selector
 from reconciler.api.access import (
+    REVIEWS,
     Access,
     AccessError,
     Audited,
@@ -73,8 +74,10 @@ from reconciler.api.models import (
     PodList,
     Problem,
 )
+from reconciler.api.spec_edits import mount_spec_answers
 from reconciler.clients.connect import Connection
 from reconciler.model import AppKey
+from reconciler.slo.routes import mount_slo_routes
 from reconciler.status.document import APP_KINDS
 from reconciler.store import Store
 
@@ -105,6 +108,8 @@ class Gateway:
     operations: Operations = field(default_factory=Operations)
     """Restarts running in this server."""
     exec_limits: ExecLimits = field(default_factory=ExecLimits)
+    reviews: RateLimits = field(default_factory=lambda: RateLimits(*REVIEWS))
+    """Host reviews of tokens not known yet, per client address."""
 
     def __post_init__(self) -> None:
         self.index = AppIndex(self.apps)
@@ -123,8 +128,13 @@ def create_app(gateway: Gateway | None) -> FastAPI:
 
     @api.exception_handler(AccessError)
     async def refused(_request: Request, exc: AccessError) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=exc.status,
-                            headers={"WWW-Authenticate": "Bearer"} if exc.status == 401 else {})
+        return JSONResponse({"detail": str(exc)}, status_code=exc.status, headers=exc.headers)
+
+    @api.exception_handler(RequestValidationError)
+    async def invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        """422 naming each field; the value sent is not echoed (a NaN cannot be)."""
+        return JSONResponse({"detail": [{"loc": list(e["loc"]), "msg": e["msg"],
+                                         "type": e["type"]} for e in exc.errors()]}, 422)
 
     @api.exception_handler(WebSocketRequestValidationError)
     async def invalid_websocket(websocket: WebSocket, exc: WebSocketRequestValidationError
@@ -134,6 +144,8 @@ def create_app(gateway: Gateway | None) -> FastAPI:
 
     _routes(api)
     mount_actions(api, caller_of, _authorize)
+    mount_spec_answers(api, caller_of, _authorize)
+    mount_slo_routes(api, caller_of)
     return api
 
 
@@ -150,13 +162,25 @@ async def caller_of(request: HTTPConnection) -> Caller:
 
 async def caller_with_token(request: HTTPConnection, gateway: Gateway, token: str) -> Caller:
     """The caller ``token`` authenticates, rate-limited (the console passes its cookie's)."""
-    caller = await authenticate(gateway.access, token)
+    caller = await token_caller(request, gateway, token)
     request.state.caller = caller
     wait = gateway.limits.retry_after(caller)
     if wait:
         raise HTTPException(429, f"rate limit of {gateway.limits.qps:g} calls/s exceeded",
                             headers={"Retry-After": str(max(1, round(wait + 0.5)))})
     return caller
+
+
+async def token_caller(request: HTTPConnection, gateway: Gateway, token: str) -> Caller:
+    """Who ``token`` is, asking the host only within the client address's budget of
+    reviews (AccessError 401, 429, 503)."""
+    return await authenticate(gateway.access, token, client=client_address(request),
+                              reviews=gateway.reviews)
+
+
+def client_address(request: HTTPConnection) -> str:
+    """The client's address (a configured proxy's ``X-Forwarded-For`` already applied)."""
+    return request.client.host if request.client else ""
 
 
 CallerDep = Annotated[Caller, Depends(caller_of)]
@@ -300,7 +324,8 @@ def _pod_routes(api: FastAPI) -> None:
         assert gateway.pods is not None  # app_pods said so
         merged = MergedLogs(targets, pod_log_opener(gateway.pods.connection, query,
                                                     gateway.log_limits.seconds),
-                            gateway.log_limits)
+                            gateway.log_limits, still_allowed=lambda: allowed(
+                                gateway.access, caller, "logs", kind, project))
 
         async def body() -> AsyncIterator[bytes]:
             try:

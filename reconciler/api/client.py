@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import ssl
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import ExitStack
 from typing import Any, TypeVar
 from urllib.parse import quote, urlencode
@@ -155,6 +155,16 @@ class ApiClient:
         except (OSError, TimeoutError, WebSocketException) as exc:
             raise ServerUnreachable(f"{self.server}: {_reason(exc)}") from None
         return ExecSession(conn)
+
+    def call_json(self, path: str, pairs: Sequence[tuple[str, str]] = (), *,
+                  method: str = "GET") -> Any:
+        """The JSON document a call answers (``pairs``: its query, keys may repeat)."""
+        query = urlencode(list(pairs))
+        response = self._request(path + (f"?{query}" if query else ""), {}, method=method)
+        try:
+            return json.loads(response.data)
+        except ValueError:
+            raise ApiError(502, f"{self.server} answered something that is not JSON") from None
 
     # -- plumbing ---------------------------------------------------------------------------
     def _get(self, path: str, model: type[M] | Any, params: dict[str, Any] | None = None

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import socket
 import threading
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -44,6 +44,8 @@ class LogLimits:
     containers: int = 30
     seconds: float = 3600.0
     line_bytes: int = 16 * 1024
+    recheck_seconds: float = 30.0
+    """How often an open stream asks again whether its caller may still read the logs."""
 
 
 class LogTarget(NamedTuple):
@@ -132,15 +134,18 @@ class MergedLogs:
     """Lines of several container logs, merged as they come, from one thread per log."""
 
     def __init__(self, targets: Sequence[LogTarget], opener: Opener, limits: LogLimits,
-                 ) -> None:
+                 still_allowed: Callable[[], Awaitable[bool]] | None = None) -> None:
         self.targets, self.opener, self.limits = list(targets), opener, limits
+        self.still_allowed = still_allowed
+        """Asked every ``limits.recheck_seconds``: False ends the stream (access revoked)."""
         self._closed = threading.Event()
         self._responses: list[Any] = []
         self._lock = threading.Lock()
 
     async def lines(self) -> AsyncGenerator[bytes, None]:
         """Each line as ``cluster/pod/container line\\n``; ends when every log ended, at
-        the time limit, or when the consumer stops (then every upstream closes)."""
+        the time limit, when the caller may no longer read them, or when the consumer
+        stops (then every upstream closes)."""
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=1000)
         threads = [threading.Thread(target=self._pump, args=(t, loop, queue), daemon=True,
@@ -148,12 +153,21 @@ class MergedLogs:
         for thread in threads:
             thread.start()
         deadline = loop.time() + self.limits.seconds
+        check_at = loop.time() + self.limits.recheck_seconds
         try:
             ended = 0
             while ended < len(threads):
+                if self.still_allowed is not None and loop.time() >= check_at:
+                    if not await self.still_allowed():
+                        yield b"# access to these logs was revoked: stream closed\n"
+                        return
+                    check_at = loop.time() + self.limits.recheck_seconds
+                wake = deadline if self.still_allowed is None else min(deadline, check_at)
                 try:
-                    item = await asyncio.wait_for(queue.get(), deadline - loop.time())
+                    item = await asyncio.wait_for(queue.get(), wake - loop.time())
                 except TimeoutError:
+                    if loop.time() < deadline:
+                        continue  # time to ask again
                     yield f"# stream closed after {self.limits.seconds:g} s\n".encode()
                     return
                 if item is None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from pincompile.cachedir import local_fleet_kubeconfig
 from pincompile.commands.common import EXIT_CLUSTER, EXIT_INVALID, EXIT_USAGE, fail
 from pincompile.commands.common import report as report_diagnostics
 from pincompile.compiler import compile_path
@@ -25,15 +26,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def default_kubeconfig() -> str | None:
-    """``$KUBECONFIG``; else the running local fleet's kubeconfig; else ~/.kube/config."""
+    """``$KUBECONFIG``; else the local fleet's kubeconfig while ``pincompile fleet up`` has
+    one in the cache folder (:func:`~pincompile.cachedir.local_fleet_kubeconfig`; ``fleet
+    down`` removes it); else None: the client's own default, ``~/.kube/config``."""
     if os.environ.get("KUBECONFIG"):
         return os.environ["KUBECONFIG"]
-    from reconciler.fleet import fleet
-
-    state = fleet.read_state(fleet.default_dir())
-    if state is not None and fleet.is_running(state):
-        return str(state.kubeconfig)
-    return None
+    fleet = local_fleet_kubeconfig()
+    return str(fleet) if fleet.is_file() else None
 
 
 def usable_kubeconfig(kubeconfig: str | None, context: str | None = None) -> str | None:

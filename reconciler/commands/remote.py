@@ -27,6 +27,7 @@ from pincompile.commands.common import (
 from reconciler.api.client import ApiClient, ApiError, ServerUnreachable
 from reconciler.api.models import AppSummary, PodList
 from reconciler.commands.common import cluster_errors, target_options, usable_kubeconfig
+from reconciler.commands.escapes import printable
 from reconciler.commands.interrupt import bounded_interrupt
 from reconciler.commands.options import DURATION
 from reconciler.commands.status import age, columns, render, render_table
@@ -259,7 +260,9 @@ def logs(app: AppRef, container: str | None, follow: bool, since: float | None,
          tail: int | None, cluster: str | None, pod: str | None, timestamps: bool,
          **api: Any) -> None:
     """Print the logs of every container of an app, in every member cluster it runs in,
-    merged as they come; each line starts with CLUSTER/POD/CONTAINER.
+    merged as they come; each line starts with CLUSTER/POD/CONTAINER. On a terminal,
+    escape sequences and control characters in the lines are left out (a pipe or a file
+    gets them as they were).
 
     Through the API your token needs `get` on the app's `logs` subresource in its project
     (see docs/api/README.md); straight to the clusters, the kubeconfig's user needs `get`
@@ -272,6 +275,7 @@ def logs(app: AppRef, container: str | None, follow: bool, since: float | None,
       pincompile logs PinApp/search/search-api -f -c main --cluster use1a-general-01
       pincompile logs PinApp/search/search-api --since 10m | grep ERROR
     """
+    terminal = sys.stdout.isatty()  # a log line's escape sequences are not obeyed there
     try:
         with bounded_interrupt(EXIT_OK), api_client(**api) as (client, _), \
                 api_errors(str(app)):
@@ -279,7 +283,7 @@ def logs(app: AppRef, container: str | None, follow: bool, since: float | None,
                                     since_seconds=None if since is None else max(1, round(since)),
                                     tail_lines=tail, cluster=cluster, pod=pod,
                                     timestamps=timestamps or None):
-                sys.stdout.buffer.write(line)
+                sys.stdout.buffer.write(printable(line) if terminal else line)
                 if follow:
                     sys.stdout.buffer.flush()
     except KeyboardInterrupt:

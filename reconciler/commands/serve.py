@@ -15,6 +15,7 @@ from pincompile.source.gitsource import GitError
 from reconciler.clients.connect import KubeconfigError
 from reconciler.commands.common import failover_options
 from reconciler.commands.options import DURATION
+from reconciler.serve.guard import parse_networks
 from reconciler.serve.redact import RedactingFormatter, redact
 from reconciler.store import StoreError
 
@@ -58,10 +59,12 @@ Webhook endpoints (POST; secret from --webhook-secret-file or $PINCOMPILE_WEBHOO
                       (contrib/post-receive sends it from a bare git server)
 A delivery received again within --replay-window is refused (409), and so is a push
 whose payload names another repository than --repo (403).
-Also: GET /healthz, /readyz, /metrics (Prometheus), /status (JSON: "apps" is what
-`pincompile status -o json` prints, "serve" this replica's state and last pass);
-with --status-token-file (or $PINCOMPILE_STATUS_TOKEN) /metrics and /status need
-`Authorization: Bearer TOKEN`.
+Also: GET /healthz, /readyz (open, for probes), /metrics (Prometheus), /status (JSON:
+"apps" is what `pincompile status -o json` prints, "serve" this replica's state and last
+pass). /metrics and /status are closed by default: they answer a bearer token the host
+cluster accepts whose user may `get` the path (a ClusterRole rule with nonResourceURLs:
+["/metrics", "/status"]), or the token of --status-token-file; --open-status opens them
+to anyone who reaches --listen.
 
 \b
 High availability: run two or more replicas; a coordination.k8s.io Lease in the host
@@ -77,8 +80,8 @@ Examples:
   pincompile serve --repo https://github.com/acme/platform --path deploy \\
       --webhook-secret-file /etc/pincompile/secret --audit-log /var/log/pincompile.jsonl \\
       --shards 2 --listen :8080
-  # what is it doing?
-  curl -s -H "Authorization: Bearer $(cat token)" localhost:8080/status | jq .serve.lastPass
+  # what is it doing? (the status token, or a token the host lets `get` /status)
+  curl -s -H "Authorization: Bearer $TOKEN" localhost:8080/status | jq .serve.lastPass
 
 A pass running longer than --pass-deadline turns /readyz not ready (the reason is in
 /status) until it ends; pushes that arrive meanwhile are queued.
@@ -113,15 +116,31 @@ exit: serve stays up, not ready, and keeps trying.
               help=f"File holding the webhook secret (else ${SECRET_ENV}). Without a secret "
                    "every webhook is refused with 401.")
 @click.option("--status-token-file", type=click.Path(dir_okay=False, path_type=Path),
-              help=f"File holding a bearer token (else ${STATUS_TOKEN_ENV}): /status and "
-                   "/metrics then answer 401 without `Authorization: Bearer TOKEN`. "
-                   "/healthz and /readyz stay open.")
+              help=f"File holding a bearer token (else ${STATUS_TOKEN_ENV}) that may read "
+                   "/status and /metrics, beside tokens the host cluster authorizes for them "
+                   "(e.g. a Prometheus without a service account token). /healthz and "
+                   "/readyz stay open.")
+@click.option("--open-status", is_flag=True,
+              help="Serve /status and /metrics to anyone who reaches --listen, without a "
+                   "token (they list every project's apps, placement and errors).")
 @click.option("--replay-window", type=DURATION, default="1h", show_default=True,
               help="A webhook delivery (same delivery id, or same body) received again "
                    "within this long is refused with 409.")
 @click.option("--read-timeout", type=DURATION, default="10s", show_default=True,
-              help="Drop an HTTP connection that sends nothing for this long (slow or idle "
-                   "clients never hold a worker: requests are read in full first).")
+              help="Drop an HTTP connection that has not sent a whole request head this long "
+                   "after it opened (or after its last answer), or that sends no byte of a "
+                   "body for this long (slow or idle clients never hold a worker).")
+@click.option("--max-connections", type=click.IntRange(10), default=4000, show_default=True,
+              help="Open HTTP connections at most; past them requests get 503.")
+@click.option("--max-client-connections", type=click.IntRange(0), default=200,
+              show_default=True,
+              help="Open HTTP connections per client address (0: no bound); more are "
+                   "answered 429 and closed. --trusted-proxies are not bounded so.")
+@click.option("--trusted-proxies", default="", metavar="ADDRESSES",
+              help="Comma-separated addresses or networks (10.0.0.0/8) of the proxies in "
+                   "front of serve: only their X-Forwarded-For (the client's address, which "
+                   "the login throttle and review limits count) and X-Forwarded-Proto are "
+                   "believed. Default: none.")
 @click.option("--webhook-max-bytes", type=click.IntRange(1024), default=2 * 1024 * 1024,
               show_default=True, help="Larger webhook bodies are refused with 413.")
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), envvar="KUBECONFIG",
@@ -167,12 +186,17 @@ exit: serve stays up, not ready, and keeps trying.
               help="Events and history older than this are dropped from the store.")
 @click.option("--api-rate", type=click.FloatRange(min=0.1), default=20.0, show_default=True,
               help="API calls a second per user (bursts of twice that), then 429.")
+@click.option("--canary", is_flag=True,
+              help="While leading, probe every member cluster on the schedule of "
+                   "pincompile.yaml's canary policy (docs/slo.md).")
 @click.option("--runner", hidden=True, default=None,
               help="module:callable returning a runner factory (for tests).")
 @click.option("-v", "--verbose", is_flag=True, help="Log every request and Lease attempt.")
 def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, coalesce: float,
           webhook_secret_file: Path | None, status_token_file: Path | None,
-          replay_window: float, read_timeout: float, webhook_max_bytes: int,
+          open_status: bool, replay_window: float, read_timeout: float,
+          max_connections: int, max_client_connections: int, trusted_proxies: str,
+          webhook_max_bytes: int,
           kubeconfig: str | None,
           host_context: str, namespace: str, identity: str | None, leader_election: bool,
           shards: int, lease_duration: float, renew_deadline: float, retry_period: float,
@@ -180,7 +204,7 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
           shutdown_timeout: float, pass_deadline: float, stuck_after: float,
           failover_after: float,
           failback_step: str, store_url: str | None, store_retention: float,
-          api_rate: float, runner: str | None, verbose: bool) -> None:
+          api_rate: float, canary: bool, runner: str | None, verbose: bool) -> None:
     """Reconcile after every git push, and periodically (:data:`SERVE_HELP`)."""
     from reconciler.serve.app import ServeApp, ServeOptions
     from reconciler.serve.runner import load_factory, reconciler_factory
@@ -191,6 +215,10 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
         fail("--shards needs leader election (drop --no-leader-election)")
     secret = read_secret(webhook_secret_file)
     status_token = read_secret(status_token_file, "--status-token-file", STATUS_TOKEN_ENV)
+    try:
+        proxies = parse_networks(trusted_proxies)
+    except ValueError as exc:
+        fail(f"--trusted-proxies: {exc}")
     if secret is None:
         click.echo(f"warning: no webhook secret (--webhook-secret-file or ${SECRET_ENV}): "
                    "every webhook is refused; only --resync triggers passes", err=True)
@@ -207,9 +235,11 @@ def serve(repo: str, branch: str, spec_path: str, listen: str, resync: float, co
         shards=shards, timing=timing, audit_log=audit_log, events=events,
         mirror_dir=mirror_dir, shutdown_timeout=shutdown_timeout, pass_deadline=pass_deadline,
         stuck_after=stuck_after,
-        app_status=runner is None, status_token=status_token, read_timeout=read_timeout,
+        app_status=runner is None, status_token=status_token, open_status=open_status,
+        read_timeout=read_timeout, max_connections=max_connections,
+        max_client_connections=max_client_connections, trusted_proxies=proxies,
         replay_window=replay_window, store=store_url, store_retention=store_retention,
-        api_rate=api_rate)
+        api_rate=api_rate, canary=canary)
     if identity:
         options.identity = identity
     try:

@@ -74,7 +74,9 @@ async def log_stream(request: Request, kind: str, project: str, name: str) -> Re
     chosen = LogFilter.parse(request.query_params)
     gateway = gateway_of(request)
     try:
-        merged = await open_logs(gateway, who.user, key, chosen, follow=True)
+        merged = await open_logs(gateway, who.user, key, chosen, follow=True,
+                                 still_allowed=lambda: may_read_logs(request, who, kind,
+                                                                     project))
     except HTTPException as exc:
         return PlainTextResponse(f"{exc.detail}\n", exc.status_code,
                                  headers={**HEADERS, **(exc.headers or {})})

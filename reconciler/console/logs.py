@@ -9,7 +9,7 @@ last lines at once (for the page without JavaScript), cut at ``STATIC_LINES`` li
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 
 from fastapi import HTTPException
@@ -57,9 +57,11 @@ class LogFilter:
 
 
 async def open_logs(gateway: Gateway, user: str, app: AppKey, chosen: LogFilter, *,
-                    follow: bool, seconds: float | None = None) -> MergedLogs:
+                    follow: bool, seconds: float | None = None,
+                    still_allowed: Callable[[], Awaitable[bool]] | None = None) -> MergedLogs:
     """The merged logs of the containers ``chosen`` picks, holding one of ``user``'s
-    stream slots until closed (:func:`lines`). HTTPException: 404 (no app, no container
+    stream slots until closed (:func:`lines`), ended when ``still_allowed`` (asked every
+    ``recheck_seconds``) says no more. HTTPException: 404 (no app, no container
     matches), 400 (too many containers), 429 (no slot free), 503 (no member cluster)."""
     query = chosen.query(follow=follow)
     try:
@@ -77,7 +79,7 @@ async def open_logs(gateway: Gateway, user: str, app: AppKey, chosen: LogFilter,
     limits = gateway.log_limits if seconds is None else replace(gateway.log_limits,
                                                                 seconds=seconds)
     return MergedLogs(targets, pod_log_opener(gateway.pods.connection, query, limits.seconds),
-                      limits)
+                      limits, still_allowed)
 
 
 async def lines(gateway: Gateway, user: str, merged: MergedLogs, chosen: LogFilter,

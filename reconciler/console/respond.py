@@ -11,10 +11,11 @@ from urllib.parse import parse_qs, urlencode
 
 from fastapi import Request
 from fastapi.concurrency import run_in_threadpool
+from starlette.requests import HTTPConnection
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from reconciler.api.access import AccessError, Caller, TtlCache
-from reconciler.api.app import Gateway
+from reconciler.api.app import Gateway, token_caller
 from reconciler.console import session
 from reconciler.console.actions import Outcome
 from reconciler.console.members import MemberSource
@@ -52,12 +53,14 @@ class Sources:
     repo: str = ""
     logins: LoginThrottle = field(default_factory=LoginThrottle)
     """Wrong tokens tried per client address."""
+    sessions: session.Sessions = field(default_factory=session.Sessions)
+    """The sessions logged in on this process."""
     outcomes: TtlCache[str, Shown] = field(
         default_factory=lambda: TtlCache(OUTCOME_SECONDS, size=1000))
     """Actions' outcomes, for the app page an action redirects to (``?outcome=ID``)."""
 
 
-def sources_of(request: Request) -> Sources:
+def sources_of(request: HTTPConnection) -> Sources:
     sources: Sources = getattr(request.app.state, "console", None) or Sources()
     return sources
 
@@ -74,16 +77,19 @@ async def signed_in(request: Request) -> Caller | Response:
     if gateway is None:
         return await problem_page(request, None, 503, "the console needs the host cluster "
                                                       "(serve --host-context)")
-    token = session.token_of(request)
+    sessions = sources_of(request).sessions
+    token = session.token_of(request, sessions)
     if token is None:
         return to_login(request)
     try:
-        caller = await run_in_threadpool(gateway.access.authenticate, token)
+        caller = await token_caller(request, gateway, token)
     except AccessError as exc:
         if exc.status != 401:
-            return await problem_page(request, None, exc.status, str(exc))
+            response = await problem_page(request, None, exc.status, str(exc))
+            response.headers.update(exc.headers)
+            return response
         response = to_login(request)
-        session.log_out(request, response)
+        session.log_out(request, response, sessions)
         return response
     request.state.caller = caller
     wait = gateway.limits.retry_after(caller)

@@ -17,7 +17,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.staticfiles import StaticFiles
 
 from reconciler.api.access import AccessError, Audited
-from reconciler.api.app import Gateway
+from reconciler.api.app import Gateway, token_caller
 from reconciler.console import session
 from reconciler.console.actionroutes import add_action_routes
 from reconciler.console.apppage import app_response
@@ -73,7 +73,10 @@ async def overview(request: Request) -> Response:
 
     page = await run_in_threadpool(grid, gateway.apps.statuses(), filters, may_list)
     source = sources_of(request).members
-    members = await run_in_threadpool(source.health) if source is not None else None
+    members = None
+    if source is not None and page.visible:  # only clusters the caller's apps are in
+        placed = set(page.options["cluster"])
+        members = [m for m in await run_in_threadpool(source.health) if m.name in placed]
     partial = request.headers.get("hx-request") == "true"
     return await render_page(request, "grid.html" if partial else "overview.html", who,
                              grid=page, sizes=PAGE_SIZES, members=members)
@@ -113,15 +116,17 @@ async def log_in(request: Request) -> Response:
         return await problem_page(request, None, 503, "the console needs the host cluster "
                                                       "(serve --host-context)")
     try:
-        request.state.caller = await run_in_threadpool(gateway.access.authenticate, token)
+        request.state.caller = await token_caller(request, gateway, token)
     except AccessError as exc:
         if exc.status != 401:
-            return await problem_page(request, None, exc.status, str(exc))
+            response = await problem_page(request, None, exc.status, str(exc))
+            response.headers.update(exc.headers)
+            return response
         logins.failed(client)
         return await render_page(request, "login.html", None, status=401, next=target,
                                  error="The host cluster did not accept this token.")
     response = RedirectResponse(target, 303, headers=HEADERS)
-    session.log_in(request, response, token)
+    session.log_in(request, response, sources_of(request).sessions, token)
     return response
 
 
@@ -131,5 +136,5 @@ async def log_out(request: Request) -> Response:
         return await problem_page(request, None, 403, "the form was not sent from this console "
                                                       "(CSRF check failed): reload and retry")
     response = RedirectResponse("/login", 303, headers=HEADERS)
-    session.log_out(request, response)
+    session.log_out(request, response, sources_of(request).sessions)
     return response

@@ -18,6 +18,7 @@ from reconciler.api.access import AccessError, Caller
 from reconciler.api.app import Gateway, caller_with_token, serve_exec
 from reconciler.api.exec_protocol import ExecQuery
 from reconciler.console import session
+from reconciler.console.respond import sources_of
 
 SHELL = ("sh", "-c", "command -v bash >/dev/null 2>&1 && exec bash; exec sh")
 """What the terminal runs: bash where the image has it, sh otherwise."""
@@ -50,7 +51,7 @@ async def console_caller(websocket: WebSocket, csrf: str) -> Caller:
     gateway: Gateway | None = websocket.app.state.gateway
     if gateway is None:
         raise AccessError(503, "the console needs the host cluster (serve --host-context)")
-    token = session.token_of(websocket)
+    token = session.token_of(websocket, sources_of(websocket).sessions)
     if token is None:
         raise AccessError(401, "not signed in: log in to the console again")
     return await caller_with_token(websocket, gateway, token)

@@ -15,19 +15,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pincompile.contract import Result
 from reconciler.clients.connect import load_configuration
 from reconciler.clients.record import record_requests
 from reconciler.serve.audit import AuditSink, EventAudit, JsonLinesAudit
 from reconciler.serve.coalesce import Coalescer
 from reconciler.serve.documents import AppStatusReader
 from reconciler.serve.gateway import open_api
+from reconciler.serve.guard import Network
 from reconciler.serve.leader import Campaign, Elector, LeaseTiming, Roster, lease_name
 from reconciler.serve.metrics import Metrics
 from reconciler.serve.mirror import Mirror
 from reconciler.serve.runner import RunnerFactory
 from reconciler.serve.server import HTTPLimits, ServeHTTPServer, WebhookConfig, parse_listen
 from reconciler.serve.service import Service, ServiceState
+from reconciler.serve.status_access import StatusAccess
 from reconciler.serve.webhooks import DEFAULT_REPLAY_WINDOW, Deliveries
+from reconciler.slo.serving import SLOService
 
 log = logging.getLogger("pincompile.serve")
 LEASE_BASE = "pincompile-serve"
@@ -63,9 +67,17 @@ class ServeOptions:
     app_status: bool = True
     """Serve the apps' stored status (from the host) in ``/status``."""
     status_token: bytes | None = None
-    """When set, ``/status`` and ``/metrics`` need ``Authorization: Bearer <token>``."""
+    """A bearer token that may read ``/status`` and ``/metrics`` (beside the host's RBAC)."""
+    open_status: bool = False
+    """``/status`` and ``/metrics`` to anyone who reaches ``listen``."""
     read_timeout: float = 10.0
-    """Seconds a client may send nothing before its connection is dropped."""
+    """Seconds a client may take to send a request head, or send no byte of a body,
+    before its connection is dropped."""
+    max_connections: int = 4000
+    max_client_connections: int = 200
+    """Open connections per client address (the proxies' not counted)."""
+    trusted_proxies: tuple[Network, ...] = ()
+    """Proxies whose ``X-Forwarded-For`` and ``X-Forwarded-Proto`` are believed."""
     replay_window: float = DEFAULT_REPLAY_WINDOW
     """A webhook delivery seen within this many seconds is refused as a replay."""
     store: str | None = None
@@ -74,6 +86,8 @@ class ServeOptions:
     store_retention: float = 30 * 86400.0
     api_rate: float = 20.0
     """API calls a second per user (bursts of twice that)."""
+    canary: bool = False
+    """Probe the member clusters while leading (the policy in ``pincompile.yaml``)."""
 
 
 def host_client(kubeconfig: str | None, context: str) -> Any:
@@ -142,6 +156,12 @@ class ServeApp:
             options.kubeconfig, options.host_context, self.mirror, store_url=options.store,
             retention=options.store_retention, rate=options.api_rate,
         ) if options.app_status else None
+        self.slo = SLOService(
+            self.metrics.registry, self.mirror.current, applied=self._applied,
+            kubeconfig=options.kubeconfig,
+            identity=options.identity, canary=options.canary, responsible=self.service.probed,
+            store=self.served_api.gateway.store if self.served_api else None)
+        self.service.pass_observers.append(self.slo.observe_pass)
         if self.served_api is not None:
             collector = self.served_api.collector
             self.service.on_published = lambda report, push: collector.record_pass(
@@ -150,10 +170,14 @@ class ServeApp:
             parse_listen(options.listen), self.service,
             WebhookConfig(options.secret, options.branch, options.max_body,
                           Deliveries(options.replay_window)),
-            self.mirror.url, self.apps, status_token=options.status_token,
-            limits=HTTPLimits(read_timeout=max(1, round(options.read_timeout))),
+            self.mirror.url, self.apps,
+            status=StatusAccess(open=options.open_status, token=options.status_token),
+            limits=HTTPLimits(read_timeout=max(1, round(options.read_timeout)),
+                              connections=options.max_connections,
+                              per_client=options.max_client_connections,
+                              proxies=options.trusted_proxies),
             gateway=self.served_api.gateway if self.served_api else None,
-            members=self.served_api.members if self.served_api else None)
+            members=self.served_api.members if self.served_api else None, slo=self.slo)
         self.shutdown = threading.Event()
         self._stop_campaign = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -162,6 +186,15 @@ class ServeApp:
     def address(self) -> tuple[str, int]:
         host, port = self.http.server_address[:2]
         return str(host), int(port)
+
+    def _applied(self) -> Result | None:
+        """The compile of the revision the last successful pass applied (None: none yet,
+        or a newer revision was compiled since and not applied)."""
+        result = self.mirror.current()
+        applied = self.service.state.last_applied
+        if result is None or applied is None or applied["revision"] != result.revision:
+            return None
+        return result
 
     def start(self) -> None:
         def thread(name: str, target: Any, *args: Any) -> None:
@@ -173,6 +206,7 @@ class ServeApp:
         if self.campaign is not None:
             thread("leader-election", self.campaign.run, self._stop_campaign)
         thread("reconcile", self.service.run)
+        self.slo.start()
 
     def install_signal_handlers(self) -> None:
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -220,6 +254,7 @@ class ServeApp:
             self.api.close()
         if self.apps is not None:
             self.apps.close()
+        self.slo.close()
         if self.served_api is not None:
             self.served_api.close()
         if self._own_mirror:

@@ -7,7 +7,7 @@ import logging
 import threading
 from dataclasses import dataclass
 
-from pincompile.contract import GitError
+from pincompile.contract import GitError, cache_root
 from reconciler.api.access import HostAccess, RateLimits
 from reconciler.api.app import Gateway
 from reconciler.api.pods import MemberPods
@@ -15,7 +15,6 @@ from reconciler.api.resumer import RestartResumer
 from reconciler.api.sources import HostApps
 from reconciler.clients.connect import ClusterUnreachable, Connection, KubeconfigError
 from reconciler.console.members import MemberClusters
-from reconciler.fleet.build import cache_root
 from reconciler.serve.mirror import Mirror
 from reconciler.status.live import member_contexts
 from reconciler.store import Store
@@ -25,7 +24,8 @@ log = logging.getLogger("pincompile.serve.api")
 
 
 def default_store_url() -> str:
-    """SQLite in the cache folder (``$PINCOMPILE_CACHE``, else ``~/.cache/pincompile``)."""
+    """SQLite in the cache folder (``$PINCOMPILE_CACHE``, else ``$XDG_CACHE_HOME/pincompile``,
+    else ``~/.cache/pincompile``)."""
     return f"sqlite:///{cache_root() / 'insight.db'}"
 
 

@@ -123,6 +123,11 @@ class Mirror:
         kept, with the new revision)."""
         return self._compiler.reused
 
+    def current(self) -> Result | None:
+        """The last revision compiled (None before the first)."""
+        compiled = self._compiled
+        return None if compiled is None else compiled[1]
+
     def compile(self, sha: str) -> Result:
         """Compile the specs at ``sha``; an unchanged head (a resync) reuses the last result."""
         if self._compiled is not None and self._compiled[0] == sha:

@@ -8,26 +8,30 @@ path                       method  answer
                                    409, 411, 413, 400
 ``/healthz``               GET     200 while the process runs
 ``/readyz``                GET     200 ready / 503 not yet (the reason in the body)
-``/metrics``               GET     Prometheus text format (401 without the bearer token
-                                   when one is configured)
+``/metrics``               GET     Prometheus text format (401/403 unless the host
+                                   authorizes the caller, or the status token, or
+                                   ``--open-status``: :mod:`~reconciler.serve.status_access`)
 ``/status``                GET     JSON: ``apps`` (``pincompile status -o json``) and
                                    ``serve`` (leadership, last applied revision, last
-                                   pass); 401 without the bearer token when configured
+                                   pass); closed like ``/metrics``
 ``/api/v1/...``            GET     the PinCompute API (docs/api)
 ``/``, ``/apps/...``       GET     the web console (docs/console.md); ``/login`` and
                                    ``/logout`` POST, ``/static/`` its assets
 =========================  ======  ==================================================
 
 Served by uvicorn on one event loop: a slow or idle client holds a coroutine, never a
-thread; a webhook body must arrive within ``read_timeout`` seconds per chunk (408 and the
-connection closed otherwise) and is refused with 413 when it announces or sends more than
-the limit. Blocking work (judging a webhook, reading status) runs in a bounded pool.
+thread; a request head must be complete within ``read_timeout`` seconds of the
+connection's start (or of its last answer), and one client address holds at most
+``per_client`` connections (:mod:`~reconciler.serve.guard`); a webhook body must arrive
+within ``read_timeout`` seconds per chunk (408 and the connection closed otherwise) and
+is refused with 413 when it announces or sends more than the limit. Blocking work
+(judging a webhook, reading status) runs in a bounded pool. ``X-Forwarded-For`` and
+``X-Forwarded-Proto`` count only from the configured proxies.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import logging
 import socket
@@ -45,10 +49,15 @@ from reconciler.api.app import Gateway, create_app
 from reconciler.console.members import MemberSource
 from reconciler.console.routes import mount_console
 from reconciler.serve.documents import AppStatusReader
+from reconciler.serve.guard import ClientGuard, GuardedConfig, Network
 from reconciler.serve.metrics import CONTENT_TYPE
 from reconciler.serve.redact import redact_data
 from reconciler.serve.service import Service
+from reconciler.serve.status_access import StatusAccess, status_refusal
 from reconciler.serve.webhooks import DEFAULT_MAX_BODY, PROVIDERS, Deliveries, Verdict, judge
+from reconciler.slo.console import add_slo_page
+from reconciler.slo.http import MeasuredAPI
+from reconciler.slo.serving import SLOService
 
 log = logging.getLogger("pincompile.serve.http")
 _TEXT = "text/plain; charset=utf-8"
@@ -67,12 +76,17 @@ class WebhookConfig:
 
 @dataclass(frozen=True)
 class HTTPLimits:
-    """What clients may cost: seconds without a byte of a request body before the request
-    is answered 408 and its connection closed, open connections, request header bytes."""
+    """What clients may cost: seconds to send a request head, and without a byte of a
+    request body, before the connection is closed (a body: after a 408); open
+    connections, and per client address; request header bytes. Connections from
+    ``proxies`` are not bounded per address, and only theirs may say who the client is
+    (``X-Forwarded-For``) and how it came (``X-Forwarded-Proto``)."""
 
     read_timeout: int = 10
     connections: int = 4000
+    per_client: int = 200
     header_bytes: int = 64 * 1024
+    proxies: tuple[Network, ...] = ()
 
 
 class ServeHTTPServer:
@@ -81,24 +95,31 @@ class ServeHTTPServer:
 
     def __init__(self, address: tuple[str, int], service: Service, hooks: WebhookConfig,
                  repo: str, apps: AppStatusReader | None = None, *,
-                 status_token: bytes | None = None, limits: HTTPLimits | None = None,
-                 gateway: Gateway | None = None, members: MemberSource | None = None
-                 ) -> None:
+                 status: StatusAccess | None = None, limits: HTTPLimits | None = None,
+                 gateway: Gateway | None = None, members: MemberSource | None = None,
+                 slo: SLOService | None = None) -> None:
         self.service, self.hooks, self.repo, self.apps = service, hooks, repo, apps
-        self.status_token = status_token
-        """When set, ``/status`` and ``/metrics`` need ``Authorization: Bearer <token>``."""
-        self.limits = limits or HTTPLimits()
+        self.status = status or StatusAccess()
+        """Who may read ``/status`` and ``/metrics``."""
+        self.gateway = gateway
+        self.limits = limits = limits or HTTPLimits()
         self.app = create_app(gateway)
+        self.app.state.slo = slo
+        self.app.router.redirect_slashes = False  # its redirect would name the Host header
         self._routes(self.app)
         mount_console(self.app, members=members, repo=repo)
+        add_slo_page(self.app)
         self._socket = socket.create_server(address, backlog=1024)
-        front = BoundedBody(self.app, hooks.max_body, self.limits.read_timeout, self._refused)
-        self._server = uvicorn.Server(uvicorn.Config(
-            front, lifespan="off", access_log=False, log_level="warning",
-            limit_concurrency=self.limits.connections, server_header=False,
-            h11_max_incomplete_event_size=self.limits.header_bytes,
-            timeout_keep_alive=self.limits.read_timeout, http="h11",
-            timeout_graceful_shutdown=5))
+        measured = MeasuredAPI(self.app, slo.slis) if slo is not None else self.app
+        front = BoundedBody(measured, hooks.max_body, limits.read_timeout, self._refused)
+        self.guard = ClientGuard(limits.per_client, limits.read_timeout, limits.proxies)
+        self._server = uvicorn.Server(GuardedConfig(
+            front, self.guard, lifespan="off", access_log=False, log_level="warning",
+            limit_concurrency=limits.connections, server_header=False,
+            h11_max_incomplete_event_size=limits.header_bytes,
+            timeout_keep_alive=limits.read_timeout, timeout_graceful_shutdown=5,
+            proxy_headers=bool(limits.proxies),
+            forwarded_allow_ips=[str(n) for n in limits.proxies]))
         self._stopped = threading.Event()
 
     @property
@@ -138,14 +159,16 @@ class ServeHTTPServer:
 
         @app.get("/metrics", include_in_schema=False)
         async def metrics(request: Request) -> Response:
-            if not self._authorized(request):
-                return _needs_token()
+            refused = await status_refusal(request, self.status, self.gateway)
+            if refused is not None:
+                return refused
             return Response(service.metrics.exposition(), media_type=CONTENT_TYPE)
 
         @app.get("/status", include_in_schema=False)
         async def status(request: Request) -> Response:
-            if not self._authorized(request):
-                return _needs_token()
+            refused = await status_refusal(request, self.status, self.gateway)
+            if refused is not None:
+                return refused
             document = await run_in_threadpool(status_document, service, self.repo,
                                                self.hooks.branch, self.apps)
             return Response(json.dumps(document, indent=2) + "\n",
@@ -172,13 +195,6 @@ class ServeHTTPServer:
             self.service.metrics.webhooks.labels(
                 provider, "too_large" if status == 413 else "bad_request").inc()
         log.info("%s: %d (refused before the app)", path, status)
-
-    def _authorized(self, request: Request) -> bool:
-        if self.status_token is None:
-            return True
-        scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(
-            token.strip().encode("utf-8", "replace"), self.status_token)
 
     async def _webhook(self, provider: str, request: Request) -> Verdict:
         hooks = self.hooks
@@ -246,11 +262,6 @@ class BoundedBody:
             (b"content-type", b"application/json"), (b"connection", b"close"),
             (b"content-length", str(len(answer)).encode())]})
         await send({"type": "http.response.body", "body": answer})
-
-
-def _needs_token() -> Response:
-    return Response("this endpoint needs Authorization: Bearer <status token>\n", 401,
-                    media_type=_TEXT)
 
 
 def status_document(service: Service, repo: str, branch: str,

@@ -73,6 +73,8 @@ class Service:
         self.pass_lock = threading.Lock()
         self.relay: Callable[[str], list[str]] | None = None
         """Set under leader election: passes a push on to the other shards' leaders."""
+        self.pass_observers: list[Callable[[PassReport, float | None], object]] = []
+        """Given each finished pass and its push → applied seconds (None: not a push's)."""
         self.on_published: Callable[[PassReport, str], object] | None = None
         """Given each pass that published app statuses and the webhook delivery that
         triggered it ("" for none): the insight store records them."""
@@ -203,6 +205,14 @@ class Service:
         shard_clusters = assign(clusters, self.shards)
         return frozenset().union(*(shard_clusters[s] for s in leading))
 
+    def probed(self, clusters: Sequence[str]) -> frozenset[str] | None:
+        """Of ``clusters``, those this process reconciles now (None: it leads no shard)."""
+        leading = self.state.leading
+        if not leading:
+            return None
+        scope = self.scope(clusters, leading)
+        return frozenset(clusters) if scope is None else scope & frozenset(clusters)
+
     def pass_once(self, trigger: Trigger) -> PassReport:
         """Fetch, compile and reconcile the branch head once; record the outcome."""
         start = time.monotonic()
@@ -255,6 +265,8 @@ class Service:
         if report.ok and trigger.reason == "push" and trigger.revision == report.revision:
             latency = self.clock() - trigger.received
             self.metrics.push_to_applied.observe(latency)
+        for observe in self.pass_observers:
+            observe(report, latency)
         record = record_for(report, author=author, subject=subject, trigger=trigger.reason,
                             stage=stage, shards=sorted(leading))
         for sink in self.audits:

@@ -23,7 +23,13 @@ from reconciler.store.records import (
     RevisionRecord,
     ScaleSample,
 )
-from reconciler.store.tables import AppEvent, AppRevision, ScaleSampleRow
+from reconciler.store.tables import (
+    AppEvent,
+    AppRevision,
+    CanaryProbeRow,
+    ScaleSampleRow,
+    SLISampleRow,
+)
 
 READ_LIMIT = 1000
 """The most rows one read returns (a timeline is paged by ``since``)."""
@@ -83,14 +89,14 @@ class Store:
 
     @classmethod
     def open(cls, url: str, *, retention: timedelta = DEFAULT_RETENTION) -> Store:
-        """Connect and migrate to the newest schema (Alembic ``upgrade head``)."""
+        """Connect and migrate to the newest schema (Alembic ``upgrade heads``)."""
         engine = _engine(url)
         config = Config()
         config.set_main_option("script_location", str(_MIGRATIONS))
         try:
             with engine.begin() as connection:
                 config.attributes["connection"] = connection
-                command.upgrade(config, "head")
+                command.upgrade(config, "heads")  # branches of migrations made side by side
         except SQLAlchemyError as err:
             engine.dispose()
             orig = getattr(err, "orig", None)
@@ -106,7 +112,7 @@ class Store:
         rows = [_event_row(record) for record in records]
         if not rows:
             return 0
-        insert = self._insert(AppEvent)
+        insert = self.insert(AppEvent)
         statement = insert.on_conflict_do_update(
             index_elements=["cluster", "uid"],
             set_={"count": insert.excluded.count, "message": insert.excluded.message,
@@ -135,7 +141,7 @@ class Store:
     def add_revision(self, record: RevisionRecord) -> bool:
         """Record a revision applied to an app; ``False`` when that very record (app,
         revision, time) is there already (another replica wrote it)."""
-        insert = self._insert(AppRevision).values(**_revision_row(record)) \
+        insert = self.insert(AppRevision).values(**_revision_row(record)) \
             .on_conflict_do_nothing().returning(AppRevision.id)
         with Session(self.engine) as session, session.begin():
             return session.execute(insert).first() is not None
@@ -146,7 +152,7 @@ class Store:
         how many were offered."""
         rows = [_revision_row(record) for record in records]
         if rows:
-            insert = self._insert(AppRevision)
+            insert = self.insert(AppRevision)
             statement = insert.on_conflict_do_update(
                 index_elements=["kind", "project", "name", "revision", "applied_at"],
                 set_={"push": insert.excluded.push}, where=insert.excluded.push != "")
@@ -154,7 +160,7 @@ class Store:
                 session.execute(statement, rows)
         return len(rows)
 
-    def _insert(self, table: Any) -> Any:
+    def insert(self, table: Any) -> Any:
         """INSERT that can say ON CONFLICT, in this store's dialect."""
         return (postgresql.insert if self.engine.dialect.name == "postgresql"
                 else sqlite.insert)(table)
@@ -178,7 +184,7 @@ class Store:
         if not rows:
             return 0
         with Session(self.engine) as session, session.begin():
-            session.execute(self._insert(ScaleSampleRow).on_conflict_do_nothing(), rows)
+            session.execute(self.insert(ScaleSampleRow).on_conflict_do_nothing(), rows)
         return len(rows)
 
     def samples(self, app: AppKey, *, since: datetime,
@@ -190,20 +196,24 @@ class Store:
                         ScaleSampleRow.name == name, ScaleSampleRow.at >= since)
                  .order_by(ScaleSampleRow.at).limit(max(1, min(limit, READ_LIMIT))))
         with Session(self.engine) as session:
-            return [ScaleSample(app=(r.kind, r.project, r.name), at=_aware(r.at),
+            return [ScaleSample(app=(r.kind, r.project, r.name), at=aware(r.at),
                                 desired=r.desired, ready=r.ready, floor=r.floor)
                     for r in session.scalars(query)]
 
     def prune(self, now: datetime | None = None) -> int:
-        """Drop events last seen, revisions applied and samples taken before the
-        retention. Returns rows."""
+        """Drop events last seen, revisions applied, samples taken and probes started
+        before the retention. Returns rows."""
+
         cutoff = (now or datetime.now(UTC)) - self.retention
         with Session(self.engine) as session, session.begin():
             dropped = [session.execute(delete(AppEvent).where(AppEvent.last_seen < cutoff)),
                        session.execute(delete(AppRevision).where(AppRevision.applied_at
                                                                  < cutoff)),
                        session.execute(delete(ScaleSampleRow).where(ScaleSampleRow.at
-                                                                    < cutoff))]
+                                                                    < cutoff)),
+                       session.execute(delete(CanaryProbeRow).where(CanaryProbeRow.started
+                                                                    < cutoff)),
+                       session.execute(delete(SLISampleRow).where(SLISampleRow.at < cutoff))]
         return sum(int(getattr(r, "rowcount", 0) or 0) for r in dropped)
 
 
@@ -225,7 +235,7 @@ def _revision_row(record: RevisionRecord) -> dict[str, Any]:
             "applied_at": record.applied_at}
 
 
-def _aware(stamp: datetime) -> datetime:
+def aware(stamp: datetime) -> datetime:
     """SQLite hands back naive datetimes; every stamp the store writes is UTC."""
     return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
 
@@ -234,12 +244,12 @@ def _event_record(row: AppEvent) -> EventRecord:
     return EventRecord(app=(row.kind, row.project, row.name), reason=row.reason,
                        message=row.message, uid=row.uid, cluster=row.cluster,
                        source=row.source, warning=row.type == "Warning", object=row.object,
-                       count=row.count, first_seen=_aware(row.first_seen),
-                       last_seen=_aware(row.last_seen))
+                       count=row.count, first_seen=aware(row.first_seen),
+                       last_seen=aware(row.last_seen))
 
 
 def _revision_record(row: AppRevision) -> RevisionRecord:
     return RevisionRecord(app=(row.kind, row.project, row.name), revision=row.revision,
-                          applied_at=_aware(row.applied_at), result=row.result,
+                          applied_at=aware(row.applied_at), result=row.result,
                           commit=row.commit, author=row.author, push=row.push,
                           detail=row.detail)

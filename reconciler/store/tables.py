@@ -5,7 +5,16 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import DateTime, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    Boolean,
+    DateTime,
+    Float,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -79,3 +88,47 @@ class ScaleSampleRow(Base):
     desired: Mapped[int] = mapped_column(Integer)
     ready: Mapped[int] = mapped_column(Integer)
     floor: Mapped[int] = mapped_column(Integer)
+
+
+class CanaryProbeRow(Base):
+    """One canary probe in one member cluster and tier (``serve --canary``)."""
+
+    __tablename__ = "canary_probes"
+    __table_args__ = (
+        Index("ix_canary_probes_cluster_started", "cluster", "started"),
+        Index("ix_canary_probes_started", "started"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    cluster: Mapped[str] = mapped_column(String(253))
+    tier: Mapped[str] = mapped_column(String(16))
+    started: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    ok: Mapped[bool] = mapped_column(Boolean)
+    stage: Mapped[str] = mapped_column(String(16))
+    message: Mapped[str] = mapped_column(Text, default="")
+    launch_seconds: Mapped[float | None] = mapped_column(Float, nullable=True)
+    seconds: Mapped[float] = mapped_column(Float)
+    requests: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class SLISampleRow(Base):
+    """One SLI's events of one minute with the same labels, from one ``serve`` replica."""
+
+    __tablename__ = "sli_samples"
+    __table_args__ = (
+        UniqueConstraint("sli", "labels", "source", "at", name="uq_sli_samples_key"),
+        Index("ix_sli_samples_sli_at", "sli", "at"),
+        Index("ix_sli_samples_at", "at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    sli: Mapped[str] = mapped_column(String(32))
+    labels: Mapped[str] = mapped_column(String(512))
+    """``name=value`` pairs, comma-separated, sorted as recorded."""
+    source: Mapped[str] = mapped_column(String(253))
+    """The replica that counted them (several replicas may share a store)."""
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    total: Mapped[int] = mapped_column(Integer)
+    errors: Mapped[int] = mapped_column(Integer)
+    buckets: Mapped[str] = mapped_column(Text, default="")
+    """Events within each of the SLI's histogram buckets, comma-separated."""

@@ -14,10 +14,12 @@ AppKey = tuple[str, str, str]
 
 
 class TablePolicy:
-    """Tokens (token -> user) and grants ((user, action, kind, project)) as tables."""
+    """Tokens (token -> user), grants ((user, action, kind, project)) and the paths of
+    serve's own each user may get ((user, path)) as tables."""
 
-    def __init__(self, tokens: Mapping[str, str], grants: set[tuple[str, str, str, str]]):
-        self.tokens, self.grants = tokens, grants
+    def __init__(self, tokens: Mapping[str, str], grants: set[tuple[str, str, str, str]],
+                 paths: set[tuple[str, str]] | None = None):
+        self.tokens, self.grants, self.paths = tokens, grants, paths or set()
 
     def authenticate(self, token: str) -> Caller:
         if token not in self.tokens:
@@ -26,6 +28,15 @@ class TablePolicy:
 
     def allowed(self, caller: Caller, action: str, kind: str, project: str) -> bool:
         return (caller.user, action, kind, project) in self.grants
+
+    def may_get(self, caller: Caller, path: str) -> bool:
+        return (caller.user, path) in self.paths
+
+    def may(self, caller: Caller, verb: str, path: str) -> bool:
+        """``get``: as :meth:`may_get`; another verb needs ``(user, "VERB path")``."""
+        if verb == "get":
+            return self.may_get(caller, path)
+        return (caller.user, f"{verb.upper()} {path}") in self.paths
 
 
 class Statuses:

@@ -35,7 +35,7 @@ from pincompile.source.loader import LoadResult, load_tree
 
 TESTS = Path(__file__).resolve().parent.parent
 REPO = TESTS.parent
-GOLDEN = TESTS / "pincompile" / "golden"
+GOLDEN = TESTS / "pincompile" / "expand" / "golden"
 PLATFORM = GOLDEN / "_platform"
 """The fleet every golden case and most expansion tests run against."""
 SCHEMAS = TESTS / "pincompile" / "expand" / "schemas"

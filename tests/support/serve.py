@@ -116,7 +116,7 @@ class ServeProcess:
 
     def __init__(self, repo: Path | str, record: Path, *args: str, delay: float = 0.0,
                  identity: str = "", env: dict[str, str] | None = None,
-                 real: bool = False) -> None:
+                 real: bool = False, open_status: bool = True) -> None:
         self.record = record
         environment = {k: v for k, v in os.environ.items()
                        if k not in ("PINCOMPILE_WEBHOOK_SECRET", "PINCOMPILE_STATUS_TOKEN")}
@@ -128,6 +128,8 @@ class ServeProcess:
                         **(env or {})}
         command = [sys.executable, "-m", "pincompile.cli", "serve", "--repo", str(repo),
                    "--listen", "127.0.0.1:0", "--coalesce", "0.2", *args]
+        if open_status:  # the tests read /status and /metrics without a token
+            command.append("--open-status")
         if not real:
             command += ["--runner", "fake_runner:factory"]
         if identity:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from placement_helpers import app, catalog, cluster, doc, place, project, template
 
 from pincompile.catalog import Catalog, Entry
 from pincompile.models import Cluster, Workload
@@ -16,6 +15,7 @@ from pincompile.placement.context import (
     pods_together,
     workload_requests,
 )
+from tests.support.placement import app, catalog, cluster, doc, place, project, template
 
 
 def check(flt: f.Filter, workload_doc: str, cluster_doc: str, project_doc: str | None = None

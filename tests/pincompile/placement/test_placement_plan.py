@@ -9,7 +9,10 @@ from typing import Any
 
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
-from placement_helpers import (
+
+from pincompile.parse import parse
+from pincompile.placement import plan
+from tests.support.placement import (
     app,
     cluster,
     doc,
@@ -20,9 +23,6 @@ from placement_helpers import (
     shards,
     template,
 )
-
-from pincompile.parse import parse
-from pincompile.placement import plan
 
 SETTINGS = settings(max_examples=100, deadline=None)
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from placement_helpers import app, cluster, doc, place, project, scaler, template
-
 from pincompile.diagnostics import Diagnostic
+from tests.support.placement import app, cluster, doc, place, project, scaler, template
 
 PROJECT = "\n".join([
     "apiVersion: pincompute.io/v1",

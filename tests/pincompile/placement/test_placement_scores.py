@@ -7,9 +7,9 @@ from decimal import Decimal
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from placement_helpers import app, cluster, place, project, template
 
 from pincompile.placement import scores
+from tests.support.placement import app, cluster, place, project, template
 
 SETTINGS = settings(max_examples=100, deadline=None)
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from placement_helpers import app, cluster, doc, place, project, template
 
 from pincompile.placement.context import rollout_surge
+from tests.support.placement import app, cluster, doc, place, project, template
 
 
 @pytest.mark.parametrize(("surge", "desired", "extra"), [

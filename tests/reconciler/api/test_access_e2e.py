@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 import urllib3
+import yaml
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 from kubernetes import client as k8s
@@ -41,6 +42,7 @@ from reconciler.host import write_status
 from reconciler.store import Store
 from tests.e2e.support import wait_for
 from tests.support import api_fleet
+from tests.support.serve import REPO_ROOT
 
 pytestmark = pytest.mark.e2e
 TENANTS = "api-e2e-tenants"
@@ -315,3 +317,29 @@ def test_exec_sessions_are_bounded_and_a_gone_client_ends_its_bridge(
     assert list(big.output()) == [] and big.error.startswith("message too big"), big.error
     wait_for("every session's thread to end", lambda: not exec_threads(), timeout=10)
 
+
+
+def test_the_hosts_rbac_says_who_reads_serves_status_and_metrics(
+        host: Connection, alice_token: str) -> None:
+    """contrib/serve/rbac-status-reader.yaml against the real API server's authorizer:
+    the metrics reader may get /metrics only, a tenant neither path."""
+    core, rbac = k8s.CoreV1Api(host.api), k8s.RbacAuthorizationV1Api(host.api)
+    roles = yaml.safe_load_all((REPO_ROOT / "contrib/serve/rbac-status-reader.yaml").read_text())
+    for role in roles:
+        with contextlib.suppress(ApiException):  # a second run on the same fleet
+            rbac.create_cluster_role(role)
+    with contextlib.suppress(ApiException):
+        core.create_namespaced_service_account(TENANTS, {"metadata": {"name": "prometheus"}})
+        rbac.create_cluster_role_binding({
+            "metadata": {"name": "api-e2e-prometheus-metrics"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": "pincompile-serve-metrics-reader"},
+            "subjects": [{"kind": "ServiceAccount", "name": "prometheus",
+                          "namespace": TENANTS}]})
+    token = core.create_namespaced_service_account_token(
+        "prometheus", TENANTS, {"spec": {"expirationSeconds": 3600}}).status.token
+    access = HostAccess(host)
+    prometheus, alice = access.authenticate(token), access.authenticate(alice_token)
+    assert access.may_get(prometheus, "/metrics")
+    assert not access.may_get(prometheus, "/status")
+    assert not access.may_get(alice, "/metrics") and not access.may_get(alice, "/status")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from fastapi.testclient import TestClient
 
 from pincompile.cli import cli
 from reconciler.api.access import RateLimits
+from reconciler.api.actions import Operations
 from reconciler.api.app import Gateway, create_app
 from reconciler.store import Store
 from tests.support.api_fakes import Statuses, TablePolicy
@@ -100,3 +102,64 @@ def test_rerun_fits_jobs_only_and_restart_container_says_exactly_what_happens(
     assert post(client, "PinApp/shop/web/restart-container").status_code == 409
     assert post(client, "PinPod/shop/notebook/restart-container", "carol-token"
                 ).status_code == 403
+
+
+@pytest.mark.parametrize("body", [b'{"replicas": NaN}', b'{"replicas": 1e309}',
+                                  b'{"replicas": -Infinity}', b'{"replicas": "6"',
+                                  b'[1, 2]'])
+def test_a_body_is_judged_only_for_a_caller_who_may_act_and_never_with_a_500(
+        client: TestClient, body: bytes) -> None:
+    def send(token: str) -> Any:
+        return client.post("/api/v1/apps/PinApp/shop/web/scale", content=body,
+                           headers={"Authorization": f"Bearer {token}",
+                                    "Content-Type": "application/json"})
+
+    stranger = client.post("/api/v1/apps/PinApp/ads/web/scale", content=body,
+                           headers={"Authorization": "Bearer carol-token",
+                                    "Content-Type": "application/json"})
+    assert stranger.status_code == 403, stranger.text
+    judged = send("carol-token")
+    assert judged.status_code == 422, judged.text
+    assert judged.json()["detail"][0]["loc"][0] == "body"
+
+
+def test_a_name_no_app_can_have_is_a_422_naming_the_field_before_the_host_is_asked(
+        tmp_path: Path) -> None:
+    class Host:
+        asked = 0
+
+        def resource(self, *_args: Any) -> Any:
+            Host.asked += 1
+            raise AssertionError("the host was asked")
+
+    store = Store.open(f"sqlite:///{tmp_path / 'insight.db'}")
+    policy = TablePolicy({"alice-token": "alice"},
+                         {("alice", action, "PinApp", "shop")
+                          for action in ("read", "restart", "rollout")})
+    app = create_app(Gateway(apps=Statuses(APPS), store=store, access=policy,
+                             limits=RateLimits(1000, 1000), host=Host(),  # type: ignore[arg-type]
+                             pods=object()))
+    client = TestClient(app)
+    for action in ("restart", "rollout/pause", "stop"):
+        answer = client.post(f"/api/v1/apps/PinApp/shop/x%25y/{action}",
+                             headers={"Authorization": "Bearer alice-token"})
+        assert answer.status_code == 422, answer.text
+        assert answer.json()["detail"].startswith("name: 'x%y' is not")
+    assert Host.asked == 0
+
+
+def test_one_tenant_cannot_take_every_place_for_restarts_in_a_server() -> None:
+    operations = Operations(most=8, per_user=2, per_project=4)
+    release = threading.Event()
+    started = [operations.start(("PinApp", "ads", f"web-{i}"), "restart", release.wait,
+                                "mallory") for i in range(3)]
+    assert started[:2] == [None, None]
+    assert started[2] == "mallory has 2 actions running in this server already"
+    for i in range(2, 6):  # the same project under other names: its share is 4
+        operations.start(("PinApp", "ads", f"web-{i}"), "restart", release.wait, f"m{i}")
+    assert operations.refusal(("PinApp", "ads", "web-9"), "m9") == \
+        "4 actions of project ads are running in this server already"
+    assert operations.refusal(("PinApp", "shop", "cart"), "alice") is None
+    assert operations.start(("PinApp", "shop", "cart"), "restart", release.wait, "alice") \
+        is None
+    release.set()

@@ -73,3 +73,29 @@ def test_a_consumer_that_goes_ends_every_upstream_at_once(quiet_server: str) -> 
     while logs.upstreams_open or any(t.name.startswith("logs-c") for t in threading.enumerate()):
         assert time.monotonic() < deadline, "a log thread outlived its consumer"
         time.sleep(0.02)
+
+
+def test_a_stream_ends_soon_after_its_caller_may_no_longer_read_the_logs(
+        quiet_server: str) -> None:
+    """A RoleBinding revoked while a follow stream is open: the stream asks again every
+    ``recheck_seconds`` and ends with a line saying why (it used to run its hour out)."""
+    pool = urllib3.PoolManager()
+    answers = iter([True, False])
+    asked: list[float] = []
+
+    async def still_allowed() -> bool:
+        asked.append(time.monotonic())
+        return next(answers)
+
+    logs = MergedLogs([LogTarget("c0", "ns", "pod", "main")],
+                      lambda _: pool.request("GET", quiet_server, preload_content=False),
+                      LogLimits(recheck_seconds=0.3), still_allowed)
+
+    async def read_all() -> list[bytes]:
+        return [line async for line in logs.lines()]
+
+    started = time.monotonic()
+    seen = asyncio.run(read_all())
+    assert seen == [b"c0/pod/main first line\n",
+                    b"# access to these logs was revoked: stream closed\n"]
+    assert len(asked) == 2 and time.monotonic() - started < 3.0  # the container stays quiet

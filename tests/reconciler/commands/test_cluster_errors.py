@@ -113,6 +113,41 @@ def test_an_unreachable_server_is_a_cluster_failure(command: str, tmp_path: Path
     assert time.monotonic() - started < 120
 
 
+def test_the_local_fleets_kubeconfig_is_found_without_being_named(tmp_path: Path) -> None:
+    """After ``make demo``, commands find the local fleet without --kubeconfig: the
+    kubeconfig ``fleet up`` keeps in the cache folder (here one whose servers are down)."""
+    (tmp_path / "cache" / "fleet").mkdir(parents=True)
+    kubeconfig(tmp_path / "cache" / "fleet" / "kubeconfig", ("host", *MEMBERS))
+    assert_clean(run(COMMANDS["status"], tmp_path), 3, "Connection refused")
+
+
+@pytest.mark.parametrize("cache", ["", "elsewhere"])
+def test_commands_look_where_fleet_up_writes_its_kubeconfig(cache: str, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    from pincompile.cachedir import local_fleet_kubeconfig
+    from reconciler.fleet.state import FleetState, default_dir
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("PINCOMPILE_CACHE", str(tmp_path / cache) if cache else "")
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    assert FleetState(dir=default_dir()).kubeconfig == local_fleet_kubeconfig()
+
+
+def test_kubeconfig_wins_over_the_local_fleets(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from reconciler.commands.common import default_kubeconfig
+
+    monkeypatch.setenv("PINCOMPILE_CACHE", str(tmp_path))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    assert default_kubeconfig() is None  # the client's own default: ~/.kube/config
+    (tmp_path / "fleet").mkdir()
+    (tmp_path / "fleet" / "kubeconfig").write_text("{}")
+    assert default_kubeconfig() == str(tmp_path / "fleet" / "kubeconfig")
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "mine"))
+    assert default_kubeconfig() == str(tmp_path / "mine")
+
+
 def serve_args(tmp_path: Path, *more: str) -> list[str]:
     repo = tmp_path / "repo.git"
     git(tmp_path, "init", "--quiet", "--bare", str(repo))

@@ -102,7 +102,8 @@ def console(store: Store) -> TestClient:
               for kind in ("PinApp", "PinterestService", "PinScaler")}
     grants.add(("alice", "logs", "PinApp", "shop"))  # bob may not read logs
     gateway = Gateway(apps=Statuses(fleet_statuses()), store=store,
-                      access=TablePolicy({"alice-token": "alice", "bob-token": "bob"}, grants),
+                      access=TablePolicy({"alice-token": "alice", "bob-token": "bob",
+                                          "dave-token": "dave"}, grants),
                       limits=RateLimits(qps=1000, burst=1000), pods=FixedPods())
     app = create_app(gateway)
     mount_console(app, members=FixedMembers(),

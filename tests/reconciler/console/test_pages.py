@@ -12,7 +12,7 @@ from html.parser import HTMLParser
 import pytest
 from fastapi.testclient import TestClient
 
-from reconciler.console.session import CSRF_COOKIE, TOKEN_COOKIE
+from reconciler.console.session import CSRF_COOKIE, SESSION_COOKIE
 from reconciler.console.views import Zone, zones_of
 from reconciler.store import EventRecord, RevisionRecord, Store
 from tests.reconciler.console.conftest import csrf, logged_in
@@ -31,7 +31,7 @@ def test_a_page_without_a_session_leads_to_the_login_form_and_back(console: Test
     login = console.post("/login", data={"token": "alice-token", "next": "/apps/PinApp/shop/cart",
                                          "csrf": csrf(console)})
     assert (login.status_code, login.headers["location"]) == (303, "/apps/PinApp/shop/cart")
-    cookie = next(h for h in login.headers.get_list("set-cookie") if h.startswith(TOKEN_COOKIE))
+    cookie = next(h for h in login.headers.get_list("set-cookie") if h.startswith(SESSION_COOKIE))
     assert {"HttpOnly", "Secure", "SameSite=strict"} <= {p.strip() for p in cookie.split(";")}
     assert console.get("/apps/PinApp/shop/cart").status_code == 200
 
@@ -39,9 +39,9 @@ def test_a_page_without_a_session_leads_to_the_login_form_and_back(console: Test
 def test_a_refused_token_or_a_forged_form_does_not_log_in(console: TestClient) -> None:
     refused = console.post("/login", data={"token": "stolen", "csrf": csrf(console)})
     assert refused.status_code == 401 and "did not accept" in refused.text
-    assert TOKEN_COOKIE not in refused.headers.get("set-cookie", "")
+    assert SESSION_COOKIE not in refused.headers.get("set-cookie", "")
     forged = console.post("/login", data={"token": "alice-token", "csrf": "x" * 43})
-    assert forged.status_code == 403 and TOKEN_COOKIE not in console.cookies
+    assert forged.status_code == 403 and SESSION_COOKIE not in console.cookies
     console.cookies.delete(CSRF_COOKIE)
     assert console.post("/login", data={"token": "alice-token", "csrf": ""}).status_code == 403
     other_site = console.post("/login", headers={"Origin": "https://evil.test"},
@@ -63,6 +63,17 @@ def test_logout_needs_the_csrf_token_and_ends_the_session(console: TestClient) -
     answer = console.post("/logout", data={"csrf": csrf(console, "/")})
     assert (answer.status_code, answer.headers["location"]) == (303, "/login")
     assert console.get("/").status_code == 303
+
+
+def test_the_session_cookie_is_no_token_and_is_worth_nothing_after_logout(
+        console: TestClient) -> None:
+    session = logged_in(console).cookies[SESSION_COOKIE]
+    assert "alice-token" not in session
+    console.post("/logout", data={"csrf": csrf(console, "/")})
+    console.cookies.set(SESSION_COOKIE, session, domain="console.test")  # a copy kept
+    assert console.get("/").status_code == 303
+    console.cookies.set(SESSION_COOKIE, "alice-token", domain="console.test")
+    assert console.get("/").status_code == 303, "the token itself is no session"
 
 
 def test_the_overview_shows_only_the_tenants_apps_as_a_grid(console: TestClient) -> None:
@@ -90,6 +101,13 @@ def test_the_overview_shows_each_member_clusters_health_and_failover_state(
     assert refresh.startswith('<section id="grid"') and 'class="failover lost"' in refresh
 
 
+def test_a_user_who_may_see_no_app_sees_no_member_cluster(console: TestClient) -> None:
+    page = logged_in(console, "dave-token").get("/").text
+    assert "0 of 0 apps" in page and '<table class="members">' not in page
+    for cluster in ("central", "east", "west"):
+        assert cluster not in page
+
+
 def test_filters_search_and_pages_are_applied_on_the_server(console: TestClient) -> None:
     client = logged_in(console)
     assert app_links(client.get("/", params={"phase": "Degraded"}).text) == \
@@ -115,7 +133,7 @@ def test_a_refresh_gets_only_the_grid(console: TestClient) -> None:
                                      headers={"HX-Request": "true"}).text
     assert partial.startswith('<section id="grid"') and "<html" not in partial
     assert 'hx-get="/?phase=Degraded"' in partial
-    console.cookies.delete(TOKEN_COOKIE)
+    console.cookies.delete(SESSION_COOKIE)
     expired = console.get("/", headers={"HX-Request": "true"})
     assert (expired.status_code, expired.headers["HX-Redirect"]) == (401, "/login")
 
@@ -207,7 +225,7 @@ def test_every_page_is_audited_with_who_and_result(console: TestClient,
     with caplog.at_level(logging.INFO, logger="pincompile.api.audit"):
         console.get("/")
         console.get("/apps/PinApp/ads/secret")
-        console.cookies.delete(TOKEN_COOKIE)
+        console.cookies.delete(SESSION_COOKIE)
         console.get("/")
     lines = [json.loads(r.getMessage()) for r in caplog.records]
     assert [(line["user"], line["path"], line["status"]) for line in lines] == [

@@ -6,7 +6,6 @@ import bisect
 import copy
 import json
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -25,11 +24,12 @@ from reconciler.scaling import (
     parse_schedules,
     with_scheduled_floor,
 )
+from tests.support.expand import GOLDEN
 
 LA = ZoneInfo("America/Los_Angeles")
 BERLIN = ZoneInfo("Europe/Berlin")
-GOLDEN_HPA = (Path(__file__).resolve().parents[2] / "pincompile" / "golden" / "pinscaler"
-              / "expected" / "west-128" / "search" / "horizontalpodautoscaler-api.yaml")
+GOLDEN_HPA = (GOLDEN / "pinscaler" / "expected" / "west-128" / "search"
+              / "horizontalpodautoscaler-api.yaml")
 
 
 def sched(cron: str, duration: str, floor: int, tz: str = "Etc/UTC") -> Schedule:

@@ -49,7 +49,8 @@ def serve(spec_repo: SpecRepo, tmp_path: Path) -> Iterator[Serve]:
         settings: dict[str, Any] = {
             "listen": "127.0.0.1:0", "secret": SECRET, "coalesce": 0.2, "resync": 600.0,
             "leader_election": False, "events": False, "audit_log": tmp_path / "audit.jsonl",
-            "max_body": 64 * 1024, "shutdown_timeout": 10.0, "app_status": False} | options
+            "max_body": 64 * 1024, "shutdown_timeout": 10.0, "app_status": False,
+            "open_status": True} | options
         app = ServeApp(ServeOptions(repo=str(spec_repo.bare), **settings), recorder)
         app.start()
         apps.append(app)
@@ -239,7 +240,7 @@ def test_a_reconciler_that_raises_does_not_stop_the_worker(spec_repo: SpecRepo,
 
     app = ServeApp(ServeOptions(repo=str(spec_repo.bare), listen="127.0.0.1:0", secret=SECRET,
                                 coalesce=0.1, leader_election=False, events=False,
-                                app_status=False),
+                                app_status=False, open_status=True),
                    Exploding)
     app.start()
     try:
@@ -258,9 +259,10 @@ def test_a_reconciler_that_raises_does_not_stop_the_worker(spec_repo: SpecRepo,
 
 
 def test_slow_clients_hold_no_thread_and_are_dropped(serve: Serve, spec_repo: SpecRepo) -> None:
-    """200 connections that send headers announcing a body and never send it: serve's
-    threads stay bounded, /healthz answers throughout, and each is answered 408 and closed
-    after the read timeout."""
+    """200 connections from one address (its whole share, --max-client-connections) that
+    send headers announcing a body and never send it: serve's threads stay bounded,
+    /healthz answers throughout, and each is answered 408 and closed after the read
+    timeout."""
     import socket
     import threading
 
@@ -270,7 +272,8 @@ def test_slow_clients_hold_no_thread_and_are_dropped(serve: Serve, spec_repo: Sp
     before = threading.active_count()
     slow = []
     for _ in range(200):
-        s = socket.create_connection((host, int(port)), timeout=30)
+        s = socket.create_connection((host, int(port)), timeout=30,
+                                     source_address=("127.0.0.2", 0))  # not the probe's
         s.sendall(b"POST /webhooks/generic HTTP/1.1\r\nHost: x\r\n"
                   b"Content-Type: application/json\r\nContent-Length: 60000\r\n\r\n{")
         slow.append(s)
@@ -299,8 +302,9 @@ def test_slow_clients_hold_no_thread_and_are_dropped(serve: Serve, spec_repo: Sp
     assert http("GET", f"{base}/healthz")[0] == 200
 
 
-def test_status_and_metrics_can_require_a_bearer_token(serve: Serve) -> None:
-    _app, _recorder, base = serve(status_token=b"t0ken")
+def test_status_and_metrics_are_closed_by_default_and_open_to_the_status_token(
+        serve: Serve) -> None:
+    _app, _recorder, base = serve(open_status=False, status_token=b"t0ken")
     for path in ("/status", "/metrics"):
         assert http("GET", f"{base}{path}")[0] == 401
         assert http("GET", f"{base}{path}", headers={"Authorization": "Bearer guess"})[0] == 401

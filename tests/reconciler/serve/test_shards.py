@@ -5,6 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from reconciler.serve.metrics import Metrics
+from reconciler.serve.service import Service
 from reconciler.serve.shards import assign, shard_of
 
 FLEET = ["use1a-general-01", "use1a-general-02", "use1b-general-01", "use1c-gpu-01",
@@ -38,3 +40,12 @@ def test_adding_a_shard_moves_clusters_only_to_the_new_shard(clusters: list[str]
 def test_every_process_computes_the_same_assignment() -> None:
     assert assign(reversed(FLEET), 3) == assign(FLEET, 3)
     assert [shard_of(c, 3) for c in FLEET] == [shard_of(c, 3) for c in FLEET]
+
+
+def test_the_canary_probes_what_this_replica_reconciles_and_nothing_on_a_standby() -> None:
+    service = Service(None, lambda _scope: None, Metrics(), shards=2)  # type: ignore[arg-type]
+    assert service.probed(FLEET) == frozenset(FLEET)  # leading both shards
+    service.set_leading_shards(frozenset({1}))
+    assert service.probed(FLEET) == frozenset(assign(FLEET, 2)[1])
+    service.set_leading_shards(frozenset())
+    assert service.probed(FLEET) is None
