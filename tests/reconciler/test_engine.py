@@ -25,9 +25,9 @@ from tests.support.fake_passes import (
     edit,
     fake_fleet,
     live,
+    settle,
     spec_repo,
 )
-from tests.support.serve import wait_for
 
 APPS = {"PinApp/shop/web": "Healthy", "PinApp/shop/api": "Healthy",
         "PinPod/shop/notebook": "Healthy", "PinScaler/shop/api": "Healthy"}
@@ -84,7 +84,9 @@ def test_a_warm_watch_cache_answers_a_pass_without_any_list(tmp_path: Path) -> N
     reconciler = Reconciler(None, watch=True, clock=lambda: SUNDAY, connect=fleet.connect)
     try:
         assert FakePass(fleet, result, reconciler=reconciler).report.ok
+        settle(reconciler, fleet)
         FakePass(fleet, result, reconciler=reconciler)  # the Job's completion
+        settle(reconciler, fleet)
         warm = FakePass(fleet, result, reconciler=reconciler)
         assert warm.report.ok
         assert sum(warm.lists.values()) == 0, warm.lists
@@ -103,16 +105,14 @@ def test_a_long_running_reconciler_still_finds_and_restores_a_change_by_anyone(
     reconciler = Reconciler(None, watch=True, clock=lambda: SUNDAY, connect=fleet.connect)
     try:
         FakePass(fleet, result, reconciler=reconciler)
+        settle(reconciler, fleet)
         FakePass(fleet, result, reconciler=reconciler)
         cluster = clusters_running(fleet, "web")[0]
         ref = {"apiVersion": "apps/v1", "kind": "Deployment",
                "metadata": {"name": "web", "namespace": "shop"}}
         fleet.clusters[cluster].patch(ref, {"spec": {"progressDeadlineSeconds": 999}},
                                       manager="kubectl-edit")
-        now = (fleet.clusters[cluster].get(ref) or {})["metadata"]["resourceVersion"]
-        key = ("Deployment", "shop", "web")
-        wait_for(lambda: reconciler.caches[cluster].snapshot()[key]["metadata"][
-            "resourceVersion"] == now, 5, "the watch event")
+        settle(reconciler, fleet)
         restored = FakePass(fleet, result, reconciler=reconciler)
     finally:
         reconciler.close()
@@ -130,7 +130,9 @@ def test_a_push_that_changes_one_app_writes_only_that_apps_objects_and_status(
     reconciler = Reconciler(None, watch=True, clock=lambda: SUNDAY, connect=fleet.connect)
     try:
         FakePass(fleet, repo, reconciler=reconciler)
+        settle(reconciler, fleet)
         FakePass(fleet, repo, reconciler=reconciler)
+        settle(reconciler, fleet)
         edit(repo, "apps/shop/api.yaml", lambda docs: docs[0]["spec"]["template"][
             "containers"][0].update(image="registry.internal/shop/api:2.0.1"), "api 2.0.1")
         push = FakePass(fleet, repo, reconciler=reconciler)

@@ -5,6 +5,7 @@ and a pass with its requests counted, as the e2e tests had them on a real fleet.
 from __future__ import annotations
 
 import shutil
+import time
 from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -116,6 +117,28 @@ class FakePass:
     def written_members(self) -> Counter[str]:
         """Writes to the member clusters, by resource."""
         return sum((c for n, c in self.written.items() if n != "host"), Counter())
+
+
+def settle(reconciler: Reconciler, fleet: FakeFleet, timeout: float = 10.0) -> None:
+    """Wait until a long-running reconciler's watch caches have seen every change their
+    clusters made (a watch delivers its events a little later, more so on a loaded
+    machine, and a pass reads the cache as it is)."""
+    caches = [*((fleet.clusters[n], c) for n, c in reconciler.caches.items()),
+              *([(fleet.clusters["host"], reconciler.host_cache)]
+                if reconciler.host_cache else [])]
+
+    def caught_up() -> bool:
+        for cluster, cache in caches:
+            with cluster.lock:
+                last = {change.kind: change.version for change in cluster.history}
+            if any(int(w.version or 0) < last.get(w.kind.kind, 0) for w in cache.watches):
+                return False
+        return True
+
+    deadline = time.monotonic() + timeout
+    while not caught_up():
+        assert time.monotonic() < deadline, "the watch caches did not catch up"
+        time.sleep(0.02)
 
 
 def live(fleet: FakeFleet, cluster: str, kind: str, name: str, namespace: str = "shop",

@@ -412,6 +412,9 @@ def _events(cluster: FakeCluster, kind: str, after: int, match: Callable[[Obj], 
                        "object": clone(change.new) if change.new else {}}
             elif was and change.old is not None:
                 yield {"type": "DELETED", "object": clone(change.old)}
+            else:  # not watched: as the server's bookmarks say, the watch is past it
+                yield {"type": "BOOKMARK", "object": {
+                    "kind": kind, "metadata": {"resourceVersion": str(change.version)}}}
 
 
 @dataclass
