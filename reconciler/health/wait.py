@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from reconciler.clients import read
-from reconciler.clients.connect import Connection
+from reconciler.clients.access import ClusterAccess
 from reconciler.clients.read import Key, key_of
 from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.health.rules import assess
@@ -52,7 +52,7 @@ def waited_for(plan: ClusterPlan) -> list[Obj]:
             and c.desired["kind"] not in UNWAITED_KINDS]
 
 
-def check(conn: Connection, objects: list[Obj], live: dict[Key, Obj]) -> list[Obj]:
+def check(conn: ClusterAccess, objects: list[Obj], live: dict[Key, Obj]) -> list[Obj]:
     """Read each of ``objects`` once (what is read goes into ``live``); those still absent
     or progressing."""
     still = []

@@ -18,7 +18,7 @@ from typing import Any
 from kubernetes.dynamic.exceptions import DynamicApiError, NotFoundError
 
 from reconciler.clients import read
-from reconciler.clients.connect import Connection
+from reconciler.clients.connect import Connection, plain
 from reconciler.kinds import KindInfo
 from reconciler.model import Obj
 
@@ -73,7 +73,7 @@ def patch(conn: Connection, node: str, *, unschedulable: bool | None = None,
     if annotations:
         body["metadata"] = {"annotations": dict(annotations)}
     patched: Obj = conn.resource("v1", "Node").patch(
-        name=node, body=body, content_type="application/merge-patch+json", serializer=read.plain)
+        name=node, body=body, content_type="application/merge-patch+json", serializer=plain)
     return patched
 
 

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from reconciler.clients import read
-from reconciler.clients.connect import Connection
+from reconciler.clients.connect import Connection, plain
 from reconciler.model import Obj
 from reconciler.status.document import counts
 
@@ -37,7 +37,7 @@ def _holds(expression: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
 
 def budgets(conn: Connection) -> list[Obj]:
     """Every PodDisruptionBudget of the cluster (one LIST)."""
-    found: Obj = conn.resource(*PDB_API).get(serializer=read.plain)
+    found: Obj = conn.resource(*PDB_API).get(serializer=plain)
     return list(found.get("items") or [])
 
 
