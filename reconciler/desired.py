@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from pincompile.contract import Manifest, Result
-from reconciler.clients.connect import Connection
+from reconciler.clients.access import ClusterAccess
 from reconciler.clients.read import Key, key_of
 from reconciler.model import AppKey, ClusterReport, Obj
 from reconciler.plan import applied
@@ -33,7 +33,7 @@ class MemberState:
     desired: list[Obj] = field(default_factory=list)
     initial_replicas: dict[Key, int] = field(default_factory=dict)
     """Autoscaled workloads: their share of the app's replicas here (set at creation)."""
-    conn: Connection | None = None
+    conn: ClusterAccess | None = None
     live: dict[Key, Obj] = field(default_factory=dict)
     plan: ClusterPlan | None = None
     report: ClusterReport | None = None

@@ -23,6 +23,7 @@ from typing import Any
 from pincompile.contract import Result
 from reconciler import desired, failover
 from reconciler.clients import read
+from reconciler.clients.access import ClusterAccess
 from reconciler.clients.cache import ClusterCache
 from reconciler.clients.connect import ClusterUnreachable, Connection
 from reconciler.clients.read import Key, key_of
@@ -48,6 +49,8 @@ from reconciler.step_timings import COLLECTOR, Steps
 __all__ = ["HOST", "MemberState", "Reconciler"]
 
 HOST = "host"
+Connect = Callable[[str, str], ClusterAccess]
+"""(cluster name, kubeconfig context) -> how the pass reaches that cluster."""
 NAMESPACE = next(k for k in MANAGED_KINDS if k.kind == "Namespace")
 #: Run-to-completion kinds: ``apply`` waits for them to start, not to finish.
 UNWAITED_KINDS = ("Job", "CronJob", "TFJob", "PyTorchJob")
@@ -63,15 +66,18 @@ class Reconciler:
                  failover_after: float = failover.DEFAULT_GRACE,
                  failback_step: str = failover.DEFAULT_STEP,
                  failover_clock: Callable[[], float] = time.time,
-                 progress: Progress | None = None, apps: narrow.Targets | None = None
-                 ) -> None:
+                 progress: Progress | None = None, apps: narrow.Targets | None = None,
+                 connect: Connect | None = None) -> None:
         self.kubeconfig, self.host_context = kubeconfig, host_context
+        self._connect = connect or (lambda name, context: Connection(name, context, kubeconfig))
+        """How a cluster is reached: a :class:`Connection` through the kubeconfig, unless
+        another factory is given (the tests' in-memory clusters)."""
         self.only = set(clusters) if clusters else None
         self.apps = apps if apps is not None and not apps.everything else None
         """Only these apps' objects are written and pruned (:mod:`reconciler.plan.narrow`)."""
         self.options = options or Options()
         self.wait, self.timeout, self.echo = wait, timeout, echo
-        self.connections: dict[str, Connection] = {}
+        self.connections: dict[str, ClusterAccess] = {}
         self.watch = watch
         """Keep a watch-based cache per cluster (a long-running reconciler)."""
         self.caches: dict[str, ClusterCache] = {}
@@ -111,9 +117,9 @@ class Reconciler:
 
     # --- connections -----------------------------------------------------------------------
 
-    def connect(self, name: str, context: str) -> Connection:
+    def connect(self, name: str, context: str) -> ClusterAccess:
         if name not in self.connections:
-            self.connections[name] = Connection(name, context, self.kubeconfig)
+            self.connections[name] = self._connect(name, context)
         return self.connections[name]
 
     def close(self) -> None:
@@ -330,7 +336,7 @@ class Reconciler:
             self.echo(f"host: FAILED: {explain(exc)}")
             return {}
 
-    def _host_live(self, conn: Connection) -> dict[Key, Obj]:
+    def _host_live(self, conn: ClusterAccess) -> dict[Key, Obj]:
         """The host's CRDs ensured, then its spec resources and their namespaces: one LIST
         per kind, or (``watch``) the host's watch cache, which also holds the CRDs."""
         from reconciler import host
@@ -351,7 +357,7 @@ class Reconciler:
         return {k: o for k, o in self.host_cache.snapshot().items()
                 if k[0] != host.CRD_KIND.kind}
 
-    def _host_ok(self, report: PassReport) -> Connection | None:
+    def _host_ok(self, report: PassReport) -> ClusterAccess | None:
         """The host's connection when this pass reached it without an error."""
         conn = self.connections.get(HOST)
         if conn is None or HOST not in report.clusters or \

@@ -11,12 +11,10 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from kubernetes import client as k8s
-
 from pincompile.contract import Catalog, crds
 from pincompile.manifest import ANNOTATION_REVISION, MANAGED_BY, MANAGED_BY_VALUE
 from reconciler.clients import read, write
-from reconciler.clients.connect import Connection
+from reconciler.clients.access import ClusterAccess
 from reconciler.kinds import KindInfo
 from reconciler.model import AppKey, Obj
 
@@ -44,7 +42,7 @@ def _wanted_crds() -> tuple[Obj, ...]:
     return tuple(crds.all_crds())
 
 
-def ensure_crds(conn: Connection, *, timeout: float = 60.0,
+def ensure_crds(conn: ClusterAccess, *, timeout: float = 60.0,
                 existing: Mapping[read.Key, Obj] | None = None) -> int:
     """Install the CRDs that are missing (or differ); wait until served. Returns how many
     were written. ``existing``: the live CRDs (a watch cache's), else one LIST."""
@@ -61,17 +59,18 @@ def ensure_crds(conn: Connection, *, timeout: float = 60.0,
         written += 1
     if written:
         deadline = time.monotonic() + timeout
-        api = k8s.ApiextensionsV1Api(conn.api)
         for crd in wanted:
-            while time.monotonic() < deadline:
-                got = api.read_custom_resource_definition(crd["metadata"]["name"])
-                conditions = {c.type: c.status
-                              for c in ((got.status and got.status.conditions) or [])}
-                if conditions.get("Established") == "True":
-                    break
+            while time.monotonic() < deadline and not _established(conn.get(crd)):
                 time.sleep(0.2)
         conn.rediscover()
     return written
+
+
+def _established(crd: Obj | None) -> bool:
+    """Whether the API server serves a CRD's resources (its ``Established`` condition)."""
+    conditions = ((crd or {}).get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Established" and c.get("status") == "True"
+               for c in conditions)
 
 
 def desired_objects(catalog: Catalog, revision: str,
@@ -120,20 +119,20 @@ def cr_ref(key: AppKey) -> Obj:
             "metadata": {"name": name, "namespace": project}}
 
 
-def write_status(conn: Connection, key: AppKey, status: dict[str, Any]) -> None:
+def write_status(conn: ClusterAccess, key: AppKey, status: dict[str, Any]) -> None:
     """Server-side apply of an app's status subresource."""
     obj = cr_ref(key)
     obj["status"] = status
     write.apply(conn, obj, subresource="status")
 
 
-def write_cluster_status(conn: Connection, name: str, status: dict[str, Any]) -> None:
+def write_cluster_status(conn: ClusterAccess, name: str, status: dict[str, Any]) -> None:
     """Server-side apply of a (cluster-scoped) Cluster resource's status subresource."""
     write.apply(conn, {"apiVersion": API_VERSION, "kind": "Cluster",
                        "metadata": {"name": name}, "status": status}, subresource="status")
 
 
-def record_event(conn: Connection, key: AppKey, reason: str, message: str, *,
+def record_event(conn: ClusterAccess, key: AppKey, reason: str, message: str, *,
                  uid: str | None = None, warning: bool = False) -> None:
     """A Kubernetes Event on an app's custom resource."""
     kind, project, name = key
@@ -149,16 +148,16 @@ def record_event(conn: Connection, key: AppKey, reason: str, message: str, *,
         "reportingComponent": "pincompile", "reportingInstance": "pincompile",
         "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
     }
-    conn.resource("v1", "Event").create(body=body, namespace=project)
+    conn.create(body)
 
 
-def read_apps(conn: Connection, kinds: Iterable[KindInfo]) -> dict[AppKey, Obj]:
+def read_apps(conn: ClusterAccess, kinds: Iterable[KindInfo]) -> dict[AppKey, Obj]:
     """Every app custom resource on the host (one LIST per kind, in parallel)."""
     served = [kind for kind in kinds if read.served(conn, kind)]
     return {app_key(obj): obj for obj in read.list_many(conn, served).values()}
 
 
-def read_rows(conn: Connection, keep: Callable[[AppKey, Obj], bool] | None = None
+def read_rows(conn: ClusterAccess, keep: Callable[[AppKey, Obj], bool] | None = None
               ) -> list[dict[str, Any]]:
     """Every workload's stored status on the host (only those ``keep`` keeps); then a row
     per member cluster that is not simply reachable (kind ``Cluster``, its

@@ -27,7 +27,8 @@ from kubernetes.dynamic.exceptions import (
 )
 
 from reconciler.clients import read
-from reconciler.clients.connect import Connection, TokenBucket
+from reconciler.clients.access import ClusterAccess
+from reconciler.clients.connect import TokenBucket
 from reconciler.errors import CLUSTER_ERRORS, explain
 from reconciler.kinds import MANAGED_KINDS, KindInfo
 from reconciler.model import AppKey, Obj
@@ -136,7 +137,7 @@ class ObjectApps:
         return answers
 
 
-def looked_up(conn: Connection, involved: Mapping[str, Any]) -> AppKey | None:
+def looked_up(conn: ClusterAccess, involved: Mapping[str, Any]) -> AppKey | None:
     """The app of the object an Event names, by a GET of it (see :data:`Lookup`)."""
     try:
         live = read.get(conn, {"apiVersion": involved.get("apiVersion") or "v1",

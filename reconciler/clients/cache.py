@@ -13,16 +13,15 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
 
-from kubernetes import watch as k8s_watch
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic.exceptions import DynamicApiError, ResourceNotFoundError
 from urllib3.exceptions import HTTPError
 
 from reconciler import kinds
 from reconciler.clients import read
-from reconciler.clients.connect import ClusterUnreachable, Connection
+from reconciler.clients.access import ClusterAccess, WatchEvent
+from reconciler.clients.connect import ClusterUnreachable
 from reconciler.clients.read import Key, key_of
 from reconciler.kinds import KindInfo
 from reconciler.model import Obj
@@ -38,7 +37,7 @@ Keep = Callable[[Obj], Obj | None]
 class KindWatch:
     """One kind's objects, kept current by a LIST and then a WATCH in a thread."""
 
-    def __init__(self, conn: Connection, kind: KindInfo, stop: threading.Event,
+    def __init__(self, conn: ClusterAccess, kind: KindInfo, stop: threading.Event,
                  on_change: OnChange | None = None, *,
                  field_selector: str | None = None, label_selector: str | None = None,
                  keep: Keep | None = None) -> None:
@@ -113,48 +112,53 @@ class KindWatch:
             self.conn.rediscover()
 
     def _watch(self) -> None:
-        resource = self.conn.resource(self.kind.api_version, self.kind.kind)
         explicit = bool(self.field_selector or self.label_selector)
-        # what DynamicClient.watch does, without wrapping each event's object in a
-        # ResourceInstance (nobody reads it: ~8x the cost of parsing the event, in the
-        # threads that share the GIL with a pass, for every status change of every object)
-        stream = k8s_watch.Watch().stream(
-            resource.get, **read.selector(self.field_selector, self.label_selector, self.kind),
-            resource_version=self.version, serialize=False, timeout_seconds=WATCH_SECONDS,
-            allow_watch_bookmarks=True)
-        for event in stream:
-            if self.stop.is_set():
-                return
-            raw: dict[str, Any] = event.get("raw_object") or {}
-            kind = event.get("type")
-            if kind == "ERROR":
-                if raw.get("code") == 410:
-                    self.version = ""
+        stream = self.conn.watch(
+            self.kind, **read.selector(self.field_selector, self.label_selector, self.kind),
+            resource_version=self.version, timeout_seconds=WATCH_SECONDS)
+        try:
+            for event in stream:
+                if self.stop.is_set():
                     return
-                raise ValueError(str(raw.get("message", "watch error")))
-            version = (raw.get("metadata") or {}).get("resourceVersion")
-            if kind != "BOOKMARK" and (explicit or not (raw.get("metadata") or {}
-                                                        ).get("ownerReferences")):
-                raw.setdefault("apiVersion", self.kind.api_version)
-                raw.setdefault("kind", self.kind.kind)
-                kept = raw if self.keep is None or kind == "DELETED" else self.keep(raw)
-                with self.lock:
-                    if kind == "DELETED" or kept is None:
-                        self.objects.pop(key_of(raw), None)
-                    else:
-                        self.objects[key_of(raw)] = kept
-                if self.on_change is not None:
-                    self.on_change(raw)
-            if version:
-                self.version = str(version)
+                if not self._take(event, explicit):
+                    return
+        finally:
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
         self.error = None
+
+    def _take(self, event: WatchEvent, explicit: bool) -> bool:
+        """Keep one event's object; False when the watch must start over (410 Gone)."""
+        raw = event["object"]
+        kind = event["type"]
+        if kind == "ERROR":
+            if raw.get("code") == 410:
+                self.version = ""
+                return False
+            raise ValueError(str(raw.get("message", "watch error")))
+        version = (raw.get("metadata") or {}).get("resourceVersion")
+        if kind != "BOOKMARK" and read.ours(raw, explicit):
+            raw.setdefault("apiVersion", self.kind.api_version)
+            raw.setdefault("kind", self.kind.kind)
+            kept = raw if self.keep is None or kind == "DELETED" else self.keep(raw)
+            with self.lock:
+                if kind == "DELETED" or kept is None:
+                    self.objects.pop(key_of(raw), None)
+                else:
+                    self.objects[key_of(raw)] = kept
+            if self.on_change is not None:
+                self.on_change(raw)
+        if version:
+            self.version = str(version)
+        return True
 
 
 class ClusterCache:
     """Every managed kind of one cluster (or the ``watched`` kinds: the host's resources),
     watched."""
 
-    def __init__(self, conn: Connection, on_change: OnChange | None = None,
+    def __init__(self, conn: ClusterAccess, on_change: OnChange | None = None,
                  watched: Iterable[KindInfo] = kinds.MANAGED_KINDS) -> None:
         self.conn = conn
         self.stop = threading.Event()

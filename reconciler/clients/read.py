@@ -3,16 +3,10 @@ a GET only for a desired object that no LIST returned (a create or a conflict)."
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
-from typing import Any
-
-import orjson
-from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
 from pincompile.manifest import MANAGED_BY, MANAGED_BY_VALUE
-from reconciler.clients.connect import Connection, ListTiming
-from reconciler.clients.lean import decode_list
+from reconciler.clients.access import ClusterAccess
 from reconciler.kinds import KindInfo
 from reconciler.model import Obj
 
@@ -21,24 +15,14 @@ Key = tuple[str, str, str]
 """(kind, namespace or "", name): unique among the kinds pincompile manages."""
 
 
-def plain(_client: Any, data: Obj) -> Obj:
-    """A response as the parsed JSON itself (``serializer=plain``): the dynamic client's
-    attribute wrappers cost more than the parse, on every object of a large LIST."""
-    return data
-
-
 def key_of(obj: Obj) -> Key:
     meta = obj["metadata"]
     return (str(obj["kind"]), str(meta.get("namespace") or ""), str(meta["name"]))
 
 
-def served(conn: Connection, kind: KindInfo) -> bool:
+def served(access: ClusterAccess, kind: KindInfo) -> bool:
     """Whether the cluster serves ``kind`` (kubeflow kinds exist only where installed)."""
-    try:
-        conn.resource(kind.api_version, kind.kind)
-    except ResourceNotFoundError:
-        return False
-    return True
+    return access.serves(kind.api_version, kind.kind)
 
 
 def selector(field_selector: str | None = None, label_selector: str | None = None,
@@ -53,56 +37,42 @@ def selector(field_selector: str | None = None, label_selector: str | None = Non
     return {"label_selector": f"{MANAGED_SELECTOR},{extra}" if extra else MANAGED_SELECTOR}
 
 
-def list_managed(conn: Connection, kind: KindInfo, *, field_selector: str | None = None,
+def ours(item: Obj, explicit: bool) -> bool:
+    """Whether a listed or watched object is one pincompile applied: not one a controller
+    made (with an ``ownerReference``: a Deployment's pods, a Job's pods, their volume
+    claims), which carries our labels from the template. ``explicit``: the selector was
+    the caller's own, and every object matching it counts."""
+    return explicit or not (item.get("metadata") or {}).get("ownerReferences")
+
+
+def list_managed(access: ClusterAccess, kind: KindInfo, *, field_selector: str | None = None,
                  label_selector: str | None = None, lean: bool = False
                  ) -> tuple[dict[Key, Obj], str]:
     """Every object of ``kind`` that pincompile manages in the cluster (or, given
     ``field_selector`` or ``label_selector``, every one matching it, owned or not), and
     the list's resourceVersion (for a watch to continue from). One LIST request.
 
-    Objects a controller made (with an ``ownerReference``: a Deployment's pods, a Job's
-    pods, their volume claims) carry our labels from the template but are not ours.
-
     ``lean``: the objects without ``metadata.managedFields`` (:mod:`reconciler.clients.lean`:
     a pass's read, where nothing looks at them)."""
     explicit = bool(field_selector or label_selector)
-    resource = conn.resource(kind.api_version, kind.kind)
-    started = time.monotonic()
-    response = resource.get(**selector(field_selector, label_selector, kind), serialize=False)
-    body = response.data
-    asked = time.monotonic()
-    # both several times faster than the client's json.loads
-    data: Obj = decode_list(body) if lean else orjson.loads(body)
-    found: dict[Key, Obj] = {}
-    for item in data.get("items") or []:
-        if not explicit and (item.get("metadata") or {}).get("ownerReferences"):
-            continue
-        item.setdefault("apiVersion", kind.api_version)
-        item.setdefault("kind", kind.kind)
-        found[key_of(item)] = item
-    conn.stats.timed(ListTiming(resource.name, asked - started, time.monotonic() - asked,
-                                len(body), len(data.get("items") or [])))
-    return found, str((data.get("metadata") or {}).get("resourceVersion") or "")
+    listed = access.list(kind, **selector(field_selector, label_selector, kind), lean=lean)
+    found = {key_of(item): item for item in listed["items"] if ours(item, explicit)}
+    return found, listed["resourceVersion"]
 
 
-def list_many(conn: Connection, kinds: Iterable[KindInfo], *, lean: bool = False
+def list_many(access: ClusterAccess, kinds: Iterable[KindInfo], *, lean: bool = False
               ) -> dict[Key, Obj]:
     """:func:`list_managed` for several kinds, the LISTs in parallel."""
     from concurrent.futures import ThreadPoolExecutor
 
     found: dict[Key, Obj] = {}
     with ThreadPoolExecutor(max_workers=8) as pool:
-        for objects, _ in pool.map(lambda kind: list_managed(conn, kind, lean=lean), list(kinds)):
+        for objects, _ in pool.map(lambda kind: list_managed(access, kind, lean=lean),
+                                   list(kinds)):
             found.update(objects)
     return found
 
 
-def get(conn: Connection, obj: Obj) -> Obj | None:
+def get(access: ClusterAccess, obj: Obj) -> Obj | None:
     """The live object with ``obj``'s identity, or None."""
-    meta = obj["metadata"]
-    try:
-        live: dict[str, Any] = conn.resource(obj["apiVersion"], obj["kind"]).get(
-            name=meta["name"], namespace=meta.get("namespace"), serializer=plain)
-    except NotFoundError:
-        return None
-    return live
+    return access.get(obj)

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from pincompile.contract import Result, place_without
-from reconciler.clients.connect import Connection
+from reconciler.clients.access import ClusterAccess
 from reconciler.clients.read import key_of
 from reconciler.desired import (
     Echo,
@@ -155,15 +155,17 @@ def _target_app(members: dict[str, MemberState],
     return None
 
 
-def write_states(conn: Connection, states: dict[str, decide.ClusterState],
+def write_states(conn: ClusterAccess, states: dict[str, decide.ClusterState],
                  stored: Stored) -> str | None:
     """Store each member's state on the host where it changed; returns the error that
-    stopped it, if one did."""
+    stopped it, if one did. A member without its Cluster resource on the host (a pass
+    narrowed to some apps writes none) has nowhere to keep it."""
     from reconciler import host
 
     for name, state in sorted(states.items()):
         doc = state.to_json()
-        if stored.get(("Cluster", "", name), {}).get("failover") == doc:
+        if ("Cluster", "", name) not in stored \
+                or stored[("Cluster", "", name)].get("failover") == doc:
             continue
         try:
             host.write_cluster_status(conn, name, {"failover": doc})

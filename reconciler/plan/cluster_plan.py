@@ -25,7 +25,7 @@ from kubernetes.dynamic.exceptions import DynamicApiError
 from pincompile.manifest import ANNOTATION_FAILOVER, MANAGED_BY, MANAGED_BY_VALUE
 from reconciler import kinds
 from reconciler.clients import read, write
-from reconciler.clients.connect import Connection
+from reconciler.clients.access import ClusterAccess
 from reconciler.clients.read import Key, key_of
 from reconciler.model import Obj
 from reconciler.plan import applied, conflict, diff
@@ -92,7 +92,7 @@ def autoscaled(desired: Iterable[Obj]) -> set[Key]:
     return out
 
 
-def read_live(conn: Connection) -> dict[Key, Obj]:
+def read_live(conn: ClusterAccess) -> dict[Key, Obj]:
     """Everything pincompile manages in the cluster: one LIST per served kind, the LISTs
     in parallel (one after the other, a pass waits for the sum of their times); lean (no
     managedFields: :mod:`~reconciler.plan.execute` GETs them where it needs them)."""
@@ -100,7 +100,7 @@ def read_live(conn: Connection) -> dict[Key, Obj]:
                           lean=True)
 
 
-def plan_cluster(conn: Connection, desired: list[Obj], live: dict[Key, Obj],
+def plan_cluster(conn: ClusterAccess, desired: list[Obj], live: dict[Key, Obj],
                  options: Options, initial_replicas: dict[Key, int] | None = None,
                  memo: PlanMemo | None = None,
                  digests: applied.Digests | None = None,
@@ -171,7 +171,7 @@ def prune_limit(max_prune: str, managed: int) -> int:
     return int(text)
 
 
-def _plan_object(conn: Connection, obj: Obj, live: dict[Key, Obj], options: Options,
+def _plan_object(conn: ClusterAccess, obj: Obj, live: dict[Key, Obj], options: Options,
                  scaled: set[Key], creating_namespaces: set[str],
                  initial_replicas: dict[Key, int], memo: PlanMemo | None = None,
                  digests: applied.Digests | None = None, *, local: bool = False

@@ -10,8 +10,12 @@ from reconciler.model import Obj
 
 _FIELD_ERROR = re.compile(r"(?:^|[\s,:\[])((?:metadata|spec|data|rules|roleRef|subjects|type)"
                           r"[\w.\[\]\"'-]*): (?:Invalid value|Forbidden)")
-_IMMUTABLE = re.compile(r"field is immutable|may not change fields|updates to \S+ spec for "
-                        r"fields other than|Forbidden: .*(?:immutable|cannot be changed)")
+_IMMUTABLE = re.compile(r"field is immutable|may not change fields|may not change once set|"
+                        r"updates to \S+ spec for fields other than|"
+                        r"Forbidden: .*(?:immutable|cannot be changed)")
+"""How the API server says a field cannot change in place: a selector or a Job's template
+(``field is immutable``), a Pod (``may not change fields other than``), a Service's
+cluster IP (``may not change once set``), a StatefulSet, a claim's spec."""
 
 
 def is_immutable(message: str) -> bool:

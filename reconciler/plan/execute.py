@@ -11,7 +11,7 @@ from kubernetes.dynamic.exceptions import ConflictError
 
 from reconciler import kinds
 from reconciler.clients import read, write
-from reconciler.clients.connect import FIELD_MANAGER, Connection
+from reconciler.clients.access import FIELD_MANAGER, ClusterAccess
 from reconciler.model import Obj
 from reconciler.plan.change import Action, Change
 from reconciler.plan.cluster_plan import ClusterPlan, autoscaled
@@ -19,7 +19,7 @@ from reconciler.plan.cluster_plan import ClusterPlan, autoscaled
 INITIAL_REPLICAS_MANAGER = "pincompile-initial-replicas"
 
 
-def execute(conn: Connection, plan: ClusterPlan, *, workers: int = 8,
+def execute(conn: ClusterAccess, plan: ClusterPlan, *, workers: int = 8,
             echo: Callable[[str], None] = lambda _m: None,
             on_done: Callable[[Change], None] = lambda _c: None) -> dict[Action, list[Change]]:
     """Carry out a plan: applies in dependency order (objects of one kind in parallel, a
@@ -80,7 +80,7 @@ def _first_line(text: str, limit: int = 200) -> str:
     return line if len(line) <= limit else line[:limit - 3] + "..."
 
 
-def _with_managed_fields(conn: Connection, live: Obj) -> Obj | None:
+def _with_managed_fields(conn: ClusterAccess, live: Obj) -> Obj | None:
     """``live`` with its ``managedFields``: as it is when it has them, else (a lean LIST's
     object) as a GET returns it now."""
     if "managedFields" in (live.get("metadata") or {}):
@@ -88,7 +88,7 @@ def _with_managed_fields(conn: Connection, live: Obj) -> Obj | None:
     return read.get(conn, live)
 
 
-def _hand_over_if_sole_owner(conn: Connection, change: Change,
+def _hand_over_if_sole_owner(conn: ClusterAccess, change: Change,
                              version: str | None = None) -> str | None:
     """An autoscaled workload created before its scaler: its replicas, still ours alone,
     handed to a manager of their own before we stop setting them (else the apply would
@@ -102,7 +102,7 @@ def _hand_over_if_sole_owner(conn: Connection, change: Change,
     return None
 
 
-def _restamp(conn: Connection, change: Change, scaled: bool) -> bool:
+def _restamp(conn: ClusterAccess, change: Change, scaled: bool) -> bool:
     """Apply an unchanged object once more, only to record it (:attr:`Change.restamp`),
     on condition that it is still the object the dry-run found unchanged (its
     resourceVersion as the apply's precondition): a write by anyone since would make the
@@ -130,7 +130,7 @@ def _sole_replicas_owner(live: Obj | None) -> bool:
     return owners == [FIELD_MANAGER]
 
 
-def _hand_replicas_over(conn: Connection, obj: Obj, version: str | None = None) -> str | None:
+def _hand_replicas_over(conn: ClusterAccess, obj: Obj, version: str | None = None) -> str | None:
     """Give a new autoscaled workload's ``spec.replicas`` to a manager of its own, so that
     leaving it out of later applies never resets it (the HPA takes it from there).
     ``version``: only if the object is still at that resourceVersion (else a conflict).

@@ -11,7 +11,8 @@ from typing import Any
 from kubernetes.dynamic.exceptions import DynamicApiError
 
 from reconciler.clients import read, write
-from reconciler.clients.connect import ClusterUnreachable, Connection
+from reconciler.clients.access import ClusterAccess
+from reconciler.clients.connect import ClusterUnreachable
 from reconciler.clients.read import Key, key_of
 from reconciler.desired import Echo, MemberState, by_app
 from reconciler.errors import CLUSTER_ERRORS, explain
@@ -62,7 +63,7 @@ def gated(rollouts: Mapping[AppKey, rollout.AppRollout],
 
 
 def advance(rollouts: dict[AppKey, rollout.AppRollout], members: dict[str, MemberState],
-            host_conn: Connection | None, echo: Echo) -> None:
+            host_conn: ClusterAccess | None, echo: Echo) -> None:
     """Advance every progressing rollout whose clusters all answered (in parallel)."""
     active = {a: r for a, r in rollouts.items() if r.state.phase == rollout.PROGRESSING
               and all(members[c].error is None for c in r.desired)}
@@ -72,7 +73,7 @@ def advance(rollouts: dict[AppKey, rollout.AppRollout], members: dict[str, Membe
 
 
 def _advance_one(app: AppKey, plan: rollout.AppRollout, members: dict[str, MemberState],
-                 host_conn: Connection | None, echo: Echo) -> None:
+                 host_conn: ClusterAccess | None, echo: Echo) -> None:
     from reconciler import host
 
     def apply(cluster: str, obj: Obj) -> None:

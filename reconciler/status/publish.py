@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from reconciler.clients.connect import Connection
+from reconciler.clients.access import ClusterAccess
 from reconciler.clients.read import Key, key_of
 from reconciler.desired import MemberState
 from reconciler.errors import CLUSTER_ERRORS, explain
@@ -81,7 +81,7 @@ def documents(members: dict[str, MemberState], stored: dict[AppKey, dict[str, An
     return out
 
 
-def write(conn: Connection, docs: dict[AppKey, dict[str, Any]],
+def write(conn: ClusterAccess, docs: dict[AppKey, dict[str, Any]],
           stored: dict[AppKey, dict[str, Any]], members: dict[str, MemberState],
           revision: str, moves: dict[AppKey, AppMove]) -> str | None:
     """Write each changed document and the pass's Events to the host, 8 apps at a time

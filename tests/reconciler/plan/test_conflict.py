@@ -34,3 +34,12 @@ def test_an_object_without_managed_fields_and_an_accepted_apply() -> None:
     assert conflict.describe({"metadata": {}}, None) == (
         "held by an object pincompile does not manage (no field manager recorded); "
         "use --adopt to take it over")
+
+
+def test_a_services_cluster_ip_cannot_change_in_place() -> None:
+    """As the API server words it (``test_access_contract.py`` holds it to one): before,
+    the change was a refusal that only a hand could undo, not a replace."""
+    refused = ('Service "web" is invalid: spec.clusterIPs[0]: Invalid value: '
+               '[]string{"10.96.0.9"}: may not change once set')
+    assert conflict.is_immutable(refused)
+    assert conflict.immutable_fields(refused) == ["spec.clusterIPs[0]"]
