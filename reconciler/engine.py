@@ -143,7 +143,8 @@ class Reconciler:
         """Read and plan every member cluster; writes nothing (``pincompile plan``)."""
         found = self.members(result)
         self._in_parallel(found, self._read)
-        self._plan_all(found, rollout_step.hold_zones(found, {}, result.revision))
+        self._plan_all(found, rollout_step.hold_zones(found, {}, result.revision),
+                       preview=True)
         return found
 
     def run(self, result: Result) -> PassReport:
@@ -253,17 +254,19 @@ class Reconciler:
         host.write_status(conn, app, doc)
 
     def _plan_all(self, found: dict[str, MemberState],
-                  rollouts: Mapping[AppKey, AppRollout]) -> None:
-        """Plan every member; what the rollouts' gates hold there is never re-recorded."""
+                  rollouts: Mapping[AppKey, AppRollout], *, preview: bool = False) -> None:
+        """Plan every member; what the rollouts' gates hold there is never re-recorded
+        (``preview``: the plans are only shown, see :func:`plan_cluster`)."""
         gated = rollout_step.gated(rollouts, found)
-        self._in_parallel(found, lambda m: self._plan(m, gated.get(m.name, ())))
+        self._in_parallel(found, lambda m: self._plan(m, gated.get(m.name, ()), preview))
 
-    def _plan(self, member: MemberState, gated: Collection[Key] = ()) -> None:
+    def _plan(self, member: MemberState, gated: Collection[Key] = (),
+              preview: bool = False) -> None:
         """Plan one member (``gated``: what a rollout gate holds there, never re-recorded)."""
         assert member.conn is not None
         member.plan = plan_cluster(member.conn, member.desired, member.live, self.options,
                                    member.initial_replicas, self._memo(member.name),
-                                   self.digests, gated)
+                                   self.digests, gated, preview=preview)
         self.progress.planned(member.name, len(member.desired), len(member.plan.pending))
 
     def _memo(self, cluster: str) -> PlanMemo | None:
@@ -277,12 +280,12 @@ class Reconciler:
         if plan.blocked:
             self.echo(f"{member.name}: prune refused: {plan.blocked}")
             member.report.unconverged.append(Unconverged(Left.PRUNE_HELD, "", plan.blocked))
-        for change in plan.of(Action.CONFLICT, Action.INVALID):
+        done = execute(member.conn, plan, workers=self.options.workers, echo=self.echo,
+                       on_done=lambda _change: self.progress.applied(member.name))
+        for change in plan.of(Action.CONFLICT, Action.INVALID):  # planned, or found creating
             left = Left.CONFLICT if change.action is Action.CONFLICT else Left.REJECTED
             member.report.unconverged.append(Unconverged(left, change.name, change.reason))
             self.echo(f"{member.name}: {left} {change.name}: {change.reason}")
-        done = execute(member.conn, plan, workers=self.options.workers, echo=self.echo,
-                       on_done=lambda _change: self.progress.applied(member.name))
         memo = self._memo(member.name)
         if memo is not None:
             memo.record_writes(done)
