@@ -277,6 +277,7 @@ class Reconciler:
         started = time.monotonic()
         plan = member.plan
         member.report = ClusterReport(member.name)
+        self.progress.writing(member.name)
         if plan.blocked:
             self.echo(f"{member.name}: prune refused: {plan.blocked}")
             member.report.unconverged.append(Unconverged(Left.PRUNE_HELD, "", plan.blocked))

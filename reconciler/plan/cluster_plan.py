@@ -29,7 +29,7 @@ from kubernetes.dynamic.exceptions import DynamicApiError
 
 from pincompile.manifest import ANNOTATION_FAILOVER, MANAGED_BY, MANAGED_BY_VALUE
 from reconciler import kinds
-from reconciler.clients import read, write
+from reconciler.clients import pace, read, write
 from reconciler.clients.access import ClusterAccess
 from reconciler.clients.read import Key, key_of
 from reconciler.model import Obj
@@ -47,7 +47,8 @@ class Options:
     prune_data: bool = False
     max_prune: str = "20%"
     """An absolute count (``5``) or a share of the cluster's managed objects (``20%``)."""
-    workers: int = 8
+    workers: int | None = None
+    """Requests at once per cluster (default: its pace, :mod:`reconciler.clients.pace`)."""
 
 
 @dataclass
@@ -156,9 +157,10 @@ def plan_cluster(conn: ClusterAccess, desired: list[Obj], live: dict[Key, Obj],
     # what is decided without a request, here; only the dry-runs in threads (a thread's
     # hand-off per object cost more than the check itself, for thousands of objects)
     decided = [one(obj, local=True) for obj in ordered]
-    with ThreadPoolExecutor(max_workers=options.workers) as pool:
-        asked = iter(pool.map(one, [o for o, c in zip(ordered, decided, strict=True)
-                                    if c is None]))
+    asking = [o for o, c in zip(ordered, decided, strict=True) if c is None]
+    with ThreadPoolExecutor(max_workers=pace.threads(conn, len(asking),
+                                                     options.workers)) as pool:
+        asked = iter(pool.map(one, asking))
         plan.changes = [c if c is not None else _given(next(asked)) for c in decided]
     desired_keys = {key_of(d) for d in desired}
     if memo is not None:

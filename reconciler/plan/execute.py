@@ -16,7 +16,7 @@ from itertools import groupby
 from kubernetes.dynamic.exceptions import ConflictError, DynamicApiError
 
 from reconciler import kinds
-from reconciler.clients import read, write
+from reconciler.clients import pace, read, write
 from reconciler.clients.access import FIELD_MANAGER, ClusterAccess
 from reconciler.clients.connect import RETRY_STATUSES
 from reconciler.model import Obj
@@ -27,13 +27,14 @@ from reconciler.status.document import app_of
 INITIAL_REPLICAS_MANAGER = "pincompile-initial-replicas"
 
 
-def execute(conn: ClusterAccess, plan: ClusterPlan, *, workers: int = 8,
+def execute(conn: ClusterAccess, plan: ClusterPlan, *, workers: int | None = None,
             echo: Callable[[str], None] = lambda _m: None,
             on_done: Callable[[Change], None] = lambda _c: None) -> dict[Action, list[Change]]:
     """Carry out a plan: applies in dependency order (objects of one kind in parallel, a
     kind only once the kinds before it are done), replaces, then prunes in reverse order.
     Returns what was done, by action; ``on_done`` is told of each change once written. A
-    create that turned into something else (see the module) is left in ``plan`` as such."""
+    create that turned into something else (see the module) is left in ``plan`` as such.
+    ``workers``: writes at once (default: the cluster's pace, :mod:`~reconciler.clients.pace`)."""
     scaled = autoscaled(c.desired for c in plan.changes if c.desired is not None)
     refused: list[Change] = []
 
@@ -84,7 +85,7 @@ def execute(conn: ClusterAccess, plan: ClusterPlan, *, workers: int = 8,
     writing = plan.pending + plan.restamps  # the restamps last, in waves of their own
     if not writing:
         return done
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    with ThreadPoolExecutor(max_workers=pace.threads(conn, len(writing), workers)) as pool:
         for _, wave in groupby(writing, key=lambda c: (c.action is Action.PRUNE,
                                                        kinds.order(c.key[0]))):
             held = {g for c in refused for g in _holds(c)}  # as the wave starts

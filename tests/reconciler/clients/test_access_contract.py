@@ -6,9 +6,10 @@ the other. Each test gets a namespace of its own.
 Covered: a dry-run (of a create, of a change, of the unchanged object), uid /
 resourceVersion / generation / creationTimestamp, managedFields after two managers, a field
 removed from an apply, a forced apply taking a field back, the resourceVersion
-precondition (and a create-only apply: a precondition no object meets), 404 in a missing namespace, 422 on immutable fields (saying which), a
-status subresource kept apart, deletes with a finalizer, label-selector LISTs and WATCH
-events, Events with a generated name, and which kinds are served.
+precondition (and a create-only apply: a precondition no object meets), 404 in a missing
+namespace, 422 on immutable fields (saying which), a status subresource kept apart,
+deletes with a finalizer, label-selector LISTs and WATCH events, Events with a generated
+name, and which kinds are served.
 """
 
 from __future__ import annotations
@@ -266,8 +267,8 @@ class Contract:
                                                  side.config_map("held", {"a": "1"})))
         assert isinstance(refused, ConflictError), refused
         assert side.access.get(side.config_map("held", {})) == before
-        assert isinstance(rejection(lambda: write.create(side.access, created)),
-                          ConflictError)  # our own object: the name is held all the same
+        again = rejection(lambda: write.create(side.access, side.config_map("free", {"a": "1"})))
+        assert isinstance(again, ConflictError), again  # ours: the name is held all the same
 
     # --- immutable fields ---------------------------------------------------------------------
 
