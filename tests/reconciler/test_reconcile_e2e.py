@@ -40,6 +40,7 @@ from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.clusters import ClusterSpec
 from reconciler.host import spec_kinds
 from reconciler.model import Obj, PassReport
+from reconciler.plan import applied
 from reconciler.plan.cluster_plan import Options
 from tests.support.fake_passes import commit, edit
 from tests.support.git import git
@@ -144,6 +145,11 @@ class Project:
     """member cluster -> its zone"""
 
     @property
+    def namespace(self) -> Obj:
+        """Its namespace (the same in every cluster and on the host)."""
+        return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.name}}
+
+    @property
     def apps(self) -> str:
         """The file of its apps, in the repository."""
         return f"apps/{self.name}/apps.yaml"
@@ -164,9 +170,20 @@ class Project:
         return [c for c in sorted(self.zones) if self.live(c, kind, name) is not None]
 
 
+@pytest.fixture(scope="module")
+def deleting(fleet: fleet_mod.FleetState) -> Iterator[list[Project]]:
+    """Projects whose namespaces the module's tests deleted: gone before the next module
+    (it reconciles the same clusters, and would count what is left as its own to prune).
+    Waited for once, at the end: the deletions run meanwhile."""
+    projects: list[Project] = []
+    yield projects
+    for project in projects:
+        wait_gone(project)
+
+
 @pytest.fixture
 def project(fleet: fleet_mod.FleetState, fleet_specs: dict[str, ClusterSpec],
-            tmp_path: Path) -> Iterator[Project]:
+            deleting: list[Project], tmp_path: Path) -> Iterator[Project]:
     """A project of this test's own on the session fleet; its namespaces deleted after."""
     name = f"rt-{uuid.uuid4().hex[:6]}"
     repo = tmp_path / "repo"
@@ -190,20 +207,20 @@ def project(fleet: fleet_mod.FleetState, fleet_specs: dict[str, ClusterSpec],
     try:
         yield found
     finally:
-        remove_namespaces(found)
+        for cluster in ["host", *found.zones]:
+            access = found.access(cluster)
+            access.delete(found.namespace)
+            access.close()
+        deleting.append(found)
 
 
-def remove_namespaces(project: Project, timeout: float = 90.0) -> None:
-    """Delete the project's namespace everywhere and wait until it is gone (the modules
-    after this one reconcile the same clusters, and count what is left as theirs to
-    prune)."""
-    ref = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": project.name}}
+def wait_gone(project: Project, timeout: float = 90.0) -> None:
+    """Until the project's namespace is gone everywhere (at most ``timeout``)."""
     accesses = [project.access(c) for c in ["host", *project.zones]]
+    deadline = time.monotonic() + timeout
     try:
-        for access in accesses:
-            access.delete(ref)
-        deadline = time.monotonic() + timeout
-        while any(a.get(ref) is not None for a in accesses) and time.monotonic() < deadline:
+        while any(a.get(project.namespace) is not None for a in accesses) \
+                and time.monotonic() < deadline:
             time.sleep(1.0)
     finally:
         for access in accesses:
@@ -216,7 +233,7 @@ def seed_priority_classes(project: Project) -> None:
     for manifest in compile_path(project.repo).manifests:
         if manifest.obj["kind"] == "PriorityClass":
             conn = project.access(manifest.cluster)
-            conn.apply(manifest.obj)
+            conn.apply(applied.stamp(manifest.obj))
             conn.close()
 
 
