@@ -31,11 +31,12 @@ from reconciler.desired import Echo, MemberState, with_floor
 from reconciler.errors import CLUSTER_ERRORS, explain
 from reconciler.failover import step as failover_step
 from reconciler.health import assess
+from reconciler.host_writes import HostWrites
 from reconciler.kinds import MANAGED_KINDS
 from reconciler.model import AppKey, ClusterReport, Left, Obj, PassReport, Phase, Unconverged
 from reconciler.plan import applied, narrow
 from reconciler.plan.change import Action, Change
-from reconciler.plan.cluster_plan import Options, plan_cluster, read_live
+from reconciler.plan.cluster_plan import ClusterPlan, Options, plan_cluster, read_live
 from reconciler.plan.execute import execute
 from reconciler.plan.memo import PlanMemo
 from reconciler.progress import Progress
@@ -43,6 +44,7 @@ from reconciler.rollout import step as rollout_step
 from reconciler.rollout.plan import AppRollout
 from reconciler.scaling import step as scaling_step
 from reconciler.status import publish
+from reconciler.status.events import EventLog
 from reconciler.status.follow import StatusFollower
 from reconciler.step_timings import COLLECTOR, Steps
 
@@ -102,6 +104,10 @@ class Reconciler:
         self.floor_totals: dict[AppKey, int] = {}
         """Apps an HPA scales whose replicas in lost clusters the survivors' floors hold:
         the replicas the app runs in all (its status counts against them)."""
+        self.host_writes = HostWrites()
+        """The pass in flight's host writes that run beside its other steps."""
+        self.events = EventLog()
+        """The Events this reconciler recorded: a repeat counts up instead (serve)."""
         self.progress = progress or Progress()
         """Told how far each cluster is (``apply``'s progress display)."""
         self.digests = applied.Digests()
@@ -167,6 +173,14 @@ class Reconciler:
             return report
         step = Steps(report.steps)
         collected = COLLECTOR.seconds
+        self.host_writes = HostWrites()
+        try:
+            return self._steps(result, report, step, started, collected)
+        finally:
+            self.host_writes.join()
+
+    def _steps(self, result: Result, report: PassReport, step: Steps, started: float,
+               collected: float) -> PassReport:
         with ThreadPoolExecutor(max_workers=1) as pool:  # the host beside the members' reads
             host_synced = pool.submit(step.timed("host sync", self._host_sync), result, report)
             with step("desired"):
@@ -195,6 +209,10 @@ class Reconciler:
             self._in_parallel(found, self._apply)
             rollout_step.advance(rollouts, found, self.connections.get(HOST), self.echo)
             rollout_step.report_halts(rollouts, found)
+        host_conn = self._host_ok(report)
+        if host_conn is not None:  # the Events of those writes, during the wait
+            self.host_writes.submit(publish.write_events, host_conn, found, report.revision,
+                                    self.events)
         if self.wait:
             with step("wait"):
                 self._wait_healthy(found)
@@ -320,14 +338,13 @@ class Reconciler:
             plan = plan_cluster(conn, wanted, live, self.options, memo=self._memo(HOST))
             if self.apps is not None:
                 narrow.narrow(plan, self.apps, self.options.max_prune, host=True)
-            done = execute(conn, plan)
             host_report = ClusterReport(HOST, unchanged=len(plan.of(Action.UNCHANGED)))
-            host_report.created = [c.ref(HOST) for c in done[Action.CREATE]]
-            host_report.updated = [c.ref(HOST) for c in done[Action.UPDATE]]
-            host_report.pruned = [c.ref(HOST) for c in done[Action.PRUNE]]
             report.clusters[HOST] = host_report
+            # written while the members are planned and written: nothing waits for them
+            # before the statuses (which need the resources)
+            self.host_writes.submit(_host_write, conn, plan, host_report)
             apps = {host.app_key(o): o for k, o in live.items() if k[0] != "Namespace"}
-            for change in plan.pending:  # as the API server answered each write
+            for change in plan.pending:  # as they will be once written
                 if change.key[0] == "Namespace":
                     continue
                 if change.action is Action.PRUNE and change.live is not None:
@@ -438,14 +455,26 @@ class Reconciler:
             wanted = self.apps
             self.statuses = {k: doc for k, doc in self.statuses.items()
                              if narrow.wanted_app(k, host.get(k), wanted)}
+        behind = self.host_writes.join()  # the resources the statuses are written to
+        if behind is not None and HOST in report.clusters:
+            report.clusters[HOST].error = behind
+            self.echo(f"host: FAILED: {behind}")
         host_conn = self._host_ok(report)
         if host_conn is None:
             return
         report.statuses = dict(self.statuses)  # the follower rewrites self.statuses
-        error = publish.write(host_conn, self.statuses, stored, found, report.revision,
-                              decided.moves)
+        error = publish.write(host_conn, self.statuses, stored, report.revision,
+                              decided.moves, self.events)
         if error is not None:
             report.clusters[HOST].error = error
+
+
+def _host_write(conn: ClusterAccess, plan: ClusterPlan, done_report: ClusterReport) -> None:
+    """Carry out the host's plan; what it did goes into the host's report."""
+    done = execute(conn, plan)
+    done_report.created = [c.ref(HOST) for c in done[Action.CREATE]]
+    done_report.updated = [c.ref(HOST) for c in done[Action.UPDATE]]
+    done_report.pruned = [c.ref(HOST) for c in done[Action.PRUNE]]
 
 
 def _generation_moved(change: Change) -> bool:

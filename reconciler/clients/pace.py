@@ -158,9 +158,9 @@ def seats_of(levels: list[Obj], uid: str, metrics: str | None) -> int | None:
 
 def threads(access: object, writes: int, fixed: int | None = None) -> int:
     """Threads to give ``writes`` writes to one cluster: ``fixed`` when set, else as many as
-    its pacer may let write at once (``Connection.pace_for``); :data:`INITIAL` for a
-    cluster reached without one (the tests' in-memory clusters)."""
+    its pacer may let write at once (``Connection.pace_for``); 8 for a cluster reached
+    without one (the tests' in-memory clusters)."""
     if fixed:
         return fixed
     pace_for = getattr(access, "pace_for", None)
-    return int(pace_for(writes)) if pace_for is not None else max(1, min(writes, INITIAL))
+    return int(pace_for(writes)) if pace_for is not None else max(1, min(writes, 8))
