@@ -115,12 +115,25 @@ def verbs(requests: list[tuple[str, str, str]]) -> dict[str, dict[str, int]]:
 def recorded(path: Path) -> dict[str, dict[str, int]]:
     """Per cluster, requests by verb from a ``$PINCOMPILE_RECORD_REQUESTS`` file."""
     out: dict[str, Counter[str]] = {}
-    for line in path.read_text().splitlines() if path.exists() else []:
-        request = json.loads(line)
+    for request in _lines(path):
         verb = "dry-run" if request["dry_run"] else (
             request["verb"] if request["resource"] else "discovery")
         out.setdefault(request["cluster"], Counter())[verb] += 1
     return {c: dict(sorted(v.items())) for c, v in sorted(out.items())}
+
+
+def write_spans(path: Path, since: float) -> dict[str, list[float]]:
+    """Per cluster, its first and its last write request, in seconds after ``since``."""
+    times: dict[str, list[float]] = {}
+    for request in _lines(path):
+        if request["verb"] in ("create", "patch", "update", "delete") and "at" in request:
+            times.setdefault(request["cluster"], []).append(request["at"] - since)
+    return {c: [round(min(t), 1), round(max(t), 1)] for c, t in sorted(times.items())}
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] \
+        if path.exists() else []
 
 
 def children_cpu() -> float:
@@ -135,15 +148,18 @@ def run_pincompile(state: fleet_mod.FleetState, root: Path, tmp: Path) -> dict[s
     command = [sys.executable, "-m", "pincompile.cli", "apply", str(root), "--no-wait",
                "--kubeconfig", str(state.kubeconfig)]
     started, cpu, load = time.monotonic(), children_cpu(), os.getloadavg()[0]
+    wall = time.time()
     run = subprocess.run(command, env=env, capture_output=True, text=True, cwd=REPO)
     seconds = time.monotonic() - started
+    (tmp / "apply.log").write_text(run.stdout + run.stderr)
     if run.returncode != 0:
         raise SystemExit(f"pincompile apply exited {run.returncode}: {run.stderr[-3000:]}")
     rates = re.findall(r"(\S+): applied (\d+)/\d+ \(([\d.]+)/s\)", run.stderr)
     return {"seconds": round(seconds, 1), "cpu": round(children_cpu() - cpu, 1),
             "requests": recorded(record), "load": [round(load, 1),
                                                    round(os.getloadavg()[0], 1)],
-            "rates": {c: float(r) for c, _, r in rates}}
+            "rates": {c: float(r) for c, _, r in rates},
+            "writes_between": write_spans(record, wall)}
 
 
 def run_kubectl(state: fleet_mod.FleetState, root: Path, tmp: Path, kubectl: Path
@@ -157,6 +173,7 @@ def run_kubectl(state: fleet_mod.FleetState, root: Path, tmp: Path, kubectl: Pat
              "apply", "--server-side", "--force-conflicts", "--field-manager",
              "kubectl-bench", "-f", str(files[cluster]), "-v=6"],
             capture_output=True, text=True)
+        (tmp / f"kubectl-{cluster}.log").write_text(run.stdout + run.stderr)
         if run.returncode != 0:
             raise SystemExit(f"kubectl apply ({cluster}) failed: {run.stderr[-3000:]}")
         found = []
@@ -177,17 +194,15 @@ def run_kubectl(state: fleet_mod.FleetState, root: Path, tmp: Path, kubectl: Pat
 def run_serve(state: fleet_mod.FleetState, root: Path, tmp: Path) -> dict[str, Any]:
     """serve's first pass on the fresh fleet, then one push round."""
     from kubernetes import config
-    from serve_latency import SECRET, serve_round, target_for
+    from serve_latency import SECRET, Target, serve_round
 
     from tests.support.serve import ServeProcess, SpecRepo, serve_status, wait_for
 
-    target = target_for(0, tmp)
-    target = type(target)(root, "apps/bench/app-00001.yaml", "bench", "app-00001",
-                          ("rt-a", "rt-b", "rt-c"))
-    out = REPO / "bench" / "out" / time.strftime("first_apply-serve-%Y%m%d-%H%M%S")
-    out.mkdir(parents=True, exist_ok=True)
+    target = Target(root, "apps/bench/app-00001.yaml", "bench", "app-00001",
+                    ("rt-a", "rt-b", "rt-c"))
+    out = tmp  # the bench's log folder of this run
     record, profile = out / "requests.jsonl", out / "profile.jsonl"
-    repo = SpecRepo(tmp / "serve-repo", specs=root)
+    repo = SpecRepo(Path(tempfile.mkdtemp(prefix="first-apply-serve-")), specs=root)
     clients: dict[str, Any] = {}
 
     def api(context: str) -> Any:
@@ -196,7 +211,7 @@ def run_serve(state: fleet_mod.FleetState, root: Path, tmp: Path) -> dict[str, A
                 config_file=str(state.kubeconfig), context=context)
         return clients[context]
 
-    started, load = time.monotonic(), os.getloadavg()[0]
+    started, load, wall = time.monotonic(), os.getloadavg()[0], time.time()
     serve = ServeProcess(
         repo.bare, out / "serve.jsonl", "--kubeconfig", str(state.kubeconfig),
         "--coalesce", "1s", "--runner", "serve_profile_runner:factory", identity="bench",
@@ -209,15 +224,16 @@ def run_serve(state: fleet_mod.FleetState, root: Path, tmp: Path) -> dict[str, A
         status = wait_for(lambda: (s := serve_status(serve.base))["lastApplied"] and s,
                           timeout=3600, what="serve's first pass")
         first = time.monotonic() - started
-        requests = recorded(record)
+        requests, spans = recorded(record), write_spans(record, wall)
         push = serve_round(api, repo, serve, target, "registry.internal/x/y:9.0.1", profile)
     finally:
         serve.stop()
         for client in clients.values():
             client.close()
+    shutil.rmtree(repo.bare.parent, ignore_errors=True)
     return {"seconds": round(first, 1), "pass_seconds": status["lastPass"]["seconds"],
             "steps": status["lastPass"].get("steps"), "requests": requests,
-            "push_to_applied": round(push["latency"], 2),
+            "push_to_applied": round(push["latency"], 2), "writes_between": spans,
             "load": [round(load, 1), round(os.getloadavg()[0], 1)], "log": str(out)}
 
 
@@ -225,6 +241,8 @@ def measure(apps: int, rounds: int, serve: bool, kubectl: Path) -> dict[str, Any
     out: dict[str, Any] = {"apps": apps, "rounds": [], "kubectl": str(kubectl),
                            "kubernetes": kubernetes_version()}
     tools = (*TOOLS, "serve") if serve else TOOLS
+    logs = REPO / "bench" / "out" / time.strftime(f"first_apply-{apps}-%Y%m%d-%H%M%S")
+    print(f"logs and recorded requests: {logs}", file=sys.stderr)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "repo"
         generate(root, apps)
@@ -236,8 +254,8 @@ def measure(apps: int, rounds: int, serve: bool, kubectl: Path) -> dict[str, Any
             measured: dict[str, Any] = {"order": list(order)}
             for tool in order:
                 with fresh_fleet(root, tool) as state:
-                    work = Path(tmp) / f"{tool}-{number}"
-                    work.mkdir()
+                    work = logs / f"{tool}-{number + 1}"
+                    work.mkdir(parents=True)
                     measured[tool] = (run_pincompile(state, root, work) if tool == "pincompile"
                                       else run_kubectl(state, root, work, kubectl)
                                       if tool == "kubectl" else run_serve(state, root, work))

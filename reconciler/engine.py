@@ -16,13 +16,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
 from pincompile.contract import Result
 from reconciler import desired, failover
-from reconciler.clients import read
+from reconciler.clients import pace, read
 from reconciler.clients.access import ClusterAccess
 from reconciler.clients.cache import ClusterCache
 from reconciler.clients.connect import ClusterUnreachable, Connection
@@ -106,6 +106,8 @@ class Reconciler:
         the replicas the app runs in all (its status counts against them)."""
         self.host_writes = HostWrites()
         """The pass in flight's host writes that run beside its other steps."""
+        self.host_specs: Future[str | None] | None = None
+        """Those of them that write the specs' resources."""
         self.events = EventLog()
         """The Events this reconciler recorded: a repeat counts up instead (serve)."""
         self.progress = progress or Progress()
@@ -173,7 +175,7 @@ class Reconciler:
             return report
         step = Steps(report.steps)
         collected = COLLECTOR.seconds
-        self.host_writes = HostWrites()
+        self.host_writes, self.host_specs = HostWrites(), None
         try:
             return self._steps(result, report, step, started, collected)
         finally:
@@ -300,7 +302,8 @@ class Reconciler:
             self.echo(f"{member.name}: prune refused: {plan.blocked}")
             member.report.unconverged.append(Unconverged(Left.PRUNE_HELD, "", plan.blocked))
         done = execute(member.conn, plan, workers=self.options.workers, echo=self.echo,
-                       on_done=lambda _change: self.progress.applied(member.name))
+                       on_done=lambda _change: self.progress.applied(
+                           member.name, pace.at_once(member.conn)))
         for change in plan.of(Action.CONFLICT, Action.INVALID):  # planned, or found creating
             left = Left.CONFLICT if change.action is Action.CONFLICT else Left.REJECTED
             member.report.unconverged.append(Unconverged(left, change.name, change.reason))
@@ -331,7 +334,7 @@ class Reconciler:
 
         try:
             conn = self.connect(HOST, self.host_context)
-            live = self._host_live(conn)
+            live, crds = self._host_live(conn)
             wanted = host.desired_objects(result.catalog, report.revision,
                                           desired.app_digests(result.manifests,
                                                               self.digests))
@@ -342,7 +345,8 @@ class Reconciler:
             report.clusters[HOST] = host_report
             # written while the members are planned and written: nothing waits for them
             # before the statuses (which need the resources)
-            self.host_writes.submit(_host_write, conn, plan, host_report)
+            self.host_specs = self.host_writes.submit(_host_write, conn, plan, host_report,
+                                                      crds)
             apps = {host.app_key(o): o for k, o in live.items() if k[0] != "Namespace"}
             for change in plan.pending:  # as they will be once written
                 if change.key[0] == "Namespace":
@@ -357,15 +361,20 @@ class Reconciler:
             self.echo(f"host: FAILED: {explain(exc)}")
             return {}
 
-    def _host_live(self, conn: ClusterAccess) -> dict[Key, Obj]:
+    def _host_live(self, conn: ClusterAccess) -> tuple[dict[Key, Obj], list[Obj]]:
         """The host's CRDs ensured, then its spec resources and their namespaces: one LIST
-        per kind, or (``watch``) the host's watch cache, which also holds the CRDs."""
+        per kind, or (``watch``) the host's watch cache, which also holds the CRDs; and the
+        CRDs written that may not be served yet (their objects wait for them)."""
         from reconciler import host
 
         watched = [host.CRD_KIND, *host.spec_kinds(), NAMESPACE]
         if not self.watch:
-            host.ensure_crds(conn)
-            return read.list_many(conn, watched[1:], lean=True)
+            existing, _ = read.list_managed(conn, host.CRD_KIND, lean=True)
+            written = host.install_crds(conn, existing)
+            # a kind whose CRD is only being created has no objects yet: nothing to list
+            new = {host.kind_of(c) for c in written if key_of(c) not in existing}
+            return read.list_many(conn, [k for k in watched[1:] if k.kind not in new],
+                                  lean=True), written
         if self.host_cache is not None:
             live = self.host_cache.snapshot()
             crds = {k: o for k, o in live.items() if k[0] == host.CRD_KIND.kind}
@@ -376,7 +385,7 @@ class Reconciler:
             host.ensure_crds(conn)
             self.host_cache = ClusterCache(conn, watched=watched)
         return {k: o for k, o in self.host_cache.snapshot().items()
-                if k[0] != host.CRD_KIND.kind}
+                if k[0] != host.CRD_KIND.kind}, []
 
     def _host_ok(self, report: PassReport) -> ClusterAccess | None:
         """The host's connection when this pass reached it without an error."""
@@ -430,9 +439,11 @@ class Reconciler:
                        and c.desired["kind"] not in UNWAITED_KINDS]
             total = len(waiting)
             while waiting and time.monotonic() < deadline:
+                cache = self.caches.get(member.name)
+                found = read.current(member.conn, waiting, cache.snapshot() if cache else None)
                 still = []
                 for obj in waiting:
-                    live = read.get(member.conn, obj)
+                    live = found[key_of(obj)]
                     if live is not None:
                         member.live[key_of(obj)] = live
                     if live is None or assess(live).phase is Phase.PROGRESSING:
@@ -455,22 +466,30 @@ class Reconciler:
             wanted = self.apps
             self.statuses = {k: doc for k, doc in self.statuses.items()
                              if narrow.wanted_app(k, host.get(k), wanted)}
-        behind = self.host_writes.join()  # the resources the statuses are written to
-        if behind is not None and HOST in report.clusters:
-            report.clusters[HOST].error = behind
-            self.echo(f"host: FAILED: {behind}")
+        # the resources the statuses are written to (the Events go on beside them)
+        self._host_failed(report, self.host_specs.result() if self.host_specs else None)
         host_conn = self._host_ok(report)
-        if host_conn is None:
-            return
-        report.statuses = dict(self.statuses)  # the follower rewrites self.statuses
-        error = publish.write(host_conn, self.statuses, stored, report.revision,
-                              decided.moves, self.events)
-        if error is not None:
+        if host_conn is not None:
+            report.statuses = dict(self.statuses)  # the follower rewrites self.statuses
+            self._host_failed(report, publish.write(host_conn, self.statuses, stored,
+                                                    report.revision, decided.moves,
+                                                    self.events))
+        self._host_failed(report, self.host_writes.join())
+
+    def _host_failed(self, report: PassReport, error: str | None) -> None:
+        if error is not None and HOST in report.clusters \
+                and report.clusters[HOST].error is None:
             report.clusters[HOST].error = error
+            self.echo(f"host: FAILED: {error}")
 
 
-def _host_write(conn: ClusterAccess, plan: ClusterPlan, done_report: ClusterReport) -> None:
-    """Carry out the host's plan; what it did goes into the host's report."""
+def _host_write(conn: ClusterAccess, plan: ClusterPlan, done_report: ClusterReport,
+                crds: list[Obj]) -> None:
+    """Carry out the host's plan once the ``crds`` just written are served; what it did
+    goes into the host's report."""
+    from reconciler import host
+
+    host.wait_served(conn, crds)
     done = execute(conn, plan)
     done_report.created = [c.ref(HOST) for c in done[Action.CREATE]]
     done_report.updated = [c.ref(HOST) for c in done[Action.UPDATE]]

@@ -47,24 +47,42 @@ def ensure_crds(conn: ClusterAccess, *, timeout: float = 60.0,
                 existing: Mapping[read.Key, Obj] | None = None) -> int:
     """Install the CRDs that are missing (or differ); wait until served. Returns how many
     were written. ``existing``: the live CRDs (a watch cache's), else one LIST."""
-    wanted = _wanted_crds()
+    written = install_crds(conn, existing)
+    wait_served(conn, written, timeout=timeout)
+    return len(written)
+
+
+def install_crds(conn: ClusterAccess, existing: Mapping[read.Key, Obj] | None = None
+                 ) -> list[Obj]:
+    """Install the CRDs that are missing (or differ), without waiting for them to be served
+    (:func:`wait_served`); the CRDs written. ``existing``: the live CRDs, else one LIST."""
     if existing is None:
         existing, _ = read.list_managed(conn, CRD_KIND, lean=True)
-    written = 0
-    for crd in wanted:
+    written = []
+    for crd in _wanted_crds():
         live = existing.get(read.key_of({**crd, "kind": "CustomResourceDefinition"}))
         if live is not None and live.get("spec", {}).get("versions", [{}])[0].get("schema") \
                 == crd["spec"]["versions"][0]["schema"]:
             continue
         write.apply(conn, crd)
-        written += 1
-    if written:
-        deadline = time.monotonic() + timeout
-        for crd in wanted:
-            while time.monotonic() < deadline and not _established(conn.get(crd)):
-                time.sleep(0.2)
-        conn.rediscover()
+        written.append(crd)
     return written
+
+
+def wait_served(conn: ClusterAccess, written: list[Obj], *, timeout: float = 60.0) -> None:
+    """Wait until the API server serves the kinds of the CRDs just ``written``."""
+    if not written:
+        return
+    deadline = time.monotonic() + timeout
+    for crd in written:
+        while time.monotonic() < deadline and not _established(conn.get(crd)):
+            time.sleep(0.2)
+    conn.rediscover()
+
+
+def kind_of(crd: Obj) -> str:
+    """The kind a CRD defines."""
+    return str(crd["spec"]["names"]["kind"])
 
 
 def _established(crd: Obj | None) -> bool:

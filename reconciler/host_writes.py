@@ -1,7 +1,7 @@
 """The host's writes of one pass that nothing in the pass waits for: the specs' custom
 resources (written while the members are planned and written) and the Events of what the
-members' writes did (while the pass waits for health), in a thread of their own; the
-pass joins them before it writes the statuses, which need the resources."""
+members' writes did (while the pass waits for health, and its statuses are written), in a
+thread of their own. The statuses wait for the resources they are written to only."""
 
 from __future__ import annotations
 
@@ -19,12 +19,13 @@ class HostWrites:
         self._pool: ThreadPoolExecutor | None = None
         self._batches: list[Future[str | None]] = []
 
-    def submit(self, batch: Callable[..., str | None], *args: Any) -> None:
+    def submit(self, batch: Callable[..., str | None], *args: Any) -> Future[str | None]:
         """Run ``batch(*args)`` after the batches before it; it returns the error that
         stopped it, if one did (a cluster error it raises counts the same)."""
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="host-writes")
         self._batches.append(self._pool.submit(_guarded, batch, *args))
+        return self._batches[-1]
 
     def join(self) -> str | None:
         """Wait for every batch; the first error among them, if any."""

@@ -28,6 +28,8 @@ class ClusterProgress:
     writing_since: float | None = None
     """When its writes began (the clock's seconds)."""
     last_write: float | None = None
+    at_once: int | None = None
+    """Writes its API server is sent at once now (its pace), when known."""
 
     @property
     def rate(self) -> float | None:
@@ -38,7 +40,8 @@ class ClusterProgress:
 
     def rate_text(self) -> str:
         rate = self.rate
-        return "-" if rate is None else f"{rate:.1f}/s" if rate < 10 else f"{rate:.0f}/s"
+        text = "-" if rate is None else f"{rate:.1f}/s" if rate < 10 else f"{rate:.0f}/s"
+        return text if self.at_once is None else f"{text}, {self.at_once} at once"
 
 
 class Progress:
@@ -65,11 +68,13 @@ class Progress:
         with self.lock:
             self._at(cluster).writing_since = self.clock()
 
-    def applied(self, cluster: str) -> None:
-        """One more object written (created, updated, replaced or pruned)."""
+    def applied(self, cluster: str, at_once: int | None = None) -> None:
+        """One more object written (created, updated, replaced or pruned); ``at_once``:
+        the writes the cluster is sent at once now."""
         with self.lock:
             at = self._at(cluster)
             at.applied += 1
+            at.at_once = at_once if at_once is not None else at.at_once
             at.last_write = self.clock()
             if at.writing_since is None:
                 at.writing_since = at.last_write

@@ -29,8 +29,8 @@ from reconciler.model import Obj
 
 PRIORITY_LEVEL_HEADER = "X-Kubernetes-PF-PriorityLevel-UID"
 """The priority level an API server's flow control put a request in (a uid)."""
-INITIAL = 2
-"""Writes in flight at first: few, so that the usual answer time is measured unqueued."""
+INITIAL = 8
+"""Writes in flight at first (what every pass sent each cluster before it was paced)."""
 CEILING = 64
 """The most writes in flight to one cluster (threads a pass keeps for it)."""
 SLOWER = 2.0
@@ -164,3 +164,9 @@ def threads(access: object, writes: int, fixed: int | None = None) -> int:
         return fixed
     pace_for = getattr(access, "pace_for", None)
     return int(pace_for(writes)) if pace_for is not None else max(1, min(writes, 8))
+
+
+def at_once(access: object) -> int | None:
+    """The writes a cluster is sent at once now (None: reached without a pacer)."""
+    pacer = getattr(access, "pacer", None)
+    return pacer.allowed if isinstance(pacer, Pacer) else None

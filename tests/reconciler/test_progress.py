@@ -26,7 +26,7 @@ def _pass(progress: Progress) -> None:
     progress.planned("rt-b", 30, 0)
     progress.writing("rt-a")
     for _ in range(12):
-        progress.applied("rt-a")
+        progress.applied("rt-a", at_once=6)
     progress.line("rt-a: create Deployment/shop/web")
     progress.health("rt-a", 1, 3)
     progress.health("rt-a", 3, 3)
@@ -40,8 +40,8 @@ def test_plain_lines_say_each_step_per_cluster() -> None:
     assert lines == [
         "rt-a: 12 to write of 30 objects",
         "rt-b: 0 to write of 30 objects",
-        "rt-a: applied 10/12 (4.0/s)",  # an object every quarter of a second
-        "rt-a: applied 12/12 (4.0/s)",
+        "rt-a: applied 10/12 (4.0/s, 6 at once)",  # one every quarter of a second
+        "rt-a: applied 12/12 (4.0/s, 6 at once)",
         "rt-a: create Deployment/shop/web",
         "rt-a: healthy 1/3",
         "rt-a: healthy 3/3",
