@@ -136,6 +136,38 @@ def _lines(path: Path) -> list[dict[str, Any]]:
         if path.exists() else []
 
 
+def cpu_sample() -> tuple[dict[int, tuple[str, int]], list[int]]:
+    """Each process's (program, CPU ticks), and the machine's /proc/stat CPU ticks."""
+    from fleet_start import cpu_ticks
+
+    out: dict[int, tuple[str, int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                out[int(entry.name)] = ((entry / "comm").read_text().rstrip("\n"),
+                                        cpu_ticks(int(entry.name)))
+            except (OSError, ValueError):
+                continue
+    machine = [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    return out, machine
+
+
+def cpu_between(before: tuple[dict[int, tuple[str, int]], list[int]],
+                children: float) -> dict[str, Any]:
+    """CPU seconds per program since ``before`` (the run's own children: ``children``
+    seconds, counted as ``run``), and how busy the machine's CPUs were (share of all)."""
+    after = cpu_sample()
+    tick = os.sysconf("SC_CLK_TCK")
+    use: Counter[str] = Counter()
+    for pid, (name, total) in after[0].items():
+        use[name] += total - before[0].get(pid, (name, total))[1]
+    busy = [a - b for a, b in zip(after[1], before[1], strict=True)]
+    idle = busy[3] + busy[4]  # idle, iowait
+    programs = {n: round(t / tick, 1) for n, t in use.most_common(10) if t / tick >= 0.5}
+    return {"programs": {"run": round(children, 1), **programs},
+            "machine_busy": round(1 - idle / max(1, sum(busy)), 2)}
+
+
 def children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -148,8 +180,9 @@ def run_pincompile(state: fleet_mod.FleetState, root: Path, tmp: Path) -> dict[s
     command = [sys.executable, "-m", "pincompile.cli", "apply", str(root), "--no-wait",
                "--kubeconfig", str(state.kubeconfig)]
     started, cpu, load = time.monotonic(), children_cpu(), os.getloadavg()[0]
-    wall = time.time()
+    wall, sampled = time.time(), cpu_sample()
     run = subprocess.run(command, env=env, capture_output=True, text=True, cwd=REPO)
+    used = cpu_between(sampled, children_cpu() - cpu)
     seconds = time.monotonic() - started
     (tmp / "apply.log").write_text(run.stdout + run.stderr)
     if run.returncode != 0:
@@ -159,7 +192,7 @@ def run_pincompile(state: fleet_mod.FleetState, root: Path, tmp: Path) -> dict[s
             "requests": recorded(record), "load": [round(load, 1),
                                                    round(os.getloadavg()[0], 1)],
             "rates": {c: float(r) for c, _, r in rates},
-            "writes_between": write_spans(record, wall)}
+            "writes_between": write_spans(record, wall), **used}
 
 
 def run_kubectl(state: fleet_mod.FleetState, root: Path, tmp: Path, kubectl: Path
@@ -184,11 +217,13 @@ def run_kubectl(state: fleet_mod.FleetState, root: Path, tmp: Path, kubectl: Pat
         return found
 
     started, cpu, load = time.monotonic(), children_cpu(), os.getloadavg()[0]
+    sampled = cpu_sample()
     with ThreadPoolExecutor(max_workers=len(clusters)) as pool:
         requests = [r for rs in pool.map(one, clusters) for r in rs]
     return {"seconds": round(time.monotonic() - started, 1),
             "cpu": round(children_cpu() - cpu, 1), "requests": verbs(requests),
-            "load": [round(load, 1), round(os.getloadavg()[0], 1)]}
+            "load": [round(load, 1), round(os.getloadavg()[0], 1)],
+            **cpu_between(sampled, children_cpu() - cpu)}
 
 
 def run_serve(state: fleet_mod.FleetState, root: Path, tmp: Path) -> dict[str, Any]:
@@ -299,6 +334,10 @@ def table(r: dict[str, Any]) -> list[str]:
             if tool == "serve":
                 note = (f"first pass {m['pass_seconds']:.1f} s by its own clock; then a push "
                         f"applied everywhere in {m['push_to_applied']} s")
+            if m.get("programs"):
+                cpu = ", ".join(f"{n} {v:g}" for n, v in m["programs"].items())
+                note = "; ".join(x for x in (note, f"CPUs {100 * m['machine_busy']:.0f}% busy; "
+                                             f"CPU s by program: {cpu}") if x)
             lines.append(f"| {number} | {tool} | {m['seconds']} | {m.get('cpu', '')} | "
                          f"{verbs_text(members_total(m['requests']))} | "
                          f"{verbs_text(host) if host else '-'} | "
