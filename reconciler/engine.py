@@ -19,28 +19,29 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from pincompile.contract import Result
 from reconciler import desired, failover
-from reconciler.clients import read
+from reconciler.clients import pace, read
 from reconciler.clients.access import ClusterAccess
 from reconciler.clients.cache import ClusterCache
 from reconciler.clients.connect import ClusterUnreachable, Connection
-from reconciler.clients.read import Key
+from reconciler.clients.read import Key, key_of
 from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.desired import Echo, MemberState, with_floor
 from reconciler.errors import CLUSTER_ERRORS, explain
 from reconciler.failover import step as failover_step
 from reconciler.health import wait as health_wait
+from reconciler.host_writes import HostWrites
 from reconciler.kinds import MANAGED_KINDS
 from reconciler.model import AppKey, ClusterReport, Left, Obj, PassReport, Unconverged
 from reconciler.plan import applied, narrow
 from reconciler.plan.change import Action
-from reconciler.plan.cluster_plan import Options, plan_cluster, read_live
+from reconciler.plan.cluster_plan import ClusterPlan, Options, plan_cluster, read_live
 from reconciler.plan.execute import execute
 from reconciler.plan.memo import PlanMemo
 from reconciler.progress import Progress
@@ -48,6 +49,7 @@ from reconciler.rollout import step as rollout_step
 from reconciler.rollout.plan import AppRollout
 from reconciler.scaling import step as scaling_step
 from reconciler.status import publish
+from reconciler.status.events import EventLog
 from reconciler.status.follow import StatusFollower
 from reconciler.step_timings import COLLECTOR, Steps
 
@@ -129,6 +131,12 @@ class Reconciler:
         self.floor_totals: dict[AppKey, int] = {}
         """Apps an HPA scales whose replicas in lost clusters the survivors' floors hold:
         the replicas the app runs in all (its status counts against them)."""
+        self.host_writes = HostWrites()
+        """The pass in flight's host writes that run beside its other steps."""
+        self.host_specs: Future[str | None] | None = None
+        """Those of them that write the specs' resources."""
+        self.events = EventLog()
+        """The Events this reconciler recorded: a repeat counts up instead (serve)."""
         self.progress = progress or Progress()
         """Told how far each cluster is (``apply``'s progress display)."""
         self.digests = applied.Digests()
@@ -170,7 +178,8 @@ class Reconciler:
         """Read and plan every member cluster; writes nothing (``pincompile plan``)."""
         found = self.members(result)
         self._in_parallel(found, self._read)
-        self._plan_all(found, rollout_step.hold_zones(found, {}, result.revision))
+        self._plan_all(found, rollout_step.hold_zones(found, {}, result.revision),
+                       preview=True)
         return found
 
     def run(self, result: Result) -> PassReport:
@@ -195,6 +204,7 @@ class Reconciler:
                 yield flight
                 self._finish(flight)
             finally:
+                self.host_writes.join()
                 # the next pass reuses what it can prove the same (serve: all but a push's
                 # changed apps); a one-shot reconciler's let go of the pass's objects
                 self.digests = self.digests.carried() if self.watch else applied.Digests()
@@ -202,6 +212,7 @@ class Reconciler:
     def _begin(self, result: Result) -> Flight:
         report = PassReport(revision=result.revision)
         flight = Flight(report, Steps(report.steps), time.monotonic(), COLLECTOR.seconds)
+        self.host_writes, self.host_specs = HostWrites(), None
         if not result.ok:
             report.error = f"{len(result.diagnostics)} error(s) in the specs: nothing applied"
             return flight
@@ -234,6 +245,10 @@ class Reconciler:
             self._in_parallel(found, self._apply)
             rollout_step.advance(rollouts, found, self.connections.get(HOST), self.echo)
             rollout_step.report_halts(rollouts, found)
+        host_conn = self._host_ok(report)
+        if host_conn is not None:  # the Events of those writes, during the wait
+            self.host_writes.submit(publish.write_events, host_conn, found, report.revision,
+                                    self.events)
         flight.found, flight.stored, flight.host = found, stored, host
         flight.rollouts, flight.moves, flight.applied = rollouts, moves, True
         for member in found.values():
@@ -252,8 +267,9 @@ class Reconciler:
             assert member.conn is not None
             objects = waiting.objects.get(member.name)
             if objects:
-                waiting.objects[member.name] = health_wait.check(member.conn, objects,
-                                                                 member.live)
+                cache = self.caches.get(member.name)
+                waiting.objects[member.name] = health_wait.check(
+                    member.conn, objects, member.live, cache.snapshot() if cache else None)
                 self.progress.health(member.name, waiting.healthy(member.name),
                                      waiting.totals[member.name])
 
@@ -329,17 +345,19 @@ class Reconciler:
         host.write_status(conn, app, doc)
 
     def _plan_all(self, found: dict[str, MemberState],
-                  rollouts: Mapping[AppKey, AppRollout]) -> None:
-        """Plan every member; what the rollouts' gates hold there is never re-recorded."""
+                  rollouts: Mapping[AppKey, AppRollout], *, preview: bool = False) -> None:
+        """Plan every member; what the rollouts' gates hold there is never re-recorded
+        (``preview``: the plans are only shown, see :func:`plan_cluster`)."""
         gated = rollout_step.gated(rollouts, found)
-        self._in_parallel(found, lambda m: self._plan(m, gated.get(m.name, ())))
+        self._in_parallel(found, lambda m: self._plan(m, gated.get(m.name, ()), preview))
 
-    def _plan(self, member: MemberState, gated: Collection[Key] = ()) -> None:
+    def _plan(self, member: MemberState, gated: Collection[Key] = (),
+              preview: bool = False) -> None:
         """Plan one member (``gated``: what a rollout gate holds there, never re-recorded)."""
         assert member.conn is not None
         member.plan = plan_cluster(member.conn, member.desired, member.live, self.options,
                                    member.initial_replicas, self._memo(member.name),
-                                   self.digests, gated)
+                                   self.digests, gated, preview=preview)
         self.progress.planned(member.name, len(member.desired), len(member.plan.pending))
 
     def _memo(self, cluster: str) -> PlanMemo | None:
@@ -350,15 +368,17 @@ class Reconciler:
         started = time.monotonic()
         plan = member.plan
         member.report = ClusterReport(member.name)
+        self.progress.writing(member.name)
         if plan.blocked:
             self.echo(f"{member.name}: prune refused: {plan.blocked}")
             member.report.unconverged.append(Unconverged(Left.PRUNE_HELD, "", plan.blocked))
-        for change in plan.of(Action.CONFLICT, Action.INVALID):
+        done = execute(member.conn, plan, workers=self.options.workers, echo=self.echo,
+                       on_done=lambda _change: self.progress.applied(
+                           member.name, pace.at_once(member.conn)))
+        for change in plan.of(Action.CONFLICT, Action.INVALID):  # planned, or found creating
             left = Left.CONFLICT if change.action is Action.CONFLICT else Left.REJECTED
             member.report.unconverged.append(Unconverged(left, change.name, change.reason))
             self.echo(f"{member.name}: {left} {change.name}: {change.reason}")
-        done = execute(member.conn, plan, workers=self.options.workers, echo=self.echo,
-                       on_done=lambda _change: self.progress.applied(member.name))
         memo = self._memo(member.name)
         if memo is not None:
             memo.record_writes(done)
@@ -385,21 +405,21 @@ class Reconciler:
 
         try:
             conn = self.connect(HOST, self.host_context)
-            live = self._host_live(conn)
+            live, crds = self._host_live(conn)
             wanted = host.desired_objects(result.catalog, report.revision,
                                           desired.app_digests(result.manifests,
                                                               self.digests))
             plan = plan_cluster(conn, wanted, live, self.options, memo=self._memo(HOST))
             if self.apps is not None:
                 narrow.narrow(plan, self.apps, self.options.max_prune, host=True)
-            done = execute(conn, plan)
             host_report = ClusterReport(HOST, unchanged=len(plan.of(Action.UNCHANGED)))
-            host_report.created = [c.ref(HOST) for c in done[Action.CREATE]]
-            host_report.updated = [c.ref(HOST) for c in done[Action.UPDATE]]
-            host_report.pruned = [c.ref(HOST) for c in done[Action.PRUNE]]
             report.clusters[HOST] = host_report
+            # written while the members are planned and written: nothing waits for them
+            # before the statuses (which need the resources)
+            self.host_specs = self.host_writes.submit(_host_write, conn, plan, host_report,
+                                                      crds)
             apps = {host.app_key(o): o for k, o in live.items() if k[0] != "Namespace"}
-            for change in plan.pending:  # as the API server answered each write
+            for change in plan.pending:  # as they will be once written
                 if change.key[0] == "Namespace":
                     continue
                 if change.action is Action.PRUNE and change.live is not None:
@@ -412,15 +432,20 @@ class Reconciler:
             self.echo(f"host: FAILED: {explain(exc)}")
             return {}
 
-    def _host_live(self, conn: ClusterAccess) -> dict[Key, Obj]:
+    def _host_live(self, conn: ClusterAccess) -> tuple[dict[Key, Obj], list[Obj]]:
         """The host's CRDs ensured, then its spec resources and their namespaces: one LIST
-        per kind, or (``watch``) the host's watch cache, which also holds the CRDs."""
+        per kind, or (``watch``) the host's watch cache, which also holds the CRDs; and the
+        CRDs written that may not be served yet (their objects wait for them)."""
         from reconciler import host
 
         watched = [host.CRD_KIND, *host.spec_kinds(), NAMESPACE]
         if not self.watch:
-            host.ensure_crds(conn)
-            return read.list_many(conn, watched[1:], lean=True)
+            existing, _ = read.list_managed(conn, host.CRD_KIND, lean=True)
+            written = host.install_crds(conn, existing)
+            # a kind whose CRD is only being created has no objects yet: nothing to list
+            new = {host.kind_of(c) for c in written if key_of(c) not in existing}
+            return read.list_many(conn, [k for k in watched[1:] if k.kind not in new],
+                                  lean=True), written
         if self.host_cache is not None:
             live = self.host_cache.snapshot()
             crds = {k: o for k, o in live.items() if k[0] == host.CRD_KIND.kind}
@@ -431,7 +456,7 @@ class Reconciler:
             host.ensure_crds(conn)
             self.host_cache = ClusterCache(conn, watched=watched)
         return {k: o for k, o in self.host_cache.snapshot().items()
-                if k[0] != host.CRD_KIND.kind}
+                if k[0] != host.CRD_KIND.kind}, []
 
     def _host_ok(self, report: PassReport) -> ClusterAccess | None:
         """The host's connection when this pass reached it without an error."""
@@ -481,12 +506,32 @@ class Reconciler:
             wanted = self.apps
             self.statuses = {k: doc for k, doc in self.statuses.items()
                              if narrow.wanted_app(k, host.get(k), wanted)}
+        # the resources the statuses are written to (the Events go on beside them)
+        self._host_failed(report, self.host_specs.result() if self.host_specs else None)
         host_conn = self._host_ok(report)
-        if host_conn is None:
-            return
-        report.statuses = dict(self.statuses)  # the follower rewrites self.statuses
-        error = publish.write(host_conn, self.statuses, stored, found, report.revision,
-                              decided.moves)
-        if error is not None:
+        if host_conn is not None:
+            report.statuses = dict(self.statuses)  # the follower rewrites self.statuses
+            self._host_failed(report, publish.write(host_conn, self.statuses, stored,
+                                                    report.revision, decided.moves,
+                                                    self.events))
+        self._host_failed(report, self.host_writes.join())
+
+    def _host_failed(self, report: PassReport, error: str | None) -> None:
+        if error is not None and HOST in report.clusters \
+                and report.clusters[HOST].error is None:
             report.clusters[HOST].error = error
+            self.echo(f"host: FAILED: {error}")
+
+
+def _host_write(conn: ClusterAccess, plan: ClusterPlan, done_report: ClusterReport,
+                crds: list[Obj]) -> None:
+    """Carry out the host's plan once the ``crds`` just written are served; what it did
+    goes into the host's report."""
+    from reconciler import host
+
+    host.wait_served(conn, crds)
+    done = execute(conn, plan)
+    done_report.created = [c.ref(HOST) for c in done[Action.CREATE]]
+    done_report.updated = [c.ref(HOST) for c in done[Action.UPDATE]]
+    done_report.pruned = [c.ref(HOST) for c in done[Action.PRUNE]]
 

@@ -17,6 +17,7 @@ from reconciler.clients import read, write
 from reconciler.clients.access import ClusterAccess
 from reconciler.kinds import KindInfo
 from reconciler.model import AppKey, Obj
+from reconciler.status.events import EventLog, Recorded
 
 API_VERSION = f"{crds.GROUP}/{crds.VERSION}"
 ANNOTATION_COMPILED = "pincompute.io/compiled-digest"
@@ -46,24 +47,42 @@ def ensure_crds(conn: ClusterAccess, *, timeout: float = 60.0,
                 existing: Mapping[read.Key, Obj] | None = None) -> int:
     """Install the CRDs that are missing (or differ); wait until served. Returns how many
     were written. ``existing``: the live CRDs (a watch cache's), else one LIST."""
-    wanted = _wanted_crds()
+    written = install_crds(conn, existing)
+    wait_served(conn, written, timeout=timeout)
+    return len(written)
+
+
+def install_crds(conn: ClusterAccess, existing: Mapping[read.Key, Obj] | None = None
+                 ) -> list[Obj]:
+    """Install the CRDs that are missing (or differ), without waiting for them to be served
+    (:func:`wait_served`); the CRDs written. ``existing``: the live CRDs, else one LIST."""
     if existing is None:
         existing, _ = read.list_managed(conn, CRD_KIND, lean=True)
-    written = 0
-    for crd in wanted:
+    written = []
+    for crd in _wanted_crds():
         live = existing.get(read.key_of({**crd, "kind": "CustomResourceDefinition"}))
         if live is not None and live.get("spec", {}).get("versions", [{}])[0].get("schema") \
                 == crd["spec"]["versions"][0]["schema"]:
             continue
         write.apply(conn, crd)
-        written += 1
-    if written:
-        deadline = time.monotonic() + timeout
-        for crd in wanted:
-            while time.monotonic() < deadline and not _established(conn.get(crd)):
-                time.sleep(0.2)
-        conn.rediscover()
+        written.append(crd)
     return written
+
+
+def wait_served(conn: ClusterAccess, written: list[Obj], *, timeout: float = 60.0) -> None:
+    """Wait until the API server serves the kinds of the CRDs just ``written``."""
+    if not written:
+        return
+    deadline = time.monotonic() + timeout
+    for crd in written:
+        while time.monotonic() < deadline and not _established(conn.get(crd)):
+            time.sleep(0.2)
+    conn.rediscover()
+
+
+def kind_of(crd: Obj) -> str:
+    """The kind a CRD defines."""
+    return str(crd["spec"]["names"]["kind"])
 
 
 def _established(crd: Obj | None) -> bool:
@@ -133,22 +152,37 @@ def write_cluster_status(conn: ClusterAccess, name: str, status: dict[str, Any])
 
 
 def record_event(conn: ClusterAccess, key: AppKey, reason: str, message: str, *,
-                 uid: str | None = None, warning: bool = False) -> None:
-    """A Kubernetes Event on an app's custom resource."""
+                 uid: str | None = None, warning: bool = False,
+                 log: EventLog | None = None) -> None:
+    """A Kubernetes Event on an app's custom resource; with ``log``, one that repeats an
+    Event recorded lately is counted on that one (``count`` + 1, a new ``lastTimestamp``:
+    one server-side apply, as Kubernetes counts repeated Events), not added."""
     kind, project, name = key
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    text = message[:1000]
     body = {
         "apiVersion": "v1", "kind": "Event",
         "metadata": {"generateName": f"{name}.", "namespace": project},
         "involvedObject": {"apiVersion": API_VERSION, "kind": kind, "name": name,
                            "namespace": project, **({"uid": uid} if uid else {})},
-        "reason": reason, "message": message[:1000],
+        "reason": reason, "message": text,
         "type": "Warning" if warning else "Normal",
         "source": {"component": "pincompile"},
         "reportingComponent": "pincompile", "reportingInstance": "pincompile",
         "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
     }
-    conn.create(body)
+    same = (key, reason, str(body["type"]), text)
+    last = log.last(same) if log is not None else None
+    count = 1 if last is None else last.count + 1
+    if last is None:
+        written = conn.create(body)
+    else:  # the same again: counted on the Event it repeats
+        body |= {"metadata": {"name": last.name, "namespace": project}, "count": count,
+                 "firstTimestamp": last.first}
+        written = write.apply(conn, body)
+    if log is not None:
+        log.remember(same, Recorded(str(written["metadata"]["name"]), count,
+                                    last.first if last is not None else stamp))
 
 
 def read_apps(conn: ClusterAccess, kinds: Iterable[KindInfo]) -> dict[AppKey, Obj]:

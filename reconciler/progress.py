@@ -1,4 +1,5 @@
-"""How far a pass is, per member cluster: objects planned, applied and healthy.
+"""How far a pass is, per member cluster: objects planned, applied (and how many a second)
+and healthy.
 
 :class:`Progress` is what the reconciler reports to (from its worker threads; it ignores
 everything); ``apply`` shows it with :class:`LiveProgress` (a table redrawn in place, with
@@ -8,6 +9,7 @@ everything); ``apply`` shows it with :class:`LiveProgress` (a table redrawn in p
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -23,14 +25,32 @@ class ClusterProgress:
     waiting: int = 0
     healthy: int = 0
     state: str = "reading"
+    writing_since: float | None = None
+    """When its writes began (the clock's seconds)."""
+    last_write: float | None = None
+    at_once: int | None = None
+    """Writes its API server is sent at once now (its pace), when known."""
+
+    @property
+    def rate(self) -> float | None:
+        """Objects written a second so far (None before the first)."""
+        if self.writing_since is None or self.last_write is None or not self.applied:
+            return None
+        return self.applied / max(self.last_write - self.writing_since, 1e-3)
+
+    def rate_text(self) -> str:
+        rate = self.rate
+        text = "-" if rate is None else f"{rate:.1f}/s" if rate < 10 else f"{rate:.0f}/s"
+        return text if self.at_once is None else f"{text}, {self.at_once} at once"
 
 
 class Progress:
     """Receives a pass's progress; the base class keeps the counts and shows nothing."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.clusters: dict[str, ClusterProgress] = {}
         self.lock = threading.Lock()
+        self.clock = clock
 
     def _at(self, cluster: str) -> ClusterProgress:
         return self.clusters.setdefault(cluster, ClusterProgress())
@@ -43,10 +63,21 @@ class Progress:
             at.state = "applying" if changes else "in sync"
         self.shown(cluster, "planned")
 
-    def applied(self, cluster: str) -> None:
-        """One more object written (created, updated, replaced or pruned)."""
+    def writing(self, cluster: str) -> None:
+        """``cluster``'s writes begin (its objects a second count from now)."""
         with self.lock:
-            self._at(cluster).applied += 1
+            self._at(cluster).writing_since = self.clock()
+
+    def applied(self, cluster: str, at_once: int | None = None) -> None:
+        """One more object written (created, updated, replaced or pruned); ``at_once``:
+        the writes the cluster is sent at once now."""
+        with self.lock:
+            at = self._at(cluster)
+            at.applied += 1
+            at.at_once = at_once if at_once is not None else at.at_once
+            at.last_write = self.clock()
+            if at.writing_since is None:
+                at.writing_since = at.last_write
         self.shown(cluster, "applied")
 
     def health(self, cluster: str, healthy: int, of: int) -> None:
@@ -74,10 +105,12 @@ class Progress:
 
 class PlainProgress(Progress):
     """One line per cluster and step, for logs and pipes: planned, every tenth applied
-    object and the last, each change of the healthy count."""
+    object and the last (with the objects written a second so far), each change of the
+    healthy count."""
 
-    def __init__(self, echo: Callable[[str], None]) -> None:
-        super().__init__()
+    def __init__(self, echo: Callable[[str], None],
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(clock)
         self.echo = echo
 
     def shown(self, cluster: str, step: str) -> None:
@@ -85,7 +118,7 @@ class PlainProgress(Progress):
             at = self.clusters[cluster]
             text = {
                 "planned": f"{at.changes} to write of {at.objects} objects",
-                "applied": f"applied {at.applied}/{at.changes}"
+                "applied": f"applied {at.applied}/{at.changes} ({at.rate_text()})"
                 if at.applied == at.changes or at.applied % 10 == 0 else "",
                 "health": f"healthy {at.healthy}/{at.waiting}",
                 "failed": at.state,
@@ -101,10 +134,10 @@ class LiveProgress(Progress):
     """A table of every cluster's counts, redrawn in place on a terminal (``rich``); the
     pass's log lines scroll above it."""
 
-    def __init__(self, console: Any) -> None:
+    def __init__(self, console: Any, clock: Callable[[], float] = time.monotonic) -> None:
         from rich.live import Live
 
-        super().__init__()
+        super().__init__(clock)
         self.console = console
         self.live = Live(self._table(), console=console, refresh_per_second=4,
                          transient=False)
@@ -114,13 +147,14 @@ class LiveProgress(Progress):
         from rich.table import Table
 
         table = Table(box=None, pad_edge=False, header_style="bold")
-        for column in ("CLUSTER", "OBJECTS", "TO WRITE", "APPLIED", "HEALTHY", "STATE"):
+        for column in ("CLUSTER", "OBJECTS", "TO WRITE", "APPLIED", "WRITES/S", "HEALTHY",
+                       "STATE"):
             table.add_column(column, justify="left" if column in ("CLUSTER", "STATE")
                              else "right")
         with self.lock:
             for name, at in sorted(self.clusters.items()):
                 table.add_row(name, str(at.objects), str(at.changes),
-                              f"{at.applied}/{at.changes}",
+                              f"{at.applied}/{at.changes}", at.rate_text(),
                               f"{at.healthy}/{at.waiting}" if at.waiting else "-", at.state)
         return table
 

@@ -7,6 +7,8 @@ watches — and it is the one place that:
 * counts requests by verb (:class:`~reconciler.clients.stats.RequestStats`), which is how
   tests and ``apply`` know that a pass made zero writes and at most one LIST per kind;
 * rate-limits them client-side (a token bucket per cluster);
+* paces the writes: no more in flight than the cluster takes (:mod:`reconciler.clients.pace`),
+  told each one's answer time, 429 and priority level;
 * retries on 429, 5xx and connection errors with exponential back-off and full jitter,
   honouring ``Retry-After``.
 """
@@ -30,17 +32,19 @@ from kubernetes import config as k8s_config
 from kubernetes import watch as k8s_watch
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
-from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
+from kubernetes.dynamic.exceptions import DynamicApiError, NotFoundError, ResourceNotFoundError
 
 from reconciler.clients.access import FIELD_MANAGER, Listed, WatchEvent, ref_of
 from reconciler.clients.discovery import Discoverer
 from reconciler.clients.lean import decode_list
+from reconciler.clients.pace import CEILING, PRIORITY_LEVEL_HEADER, Pacer, seats_of
 from reconciler.clients.record import access_request, recorder
-from reconciler.clients.stats import ListTiming, RequestStats
+from reconciler.clients.stats import WRITE_VERBS, ListTiming, RequestStats
 from reconciler.kinds import KindInfo
 from reconciler.model import Obj
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+PACED_VERBS = WRITE_VERBS | {"dry-run"}
 CONNECT_ERRORS = (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError)
 
 
@@ -174,15 +178,19 @@ class RetryPolicy:
 
 
 class _Hook:
-    """Wraps ``RESTClientObject.request``: count, rate-limit, retry."""
+    """Wraps ``RESTClientObject.request``: count, rate-limit, pace writes, retry."""
 
     def __init__(self, inner: Any, stats: RequestStats, bucket: TokenBucket,
                  retry: RetryPolicy, timeout: tuple[float, float],
-                 record: Callable[[str, str], None] | None = None) -> None:
+                 record: Callable[[str, str], None] | None = None,
+                 pacer: Pacer | None = None) -> None:
         self.inner, self.stats, self.bucket, self.retry = inner, stats, bucket, retry
         self.timeout = timeout
         self.record = record
         """Set when requests are recorded (``$PINCOMPILE_RECORD_REQUESTS``)."""
+        self.pacer = pacer or Pacer()
+        self.priority_level: str | None = None
+        """The uid of the priority level the server's flow control last put us in."""
 
     def __call__(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
         verb, resource = classify(method, url)
@@ -195,23 +203,54 @@ class _Hook:
             if self.record is not None:
                 self.record(method, url)
             last = attempt + 1 >= self.retry.attempts
-            try:
-                response = self.inner(method, url, *args, **kwargs)
-            except ApiException as exc:
-                if exc.status not in RETRY_STATUSES or last:
-                    raise
-                delay = self.retry.delay(attempt, (exc.headers or {}).get("Retry-After"))
-            except CONNECT_ERRORS as exc:
-                if last:
-                    raise ClusterUnreachable(_reason(exc)) from exc
-                delay = self.retry.delay(attempt)
-            else:
-                if getattr(response, "status", 200) not in RETRY_STATUSES or last:
-                    return response
-                response.read()
-                delay = self.retry.delay(attempt, response.getheader("Retry-After"))
+            response, delay = self._attempt(resource if verb in PACED_VERBS else None, last,
+                                            attempt, method, url, *args, **kwargs)
+            if delay is None:
+                return response
             time.sleep(delay)
             attempt += 1
+
+    def _attempt(self, paced: str | None, last: bool, attempt: int, *call: Any, **kwargs: Any
+                 ) -> tuple[Any, float | None]:
+        """One request: (its response, None), or (None, the delay before retrying it);
+        ``paced``: the resource of a write, which waits for the pacer."""
+        if paced is not None:
+            self.pacer.acquire()
+        started, retry_after = time.monotonic(), None
+        status = 0
+        try:
+            response = self.inner(*call, **kwargs)
+        except ApiException as exc:
+            status, retry_after = exc.status or 0, (exc.headers or {}).get("Retry-After")
+            self._heard(exc.headers or {})
+            if status not in RETRY_STATUSES or last:
+                raise
+            return None, self.retry.delay(attempt, retry_after)
+        except CONNECT_ERRORS as exc:
+            if last:
+                raise ClusterUnreachable(_reason(exc)) from exc
+            return None, self.retry.delay(attempt)
+        finally:
+            if paced is not None:
+                self.pacer.release(time.monotonic() - started, paced, throttled=status == 429,
+                                   retry_after=_seconds(retry_after))
+        self._heard(getattr(response, "headers", None) or {})
+        if getattr(response, "status", 200) not in RETRY_STATUSES or last:
+            return response, None
+        response.read()
+        return None, self.retry.delay(attempt, response.getheader("Retry-After"))
+
+    def _heard(self, headers: Any) -> None:
+        level = headers.get(PRIORITY_LEVEL_HEADER) if hasattr(headers, "get") else None
+        if level:
+            self.priority_level = str(level)
+
+
+def _seconds(text: str | None) -> float | None:
+    try:
+        return float(text) if text else None
+    except ValueError:
+        return None
 
 
 def _reason(exc: BaseException) -> str:
@@ -219,10 +258,11 @@ def _reason(exc: BaseException) -> str:
     return str(reason).split(": ", 1)[-1][:300]
 
 
-POOL_SIZE = 64
+POOL_SIZE = CEILING + 32
 """Kept-alive connections per cluster: one for every thread that may talk to it at once —
-a watch per managed kind (``serve``'s cache, 19 kinds), the pass's workers (8 per step,
-two steps at once at most) and the status writers. The client's default is 5 per CPU (10
+a watch per managed kind (``serve``'s cache, 19 kinds), the pass's writers (as many as
+its pacer lets write at once, :data:`~reconciler.clients.pace.CEILING` at most), its
+readers and the status writers. The client's default is 5 per CPU (10
 on 2 cores): every request over it opened a new TLS connection and threw it away
 (``Connection pool is full, discarding connection``). Connections open only when used."""
 
@@ -242,9 +282,12 @@ class Connection:
         cfg.connection_pool_maxsize = max(pool_size, cfg.connection_pool_maxsize or 0)
         self.api = k8s.ApiClient(cfg)
         rest = self.api.rest_client
-        hook = _Hook(rest.request, self.stats, TokenBucket(qps, burst),
-                     retry or RetryPolicy(), timeout, recorder(name))
+        self.pacer = Pacer()
+        """How many writes it is sent at once (:mod:`reconciler.clients.pace`)."""
+        self._hook = hook = _Hook(rest.request, self.stats, TokenBucket(qps, burst),
+                                  retry or RetryPolicy(), timeout, recorder(name), self.pacer)
         rest.request = hook  # type: ignore[method-assign]
+        self._sized = False
         self._dynamic: DynamicClient | None = None
         self._lock = threading.Lock()
         self._discovery = threading.Lock()
@@ -285,6 +328,30 @@ class Connection:
                 self._resources.clear()
                 dynamic.resources.invalidate_cache()
                 self._rediscovered = time.monotonic()
+
+    def pace_for(self, writes: int) -> int:
+        """Threads to give a batch of ``writes`` writes: as many as the pacer may let write
+        at once. Before the first batch worth it, the pacer is capped at the seats of the
+        priority level the server's flow control puts us in, when it says them."""
+        if writes > 2 * self.pacer.allowed and not self._sized:
+            self._sized = True
+            level = self._hook.priority_level
+            if level:
+                seats = self._seats(level)
+                if seats is not None:
+                    self.pacer.cap(seats)
+        return max(1, min(writes, self.pacer.ceiling))
+
+    def _seats(self, level: str) -> int | None:
+        """The seats of priority level ``level`` (None when the server does not say)."""
+        try:
+            levels = self.resource("flowcontrol.apiserver.k8s.io/v1",
+                                   "PriorityLevelConfiguration").get(serializer=plain)
+            answer = self.dynamic.request("GET", "/metrics", serialize=False)
+            metrics = answer.data.decode("utf-8", "replace")
+        except (DynamicApiError, ResourceNotFoundError, *CONNECT_ERRORS):
+            return None
+        return seats_of(list(levels.get("items") or []), level, metrics)
 
     # --- ClusterAccess (reconciler.clients.access): every verb a pass uses ---------------
 

@@ -1,5 +1,6 @@
 """Reading live state: one LIST per (cluster, kind) filtered by the managed-by label, and
-a GET only for a desired object that no LIST returned (a create or a conflict)."""
+a GET only for a desired object that no LIST returned (a create or a conflict), or for a
+few objects a pass watches turn healthy (:func:`current`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Iterable
 from pincompile.manifest import MANAGED_BY, MANAGED_BY_VALUE
 from reconciler.clients.access import ClusterAccess
 from reconciler.kinds import KindInfo
+from reconciler.kinds import info as kind_info
 from reconciler.model import Obj
 
 MANAGED_SELECTOR = f"{MANAGED_BY}={MANAGED_BY_VALUE}"
@@ -76,3 +78,29 @@ def list_many(access: ClusterAccess, kinds: Iterable[KindInfo], *, lean: bool = 
 def get(access: ClusterAccess, obj: Obj) -> Obj | None:
     """The live object with ``obj``'s identity, or None."""
     return access.get(obj)
+
+
+GETS_PER_KIND = 16
+"""More objects of one kind than this are read by one LIST of the kind, not a GET each."""
+
+
+def current(access: ClusterAccess, objects: list[Obj],
+            cached: dict[Key, Obj] | None = None) -> dict[Key, Obj | None]:
+    """The live state of ``objects`` now (None: not there): from ``cached``, a watch
+    cache's objects, when given (no request); else a GET each, or one lean LIST of each
+    kind with more than :data:`GETS_PER_KIND` of them asked (a first pass at 1,000 apps
+    waits for 3,000 objects per cluster: a GET each, every second, was 3,000 requests)."""
+    if cached is not None:
+        return {key_of(obj): cached.get(key_of(obj)) for obj in objects}
+    by_kind: dict[tuple[str, str], list[Obj]] = {}
+    for obj in objects:
+        by_kind.setdefault((obj["apiVersion"], obj["kind"]), []).append(obj)
+    found: dict[Key, Obj | None] = {}
+    for (api_version, kind), asked in by_kind.items():
+        if len(asked) > GETS_PER_KIND and (info := kind_info(kind)) is not None \
+                and info.api_version == api_version:
+            listed, _ = list_managed(access, info, lean=True)
+            found.update({key_of(obj): listed.get(key_of(obj)) for obj in asked})
+        else:
+            found.update({key_of(obj): get(access, obj) for obj in asked})
+    return found

@@ -1,5 +1,6 @@
 """Record every API request as the RBAC authorizer sees it: (verb, group, resource,
-subresource, namespace), one JSON line each, when ``PINCOMPILE_RECORD_REQUESTS=FILE`` is set.
+subresource, namespace) and when it was sent (``at``, Unix seconds), one JSON line each, when
+``PINCOMPILE_RECORD_REQUESTS=FILE`` is set.
 
 Tests run ``serve`` (or ``apply``) with it and check that the shipped RBAC allows every
 request that was made (``tests/reconciler/serve/test_serve_e2e.py``).
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -78,7 +80,8 @@ def recorder(cluster: str) -> Callable[[str, str], None] | None:
         return None
 
     def record(method: str, url: str) -> None:
-        line = json.dumps(asdict(access_request(cluster, method, url)), sort_keys=True)
+        line = json.dumps({**asdict(access_request(cluster, method, url)),
+                           "at": round(time.time(), 3)}, sort_keys=True)
         with _lock, open(target, "a", encoding="utf-8") as out:
             out.write(line + "\n")
 
@@ -102,4 +105,5 @@ def record_requests(api: Any, cluster: str) -> None:
 def read_requests(path: str) -> list[AccessRequest]:
     """The requests a recording run wrote."""
     with open(path, encoding="utf-8") as lines:
-        return [AccessRequest(**json.loads(line)) for line in lines if line.strip()]
+        return [AccessRequest(**{k: v for k, v in json.loads(line).items() if k != "at"})
+                for line in lines if line.strip()]

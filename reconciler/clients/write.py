@@ -1,6 +1,6 @@
-"""Writing: server-side apply (real and dry-run), delete. Every write is made with field
-manager ``pincompile`` (:data:`~reconciler.clients.access.FIELD_MANAGER`) unless it names
-another."""
+"""Writing: server-side apply (real and dry-run), a create by server-side apply, delete.
+Every write is made with field manager ``pincompile``
+(:data:`~reconciler.clients.access.FIELD_MANAGER`) unless it names another."""
 
 from __future__ import annotations
 
@@ -15,6 +15,21 @@ def apply(access: ClusterAccess, obj: Obj, *, dry_run: bool = False,
           manager: str = FIELD_MANAGER, subresource: str | None = None) -> Obj:
     """Server-side apply of ``obj`` (forcing ownership of the fields it sets)."""
     return access.apply(obj, manager=manager, dry_run=dry_run, subresource=subresource)
+
+
+CREATE_ONLY = str(2**64 - 1)
+"""A ``resourceVersion`` no object holds (the largest the API server accepts). As an
+apply's precondition it creates a missing object — the API server checks a precondition
+only against an object it holds — and is refused (409) for a name that any object holds,
+which the apply then leaves exactly as it is."""
+
+
+def create(access: ClusterAccess, obj: Obj, *, manager: str = FIELD_MANAGER) -> Obj:
+    """Server-side apply of an object only if its name is free: the object as created;
+    :class:`~kubernetes.dynamic.exceptions.ConflictError` when any object holds the name
+    (a server-side apply would take that one over)."""
+    meta = {**obj["metadata"], "resourceVersion": CREATE_ONLY}
+    return access.apply({**obj, "metadata": meta}, manager=manager)
 
 
 def delete(access: ClusterAccess, obj: Obj, *, propagation: str = "Background") -> bool:

@@ -52,12 +52,15 @@ def waited_for(plan: ClusterPlan) -> list[Obj]:
             and c.desired["kind"] not in UNWAITED_KINDS]
 
 
-def check(conn: ClusterAccess, objects: list[Obj], live: dict[Key, Obj]) -> list[Obj]:
-    """Read each of ``objects`` once (what is read goes into ``live``); those still absent
-    or progressing."""
+def check(conn: ClusterAccess, objects: list[Obj], live: dict[Key, Obj],
+          cached: dict[Key, Obj] | None = None) -> list[Obj]:
+    """Read ``objects`` once (from ``cached``, a watch cache's objects, when given; else
+    with as few requests as :func:`reconciler.clients.read.current` needs); what is read
+    goes into ``live``; those still absent or progressing."""
+    now = read.current(conn, objects, cached)
     still = []
     for obj in objects:
-        found = read.get(conn, obj)
+        found = now[key_of(obj)]
         if found is not None:
             live[key_of(obj)] = found
         if found is None or assess(found).phase is Phase.PROGRESSING:

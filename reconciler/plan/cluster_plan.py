@@ -3,6 +3,11 @@ dry-run applies; :mod:`reconciler.plan.execute` carries the plan out.
 
 Rules, each in one place below:
 
+* an object the live state lacks is a create, without a dry-run (it could not change the
+  decision): :mod:`~reconciler.plan.execute` creates it only if its name is still free,
+  and a name another object holds is planned again against that object
+  (:attr:`ClusterPlan.taken`); a plan that is only shown (``preview``: ``pincompile plan``)
+  dry-runs creates too, to show a held name or a rejection before anything is written;
 * never touch an object without our managed-by label, unless ``adopt``;
 * a dry-run that answers "field is immutable" (or a Pod's "may not change fields") makes
   the object a *replace*: delete, wait until it is gone, create;
@@ -15,7 +20,7 @@ Rules, each in one place below:
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +29,7 @@ from kubernetes.dynamic.exceptions import DynamicApiError
 
 from pincompile.manifest import ANNOTATION_FAILOVER, MANAGED_BY, MANAGED_BY_VALUE
 from reconciler import kinds
-from reconciler.clients import read, write
+from reconciler.clients import pace, read, write
 from reconciler.clients.access import ClusterAccess
 from reconciler.clients.read import Key, key_of
 from reconciler.model import Obj
@@ -42,7 +47,8 @@ class Options:
     prune_data: bool = False
     max_prune: str = "20%"
     """An absolute count (``5``) or a share of the cluster's managed objects (``20%``)."""
-    workers: int = 8
+    workers: int | None = None
+    """Requests at once per cluster (default: its pace, :mod:`reconciler.clients.pace`)."""
 
 
 @dataclass
@@ -60,6 +66,10 @@ class ClusterPlan:
     with whoever writes the template (a restart's annotation), and the write would take
     a share of those managers' fields and move the Deployment's generation (its
     annotations count), so the held zone looks progressing while it must stay put."""
+    taken: Callable[[Key, Obj], Change] | None = None
+    """What a planned create needs once its create found the name held (the holder as
+    the API server answers it): planned again against that object — a conflict, an
+    adoption, or (an object of ours the live state missed) an update."""
 
     def of(self, *actions: Action) -> list[Change]:
         return [c for c in self.changes if c.action in actions]
@@ -104,18 +114,29 @@ def plan_cluster(conn: ClusterAccess, desired: list[Obj], live: dict[Key, Obj],
                  options: Options, initial_replicas: dict[Key, int] | None = None,
                  memo: PlanMemo | None = None,
                  digests: applied.Digests | None = None,
-                 gated: Collection[Key] = ()) -> ClusterPlan:
+                 gated: Collection[Key] = (), *, preview: bool = False) -> ClusterPlan:
     """Compare desired with live through dry-run applies; nothing is written.
 
     ``initial_replicas``: the replicas a new autoscaled workload starts with (its cluster's
     share of the app's replicas). ``memo``: skip the dry-run of objects found unchanged
     before whose desired content and live ``resourceVersion`` are the same again.
     ``digests``: the pass's digests of desired objects, to reuse. ``gated``: objects a
-    rollout gate holds (:attr:`ClusterPlan.gated`)."""
+    rollout gate holds (:attr:`ClusterPlan.gated`). ``preview``: the plan is only shown,
+    so an object the live state lacks is dry-run too."""
     scaled = autoscaled(desired)
     plan = ClusterPlan(conn.name, live=live, gated=frozenset(gated))
     creating_namespaces = {d["metadata"]["name"] for d in desired
                            if d["kind"] == "Namespace" and key_of(d) not in live}
+    by_key = {key_of(d): d for d in desired}
+
+    def taken(key: Key, holder: Obj) -> Change:
+        # an object of ours is planned as the live object it is; any other holder as an
+        # unseen name, through the dry-run that tells a conflict from an adoption
+        seen = {key: holder} if is_managed(holder) else {}
+        return _given(_plan_object(conn, by_key[key], seen, options, scaled, set(),
+                                   initial_replicas or {}, digests=digests, preview=True))
+
+    plan.taken = taken
 
     def one(obj: Obj, *, local: bool = False) -> Change | None:
         inputs = None
@@ -126,7 +147,8 @@ def plan_cluster(conn: ClusterAccess, desired: list[Obj], live: dict[Key, Obj],
             if reused is not None:
                 return reused
         change = _plan_object(conn, obj, live, options, scaled, creating_namespaces,
-                              initial_replicas or {}, memo, digests, local=local)
+                              initial_replicas or {}, memo, digests, local=local,
+                              preview=preview)
         if memo is not None and change is not None:
             memo.record(change, inputs)
         return change
@@ -135,9 +157,10 @@ def plan_cluster(conn: ClusterAccess, desired: list[Obj], live: dict[Key, Obj],
     # what is decided without a request, here; only the dry-runs in threads (a thread's
     # hand-off per object cost more than the check itself, for thousands of objects)
     decided = [one(obj, local=True) for obj in ordered]
-    with ThreadPoolExecutor(max_workers=options.workers) as pool:
-        asked = iter(pool.map(one, [o for o, c in zip(ordered, decided, strict=True)
-                                    if c is None]))
+    asking = [o for o, c in zip(ordered, decided, strict=True) if c is None]
+    with ThreadPoolExecutor(max_workers=pace.threads(conn, len(asking),
+                                                     options.workers)) as pool:
+        asked = iter(pool.map(one, asking))
         plan.changes = [c if c is not None else _given(next(asked)) for c in decided]
     desired_keys = {key_of(d) for d in desired}
     if memo is not None:
@@ -174,10 +197,10 @@ def prune_limit(max_prune: str, managed: int) -> int:
 def _plan_object(conn: ClusterAccess, obj: Obj, live: dict[Key, Obj], options: Options,
                  scaled: set[Key], creating_namespaces: set[str],
                  initial_replicas: dict[Key, int], memo: PlanMemo | None = None,
-                 digests: applied.Digests | None = None, *, local: bool = False
-                 ) -> Change | None:
+                 digests: applied.Digests | None = None, *, local: bool = False,
+                 preview: bool = False) -> Change | None:
     """What one object needs (``local``: only if that is known without a request; else
-    None)."""
+    None; ``preview``: see :func:`plan_cluster`)."""
     key = key_of(obj)
     current = live.get(key)
     to_apply = obj  # never changed in place below: a copy where it differs
@@ -198,12 +221,14 @@ def _plan_object(conn: ClusterAccess, obj: Obj, live: dict[Key, Obj], options: O
     if current is not None and ((memo is not None and memo.still_unchanged(
             key, to_apply, current)) or applied.unchanged(to_apply, current)):
         return Change(Action.UNCHANGED, key, desired=to_apply, live=current, predicted=current)
+    if current is None and not preview:
+        return Change(Action.CREATE, key, desired=to_apply, predicted=to_apply)
     if local:
         return None
     try:
         predicted = write.apply(conn, to_apply, dry_run=True)
     except DynamicApiError as exc:
-        message = _message(exc)
+        message = rejection(exc)
         if current is not None and exc.status == 422 and conflict.is_immutable(message):
             return Change(Action.REPLACE, key, desired=to_apply, live=current,
                           predicted=to_apply, reason=message)
@@ -267,7 +292,8 @@ def _failed_pod_to_recreate(live: Obj) -> bool:
             and annotations.get(ANNOTATION_FAILOVER) == "true")
 
 
-def _message(exc: DynamicApiError) -> str:
+def rejection(exc: DynamicApiError) -> str:
+    """The API server's message of a refused request (its ``Status``)."""
     body: Any = getattr(exc, "body", None)
     try:
         return str(json.loads(body)["message"])

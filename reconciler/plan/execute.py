@@ -1,5 +1,11 @@
 """Carry a cluster's plan out: applies in dependency order, replaces, re-records, prunes;
-an autoscaled workload's replicas handed to a manager of their own."""
+an autoscaled workload's replicas handed to a manager of their own.
+
+A create is a server-side apply that only a free name accepts (:func:`write.create`). A
+name found held is planned again against its holder (:attr:`ClusterPlan.taken`); a
+create the API server refuses is left as a dry-run's refusal would have left it
+(:attr:`Action.INVALID`, with the server's message), and nothing after it in its app's
+order is written in that cluster (a refused Namespace: nothing in it)."""
 
 from __future__ import annotations
 
@@ -7,41 +13,54 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from itertools import groupby
 
-from kubernetes.dynamic.exceptions import ConflictError
+from kubernetes.dynamic.exceptions import ConflictError, DynamicApiError
 
 from reconciler import kinds
-from reconciler.clients import read, write
+from reconciler.clients import pace, read, write
 from reconciler.clients.access import FIELD_MANAGER, ClusterAccess
+from reconciler.clients.connect import RETRY_STATUSES
 from reconciler.model import Obj
 from reconciler.plan.change import Action, Change
-from reconciler.plan.cluster_plan import ClusterPlan, autoscaled
+from reconciler.plan.cluster_plan import ClusterPlan, autoscaled, rejection
+from reconciler.status.document import app_of
 
 INITIAL_REPLICAS_MANAGER = "pincompile-initial-replicas"
 
 
-def execute(conn: ClusterAccess, plan: ClusterPlan, *, workers: int = 8,
+def execute(conn: ClusterAccess, plan: ClusterPlan, *, workers: int | None = None,
             echo: Callable[[str], None] = lambda _m: None,
             on_done: Callable[[Change], None] = lambda _c: None) -> dict[Action, list[Change]]:
     """Carry out a plan: applies in dependency order (objects of one kind in parallel, a
     kind only once the kinds before it are done), replaces, then prunes in reverse order.
-    Returns what was done, by action; ``on_done`` is told of each change once written."""
+    Returns what was done, by action; ``on_done`` is told of each change once written. A
+    create that turned into something else (see the module) is left in ``plan`` as such.
+    ``workers``: writes at once (default: the cluster's pace, :mod:`~reconciler.clients.pace`)."""
     scaled = autoscaled(c.desired for c in plan.changes if c.desired is not None)
+    refused: list[Change] = []
 
-    def one(change: Change) -> Change | None:
+    def one(change: Change, held: frozenset[tuple[str, ...]] = frozenset()) -> Change | None:
+        if held and not held.isdisjoint(_held_by(change)):
+            change.action = Action.SKIPPED
+            change.reason = "not written: an object before it in its app's order was refused"
+            return None
         if change.action is Action.UNCHANGED:  # a restamp: only those are handed here
             if not _restamp(conn, change, change.key in scaled):
                 change.restamp = False  # not written: no longer among the plan's restamps
                 echo(f"{plan.cluster}: not recorded {change.name}: changed since it was "
                      "planned (the next pass looks at it again)")
                 return None
-        elif change.action in (Action.CREATE, Action.UPDATE):
+        elif change.action is Action.CREATE:
+            if not _create(conn, plan, change, change.key in scaled):
+                if change.action is Action.INVALID:
+                    refused.append(change)
+                # planned again against the object holding its name: that change, if any
+                # (a create again would only find the name held again)
+                return one(change) if change.action in WRITES - {Action.CREATE} else None
+        elif change.action is Action.UPDATE:
             assert change.desired is not None
-            if change.action is not Action.CREATE and change.key in scaled:
+            if change.key in scaled:
                 _hand_over_if_sole_owner(conn, change)
             change.predicted = write.apply(conn, change.desired)
-            if change.action is Action.CREATE and "replicas" in change.desired.get("spec", {}) \
-                    and change.key in scaled:
-                _hand_replicas_over(conn, change.desired)
         elif change.action is Action.REPLACE:
             assert change.desired is not None and change.live is not None
             uid = change.live["metadata"].get("uid")
@@ -66,13 +85,62 @@ def execute(conn: ClusterAccess, plan: ClusterPlan, *, workers: int = 8,
     writing = plan.pending + plan.restamps  # the restamps last, in waves of their own
     if not writing:
         return done
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    with ThreadPoolExecutor(max_workers=pace.threads(conn, len(writing), workers)) as pool:
         for _, wave in groupby(writing, key=lambda c: (c.action is Action.PRUNE,
                                                        kinds.order(c.key[0]))):
-            for change in pool.map(one, list(wave)):
+            held = {g for c in refused for g in _holds(c)}  # as the wave starts
+            for change in pool.map(lambda c, h=frozenset(held): one(c, h), list(wave)):
                 if change is not None:
                     done[change.action].append(change)
     return done
+
+
+WRITES = frozenset({Action.CREATE, Action.UPDATE, Action.REPLACE})
+
+
+def _create(conn: ClusterAccess, plan: ClusterPlan, change: Change, scaled: bool,
+            again: bool = True) -> bool:
+    """Create the object of ``change`` if its name is free (True); else ``change`` becomes
+    what the name's holder calls for (False): planned again against it, or a refusal.
+    ``again``: the create may be tried once more if its holder is gone by the time it is
+    read."""
+    assert change.desired is not None
+    try:
+        change.predicted = write.create(conn, change.desired)
+    except ConflictError:
+        holder = read.get(conn, change.desired)
+        if holder is None and again:  # gone again since: its name is free
+            return _create(conn, plan, change, scaled, again=False)
+        if holder is None:
+            raise
+        assert plan.taken is not None
+        found = plan.taken(change.key, holder)
+        change.action, change.live, change.predicted = found.action, found.live, found.predicted
+        change.desired, change.reason, change.restamp = found.desired, found.reason, False
+        return False
+    except DynamicApiError as exc:
+        if exc.status in RETRY_STATUSES:  # the cluster failing, not refusing the object
+            raise
+        change.action, change.reason = Action.INVALID, rejection(exc)
+        return False
+    if "replicas" in change.desired.get("spec", {}) and scaled:
+        _hand_replicas_over(conn, change.desired)
+    return True
+
+
+def _holds(refused: Change) -> list[tuple[str, ...]]:
+    """What a refused create holds back: the rest of its app, and for a Namespace
+    everything in it."""
+    app = app_of(refused.desired or {})
+    kind, _, name = refused.key
+    return [*([("app", *app)] if app is not None else []),
+            *([("namespace", name)] if kind == "Namespace" else [])]
+
+
+def _held_by(change: Change) -> list[tuple[str, ...]]:
+    """What a refusal before it may hold ``change`` back by: its app, its namespace."""
+    app = app_of(change.desired or change.live or {})
+    return [*([("app", *app)] if app is not None else []), ("namespace", change.key[1])]
 
 
 def _first_line(text: str, limit: int = 200) -> str:

@@ -8,11 +8,13 @@ writes what changed."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from reconciler.clients import pace
 from reconciler.clients.access import ClusterAccess
 from reconciler.clients.read import Key, key_of
 from reconciler.desired import MemberState
@@ -23,6 +25,7 @@ from reconciler.plan.change import Action
 from reconciler.rollout.plan import AppRollout
 from reconciler.scaling.step import floor_status, hpas_by_app, replicas_seen
 from reconciler.status import document
+from reconciler.status.events import EventLog
 
 #: Event reason for each kind of write a pass makes.
 EVENT_REASONS = {Action.CREATE: "Applied", Action.UPDATE: "Applied",
@@ -82,17 +85,17 @@ def documents(members: dict[str, MemberState], stored: dict[AppKey, dict[str, An
 
 
 def write(conn: ClusterAccess, docs: dict[AppKey, dict[str, Any]],
-          stored: dict[AppKey, dict[str, Any]], members: dict[str, MemberState],
-          revision: str, moves: dict[AppKey, AppMove]) -> str | None:
-    """Write each changed document and the pass's Events to the host, 8 apps at a time
-    (one by one, a first pass waits for every round trip in turn); returns the error that
-    stopped it, if one did (no app is started after it)."""
+          stored: dict[AppKey, dict[str, Any]], revision: str,
+          moves: dict[AppKey, AppMove], log: EventLog | None = None) -> str | None:
+    """Write each changed document (one status write per app) and the Event of each app
+    that moved between clusters to the host, as many at once as the host takes (one by one,
+    a first pass waits for every round trip in turn); returns the error that stopped it, if
+    one did (no app is started after it). ``log``: repeated Events are counted on the last
+    (:mod:`reconciler.status.events`)."""
     from reconciler import host
 
-    writes = pending_by_app(members)
     changed = {app for app, doc in docs.items()
                if document.changed(stored.get(app), doc)}
-    failed: list[str] = []
 
     def moved(app: AppKey) -> bool:
         move = moves.get(app)
@@ -100,26 +103,51 @@ def write(conn: ClusterAccess, docs: dict[AppKey, dict[str, Any]],
             != docs[app]["failover"]
 
     def one(app: AppKey) -> None:
-        if failed:
-            return
-        doc, move = docs[app], moves.get(app)
-        try:
-            if app in changed:
-                host.write_status(conn, app, doc)
-            for reason, text in events(writes.get(app, []), revision):
-                host.record_event(conn, app, reason, text)
-            if move is not None and moved(app):
-                host.record_event(conn, app, move.phase, move.message,
-                                  warning=move.phase != "FailingBack")
-        except CLUSTER_ERRORS as exc:
-            failed.append(explain(exc))
+        if app in changed:
+            host.write_status(conn, app, docs[app])
+        move = moves.get(app)
+        if move is not None and moved(app):
+            host.record_event(conn, app, move.phase, move.message,
+                              warning=move.phase != "FailingBack", log=log)
 
     # only apps with something to write go to the threads (a no-op pass handed every app
     # to them, one future each, to write nothing)
-    writing = [app for app in sorted(docs) if app in changed or app in writes or moved(app)]
-    if writing:
-        with ThreadPoolExecutor(max_workers=8) as pool:
-            list(pool.map(one, writing))
+    return _each(conn, [app for app in sorted(docs) if app in changed or moved(app)], one)
+
+
+def write_events(conn: ClusterAccess, members: dict[str, MemberState], revision: str,
+                 log: EventLog | None = None) -> str | None:
+    """The Events of what this pass wrote to the members, one per app and kind of write
+    (:func:`events`), as many at once as the host takes; returns the error that stopped
+    it, if one did. ``log``: repeated Events are counted on the last."""
+    from reconciler import host
+
+    writes = pending_by_app(members)
+
+    def one(app: AppKey) -> None:
+        for reason, text in events(writes[app], revision):
+            host.record_event(conn, app, reason, text, log=log)
+
+    return _each(conn, sorted(writes), one)
+
+
+def _each(conn: ClusterAccess, apps: list[AppKey], one: Callable[[AppKey], None]
+          ) -> str | None:
+    """``one(app)`` for each app, in threads; the first cluster error (then no app is
+    started after it)."""
+    failed: list[str] = []
+
+    def guarded(app: AppKey) -> None:
+        if failed:
+            return
+        try:
+            one(app)
+        except CLUSTER_ERRORS as exc:
+            failed.append(explain(exc))
+
+    if apps:
+        with ThreadPoolExecutor(max_workers=pace.threads(conn, len(apps))) as pool:
+            list(pool.map(guarded, apps))
     return failed[0] if failed else None
 
 

@@ -6,7 +6,8 @@ against it and against a real API server of the fleet.
 It keeps, as the API server does: field ownership per manager (``managedFields``, see
 :mod:`tests.support.kube_fields`), a dry-run answering the merged object without
 persisting it (and without a resourceVersion for a create), a 409 when an apply's
-``resourceVersion`` is not the object's, a 422 when an immutable field changes
+``resourceVersion`` is not the object's (a missing object is created whatever it names),
+a 422 when an immutable field changes
 (:mod:`tests.support.kube_rules`), a 404 creating in a missing namespace, uid,
 resourceVersion, generation and creationTimestamp, deletes with finalizers and
 propagation, label and field selectors, and WATCH events. Controllers are callables run
@@ -127,10 +128,11 @@ class FakeCluster:
             key = self._key(kind, obj)
             live = self.objects.get(key)
             precondition = (obj.get("metadata") or {}).get("resourceVersion")
-            if precondition and (live is None or live["metadata"]["resourceVersion"]
-                                 != precondition):
-                raise self._modified(kind, key) if live is not None else \
-                    self._not_found(kind, key)
+            # the API server checks it against an object it holds: an apply of a missing
+            # object creates it, whatever resourceVersion it names
+            if precondition and live is not None \
+                    and live["metadata"]["resourceVersion"] != precondition:
+                raise self._modified(kind, key)
             if live is None:
                 if subresource:
                     raise self._not_found(kind, key)

@@ -6,9 +6,10 @@ the other. Each test gets a namespace of its own.
 Covered: a dry-run (of a create, of a change, of the unchanged object), uid /
 resourceVersion / generation / creationTimestamp, managedFields after two managers, a field
 removed from an apply, a forced apply taking a field back, the resourceVersion
-precondition, 404 in a missing namespace, 422 on immutable fields (saying which), a
-status subresource kept apart, deletes with a finalizer, label-selector LISTs and WATCH
-events, Events with a generated name, and which kinds are served.
+precondition (and a create-only apply: a precondition no object meets), 404 in a missing
+namespace, 422 on immutable fields (saying which), a status subresource kept apart,
+deletes with a finalizer, label-selector LISTs and WATCH events, Events with a generated
+name, and which kinds are served.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 from kubernetes.dynamic.exceptions import ConflictError, DynamicApiError, NotFoundError
 
+from reconciler.clients import write
 from reconciler.clients.access import ClusterAccess
 from reconciler.clients.connect import Connection
 from reconciler.fleet import fleet as fleet_mod
@@ -247,6 +249,26 @@ class Contract:
         fresh = side.config_map("pre", {"a": "2"},
                                 resourceVersion=moved["metadata"]["resourceVersion"])
         assert side.access.apply(fresh)["data"] == {"a": "2", "b": "2"}
+
+    def test_an_apply_of_a_missing_object_creates_it_whatever_resource_version_it_names(
+            self, side: Side) -> None:
+        created = side.access.apply(side.config_map("gone", {"a": "1"}, resourceVersion="7"))
+        assert created["data"] == {"a": "1"} and created["metadata"]["resourceVersion"] != "7"
+
+    def test_a_create_only_apply_creates_a_free_name_and_leaves_a_held_one_alone(
+            self, side: Side) -> None:
+        created = write.create(side.access, side.config_map("free", {"a": "1"}))
+        assert created["data"] == {"a": "1"}
+        assert conflict.owners(created) == ["pincompile"]
+        assert created["metadata"]["resourceVersion"] != write.CREATE_ONLY
+        side.access.apply(side.config_map("held", {"b": "theirs"}), manager=OTHER)
+        before = side.access.get(side.config_map("held", {}))
+        refused = rejection(lambda: write.create(side.access,
+                                                 side.config_map("held", {"a": "1"})))
+        assert isinstance(refused, ConflictError), refused
+        assert side.access.get(side.config_map("held", {})) == before
+        again = rejection(lambda: write.create(side.access, side.config_map("free", {"a": "1"})))
+        assert isinstance(again, ConflictError), again  # ours: the name is held all the same
 
     # --- immutable fields ---------------------------------------------------------------------
 

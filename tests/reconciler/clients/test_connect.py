@@ -83,15 +83,15 @@ def test_token_bucket_holds_the_rate_after_the_burst() -> None:
 
 
 def test_a_connection_keeps_a_connection_for_every_watch_and_worker(tmp_path: Any) -> None:
-    """serve watches every managed kind while a pass's workers send requests: each of
-    those threads gets a kept-alive connection (the client's default, 5 per CPU, made
-    serve log 'Connection pool is full, discarding connection' and open a new TLS
-    connection per request)."""
+    """serve watches every managed kind while a pass's writers (as many as its pacer lets
+    write at once) send requests: each of those threads gets a kept-alive connection (the
+    client's default, 5 per CPU, made serve log 'Connection pool is full, discarding
+    connection' and open a new TLS connection per request)."""
     import yaml
 
     from reconciler import kinds
     from reconciler.clients.connect import Connection
-    from reconciler.plan.cluster_plan import Options
+    from reconciler.clients.pace import CEILING
 
     path = tmp_path / "kubeconfig"
     path.write_text(yaml.safe_dump({
@@ -102,6 +102,6 @@ def test_a_connection_keeps_a_connection_for_every_watch_and_worker(tmp_path: An
     conn = Connection("a", "a", str(path))
     try:
         pool = conn.api.rest_client.pool_manager.connection_pool_kw["maxsize"]
-        assert pool >= len(kinds.MANAGED_KINDS) + 2 * Options().workers
+        assert pool >= len(kinds.MANAGED_KINDS) + CEILING
     finally:
         conn.close()
