@@ -46,7 +46,8 @@ def test_the_table_reads_the_store_and_exit_code_says_an_slo_is_missed(tmp_path:
         "api-availability", (("group", "workload"),),
         datetime.now(UTC) - timedelta(minutes=5), 100, 2)], "serve-a")
     store.close()
-    table = run("slo", str(tmp_path), "--store", url)
+    table = CliRunner().invoke(cli, ["slo", str(tmp_path), "--store", url],
+                               env={"COLUMNS": "160"}, catch_exceptions=False)  # every column
     assert table.exit_code == 0, table.output
     line = next(x for x in table.output.splitlines() if x.startswith("api-availability"))
     assert line.split()[1:6] == ["99.9%", "30d", "98.000%", "-1900.0%", "20.00"]
