@@ -91,6 +91,17 @@ def workload_status() -> dict[str, Any]:
             "lastAppliedTime": {**_TIME, "description": "When that pass ran."},
             "rollout": _rollout_status(),
             "failover": _app_failover_status(),
+            "history": {
+                "type": "array", "maxItems": 50,
+                "description": "The last revisions applied to this app, newest first (as "
+                               "`pincompile history` shows them without the insight store).",
+                "items": {"type": "object", "required": ["revision"], "properties": {
+                    "revision": _str("The git revision (the commit that changed the app)."),
+                    "appliedAt": {**_TIME, "description": "When a pass first applied it."},
+                    "result": _str("The app's phase while this revision was the current "
+                                   "one (the last it had, once replaced)."),
+                }},
+            },
             "clusters": {
                 "type": "array",
                 "description": "Per member cluster the workload is placed in.",

@@ -73,10 +73,11 @@ from reconciler.api.models import (
     PodList,
     Problem,
 )
+from reconciler.api.timeline import ClustersTimeline, merged, revisions
 from reconciler.clients.connect import Connection
 from reconciler.model import AppKey
 from reconciler.status.document import APP_KINDS
-from reconciler.store import Store
+from reconciler.store import EventRecord, Store
 
 PREFIX = "/api/v1"
 PAGE_MAX = 500
@@ -105,6 +106,12 @@ class Gateway:
     operations: Operations = field(default_factory=Operations)
     """Restarts running in this server."""
     exec_limits: ExecLimits = field(default_factory=ExecLimits)
+    timeline: ClustersTimeline | None = None
+    """Reads an app's Events from the clusters when asked (a one-shot command); None: the
+    store has them (``serve``'s collector)."""
+    store_read: bool = True
+    """False: ``store`` is a throwaway one (a one-shot command without ``--store``), so
+    events and history come from the clusters and the apps' statuses alone."""
 
     def __post_init__(self) -> None:
         self.index = AppIndex(self.apps)
@@ -229,9 +236,8 @@ def _routes(api: FastAPI) -> None:
                      since: datetime | None = None,
                      limit: Annotated[int, Query(ge=1, le=1000)] = 500) -> list[AppEvent]:
         await _authorize(request, caller, "read", kind, project)
-        store: Store = request.app.state.gateway.store
-        rows = await run_in_threadpool(store.events, (kind, project, name), since=since,
-                                       limit=limit)
+        rows = await run_in_threadpool(app_events, request.app.state.gateway,
+                                       (kind, project, name), since, limit)
         return [AppEvent(time=r.last_seen, firstSeen=r.first_seen or r.last_seen,
                          count=r.count, cluster=r.cluster, source=r.source,
                          type="Warning" if r.warning else "Normal", reason=r.reason,
@@ -243,11 +249,35 @@ def _routes(api: FastAPI) -> None:
                       name: str, limit: Annotated[int, Query(ge=1, le=1000)] = 100,
                       ) -> list[AppRevision]:
         await _authorize(request, caller, "read", kind, project)
-        store: Store = request.app.state.gateway.store
-        rows = await run_in_threadpool(store.history, (kind, project, name), limit=limit)
+        gateway: Gateway = request.app.state.gateway
+        app = (kind, project, name)
+        status = gateway.apps.statuses().get(app)
+        stored = await run_in_threadpool(gateway.store.history, app, limit=limit) \
+            if gateway.store_read else []
+        if status is None and not stored:
+            raise HTTPException(404, f"{kind}/{project}/{name} not found")
+        rows = revisions(status or {}, stored, app, limit)
         return [AppRevision(revision=r.revision, appliedAt=r.applied_at, result=r.result,
                             commit=r.commit, author=r.author, push=r.push, detail=r.detail)
                 for r in rows]
+
+
+def app_events(gateway: Gateway, app: AppKey, since: datetime | None, limit: int
+               ) -> list[EventRecord]:
+    """``app``'s timeline: the store's, and with a timeline the Events the clusters hold
+    now (HTTPException 404 when the host has no such app and the store nothing of it)."""
+    status = gateway.apps.statuses().get(app)
+    stored = gateway.store.events(app, since=since, limit=limit) if gateway.store_read else []
+    if status is None and not stored:
+        raise HTTPException(404, f"{'/'.join(app)} not found")
+    if gateway.timeline is None or status is None:
+        return stored
+    siblings = [key[2] for key in gateway.apps.statuses() if key[1] == app[1]]
+    live = gateway.timeline.events(app, [str(c.get("name")) for c in
+                                         status.get("clusters") or []], siblings)
+    if since is not None:
+        live = [r for r in live if r.last_seen >= since]
+    return merged(stored, live, limit)
 
 
 def app_pods(gateway: Gateway, app: AppKey) -> PodList:

@@ -25,6 +25,7 @@ from reconciler.api.app import Gateway, create_app
 from reconciler.api.client import ApiClient
 from reconciler.api.pods import ListedPods
 from reconciler.api.sources import ListedApps
+from reconciler.api.timeline import ClustersTimeline
 from reconciler.clients.connect import Connection
 from reconciler.status.live import member_contexts
 from reconciler.store import Store
@@ -54,22 +55,27 @@ def direct_api(kubeconfig: str | None, host_context: str, store_url: str | None,
                timeout: float) -> Iterator[tuple[ApiClient, Gateway]]:
     """A client of the API served in this process from the clusters of ``kubeconfig``
     (the host's apps LISTed now: ``ClusterUnreachable`` and ``DynamicApiError`` when it
-    cannot be read) and the insight store at ``store_url`` (None: a throwaway one)."""
+    cannot be read) and the insight store ``serve`` keeps at ``store_url`` (None: a
+    throwaway one; ``NoSuchStore`` when there is none there). Events are read from the
+    clusters too."""
     with ExitStack() as stack:
+        if store_url is None:
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="pincompile-"))
+            store = Store.open(f"sqlite:///{Path(folder) / 'insight.db'}")
+        else:
+            store = Store.open(store_url, create=False)
+        stack.callback(store.close)
         host = Connection("host", host_context, kubeconfig)
         stack.callback(host.close)
         apps = ListedApps(host)
         pods = ListedPods(kubeconfig, lambda: member_contexts(host))
         stack.callback(pods.close)
-        if store_url is None:
-            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="pincompile-"))
-            store_url = f"sqlite:///{Path(folder) / 'insight.db'}"
-        store = Store.open(store_url)
-        stack.callback(store.close)
         token = secrets.token_urlsafe(32)
         gateway = Gateway(apps=apps, store=store, host=host, pods=pods,
                           access=KubeconfigAccess(token, f"kubeconfig:{host_context}"),
-                          limits=RateLimits(1000, 1000))
+                          limits=RateLimits(1000, 1000),
+                          timeline=ClustersTimeline(host, pods.connect),
+                          store_read=store_url is not None)
         url = stack.enter_context(_served(gateway))
         yield ApiClient(url, token, timeout=timeout), gateway
 

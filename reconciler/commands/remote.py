@@ -83,11 +83,12 @@ def api_options(command: F) -> F:
 
 
 def store_option(command: F) -> F:
-    """--store: where ``events`` and ``history`` read pincompile's own records without
-    --server."""
+    """--store: the insight store ``serve`` keeps, read (and written by the actions)
+    without --server."""
     return click.option("--store", "store", metavar="URL",
-                        help="Without --server: the insight store `pincompile serve "
-                             "--store` writes (sqlite:///PATH or postgresql://...).")(command)
+                        help="Without --server: also the insight store `pincompile serve "
+                             "--store` keeps (sqlite:///PATH or postgresql://...; it must "
+                             "exist).")(command)
 
 
 @contextmanager
@@ -104,24 +105,18 @@ def api_client(server: str | None, token: str | None, timeout: float, ca_file: s
                         insecure=insecure), None
         return
     from reconciler.commands.direct import direct_api
-    from reconciler.store import StoreError
+    from reconciler.store import NoSuchStore, StoreError
 
     path = usable_kubeconfig(kubeconfig, host_context)
     with ExitStack() as stack:
         with cluster_errors():
             try:
                 found = stack.enter_context(direct_api(path, host_context, store, timeout))
+            except NoSuchStore as exc:
+                fail(f"--store: {exc}", EXIT_USAGE)
             except StoreError as exc:
                 fail(f"--store: {exc}", EXIT_CLUSTER)
         yield found
-
-
-def needs_store(api: dict[str, Any], what: str) -> None:
-    """Without --server, pincompile's own records are only in a store: exit 2 without
-    --store."""
-    if not api.get("server") and not api.get("store"):
-        fail(f"{what} is kept by `pincompile serve`: pass --server URL (or set "
-             "PINCOMPILE_SERVER), or --store URL to read its store", EXIT_USAGE)
 
 
 @contextmanager
@@ -296,45 +291,57 @@ def logs(app: AppRef, container: str | None, follow: bool, since: float | None,
 @api_options
 @store_option
 def events(app: AppRef, fmt: str, **api: Any) -> None:
-    """An app's timeline, oldest first: Kubernetes Events of its objects and pincompile's
-    own (applied, pruned, rollout halted, failed over, phase changes), kept by `serve`
-    in its insight store beyond the API servers' event TTL: without --server, give that
-    store with --store URL.
+    """An app's timeline, oldest first: pincompile's own Events (applied, pruned, rollout
+    halted, failed over, phase changes) and the Kubernetes Events of its objects in every
+    member cluster (its pods scheduled, pulled, killed; its Deployment scaling; its HPA
+    rescaling; its Jobs completing).
+
+    Without --server they are read now from the host and the member clusters, as long as
+    their API servers keep Events (an hour by default); --store URL adds what `pincompile
+    serve` kept in its insight store beyond that. Through the API, the server's store
+    has them all.
 
     \b
-    Example:
+    Examples:
       pincompile events PinApp/search/search-api
+      pincompile events PinApp/search/search-api -o wide | grep Warning
     """
-    needs_store(api, "pincompile's own events")
     with api_client(**api) as (client, _), api_errors(str(app)):
         found = client.events(*app)
     _records(found, fmt, ["TIME", "TYPE", "REASON", "CLUSTER", "COUNT", "OBJECT", "MESSAGE"],
              lambda e: [_utc(e.time), e.type, e.reason, e.cluster or "-", e.count,
-                        e.object or "-", e.message], "no events",
+                        e.object or "-", e.message], f"{app}: no events",
              truncate=("MESSAGE", "OBJECT"), drop=("COUNT", "OBJECT", "CLUSTER"))
 
 
 @click.command("history")
 @click.argument("app", metavar="KIND/PROJECT/NAME", callback=app_ref)
+@click.option("-n", "--limit", type=click.IntRange(1, 1000), default=None, metavar="N",
+              help="Only the newest N revisions.")
 @output_option("table", "wide", "json", "yaml")
 @api_options
 @store_option
-def history(app: AppRef, fmt: str, **api: Any) -> None:
-    """Every revision applied to an app, newest first: when, which commit and author,
-    which push, and the result (kept by `serve` in its insight store: without --server,
-    give that store with --store URL).
+def history(app: AppRef, limit: int | None, fmt: str, **api: Any) -> None:
+    """The revisions applied to an app, newest first: when, which commit, and the app's
+    phase while it was the current one (the last it had, once replaced).
+
+    Every pass (`pincompile apply` and `serve` alike) keeps the app's last 10 revisions
+    on its resource on the host (status.history, as Argo CD does); `serve`'s insight
+    store keeps every one beyond that, with the author and the push that triggered it
+    (through the API, or --store URL without --server).
 
     \b
-    Example:
+    Examples:
       pincompile history PinApp/search/search-api
+      pincompile history PinApp/search/search-api -n 3 -o json
     """
-    needs_store(api, "history")
     with api_client(**api) as (client, _), api_errors(str(app)):
-        found = client.history(*app)
+        found = client.history(*app, limit=limit or 1000)
     _records(found, fmt, ["APPLIED", "REVISION", "RESULT", "COMMIT", "AUTHOR", "PUSH", "DETAIL"],
-             lambda r: [_utc(r.appliedAt), r.revision[:12], r.result, r.commit[:12] or "-",
-                        r.author or "-", r.push or "-", r.detail], "no revisions",
-             truncate=("DETAIL", "AUTHOR"), drop=("PUSH", "COMMIT", "AUTHOR"))
+             lambda r: [_utc(r.appliedAt), r.revision[:12], r.result or "-",
+                        r.commit[:12] or "-", r.author or "-", r.push or "-", r.detail],
+             f"{app}: no revisions", truncate=("DETAIL", "AUTHOR"),
+             drop=("PUSH", "COMMIT", "AUTHOR"))
 
 
 def _utc(when: datetime) -> str:
@@ -347,9 +354,10 @@ def _records(found: Sequence[Model], fmt: str, header: list[str],
     (``fit``: how it fits the terminal, see :func:`columns`); exit 0."""
     if fmt in ("json", "yaml"):
         click.echo(render([r.model_dump(mode="json") for r in found], fmt))
+    elif found:
+        click.echo(columns([header] + [row(r) for r in found], table_width(fmt), **fit))
     else:
-        table = [header] + [row(r) for r in found]
-        click.echo(columns(table, table_width(fmt), **fit) if found else none)
+        click.echo(none, err=True)
     sys.exit(EXIT_OK)
 
 

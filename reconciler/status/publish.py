@@ -77,6 +77,8 @@ def documents(members: dict[str, MemberState], stored: dict[AppKey, dict[str, An
         if move is not None:
             doc["failover"] = move.to_json()
             doc["message"] = "; ".join(m for m in (move.message, doc["message"]) if m)
+        if doc.get("history"):  # the phase as the steps above left it
+            doc["history"][0]["result"] = doc["phase"]
         out[app] = doc
     return out
 

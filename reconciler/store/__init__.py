@@ -6,6 +6,7 @@ one store. SQLAlchemy 2 with Alembic migrations, applied when the store is opene
 """
 
 from reconciler.store.records import EventRecord, RevisionRecord, ScaleSample
-from reconciler.store.store import Store, StoreError
+from reconciler.store.store import NoSuchStore, Store, StoreError
 
-__all__ = ["EventRecord", "RevisionRecord", "ScaleSample", "Store", "StoreError"]
+__all__ = ["EventRecord", "NoSuchStore", "RevisionRecord", "ScaleSample", "Store",
+           "StoreError"]
