@@ -137,7 +137,7 @@ def table_width(fmt: str) -> int | None:
 
 def columns(table: Sequence[Sequence[object]], *, gap: str = "  ", indent: str = "",
             width: int | None = None, truncate: Sequence[str] = (),
-            drop: Sequence[str] = ()) -> list[str]:
+            drop: Sequence[str] = (), keep: Sequence[str] = ()) -> list[str]:
     """The rows of ``table`` (its header first) as aligned lines: every column but the last
     padded to its widest cell, ``gap`` between columns, trailing blanks dropped.
 
@@ -146,7 +146,9 @@ def columns(table: Sequence[Sequence[object]], *, gap: str = "  ", indent: str =
     a cut cell ending in "…"; the columns named in ``drop`` are left out (those empty in
     every row first, then in that order) before a cut column would keep less than
     :data:`COMFORTABLE_CELL`; then any column is cut, widest first, down to
-    :data:`MIN_CELL`; a line still too long is cut."""
+    :data:`MIN_CELL`; a line still too long is cut. The columns named in ``keep`` (names
+    a user copies, such as a pod's) are never cut: a line that does not fit without
+    cutting one is left longer than ``width``."""
     if not table:
         return []
     cells = [[str(c) for c in row] for row in table]
@@ -164,13 +166,14 @@ def columns(table: Sequence[Sequence[object]], *, gap: str = "  ", indent: str =
             if _line_length(widths, shown, len(gap)) <= room:
                 break
         else:  # no comfortable fit: cut those columns further, then any, to the floor
-            widths = _fit(cells, shown, cuttable, room, len(gap), MIN_CELL)
-            widths = _fit(cells, shown, set(shown), room, len(gap), MIN_CELL, widths)
+            kept = {header.index(h) for h in keep}
+            widths = _fit(cells, shown, cuttable - kept, room, len(gap), MIN_CELL)
+            widths = _fit(cells, shown, set(shown) - kept, room, len(gap), MIN_CELL, widths)
     lines = []
     for row in cells:
         line = indent + gap.join([*(_cut(row[i], widths[i]).ljust(widths[i])
                                     for i in shown[:-1]), _cut(row[shown[-1]], widths[shown[-1]])])
-        lines.append((_cut(line, width) if width else line).rstrip())
+        lines.append((_cut(line, width) if width and not keep else line).rstrip())
     return lines
 
 

@@ -182,9 +182,11 @@ def _routes(api: FastAPI) -> None:
     @api.get(f"{PREFIX}/apps", response_model=AppList, response_model_by_alias=True,
              responses={400: {"model": Problem}},
              summary="List apps the caller may see, filtered and paged")
-    async def list_apps(request: Request, caller: CallerDep, project: str | None = None,
-                        kind: str | None = None, phase: str | None = None,
-                        cluster: str | None = None,
+    async def list_apps(request: Request, caller: CallerDep,
+                        project: Annotated[list[str] | None, Query()] = None,
+                        kind: Annotated[list[str] | None, Query()] = None,
+                        phase: Annotated[list[str] | None, Query()] = None,
+                        cluster: Annotated[list[str] | None, Query()] = None,
                         selector: Annotated[str | None, Query(
                             description="a label selector on the labels of the app's spec "
                                         "(team=search,env!=prod,tier in (a,b),!legacy)",
@@ -192,16 +194,22 @@ def _routes(api: FastAPI) -> None:
                         limit: Annotated[int, Query(ge=1, le=PAGE_MAX)] = 100,
                         continue_: Annotated[str | None, Query(alias="continue")] = None,
                         ) -> Response:
+        """Each of ``project``, ``kind``, ``phase`` and ``cluster`` may be given several
+        times: an app matches one of its values (and every filter given)."""
         gateway: Gateway = request.app.state.gateway
         after = _decode(continue_) if continue_ else None
         labels = _selector(selector) if selector else None
+        projects, kinds, phases = set(project or ()), set(kind or ()), set(phase or ())
+        clusters = set(cluster or ())
         visible: dict[tuple[str, str], bool] = {}
         items: list[AppEntry] = []
-        for entry in gateway.index.snapshot().after(after, project):
+        one = next(iter(projects)) if len(projects) == 1 else None
+        for entry in gateway.index.snapshot().after(after, one):
             kind_of, project_of, _ = entry.key
-            if not ((kind is None or kind_of == kind)
-                    and (phase is None or entry.phase == phase)
-                    and (cluster is None or cluster in entry.clusters)
+            if not ((not projects or project_of in projects)
+                    and (not kinds or kind_of in kinds)
+                    and (not phases or entry.phase in phases)
+                    and (not clusters or not clusters.isdisjoint(entry.clusters))
                     and (labels is None or labels(entry.labels))):
                 continue
             scope = (kind_of, project_of)
@@ -312,18 +320,21 @@ def _pod_routes(api: FastAPI) -> None:
                    tailLines: Annotated[int | None, Query(ge=0, le=100_000)] = None,
                    sinceSeconds: Annotated[int | None, Query(ge=1)] = None,
                    follow: bool = False, cluster: str | None = None, pod: str | None = None,
-                   timestamps: bool = False) -> StreamingResponse:
+                   timestamps: bool = False, allContainers: bool = False) -> StreamingResponse:
         await _authorize(request, caller, "logs", kind, project)
         gateway: Gateway = request.app.state.gateway
-        query = LogQuery(container, tailLines, sinceSeconds, follow, cluster, pod, timestamps)
+        query = LogQuery(container, tailLines, sinceSeconds, follow, cluster, pod, timestamps,
+                         allContainers)
+        found = await run_in_threadpool(app_pods, gateway, (kind, project, name))
         try:
-            targets = log_targets(await run_in_threadpool(app_pods, gateway,
-                                                          (kind, project, name)),
-                                  query, gateway.log_limits.containers)
+            targets = log_targets(found, query, gateway.log_limits.containers)
         except TooMany as exc:
             raise HTTPException(400, str(exc)) from None
         if not targets:
-            raise HTTPException(404, f"no container of {kind}/{project}/{name} matches")
+            names = sorted({c.name for p in found.items for c in p.containers})
+            raise HTTPException(404, f"no container of {kind}/{project}/{name} matches"
+                                + (f" (its pods have: {', '.join(names)})" if names else
+                                   " (it has no pods)"))
         if not gateway.log_streams.take(caller.user):
             raise HTTPException(429, f"{caller.user} has {gateway.log_limits.streams_per_user}"
                                      " log streams open already", headers={"Retry-After": "5"})

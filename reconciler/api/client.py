@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import ssl
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import ExitStack
 from typing import Any, TypeVar
 from urllib.parse import quote, urlencode
@@ -70,11 +70,13 @@ class ApiClient:
         self._http = urllib3.PoolManager(**options)
 
     # -- calls ------------------------------------------------------------------------------
-    def apps(self, *, project: str | None = None, kind: str | None = None,
-             phase: str | None = None, cluster: str | None = None,
-             selector: str | None = None, most: int = 10_000) -> list[AppSummary]:
+    def apps(self, *, project: str | Sequence[str] | None = None,
+             kind: str | Sequence[str] | None = None, phase: str | Sequence[str] | None = None,
+             cluster: str | Sequence[str] | None = None, selector: str | None = None,
+             most: int = 10_000) -> list[AppSummary]:
         """Every app the caller may list (each page followed), at most ``most``;
-        ``selector``: a label selector on the labels of the apps' specs."""
+        ``selector``: a label selector on the labels of the apps' specs; several values of
+        a filter: an app matches one of them."""
         items: list[AppSummary] = []
         params: dict[str, Any] = {"project": project, "kind": kind, "phase": phase,
                                   "cluster": cluster, "selector": selector, "limit": 500}
@@ -173,7 +175,8 @@ class ApiClient:
 
     def _request(self, path: str, params: dict[str, Any], *, stream: bool = False,
                  method: str = "GET") -> Any:
-        query = urlencode({k: _text(v) for k, v in params.items() if v is not None})
+        query = urlencode([(k, _text(item)) for k, v in params.items() if v is not None
+                           for item in (v if isinstance(v, list | tuple) else [v])])
         url = f"{self.server}{PREFIX}{path}" + (f"?{query}" if query else "")
         timeout = urllib3.Timeout(connect=min(5.0, self.timeout),
                                   read=None if stream else self.timeout)

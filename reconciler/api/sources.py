@@ -13,7 +13,7 @@ from typing import Any
 from pincompile.contract import Labels
 from reconciler.clients.cache import KindWatch
 from reconciler.clients.connect import ClusterUnreachable, Connection
-from reconciler.host import app_key, read_apps, spec_kinds
+from reconciler.host import app_key, read_apps, spec_kinds, status_time
 from reconciler.model import AppKey, Obj
 from reconciler.status.document import APP_KINDS
 
@@ -102,11 +102,13 @@ class ListedApps:
 
 def statuses_and_labels(objects: Iterable[Obj]
                         ) -> tuple[dict[AppKey, Mapping[str, Any]], dict[AppKey, Labels]]:
-    """Each app resource's status and labels (its spec's, and pincompile's own)."""
+    """Each app resource's status, with ``statusTime`` (when it was written), and labels
+    (its spec's, and pincompile's own)."""
     statuses: dict[AppKey, Mapping[str, Any]] = {}
     labels: dict[AppKey, Labels] = {}
     for obj in objects:
         key = app_key(obj)
-        statuses[key] = obj.get("status") or {}
+        status, written = obj.get("status") or {}, status_time(obj)
+        statuses[key] = {**status, "statusTime": written} if written else status
         labels[key] = (obj.get("metadata") or {}).get("labels") or {}
     return statuses, labels

@@ -25,11 +25,12 @@ from pincompile.commands.common import (
     table_width,
 )
 from reconciler.api.client import ApiClient, ApiError, ServerUnreachable
-from reconciler.api.models import AppSummary, PodList
-from reconciler.commands.common import cluster_errors, target_options, usable_kubeconfig
+from reconciler.api.models import AppDetail, AppSummary
+from reconciler.commands.common import cluster_errors, usable_kubeconfig
+from reconciler.commands.filters import AppFilter, did_you_mean, explain_empty, filter_options
 from reconciler.commands.interrupt import bounded_interrupt
 from reconciler.commands.options import DURATION
-from reconciler.commands.status import age, columns, render, render_table
+from reconciler.commands.tables import columns, pods_text, render_apps, render_list
 
 if TYPE_CHECKING:
     from reconciler.api.app import Gateway
@@ -147,28 +148,29 @@ def app_ref(_ctx: click.Context, _param: click.Parameter, value: str | None) -> 
 @click.command("get")
 @click.argument("resource", type=click.Choice(["apps", "pods"]))
 @click.argument("app", required=False, metavar="[KIND/PROJECT/NAME]", callback=app_ref)
-@target_options
-@click.option("-k", "--kind", help="Only apps of this kind (PinApp, PinterestService, ...).")
-@click.option("--phase", help="Only apps in this phase (Healthy, Degraded, ...).")
-@click.option("--cluster", help="Only apps placed in this member cluster.")
+@filter_options
 @output_option("table", "wide", "json", "yaml", "name")
 @api_options
-def get(resource: str, app: AppRef | None, project: str | None, selector: str | None,
-        kind: str | None, phase: str | None, cluster: str | None, fmt: str,
+def get(resource: str, app: AppRef | None, projects: tuple[str, ...], selector: str | None,
+        kinds: tuple[str, ...], phases: tuple[str, ...], clusters: tuple[str, ...], fmt: str,
         **api: Any) -> None:
     """List apps, or pods of apps, that you may see (through the PinCompute API, or
     straight from the clusters: see below).
 
     \b
-    apps: one row per app: phase, ready/desired per cluster, rollout, failover, revision.
-    pods: every pod of the apps in every member cluster: node, phase, ready containers,
-          restarts, and why a container last ended (OOMKilled, Error, ...).
-    -p, -k, --phase, --cluster and -l narrow the list (all must hold; not with
-    KIND/PROJECT/NAME, which names one app); -l matches the labels of the app's spec
-    (metadata.labels) with a Kubernetes label selector.
-    -o table fits the terminal, -o wide keeps whole lines (and adds images and
-    container states to pods), -o name prints KIND/PROJECT/NAME (pods:
-    CLUSTER/NAMESPACE/POD), -o json|yaml the API's documents.
+    apps: one row per app (PinScalers included): phase, ready/desired per cluster,
+          rollout, failover, revision, age; the same rows and documents as `pincompile
+          status`.
+    pods: every pod of the apps in every member cluster: ready containers (the app's and
+          its sidecars, as kubectl counts them), status, restarts, age, node, and why a
+          container last ended (OOMKilled, Error, ...); -o wide adds every container
+          (init containers and sidecars too) with its state and image.
+    -p, -k, --phase, --cluster (each repeatable: one of its values) and -l narrow the
+    list (all must hold; not with KIND/PROJECT/NAME, which names one app); -l matches
+    the labels of the app's spec (metadata.labels) with a Kubernetes label selector.
+    -o table fits the terminal (names are never cut), -o wide keeps whole lines, -o name
+    prints KIND/PROJECT/NAME (pods: CLUSTER/NAMESPACE/POD), -o json|yaml a list
+    document (apiVersion, kind, items). Nothing to show says so on stderr.
 
     \b
     Examples:
@@ -176,71 +178,56 @@ def get(resource: str, app: AppRef | None, project: str | None, selector: str | 
       pincompile get apps -p search --phase Degraded
       pincompile get apps -l 'team=search,tier in (web,api)' -o name
       pincompile get pods PinApp/search/search-api -o wide
-      pincompile get pods -p search
+      pincompile get pods -p search -p ads
     """
-    if app is not None and any((project, selector, kind, phase, cluster)):
+    chosen = AppFilter(projects, kinds, phases, clusters, selector)
+    if app is not None and chosen.given:
         raise click.UsageError(f"{app} names one app: -p, -l, -k, --phase and --cluster "
                                "narrow a list of apps; give either")
+    empty = ""
     with api_client(**api) as (client, _), api_errors(str(app) if app else resource):
         if app is not None:
-            apps: list[AppSummary] = [client.app(*app)]
+            apps: list[AppSummary] = [one_app(client, app)]
         else:
-            apps = client.apps(project=project, kind=kind, phase=phase, cluster=cluster,
+            apps = client.apps(project=projects, kind=kinds, phase=phases, cluster=clusters,
                                selector=selector)
+            if not apps:
+                empty = explain_empty(chosen, client.apps() if chosen.given else [])
         if resource == "apps":
-            text = _apps_text(apps, fmt)
+            text = render_apps(apps, fmt, table_width(fmt))
         else:
             pods = [(summary, client.pods(summary.kind, summary.project, summary.name))
                     for summary in apps]
-            text = _pods_text(pods, fmt)
-    if text:  # `-o name` of nothing prints nothing, as kubectl does
+            text = pods_text(pods, fmt, table_width(fmt))
+            if apps and not any(found.items for _, found in pods):
+                empty = empty or f"{app or 'the apps'}: no pods"
+    if text.strip() and not (empty and fmt == "table"):
         click.echo(text)
+    if empty:
+        click.echo(empty, err=True)
     sys.exit(EXIT_OK)
 
 
-def _apps_text(apps: list[AppSummary], fmt: str) -> str:
-    if fmt == "name":
-        return "\n".join(f"{a.kind}/{a.project}/{a.name}" for a in apps)
-    if fmt in ("json", "yaml"):
-        return render([a.model_dump(mode="json") for a in apps], fmt)
-    rows = [{"kind": a.kind, "project": a.project, "name": a.name,
-             "status": a.model_dump(mode="json")} for a in apps]
-    return render_table(rows, width=table_width(fmt))
-
-
-def _pods_text(pods: list[tuple[AppSummary, PodList]], fmt: str) -> str:
-    if fmt == "name":
-        return "\n".join(f"{p.cluster}/{p.namespace}/{p.name}" for _, found in pods
-                         for p in found.items)
-    if fmt in ("json", "yaml"):
-        return render([{"app": f"{a.kind}/{a.project}/{a.name}",
-                        **found.model_dump(mode="json")} for a, found in pods], fmt)
-    wide = fmt == "wide"
-    table: list[list[Any]] = [["APP", "CLUSTER", "POD", "NODE", "PHASE", "READY", "RESTARTS",
-                               "AGE", *(["CONTAINERS"] if wide else []), "LAST-TERMINATION"]]
-    problems = []
-    for app, found in pods:
-        for pod in found.items:
-            last = ", ".join(f"{c.name}: {c.lastTerminationReason}"
-                             + (f" (exit {c.lastTerminationExitCode})"
-                                if c.lastTerminationExitCode is not None else "")
-                             for c in pod.containers if c.lastTerminationReason)
-            states = " ".join(f"{c.name}={c.state}" + (f"({c.reason})" if c.reason else "")
-                              + f"[{c.image}]" for c in pod.containers)
-            table.append([f"{app.kind}/{app.project}/{app.name}", pod.cluster, pod.name,
-                          pod.node or "-", pod.phase, pod.ready, pod.restarts,
-                          age(pod.created), *([states] if wide else []), last or "-"])
-        problems += [f"{app.kind}/{app.project}/{app.name}: {p.cluster}: {p.message}"
-                     for p in found.unreadable]
-    text = columns(table, table_width(fmt), truncate=("LAST-TERMINATION", "POD"),
-                   drop=("NODE", "AGE", "RESTARTS")) if len(table) > 1 else "no pods"
-    return text + "".join(f"\nunreadable: {line}" for line in problems)
+def one_app(client: ApiClient, app: AppRef) -> AppDetail:
+    """The app ``app`` names; not found: exit 1 with the closest app there is."""
+    try:
+        return client.app(*app)
+    except ApiError as exc:
+        if exc.status != 404:
+            raise
+        known = [f"{a.kind}/{a.project}/{a.name}" for a in client.apps()]
+        fail(f"{app}: no such app{did_you_mean(str(app), known)}", EXIT_INVALID)
+        raise
 
 
 # -- logs -----------------------------------------------------------------------------------
 @click.command("logs")
 @click.argument("app", metavar="KIND/PROJECT/NAME", callback=app_ref)
-@click.option("-c", "--container", help="Only this container (default: every container).")
+@click.option("-c", "--container",
+              help="Only this container: one of the spec's, a sidecar or an init container "
+                   "(default: every pod's own containers).")
+@click.option("--all-containers", is_flag=True,
+              help="Also the sidecars and init containers the platform adds.")
 @click.option("-f", "--follow", is_flag=True, help="Keep streaming new lines (Ctrl-C stops).")
 @click.option("--since", type=DURATION, metavar="DURATION",
               help="Only lines newer than this (30s, 5m, 1h30m).")
@@ -250,9 +237,9 @@ def _pods_text(pods: list[tuple[AppSummary, PodList]], fmt: str) -> str:
 @click.option("--pod", help="Only this pod.")
 @click.option("--timestamps", is_flag=True, help="Start each line with its RFC 3339 time.")
 @api_options
-def logs(app: AppRef, container: str | None, follow: bool, since: float | None,
-         tail: int | None, cluster: str | None, pod: str | None, timestamps: bool,
-         **api: Any) -> None:
+def logs(app: AppRef, container: str | None, all_containers: bool, follow: bool,
+         since: float | None, tail: int | None, cluster: str | None, pod: str | None,
+         timestamps: bool, **api: Any) -> None:
     """Print the logs of every container of an app, in every member cluster it runs in,
     merged as they come; each line starts with CLUSTER/POD/CONTAINER.
 
@@ -265,6 +252,8 @@ def logs(app: AppRef, container: str | None, follow: bool, since: float | None,
     Examples:
       pincompile logs PinApp/search/search-api --tail 20
       pincompile logs PinApp/search/search-api -f -c main --cluster use1a-general-01
+      pincompile logs PinApp/search/search-api -c traffic      # a sidecar
+      pincompile logs PinApp/search/search-api --all-containers --tail 5
       pincompile logs PinApp/search/search-api --since 10m | grep ERROR
     """
     try:
@@ -273,7 +262,8 @@ def logs(app: AppRef, container: str | None, follow: bool, since: float | None,
             for line in client.logs(*app, container=container, follow=follow,
                                     since_seconds=None if since is None else max(1, round(since)),
                                     tail_lines=tail, cluster=cluster, pod=pod,
-                                    timestamps=timestamps or None):
+                                    timestamps=timestamps or None,
+                                    all_containers=all_containers or None):
                 sys.stdout.buffer.write(line)
                 if follow:
                     sys.stdout.buffer.flush()
@@ -308,7 +298,8 @@ def events(app: AppRef, fmt: str, **api: Any) -> None:
     """
     with api_client(**api) as (client, _), api_errors(str(app)):
         found = client.events(*app)
-    _records(found, fmt, ["TIME", "TYPE", "REASON", "CLUSTER", "COUNT", "OBJECT", "MESSAGE"],
+    _records("EventList", found, fmt,
+             ["TIME", "TYPE", "REASON", "CLUSTER", "COUNT", "OBJECT", "MESSAGE"],
              lambda e: [_utc(e.time), e.type, e.reason, e.cluster or "-", e.count,
                         e.object or "-", e.message], f"{app}: no events",
              truncate=("MESSAGE", "OBJECT"), drop=("COUNT", "OBJECT", "CLUSTER"))
@@ -337,23 +328,30 @@ def history(app: AppRef, limit: int | None, fmt: str, **api: Any) -> None:
     """
     with api_client(**api) as (client, _), api_errors(str(app)):
         found = client.history(*app, limit=limit or 1000)
-    _records(found, fmt, ["APPLIED", "REVISION", "RESULT", "COMMIT", "AUTHOR", "PUSH", "DETAIL"],
-             lambda r: [_utc(r.appliedAt), r.revision[:12], r.result or "-",
-                        r.commit[:12] or "-", r.author or "-", r.push or "-", r.detail],
-             f"{app}: no revisions", truncate=("DETAIL", "AUTHOR"),
-             drop=("PUSH", "COMMIT", "AUTHOR"))
+    _records("RevisionList", found, fmt,
+             ["APPLIED", "REVISION", "RESULT", "AUTHOR", "PUSH", "DETAIL"],
+             lambda r: [_utc(r.appliedAt), short_revision(r.revision), r.result or "-",
+                        r.author or "-", r.push or "-", r.detail],
+             f"{app}: no revisions", truncate=("DETAIL", "AUTHOR"), drop=("PUSH", "AUTHOR"),
+             keep=("REVISION",))
+
+
+def short_revision(revision: str) -> str:
+    """A commit as git abbreviates it (12 characters), ``-dirty`` kept."""
+    sha, dirty, _ = revision.partition("-dirty")
+    return sha[:12] + dirty
 
 
 def _utc(when: datetime) -> str:
     return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _records(found: Sequence[Model], fmt: str, header: list[str],
+def _records(kind: str, found: Sequence[Model], fmt: str, header: list[str],
              row: Callable[[Model], list[Any]], none: str, **fit: Sequence[str]) -> None:
     """``events``' and ``history``'s output: the API's documents (json, yaml) or a table
     (``fit``: how it fits the terminal, see :func:`columns`); exit 0."""
     if fmt in ("json", "yaml"):
-        click.echo(render([r.model_dump(mode="json") for r in found], fmt))
+        click.echo(render_list(kind, [r.model_dump(mode="json") for r in found], fmt))
     elif found:
         click.echo(columns([header] + [row(r) for r in found], table_width(fmt), **fit))
     else:
