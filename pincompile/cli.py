@@ -27,6 +27,7 @@ COMMANDS = {
     "get": ("reconciler.commands.remote", "get"),
     "logs": ("reconciler.commands.remote", "logs"),
     "exec": ("reconciler.commands.exec", "exec_"),
+    "describe": ("reconciler.commands.describe", "describe"),
     "events": ("reconciler.commands.remote", "events"),
     "history": ("reconciler.commands.remote", "history"),
     "restart": ("reconciler.commands.actions", "restart"),

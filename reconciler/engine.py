@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
-from pincompile.contract import Result
+from pincompile.contract import Result, placements
 from reconciler import desired, failover
 from reconciler.clients import read
 from reconciler.clients.cache import ClusterCache
@@ -193,7 +193,7 @@ class Reconciler:
                 self._wait_healthy(found)
         with step("publish"):
             decided = publish.Decided(rollouts, moves, self.floor_totals, self.rebalanced,
-                                      publish.revisions_of(host))
+                                      publish.revisions_of(host), placements(result))
             self._publish(found, stored, report, decided, host)
             self._store_cluster_states(stored, report)
         for member in found.values():

@@ -11,7 +11,6 @@ import binascii
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
 from functools import lru_cache
 from typing import Annotated, Protocol
 
@@ -67,17 +66,16 @@ from reconciler.api.logs import (
 )
 from reconciler.api.models import (
     AppDetail,
-    AppEvent,
     AppList,
-    AppRevision,
     PodList,
     Problem,
 )
-from reconciler.api.timeline import ClustersTimeline, merged, revisions
+from reconciler.api.reads import mount_reads
+from reconciler.api.timeline import ClustersTimeline
 from reconciler.clients.connect import Connection
 from reconciler.model import AppKey
 from reconciler.status.document import APP_KINDS
-from reconciler.store import EventRecord, Store
+from reconciler.store import Store
 
 PREFIX = "/api/v1"
 PAGE_MAX = 500
@@ -90,6 +88,8 @@ class PodSource(Protocol):
     def pods(self, app: AppKey, clusters: Iterable[str]) -> PodList: ...
 
     def connection(self, cluster: str) -> Connection | None: ...
+
+    def connect(self, clusters: Iterable[str]) -> dict[str, Connection | str]: ...
 
 
 @dataclass
@@ -140,6 +140,7 @@ def create_app(gateway: Gateway | None) -> FastAPI:
         return JSONResponse({"detail": [dict(e) for e in exc.errors()]}, status_code=422)
 
     _routes(api)
+    mount_reads(api, caller_of, _authorize)
     mount_actions(api, caller_of, _authorize)
     return api
 
@@ -235,57 +236,6 @@ def _routes(api: FastAPI) -> None:
 
     _pod_routes(api)
     _exec_route(api)
-
-    @api.get(f"{PREFIX}/apps/{{kind}}/{{project}}/{{name}}/events",
-             response_model=list[AppEvent],
-             summary="The app's timeline, oldest first: its newest `limit` events, or the "
-                     "first `limit` since `since`")
-    async def events(request: Request, caller: CallerDep, kind: str, project: str, name: str,
-                     since: datetime | None = None,
-                     limit: Annotated[int, Query(ge=1, le=1000)] = 500) -> list[AppEvent]:
-        await _authorize(request, caller, "read", kind, project)
-        rows = await run_in_threadpool(app_events, request.app.state.gateway,
-                                       (kind, project, name), since, limit)
-        return [AppEvent(time=r.last_seen, firstSeen=r.first_seen or r.last_seen,
-                         count=r.count, cluster=r.cluster, source=r.source,
-                         type="Warning" if r.warning else "Normal", reason=r.reason,
-                         message=r.message, object=r.object) for r in rows]
-
-    @api.get(f"{PREFIX}/apps/{{kind}}/{{project}}/{{name}}/history",
-             response_model=list[AppRevision], summary="Revisions applied, newest first")
-    async def history(request: Request, caller: CallerDep, kind: str, project: str,
-                      name: str, limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-                      ) -> list[AppRevision]:
-        await _authorize(request, caller, "read", kind, project)
-        gateway: Gateway = request.app.state.gateway
-        app = (kind, project, name)
-        status = gateway.apps.statuses().get(app)
-        stored = await run_in_threadpool(gateway.store.history, app, limit=limit) \
-            if gateway.store_read else []
-        if status is None and not stored:
-            raise HTTPException(404, f"{kind}/{project}/{name} not found")
-        rows = revisions(status or {}, stored, app, limit)
-        return [AppRevision(revision=r.revision, appliedAt=r.applied_at, result=r.result,
-                            commit=r.commit, author=r.author, push=r.push, detail=r.detail)
-                for r in rows]
-
-
-def app_events(gateway: Gateway, app: AppKey, since: datetime | None, limit: int
-               ) -> list[EventRecord]:
-    """``app``'s timeline: the store's, and with a timeline the Events the clusters hold
-    now (HTTPException 404 when the host has no such app and the store nothing of it)."""
-    status = gateway.apps.statuses().get(app)
-    stored = gateway.store.events(app, since=since, limit=limit) if gateway.store_read else []
-    if status is None and not stored:
-        raise HTTPException(404, f"{'/'.join(app)} not found")
-    if gateway.timeline is None or status is None:
-        return stored
-    siblings = [key[2] for key in gateway.apps.statuses() if key[1] == app[1]]
-    live = gateway.timeline.events(app, [str(c.get("name")) for c in
-                                         status.get("clusters") or []], siblings)
-    if since is not None:
-        live = [r for r in live if r.last_seen >= since]
-    return merged(stored, live, limit)
 
 
 def app_pods(gateway: Gateway, app: AppKey) -> PodList:

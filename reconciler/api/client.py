@@ -33,6 +33,7 @@ from reconciler.api.models import (
     AppList,
     AppRevision,
     AppSummary,
+    ObjectList,
     PodList,
 )
 
@@ -93,6 +94,9 @@ class ApiClient:
 
     def pods(self, kind: str, project: str, name: str) -> PodList:
         return self._get(_app_path(kind, project, name, "pods"), PodList)
+
+    def objects(self, kind: str, project: str, name: str) -> ObjectList:
+        return self._get(_app_path(kind, project, name, "objects"), ObjectList)
 
     def events(self, kind: str, project: str, name: str, limit: int = 1000
                ) -> list[AppEvent]:

@@ -46,7 +46,15 @@ class AppSummary(BaseModel):
 
 
 class AppDetail(AppSummary):
-    """An app with its last revisions and, for a PinScaler, what it scales."""
+    """An app with its spec, where it is placed and why, its last revisions and, for a
+    PinScaler, what it scales."""
+
+    spec: dict[str, Any] | None = Field(default=None, description="the app's spec as the "
+                                        "last pass stored it on the host")
+    source: str = Field(default="", description="the spec's file in the spec repository")
+    placement: dict[str, Any] | None = Field(default=None, description="the clusters chosen "
+                                             "(zone, replicas), the eligible ones in order, "
+                                             "why each other was left out")
 
     history: list[dict[str, Any]] = Field(default=[], description="the last revisions "
                                           "applied, newest first: revision, appliedAt, result")
@@ -145,6 +153,24 @@ class PodList(BaseModel):
     unreadable: list[ClusterProblem] = Field(
         default=[], description="member clusters whose pods could not be read: the list "
                                 "may miss pods there")
+
+
+class AppObject(BaseModel):
+    """One object of an app in one member cluster, with its health."""
+
+    cluster: str
+    kind: str
+    namespace: str
+    name: str
+    phase: str = Field(description="its health by the reconciler's rule for its kind")
+    message: str = ""
+    created: str = ""
+
+
+class ObjectList(BaseModel):
+    items: list[AppObject]
+    unreadable: list[ClusterProblem] = Field(
+        default=[], description="member clusters whose objects could not be read")
 
 
 class ZoneStep(BaseModel):

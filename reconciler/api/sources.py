@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pincompile.contract import Labels
+from pincompile.contract import ANNOTATION_SOURCE, Labels
 from reconciler.clients.cache import KindWatch
 from reconciler.clients.connect import ClusterUnreachable, Connection
 from reconciler.host import app_key, read_apps, spec_kinds, status_time
@@ -102,13 +102,21 @@ class ListedApps:
 
 def statuses_and_labels(objects: Iterable[Obj]
                         ) -> tuple[dict[AppKey, Mapping[str, Any]], dict[AppKey, Labels]]:
-    """Each app resource's status, with ``statusTime`` (when it was written), and labels
-    (its spec's, and pincompile's own)."""
+    """Each app resource's status, with what the API's document of the app adds to it
+    (:func:`with_resource`), and labels (its spec's, and pincompile's own)."""
     statuses: dict[AppKey, Mapping[str, Any]] = {}
     labels: dict[AppKey, Labels] = {}
     for obj in objects:
         key = app_key(obj)
-        status, written = obj.get("status") or {}, status_time(obj)
-        statuses[key] = {**status, "statusTime": written} if written else status
+        statuses[key] = with_resource(obj)
         labels[key] = (obj.get("metadata") or {}).get("labels") or {}
     return statuses, labels
+
+
+def with_resource(obj: Obj) -> Mapping[str, Any]:
+    """An app resource's status with ``statusTime`` (when it was written), ``spec`` and
+    ``source`` (the spec's file): the fields of the API's document that are not in it."""
+    meta = obj.get("metadata") or {}
+    source = (meta.get("annotations") or {}).get(ANNOTATION_SOURCE)
+    extra = {"statusTime": status_time(obj), "spec": obj.get("spec"), "source": source}
+    return {**(obj.get("status") or {}), **{k: v for k, v in extra.items() if v}}

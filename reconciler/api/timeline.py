@@ -21,7 +21,6 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-import orjson
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
 from pincompile.manifest import LABEL_APP, LABEL_KIND, LABEL_PROJECT
@@ -33,6 +32,7 @@ from reconciler.store.collect import event_of, member_event_of
 from reconciler.store.records import EventRecord, RevisionRecord
 
 from .member_events import lean_event
+from .objects import list_in, project_namespace
 
 EVENTS_MOST = 2000
 """The most Events read of one namespace in one cluster (the newest of a longer list are
@@ -87,26 +87,20 @@ class ClustersTimeline:
 
     def _host(self, app: AppKey) -> ClusterEvents:
         kind, project, name = app
-        items = _list(self.host, "v1", "Event", project, field_selector=(
+        items = list_in(self.host, "v1", "Event", project, field_selector=(
             f"involvedObject.apiVersion={API_VERSION},involvedObject.kind={kind},"
             f"involvedObject.name={name}"))
         return ClusterEvents([r for e in items if (r := event_of(e)) is not None])
 
     def namespace(self, project: str) -> str:
-        """The namespace of ``project``'s objects in the member clusters (its Project's
-        ``spec.namespace``, the project's name by default)."""
+        """The namespace of ``project``'s objects in the member clusters (asked once)."""
         if project not in self._namespaces:
-            try:
-                found = self.host.resource(API_VERSION, "Project").get(name=project)
-                spec = found.to_dict().get("spec") or {}
-            except CLUSTER_ERRORS:
-                spec = {}
-            self._namespaces[project] = str(spec.get("namespace") or project)
+            self._namespaces[project] = project_namespace(self.host, project)
         return self._namespaces[project]
 
     def _member(self, conn: Connection, app: AppKey, others: Sequence[str]) -> ClusterEvents:
         namespace = self.namespace(app[1])
-        events = [lean for e in _list(conn, "v1", "Event", namespace, limit=EVENTS_MOST)
+        events = [lean for e in list_in(conn, "v1", "Event", namespace, limit=EVENTS_MOST)
                   if (lean := lean_event(e)) is not None and named_after(_name(lean), app[2])]
         kinds = kinds_to_list(events)
         selector = f"{LABEL_KIND}={app[0]},{LABEL_PROJECT}={app[1]},{LABEL_APP}={app[2]}"
@@ -114,7 +108,7 @@ class ClustersTimeline:
         def owned(kind: tuple[str, str]) -> list[str]:
             try:
                 return [str((o.get("metadata") or {}).get("name")) for o in
-                        _list(conn, *kind, namespace, label_selector=selector)]
+                        list_in(conn, *kind, namespace, label_selector=selector)]
             except ResourceNotFoundError:
                 return []  # not served here (the kubeflow kinds)
 
@@ -130,18 +124,6 @@ def _attempt(read: Callable[[], ClusterEvents]) -> ClusterEvents:
         return read()
     except CLUSTER_ERRORS as exc:
         return ClusterEvents([], explain(exc))
-
-
-def _list(conn: Connection, api_version: str, kind: str, namespace: str, **selector: Any
-          ) -> list[Obj]:
-    """One LIST in ``namespace`` (the items as plain dicts)."""
-    response = conn.resource(api_version, kind).get(namespace=namespace, serialize=False,
-                                                    **selector)
-    items: list[Obj] = orjson.loads(response.data).get("items") or []
-    for item in items:
-        item.setdefault("apiVersion", api_version)
-        item.setdefault("kind", kind)
-    return items
 
 
 def _name(event: Obj) -> str:

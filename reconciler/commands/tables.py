@@ -47,9 +47,13 @@ def columns(table: list[list[Any]], width: int | None = None, *,
             truncate: Sequence[str] = (), drop: Sequence[str] = (),
             keep: Sequence[str] = ()) -> str:
     """The reconciler's tables: aligned columns fit to ``width`` (see
-    :func:`pincompile.commands.common.columns`); ``keep``: the names, never cut."""
-    return "\n".join(aligned(table, gap="   ", width=width, truncate=truncate, drop=drop,
-                             keep=keep))
+    :func:`pincompile.commands.common.columns`); ``keep``: the names, never cut. Columns
+    named that the table does not have are no matter."""
+    header = set(table[0]) if table else set()
+    return "\n".join(aligned(table, gap="   ", width=width,
+                             truncate=[c for c in truncate if c in header],
+                             drop=[c for c in drop if c in header],
+                             keep=[c for c in keep if c in header]))
 
 
 def render_list(kind: str, items: list[Any], fmt: str, **more: Any) -> str:

@@ -755,11 +755,11 @@ def test_a_name_held_with_another_selector_is_a_conflict_until_adopted_by_replac
     assert apps.read_namespaced_deployment("newcomer", "shop").metadata.uid == legacy_uid
     shown = CliRunner().invoke(cli, ["status", "PinterestService/shop/newcomer", "-o", "json",
                                      "--kubeconfig", str(rt_fleet.kubeconfig)])
-    (row,) = json.loads(shown.output)
-    assert row["status"]["phase"] == "Degraded", row
+    (row,) = json.loads(shown.output)["items"]
+    assert row["phase"] == "Degraded", row
     assert "conflict: held by an object pincompile does not manage (field manager " \
-           "legacy-deployer" in row["status"]["message"]
-    assert "spec.selector differs" in row["status"]["message"]
+           "legacy-deployer" in row["message"]
+    assert "spec.selector differs" in row["message"]
 
     adopted = CliRunner().invoke(cli, ["apply", str(repo), "--adopt", "--timeout", "60",
                                        *at_sunday(rt_fleet)])

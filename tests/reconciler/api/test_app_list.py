@@ -107,8 +107,9 @@ def test_the_list_and_one_app_are_the_documents_of_the_api(client: TestClient) -
     assert listed.json() == {"apiVersion": "pincompute.io/v1", "kind": "AppList",
                              "items": [CANARY_SUMMARY], "continue": None}
     one = get(client, "/apps/PinApp/shop/web-canary").json()
-    assert one == {**CANARY_SUMMARY, "history": [], "scaling": None}
-    assert list(one) == [*CANARY_SUMMARY, "history", "scaling"]
+    assert one == {**CANARY_SUMMARY, "spec": None, "source": "", "placement": None,
+                   "history": [], "scaling": None}
+    assert list(one) == [*CANARY_SUMMARY, "spec", "source", "placement", "history", "scaling"]
 
 
 def test_a_selector_matches_the_labels_of_the_apps_specs(client: TestClient) -> None:

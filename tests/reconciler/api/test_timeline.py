@@ -4,16 +4,13 @@ from ``status.history``; and how they merge with the store's."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
 from fastapi.testclient import TestClient
-from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
 from pincompile.manifest import LABEL_APP, LABEL_KIND, LABEL_PROJECT
 from reconciler.api.access import RateLimits
@@ -22,6 +19,7 @@ from reconciler.api.timeline import ClustersTimeline, app_events, merged, revisi
 from reconciler.clients.connect import ClusterUnreachable, Connection
 from reconciler.store import EventRecord, RevisionRecord, Store
 from tests.support.api_fakes import Statuses, TablePolicy
+from tests.support.fake_clusters import FakeCluster, Resource
 
 APP = ("PinApp", "search", "search-api")
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
@@ -44,59 +42,6 @@ def event(kind: str, name: str, reason: str, minute: int, *, api_version: str = 
             "reason": reason, "message": f"{reason} {name}", "count": 1,
             "type": "Warning" if warning else "Normal",
             "lastTimestamp": (T0 + timedelta(minutes=minute)).isoformat()}
-
-
-@dataclass
-class Answer:
-    data: bytes
-
-
-class Resource:
-    def __init__(self, cluster: FakeCluster, api_version: str, kind: str) -> None:
-        self.cluster, self.api_version, self.kind = cluster, api_version, kind
-
-    def get(self, *, namespace: str | None = None, name: str | None = None,
-            label_selector: str = "", field_selector: str = "", **_: Any) -> Any:
-        self.cluster.lists.append((self.kind, label_selector or field_selector))
-        items = [o for o in self.cluster.objects
-                 if (o.get("apiVersion", "v1"), o["kind"]) == (self.api_version, self.kind)
-                 and (namespace is None or o["metadata"].get("namespace") == namespace)
-                 and _matches(o, label_selector, field_selector)]
-        if name is not None:
-            found = next(o for o in items if o["metadata"]["name"] == name)
-            return type("Instance", (), {"to_dict": lambda _self: found})()
-        return Answer(json.dumps({"items": items}).encode())
-
-
-def _matches(obj: Mapping[str, Any], labels: str, fields: str) -> bool:
-    have = obj["metadata"].get("labels") or {}
-    for term in filter(None, labels.split(",")):
-        key, _, value = term.partition("=")
-        if have.get(key) != value:
-            return False
-    for term in filter(None, fields.split(",")):
-        path, _, value = term.partition("=")
-        node: Any = obj
-        for part in path.split("."):
-            node = (node or {}).get(part)
-        if node != value:
-            return False
-    return True
-
-
-class FakeCluster:
-    """What the timeline asks of a cluster: LISTs (with selectors) and one GET."""
-
-    def __init__(self, name: str, objects: Iterable[dict[str, Any]],
-                 served: Iterable[str] = ("v1", "apps/v1", "batch/v1",
-                                          "autoscaling/v2", "pincompute.io/v1")) -> None:
-        self.name, self.objects, self.served = name, list(objects), set(served)
-        self.lists: list[tuple[str, str]] = []
-
-    def resource(self, api_version: str, kind: str) -> Resource:
-        if api_version not in self.served:
-            raise ResourceNotFoundError(f"{api_version} {kind}")
-        return Resource(self, api_version, kind)
 
 
 HOST = FakeCluster("host", [
