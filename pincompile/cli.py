@@ -62,6 +62,20 @@ class LazyGroup(click.Group):
         self.add_command(command, cmd_name)
         return command
 
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        """The command ``args`` start with; one that does not exist is a usage error
+        (exit 2) naming the closest."""
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+            import difflib
+
+            known = sorted({*super().list_commands(ctx), *COMMANDS})
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            hint = f"Did you mean '{close[0]}'?" if close else f"Commands: {', '.join(known)}."
+            ctx.fail(f"No such command '{name}'. {hint}")
+        return super().resolve_command(ctx, args)
+
 
 @click.group(cls=LazyGroup,
              context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

@@ -57,8 +57,12 @@ class ApiClient:
     """Calls of one server (``https://host:port`` or ``http://...``) with one token."""
 
     def __init__(self, server: str, token: str | None, *, timeout: float = 15.0,
-                 ca_file: str | None = None, insecure: bool = False) -> None:
+                 ca_file: str | None = None, insecure: bool = False,
+                 in_process: bool = False) -> None:
         self.server = server.rstrip("/")
+        self.in_process = in_process
+        """The API runs in this process (a command without --server): its failures are
+        the clusters', never a server's the user did not start."""
         self._headers = {"Accept": "application/json"}
         if token:
             self._headers["Authorization"] = f"Bearer {token}"

@@ -53,7 +53,7 @@ def describe(app: AppRef, fmt: str, **api: Any) -> None:
       pincompile describe PinApp/search/search-api
       pincompile describe PinterestJobSet/search/search-indexer -o yaml
     """
-    with api_client(**api) as (client, _), api_errors(str(app)):
+    with api_client(**api) as (client, _), api_errors(str(app), client):
         found = gather(client, app)
     if fmt in ("json", "yaml"):
         document = {k: (v.model_dump(mode="json") if hasattr(v, "model_dump") else

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import logging
 import secrets
 import socket
 import tempfile
@@ -77,15 +78,26 @@ def direct_api(kubeconfig: str | None, host_context: str, store_url: str | None,
                           timeline=ClustersTimeline(host, pods.connect),
                           store_read=store_url is not None)
         url = stack.enter_context(_served(gateway))
-        yield ApiClient(url, token, timeout=timeout), gateway
+        yield ApiClient(url, token, timeout=timeout, in_process=True), gateway
+
+
+QUIET_LOGGERS = ("uvicorn", "pincompile.api")
+"""What the API served in this process logs: a server's, which the user did not start
+(its failures reach the command as answers, said in the command's words)."""
 
 
 @contextmanager
 def _served(gateway: Gateway) -> Iterator[str]:
-    """The gateway's API on 127.0.0.1 (a port of the kernel's choice), in a thread."""
+    """The gateway's API on 127.0.0.1 (a port of the kernel's choice), in a thread, its
+    logs kept from the terminal."""
+    for name in QUIET_LOGGERS:
+        quiet = logging.getLogger(name)
+        quiet.addHandler(logging.NullHandler())
+        quiet.propagate = False
     sock = socket.create_server(("127.0.0.1", 0))
     server = uvicorn.Server(uvicorn.Config(create_app(gateway), lifespan="off",
-                                           access_log=False, log_level="error",
+                                           access_log=False, log_config=None,
+                                           log_level=logging.CRITICAL + 1,
                                            timeout_graceful_shutdown=1))
     thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])),
                               daemon=True, name="direct-api")

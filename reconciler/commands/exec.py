@@ -68,7 +68,7 @@ def exec_(app: AppRef, command: tuple[str, ...], container: str | None,
       pincompile exec PinApp/search/search-api --cluster use1a-general-01 -- env
     """
     with api_client(**api) as (client, _):
-        with api_errors(str(app)):
+        with api_errors(str(app), client):
             session = client.exec(*app, list(command), container=container,
                                    cluster=cluster, pod=pod, stdin=stdin, tty=tty)
         _run(session, stdin, tty, quiet or pod is not None)

@@ -121,18 +121,34 @@ def api_client(server: str | None, token: str | None, timeout: float, ca_file: s
 
 
 @contextmanager
-def api_errors(what: str) -> Iterator[None]:
-    """One line and the documented exit code instead of a traceback."""
+def api_errors(what: str, client: ApiClient | None = None) -> Iterator[None]:
+    """One line and the documented exit code instead of a traceback (``client``: whether
+    the API runs in this process, which the user never hears of)."""
     try:
         yield
-    except ServerUnreachable as exc:
-        fail(f"server unreachable: {exc}", EXIT_CLUSTER)
-    except ApiError as exc:
-        if exc.status == 404:
-            fail(f"{what}: {exc}", EXIT_INVALID)
-        if exc.status in (400, 422):
-            fail(f"{what}: {exc}", EXIT_USAGE)
-        fail(f"{what}: the server answered {exc.status}: {exc}", EXIT_CLUSTER)
+    except (ServerUnreachable, ApiError) as exc:
+        message, code = failure(what, exc, client)
+        fail(message, code)
+
+
+def failure(what: str, exc: ServerUnreachable | ApiError, client: ApiClient | None
+            ) -> tuple[str, int]:
+    """What to say of a call that failed, and the exit code: 1 not found, 2 usage, 3 the
+    server or a cluster refused or did not answer. Without --server the API runs in this
+    process: what failed is then a cluster, and no server is named."""
+    in_process = client is not None and client.in_process
+    if isinstance(exc, ServerUnreachable):
+        if client is not None and client.in_process:
+            return (f"{what}: the clusters did not answer within {client.timeout:g}s "
+                    "(--timeout)"), EXIT_CLUSTER
+        return f"server unreachable: {exc}", EXIT_CLUSTER
+    if exc.status == 404:
+        return f"{what}: {exc}", EXIT_INVALID
+    if exc.status in (400, 422):
+        return f"{what}: {exc}", EXIT_USAGE
+    if in_process:
+        return f"{what}: {exc}", EXIT_CLUSTER
+    return f"{what}: the server answered {exc.status}: {exc}", EXIT_CLUSTER
 
 
 def app_ref(_ctx: click.Context, _param: click.Parameter, value: str | None) -> AppRef | None:
@@ -185,7 +201,7 @@ def get(resource: str, app: AppRef | None, projects: tuple[str, ...], selector: 
         raise click.UsageError(f"{app} names one app: -p, -l, -k, --phase and --cluster "
                                "narrow a list of apps; give either")
     empty = ""
-    with api_client(**api) as (client, _), api_errors(str(app) if app else resource):
+    with api_client(**api) as (client, _), api_errors(str(app) if app else resource, client):
         if app is not None:
             apps: list[AppSummary] = [one_app(client, app)]
         else:
@@ -258,7 +274,7 @@ def logs(app: AppRef, container: str | None, all_containers: bool, follow: bool,
     """
     try:
         with bounded_interrupt(EXIT_OK), api_client(**api) as (client, _), \
-                api_errors(str(app)):
+                api_errors(str(app), client):
             for line in client.logs(*app, container=container, follow=follow,
                                     since_seconds=None if since is None else max(1, round(since)),
                                     tail_lines=tail, cluster=cluster, pod=pod,
@@ -296,7 +312,7 @@ def events(app: AppRef, fmt: str, **api: Any) -> None:
       pincompile events PinApp/search/search-api
       pincompile events PinApp/search/search-api -o wide | grep Warning
     """
-    with api_client(**api) as (client, _), api_errors(str(app)):
+    with api_client(**api) as (client, _), api_errors(str(app), client):
         found = client.events(*app)
     _records("EventList", found, fmt,
              ["TIME", "TYPE", "REASON", "CLUSTER", "COUNT", "OBJECT", "MESSAGE"],
@@ -326,7 +342,7 @@ def history(app: AppRef, limit: int | None, fmt: str, **api: Any) -> None:
       pincompile history PinApp/search/search-api
       pincompile history PinApp/search/search-api -n 3 -o json
     """
-    with api_client(**api) as (client, _), api_errors(str(app)):
+    with api_client(**api) as (client, _), api_errors(str(app), client):
         found = client.history(*app, limit=limit or 1000)
     _records("RevisionList", found, fmt,
              ["APPLIED", "REVISION", "RESULT", "AUTHOR", "PUSH", "DETAIL"],
