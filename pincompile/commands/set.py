@@ -8,6 +8,7 @@ with the edit before anything is written; an edit that would not validate is ref
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
 import tempfile
@@ -111,7 +112,10 @@ def _edit(root: Path, spec: str, find: Any, value: Any) -> None:
     before = compiler.compile(files, revision="set", expand=False, loaded=walked)
     entry = next((e for e in before.catalog.entries if e.resource.key == key), None)
     if entry is None:
-        fail(f"no spec {spec} under {root}", EXIT_USAGE)
+        known = ["/".join(e.resource.key) for e in before.catalog.entries]
+        close = difflib.get_close_matches(str(key), known, 1, 0.6)
+        fail(f"no spec {spec} under {root}" + (f"; did you mean '{close[0]}'?" if close
+                                                 else ""), EXIT_INVALID)
     assert entry is not None
     path = find(entry.doc.data)
     raw_text = dict(files)[entry.file].decode("utf-8")
