@@ -13,8 +13,12 @@ from datetime import datetime
 from typing import Any
 
 from pincompile.commands.common import columns as aligned
+from pincompile.commands.common import table_width
 from reconciler.api.index import SUMMARY_FIELDS, app_detail
 from reconciler.api.models import APP_LIST_VERSION, AppDetail, AppSummary, PodList, PodSummary
+
+__all__ = ["age", "app_docs", "apps_table", "columns", "pods_text", "render_apps",
+           "render_clusters", "render_list", "table_width"]
 
 
 def age(stamp: str | None, now: float | None = None) -> str:
