@@ -78,6 +78,8 @@ class Reconciler:
         self.host_cache: ClusterCache | None = None
         """Long-running (``watch``): the host's CRDs, spec resources and namespaces."""
         self.statuses: dict[AppKey, dict[str, Any]] = {}
+        self.rollouts: dict[AppKey, AppRollout] = {}
+        """The zone-by-zone rollouts :meth:`plan` decided."""
         """The last pass's status document per app."""
         self.memos: dict[str, PlanMemo] = {}
         """Long-running (``watch``): per cluster, what the last plan found unchanged."""
@@ -133,11 +135,18 @@ class Reconciler:
         """The member clusters this reconciler targets, with their desired objects."""
         return desired.members(result, self.only, self.clock(), self.echo)
 
-    def plan(self, result: Result) -> dict[str, MemberState]:
-        """Read and plan every member cluster; writes nothing (``pincompile plan``)."""
+    def plan(self, result: Result, resources: dict[AppKey, Obj] | None = None
+             ) -> dict[str, MemberState]:
+        """Read and plan every member cluster; writes nothing (``pincompile plan``).
+        ``resources``: the apps' resources on the host, where each rollout stands (none:
+        every rollout starts again). The zone-by-zone rollouts decided are kept in
+        :attr:`rollouts` (what their gates hold)."""
         found = self.members(result)
         self._in_parallel(found, self._read)
-        self._plan_all(found, rollout_step.hold_zones(found, {}, result.revision))
+        stored = {k: (cr.get("status") or {}) for k, cr in (resources or {}).items()}
+        self.rollouts = rollout_step.hold_zones(found, stored, result.revision,
+                                                rollout_step.paused_apps(resources or {}))
+        self._plan_all(found, self.rollouts)
         return found
 
     def run(self, result: Result) -> PassReport:
