@@ -30,6 +30,7 @@ COMMANDS = {
     "describe": ("reconciler.commands.describe", "describe"),
     "events": ("reconciler.commands.remote", "events"),
     "history": ("reconciler.commands.remote", "history"),
+    "rollback": ("reconciler.commands.rollback", "rollback"),
     "restart": ("reconciler.commands.actions", "restart"),
     "rollout": ("reconciler.commands.actions", "rollout"),
     "rerun": ("reconciler.commands.actions", "rerun"),

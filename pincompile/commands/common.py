@@ -264,3 +264,21 @@ def require_specs(specs: int, diagnostics: Sequence[Diagnostic], path: Path) -> 
 def fail(message: str, code: int = EXIT_USAGE) -> None:
     click.echo(f"error: {message}", err=True)
     sys.exit(code)
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace (or create) ``path`` with ``text`` atomically, keeping its permissions."""
+    import os
+    import tempfile
+
+    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -148,8 +148,8 @@ def _as_text(members: dict[str, MemberState], held: dict[str, list[Held]], *,
         total += len(member.plan.pending)
         unchanged = len(member.plan.of(Action.UNCHANGED))
         gated = held.get(member.name, [])
-        waiting = f", {len(gated)} held" if gated else ""
-        lines.append(f"{head} ({len(member.plan.pending)} to change{waiting}, "
+        held_note = f", {len(gated)} held" if gated else ""
+        lines.append(f"{head} ({len(member.plan.pending)} to change{held_note}, "
                      f"{unchanged} unchanged)")
         if member.plan.blocked:
             lines.append(f"prune refused: {member.plan.blocked}")

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -325,10 +326,18 @@ def events(app: AppRef, fmt: str, **api: Any) -> None:
 @click.argument("app", metavar="KIND/PROJECT/NAME", callback=app_ref)
 @click.option("-n", "--limit", type=click.IntRange(1, 1000), default=None, metavar="N",
               help="Only the newest N revisions.")
+@click.option("--diff", "between", metavar="FROM[..TO]",
+              help="Instead: what changed in the app's spec between two revisions of the "
+                   "spec repository (TO: the working tree when left out), read with git "
+                   "in --root.")
+@click.option("-C", "--root", "root", default=".", show_default=True,
+              type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="With --diff: the spec tree (in the spec repository's work tree).")
 @output_option("table", "wide", "json", "yaml")
 @api_options
 @store_option
-def history(app: AppRef, limit: int | None, fmt: str, **api: Any) -> None:
+def history(app: AppRef, limit: int | None, between: str | None, root: Path, fmt: str,
+            **api: Any) -> None:
     """The revisions applied to an app, newest first: when, which commit, and the app's
     phase while it was the current one (the last it had, once replaced).
 
@@ -341,7 +350,13 @@ def history(app: AppRef, limit: int | None, fmt: str, **api: Any) -> None:
     Examples:
       pincompile history PinApp/search/search-api
       pincompile history PinApp/search/search-api -n 3 -o json
+      pincompile history PinApp/search/search-api --diff 4f2c9e1a0b7d..HEAD
+      pincompile rollback PinApp/search/search-api --to 4f2c9e1a0b7d
     """
+    if between is not None:
+        from reconciler.commands.spec_diff import print_spec_diff
+
+        print_spec_diff(app, between, root)
     with api_client(**api) as (client, _), api_errors(str(app), client):
         found = client.history(*app, limit=limit or 1000)
     _records("RevisionList", found, fmt,
