@@ -26,7 +26,7 @@ from pincompile.commands.common import (
     table_width,
 )
 from reconciler.api.client import ApiClient, ApiError, ServerUnreachable
-from reconciler.api.models import AppDetail, AppSummary
+from reconciler.api.models import AppDetail, AppSummary, PodList
 from reconciler.commands.common import cluster_errors, usable_kubeconfig
 from reconciler.commands.filters import AppFilter, did_you_mean, explain_empty, filter_options
 from reconciler.commands.interrupt import bounded_interrupt
@@ -198,9 +198,12 @@ def get(resource: str, app: AppRef | None, projects: tuple[str, ...], selector: 
       pincompile get pods -p search -p ads
     """
     chosen = AppFilter(projects, kinds, phases, clusters, selector)
-    if app is not None and chosen.given:
-        raise click.UsageError(f"{app} names one app: -p, -l, -k, --phase and --cluster "
-                               "narrow a list of apps; give either")
+    if app is not None and (chosen.given and not (resource == "pods" and clusters
+                                                  and not (projects or kinds or phases
+                                                           or selector))):
+        raise click.UsageError(f"{app} names one app: -p, -l, -k and --phase narrow a "
+                               "list of apps (--cluster: its pods in those clusters); "
+                               "give either")
     empty = ""
     with api_client(**api) as (client, _), api_errors(str(app) if app else resource, client):
         if app is not None:
@@ -213,7 +216,8 @@ def get(resource: str, app: AppRef | None, projects: tuple[str, ...], selector: 
         if resource == "apps":
             text = render_apps(apps, fmt, table_width(fmt))
         else:
-            pods = [(summary, client.pods(summary.kind, summary.project, summary.name))
+            pods = [(summary, in_clusters(client.pods(summary.kind, summary.project,
+                                                      summary.name), clusters))
                     for summary in apps]
             text = pods_text(pods, fmt, table_width(fmt))
             if apps and not any(found.items for _, found in pods):
@@ -223,6 +227,14 @@ def get(resource: str, app: AppRef | None, projects: tuple[str, ...], selector: 
     if empty:
         click.echo(empty, err=True)
     sys.exit(EXIT_OK)
+
+
+def in_clusters(found: PodList, clusters: tuple[str, ...]) -> PodList:
+    """The pods (and unreadable clusters) among ``clusters`` (all: none given)."""
+    if not clusters:
+        return found
+    return PodList(items=[p for p in found.items if p.cluster in clusters],
+                   unreadable=[u for u in found.unreadable if u.cluster in clusters])
 
 
 def one_app(client: ApiClient, app: AppRef) -> AppDetail:

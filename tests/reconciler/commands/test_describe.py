@@ -143,3 +143,13 @@ def test_describe_as_json_is_one_document_and_an_unknown_app_is_not_found(
     missing = CliRunner().invoke(cli, ["describe", "PinApp/search/search-apj"], env=server)
     assert missing.exit_code == 1
     assert "did you mean PinApp/search/search-api?" in missing.stderr
+
+
+def test_get_pods_of_one_app_narrows_to_clusters(server: dict[str, str]) -> None:
+    here = CliRunner().invoke(cli, ["get", "pods", "/".join(APP), "--cluster", "use1a",
+                                    "-o", "name"], env=server)
+    assert here.stdout == "use1a/search/search-api-7897545c98-64gqz\n"
+    elsewhere = CliRunner().invoke(cli, ["get", "pods", "/".join(APP), "--cluster", "use1b"],
+                                   env=server)
+    assert (elsewhere.exit_code, elsewhere.stdout) == (0, "")
+    assert elsewhere.stderr == "PinApp/search/search-api: no pods\n"
