@@ -25,7 +25,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
@@ -45,8 +45,10 @@ from reconciler.kinds import KindInfo
 from reconciler.model import AppKey, Obj
 from reconciler.rollout import pause, restart
 from reconciler.rollout.restart import Claim
-from reconciler.store import Store
 from reconciler.store.records import EventRecord
+
+if TYPE_CHECKING:
+    from reconciler.store import Store
 
 APP_PATH = "/api/v1/apps/{kind}/{project}/{name}"
 Authorize = Callable[[Request, Caller, str, str, str], Awaitable[None]]

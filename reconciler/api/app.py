@@ -12,7 +12,7 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Annotated, Protocol
+from typing import TYPE_CHECKING, Annotated, Protocol
 
 from fastapi import (
     Depends,
@@ -75,7 +75,9 @@ from reconciler.api.timeline import ClustersTimeline
 from reconciler.clients.connect import Connection
 from reconciler.model import AppKey
 from reconciler.status.document import APP_KINDS
-from reconciler.store import Store
+
+if TYPE_CHECKING:
+    from reconciler.store import Store
 
 PREFIX = "/api/v1"
 PAGE_MAX = 500

@@ -28,7 +28,6 @@ from reconciler.clients.connect import Connection
 from reconciler.errors import CLUSTER_ERRORS, explain
 from reconciler.host import API_VERSION
 from reconciler.model import AppKey, Obj
-from reconciler.store.collect import event_of, member_event_of
 from reconciler.store.records import EventRecord, RevisionRecord
 
 from .member_events import lean_event
@@ -86,6 +85,8 @@ class ClustersTimeline:
         return sorted(records, key=lambda r: (r.last_seen, r.cluster, r.uid))
 
     def _host(self, app: AppKey) -> ClusterEvents:
+        from reconciler.store.collect import event_of  # the store's reading of an Event
+
         kind, project, name = app
         items = list_in(self.host, "v1", "Event", project, field_selector=(
             f"involvedObject.apiVersion={API_VERSION},involvedObject.kind={kind},"
@@ -99,6 +100,8 @@ class ClustersTimeline:
         return self._namespaces[project]
 
     def _member(self, conn: Connection, app: AppKey, others: Sequence[str]) -> ClusterEvents:
+        from reconciler.store.collect import member_event_of
+
         namespace = self.namespace(app[1])
         events = [lean for e in list_in(conn, "v1", "Event", namespace, limit=EVENTS_MOST)
                   if (lean := lean_event(e)) is not None and named_after(_name(lean), app[2])]

@@ -12,12 +12,11 @@ import hmac
 import logging
 import secrets
 import socket
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import uvicorn
 
@@ -29,7 +28,10 @@ from reconciler.api.sources import ListedApps
 from reconciler.api.timeline import ClustersTimeline
 from reconciler.clients.connect import Connection
 from reconciler.status.live import member_contexts
-from reconciler.store import Store
+from reconciler.store import Discarded
+
+if TYPE_CHECKING:
+    from reconciler.store import Store
 
 START_SECONDS = 10.0
 
@@ -60,10 +62,11 @@ def direct_api(kubeconfig: str | None, host_context: str, store_url: str | None,
     throwaway one; ``NoSuchStore`` when there is none there). Events are read from the
     clusters too."""
     with ExitStack() as stack:
-        if store_url is None:
-            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="pincompile-"))
-            store = Store.open(f"sqlite:///{Path(folder) / 'insight.db'}")
+        if store_url is None:  # nothing kept: no database (nor SQLAlchemy) at all
+            store = cast("Store", Discarded())
         else:
+            from reconciler.store import Store
+
             store = Store.open(store_url, create=False)
         stack.callback(store.close)
         host = Connection("host", host_context, kubeconfig)
