@@ -40,7 +40,7 @@ COMMANDS = {
               "A local fleet of real Kubernetes control planes with kwok nodes."),
     "serve": ("reconciler.commands.serve", "serve",
               "Reconcile after every git push; serve the PinCompute API and console."),
-    "get": ("reconciler.commands.remote", "get",
+    "get": ("reconciler.commands.get", "get",
             "List apps, or their pods in every member cluster."),
     "describe": ("reconciler.commands.describe", "describe",
                  "Everything about one app: placement, objects, pods, events, revisions."),

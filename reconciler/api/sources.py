@@ -85,18 +85,36 @@ class HostApps:
 
 
 class ListedApps:
-    """Every app's status and labels on the host, LISTed once (one request per app kind):
-    the :class:`reconciler.api.index.AppSource` of a one-shot command, which must not
-    start watches it would not use."""
+    """Every app's status and labels on the host, LISTed when first asked (one request per
+    app kind): the :class:`reconciler.api.index.AppSource` of a one-shot command, which
+    must not start watches it would not use. With ``max_age`` (a command that watches,
+    ``get -w``) they are LISTed again when asked after that many seconds."""
 
-    def __init__(self, host: Connection) -> None:
-        found = read_apps(host, [kind for kind in spec_kinds() if kind.kind in APP_KINDS])
+    def __init__(self, host: Connection, max_age: float | None = None) -> None:
+        self.host, self.max_age = host, max_age
+        self._lock = threading.Lock()
+        self._listed = -1.0
+        self._statuses: Mapping[AppKey, Mapping[str, Any]] = {}
+        self._labels: Mapping[AppKey, Labels] = {}
+        self._list()
+
+    def _list(self) -> None:
+        found = read_apps(self.host, [kind for kind in spec_kinds() if kind.kind in APP_KINDS])
         self._statuses, self._labels = statuses_and_labels(found.values())
+        self._listed = time.monotonic()
+
+    def _fresh(self) -> None:
+        if self.max_age is not None and time.monotonic() - self._listed >= self.max_age:
+            with self._lock:
+                if time.monotonic() - self._listed >= self.max_age:
+                    self._list()
 
     def statuses(self) -> Mapping[AppKey, Mapping[str, Any]]:
+        self._fresh()
         return self._statuses
 
     def labels(self) -> Mapping[AppKey, Labels]:
+        self._fresh()
         return self._labels
 
 

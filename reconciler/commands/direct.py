@@ -55,7 +55,8 @@ class KubeconfigAccess:
 
 @contextmanager
 def direct_api(kubeconfig: str | None, host_context: str, store_url: str | None,
-               timeout: float) -> Iterator[tuple[ApiClient, Gateway]]:
+               timeout: float, max_age: float | None = None
+               ) -> Iterator[tuple[ApiClient, Gateway]]:
     """A client of the API served in this process from the clusters of ``kubeconfig``
     (the host's apps LISTed now: ``ClusterUnreachable`` and ``DynamicApiError`` when it
     cannot be read) and the insight store ``serve`` keeps at ``store_url`` (None: a
@@ -71,7 +72,7 @@ def direct_api(kubeconfig: str | None, host_context: str, store_url: str | None,
         stack.callback(store.close)
         host = Connection("host", host_context, kubeconfig)
         stack.callback(host.close)
-        apps = ListedApps(host)
+        apps = ListedApps(host, max_age)
         pods = ListedPods(kubeconfig, lambda: member_contexts(host))
         stack.callback(pods.close)
         token = secrets.token_urlsafe(32)

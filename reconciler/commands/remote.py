@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import inspect
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -26,12 +27,12 @@ from pincompile.commands.common import (
     table_width,
 )
 from reconciler.api.client import ApiClient, ApiError, ServerUnreachable
-from reconciler.api.models import AppDetail, AppSummary, PodList
+from reconciler.api.models import AppDetail, AppEvent, PodList
 from reconciler.commands.common import cluster_errors, usable_kubeconfig
-from reconciler.commands.filters import AppFilter, did_you_mean, explain_empty, filter_options
+from reconciler.commands.filters import did_you_mean
 from reconciler.commands.interrupt import bounded_interrupt
 from reconciler.commands.options import DURATION
-from reconciler.commands.tables import columns, pods_text, render_apps, render_list
+from reconciler.commands.tables import columns, render_list
 
 if TYPE_CHECKING:
     from reconciler.api.app import Gateway
@@ -96,9 +97,11 @@ def store_option(command: F) -> F:
 @contextmanager
 def api_client(server: str | None, token: str | None, timeout: float, ca_file: str | None,
                insecure: bool, kubeconfig: str | None, host_context: str,
-               store: str | None = None) -> Iterator[tuple[ApiClient, Gateway | None]]:
+               store: str | None = None, max_age: float | None = None
+               ) -> Iterator[tuple[ApiClient, Gateway | None]]:
     """A client of the API at ``server``; without one, of the same API run in this
-    process on the kubeconfig's clusters (its gateway too, else None)."""
+    process on the kubeconfig's clusters (its gateway too, else None; ``max_age``: how
+    old its list of the host's apps may get, for a command that watches)."""
     if server:
         if not server.startswith(("http://", "https://")):
             fail(f"--server {server[:100]!r}: give a URL, http://HOST:PORT or "
@@ -113,7 +116,8 @@ def api_client(server: str | None, token: str | None, timeout: float, ca_file: s
     with ExitStack() as stack:
         with cluster_errors():
             try:
-                found = stack.enter_context(direct_api(path, host_context, store, timeout))
+                found = stack.enter_context(direct_api(path, host_context, store, timeout,
+                                                       max_age))
             except NoSuchStore as exc:
                 fail(f"--store: {exc}", EXIT_USAGE)
             except StoreError as exc:
@@ -159,74 +163,6 @@ def app_ref(_ctx: click.Context, _param: click.Parameter, value: str | None) -> 
         return parse_app_ref(value)
     except AppRefError as exc:
         raise click.BadParameter(str(exc)) from None
-
-
-# -- get ------------------------------------------------------------------------------------
-@click.command("get")
-@click.argument("resource", type=click.Choice(["apps", "pods"]))
-@click.argument("app", required=False, metavar="[KIND/PROJECT/NAME]", callback=app_ref)
-@filter_options
-@output_option("table", "wide", "json", "yaml", "name")
-@api_options
-def get(resource: str, app: AppRef | None, projects: tuple[str, ...], selector: str | None,
-        kinds: tuple[str, ...], phases: tuple[str, ...], clusters: tuple[str, ...], fmt: str,
-        **api: Any) -> None:
-    """List apps, or pods of apps, that you may see (through the PinCompute API, or
-    straight from the clusters: see below).
-
-    \b
-    apps: one row per app (PinScalers included): phase, ready/desired per cluster,
-          rollout, failover, revision, age; the same rows and documents as `pincompile
-          status`.
-    pods: every pod of the apps in every member cluster: ready containers (the app's and
-          its sidecars, as kubectl counts them), status, restarts, age, node, and why a
-          container last ended (OOMKilled, Error, ...); -o wide adds every container
-          (init containers and sidecars too) with its state and image.
-    -p, -k, --phase, --cluster (each repeatable: one of its values) and -l narrow the
-    list (all must hold; not with KIND/PROJECT/NAME, which names one app); -l matches
-    the labels of the app's spec (metadata.labels) with a Kubernetes label selector.
-    -o table fits the terminal (names are never cut), -o wide keeps whole lines, -o name
-    prints KIND/PROJECT/NAME (pods: CLUSTER/NAMESPACE/POD), -o json|yaml a list
-    document (apiVersion, kind, items). Nothing to show says so on stderr.
-
-    \b
-    Examples:
-      pincompile get apps
-      pincompile get apps -p search --phase Degraded
-      pincompile get apps -l 'team=search,tier in (web,api)' -o name
-      pincompile get pods PinApp/search/search-api -o wide
-      pincompile get pods -p search -p ads
-    """
-    chosen = AppFilter(projects, kinds, phases, clusters, selector)
-    if app is not None and (chosen.given and not (resource == "pods" and clusters
-                                                  and not (projects or kinds or phases
-                                                           or selector))):
-        raise click.UsageError(f"{app} names one app: -p, -l, -k and --phase narrow a "
-                               "list of apps (--cluster: its pods in those clusters); "
-                               "give either")
-    empty = ""
-    with api_client(**api) as (client, _), api_errors(str(app) if app else resource, client):
-        if app is not None:
-            apps: list[AppSummary] = [one_app(client, app)]
-        else:
-            apps = client.apps(project=projects, kind=kinds, phase=phases, cluster=clusters,
-                               selector=selector)
-            if not apps:
-                empty = explain_empty(chosen, client.apps() if chosen.given else [])
-        if resource == "apps":
-            text = render_apps(apps, fmt, table_width(fmt))
-        else:
-            pods = [(summary, in_clusters(client.pods(summary.kind, summary.project,
-                                                      summary.name), clusters))
-                    for summary in apps]
-            text = pods_text(pods, fmt, table_width(fmt))
-            if apps and not any(found.items for _, found in pods):
-                empty = empty or f"{app or 'the apps'}: no pods"
-    if text.strip() and not (empty and fmt == "table"):
-        click.echo(text)
-    if empty:
-        click.echo(empty, err=True)
-    sys.exit(EXIT_OK)
 
 
 def in_clusters(found: PodList, clusters: tuple[str, ...]) -> PodList:
@@ -307,9 +243,11 @@ def logs(app: AppRef, container: str | None, all_containers: bool, follow: bool,
 @click.command("events")
 @click.argument("app", metavar="KIND/PROJECT/NAME", callback=app_ref)
 @output_option("table", "wide", "json", "yaml")
+@click.option("-w", "--watch", is_flag=True,
+              help="After the timeline, print each new event as it comes (Ctrl-C stops).")
 @api_options
 @store_option
-def events(app: AppRef, fmt: str, **api: Any) -> None:
+def events(app: AppRef, fmt: str, watch: bool, **api: Any) -> None:
     """An app's timeline, oldest first: pincompile's own Events (applied, pruned, rollout
     halted, failed over, phase changes) and the Kubernetes Events of its objects in every
     member cluster (its pods scheduled, pulled, killed; its Deployment scaling; its HPA
@@ -324,14 +262,40 @@ def events(app: AppRef, fmt: str, **api: Any) -> None:
     Examples:
       pincompile events PinApp/search/search-api
       pincompile events PinApp/search/search-api -o wide | grep Warning
+      pincompile events PinApp/search/search-api -w
     """
-    with api_client(**api) as (client, _), api_errors(str(app), client):
+    header = ["TIME", "TYPE", "REASON", "CLUSTER", "COUNT", "OBJECT", "MESSAGE"]
+
+    def row(e: AppEvent) -> list[Any]:
+        return [_utc(e.time), e.type, e.reason, e.cluster or "-", e.count, e.object or "-",
+                e.message]
+
+    with bounded_interrupt(EXIT_OK), api_client(**api) as (client, _), \
+            api_errors(str(app), client):
         found = client.events(*app)
-    _records("EventList", found, fmt,
-             ["TIME", "TYPE", "REASON", "CLUSTER", "COUNT", "OBJECT", "MESSAGE"],
-             lambda e: [_utc(e.time), e.type, e.reason, e.cluster or "-", e.count,
-                        e.object or "-", e.message], f"{app}: no events",
-             truncate=("MESSAGE", "OBJECT"), drop=("COUNT", "OBJECT", "CLUSTER"))
+        if not watch:
+            _records("EventList", found, fmt, header, row, f"{app}: no events",
+                     truncate=("MESSAGE", "OBJECT"), drop=("COUNT", "OBJECT", "CLUSTER"))
+        with suppress(KeyboardInterrupt):
+            _follow(client, app, found, fmt, row)
+    sys.exit(EXIT_OK)
+
+
+def _follow(client: ApiClient, app: AppRef, found: list[AppEvent], fmt: str,
+            row: Callable[[AppEvent], list[Any]]) -> None:
+    """``events -w``: what is there, then every event new or seen again, one line each
+    (one JSON document a line with ``-o json``), asking every 2 seconds."""
+    seen: set[str] = set()
+    while True:
+        for event in found:
+            key = event.model_dump_json()
+            if key in seen:
+                continue
+            seen.add(key)
+            click.echo(key if fmt == "json" else "   ".join(str(c) for c in row(event)))
+        sys.stdout.flush()
+        time.sleep(2.0)
+        found = client.events(*app)
 
 
 @click.command("history")
@@ -402,5 +366,5 @@ def _records(kind: str, found: Sequence[Model], fmt: str, header: list[str],
     sys.exit(EXIT_OK)
 
 
-for _command in (get, logs, events, history):
+for _command in (logs, events, history):
     _command.help = f"{inspect.cleandoc(_command.help or '')}\n\n{SERVER_HELP}\n\n{EXIT_CODES}"
