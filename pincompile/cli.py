@@ -44,6 +44,8 @@ COMMANDS = {
             "List apps, or their pods in every member cluster."),
     "describe": ("reconciler.commands.describe", "describe",
                  "Everything about one app: placement, objects, pods, events, revisions."),
+    "top": ("reconciler.commands.top", "top",
+            "What apps and pods use now against their requests (metrics API)."),
     "logs": ("reconciler.commands.remote", "logs",
              "An app's container logs, merged across pods and clusters."),
     "exec": ("reconciler.commands.exec", "exec_",

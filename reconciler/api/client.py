@@ -35,6 +35,7 @@ from reconciler.api.models import (
     AppSummary,
     ObjectList,
     PodList,
+    UsageList,
 )
 
 PREFIX = "/api/v1"
@@ -101,6 +102,9 @@ class ApiClient:
 
     def objects(self, kind: str, project: str, name: str) -> ObjectList:
         return self._get(_app_path(kind, project, name, "objects"), ObjectList)
+
+    def top(self, kind: str, project: str, name: str) -> UsageList:
+        return self._get(_app_path(kind, project, name, "top"), UsageList)
 
     def events(self, kind: str, project: str, name: str, limit: int = 1000
                ) -> list[AppEvent]:

@@ -173,6 +173,26 @@ class ObjectList(BaseModel):
         default=[], description="member clusters whose objects could not be read")
 
 
+class PodUsage(BaseModel):
+    """What one pod uses now (its metrics) against what it requests: every container's,
+    the sidecars' too."""
+
+    cluster: str
+    namespace: str
+    name: str
+    measured: bool = Field(description="false: the metrics API has no sample of it yet")
+    cpu: int = Field(description="millicores used")
+    memory: int = Field(description="bytes used")
+    cpuRequest: int = Field(description="millicores requested")
+    memoryRequest: int = Field(description="bytes requested")
+
+
+class UsageList(BaseModel):
+    items: list[PodUsage]
+    unreadable: list[ClusterProblem] = Field(
+        default=[], description="member clusters whose metrics could not be read")
+
+
 class ZoneStep(BaseModel):
     """One zone of a restart: the objects it patches there, in this order."""
 

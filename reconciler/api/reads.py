@@ -15,9 +15,10 @@ from reconciler.model import AppKey
 from reconciler.store import EventRecord
 
 from .access import Caller
-from .models import AppEvent, AppRevision, ObjectList, Problem
+from .models import AppEvent, AppRevision, ObjectList, Problem, UsageList
 from .objects import app_objects, project_namespace
 from .timeline import merged, revisions
+from .usage import app_usage
 
 if TYPE_CHECKING:
     from .app import Gateway
@@ -73,6 +74,12 @@ def mount_reads(api: FastAPI, caller: Callable[..., Awaitable[Caller]],
         gateway = await allowed(request, kind, project)
         return await run_in_threadpool(objects_of, gateway, (kind, project, name))
 
+    @router.get(f"{APP_PATH}/top", response_model=UsageList,
+                summary="What the app's pods use now against their requests (metrics API)")
+    async def top(request: Request, kind: str, project: str, name: str) -> UsageList:
+        gateway = await allowed(request, kind, project)
+        return await run_in_threadpool(usage_of, gateway, (kind, project, name))
+
     api.include_router(router)
 
 
@@ -92,6 +99,19 @@ def app_events(gateway: Gateway, app: AppKey, since: datetime | None, limit: int
     if since is not None:
         live = [r for r in live if r.last_seen >= since]
     return merged(stored, live, limit)
+
+
+def usage_of(gateway: Gateway, app: AppKey) -> UsageList:
+    """What ``app``'s pods use now in every cluster it is placed in (HTTPException 404/503
+    when it cannot say)."""
+    status = gateway.apps.statuses().get(app)
+    if status is None:
+        raise HTTPException(404, f"{'/'.join(app)} not found")
+    if gateway.pods is None or gateway.host is None:
+        raise HTTPException(503, "the API cannot read the member clusters")
+    return app_usage(gateway.pods.connect, app,
+                     [str(c.get("name")) for c in status.get("clusters") or []],
+                     project_namespace(gateway.host, app[1]))
 
 
 def objects_of(gateway: Gateway, app: AppKey) -> ObjectList:
