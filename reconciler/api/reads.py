@@ -16,7 +16,7 @@ from reconciler.store import EventRecord
 
 from .access import Caller
 from .models import AppEvent, AppRevision, ObjectList, Problem, UsageList
-from .objects import app_objects, project_namespace
+from .objects import Members, app_objects, project_namespace
 from .timeline import merged, revisions
 from .usage import app_usage
 
@@ -104,24 +104,25 @@ def app_events(gateway: Gateway, app: AppKey, since: datetime | None, limit: int
 def usage_of(gateway: Gateway, app: AppKey) -> UsageList:
     """What ``app``'s pods use now in every cluster it is placed in (HTTPException 404/503
     when it cannot say)."""
-    status = gateway.apps.statuses().get(app)
-    if status is None:
-        raise HTTPException(404, f"{'/'.join(app)} not found")
-    if gateway.pods is None or gateway.host is None:
-        raise HTTPException(503, "the API cannot read the member clusters")
-    return app_usage(gateway.pods.connect, app,
-                     [str(c.get("name")) for c in status.get("clusters") or []],
-                     project_namespace(gateway.host, app[1]))
+    connect, clusters, namespace = _placed(gateway, app)
+    return app_usage(connect, app, clusters, namespace)
 
 
 def objects_of(gateway: Gateway, app: AppKey) -> ObjectList:
     """``app``'s objects in every cluster it is placed in, read now (HTTPException 404/503
     when it cannot say)."""
+    connect, clusters, namespace = _placed(gateway, app)
+    return app_objects(connect, app, clusters, namespace)
+
+
+def _placed(gateway: Gateway, app: AppKey) -> tuple[Members, list[str], str]:
+    """How to reach the member clusters, those ``app`` is placed in and its project's
+    namespace there; HTTPException 404 when there is no such app, 503 when the member
+    clusters cannot be read."""
     status = gateway.apps.statuses().get(app)
     if status is None:
         raise HTTPException(404, f"{'/'.join(app)} not found")
     if gateway.pods is None or gateway.host is None:
         raise HTTPException(503, "the API cannot read the member clusters")
-    return app_objects(gateway.pods.connect, app,
-                       [str(c.get("name")) for c in status.get("clusters") or []],
-                       project_namespace(gateway.host, app[1]))
+    return (gateway.pods.connect, [str(c.get("name")) for c in status.get("clusters") or []],
+            project_namespace(gateway.host, app[1]))

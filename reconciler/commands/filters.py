@@ -16,6 +16,7 @@ import click
 from pincompile.commands.common import EXIT_USAGE, fail
 from pincompile.crds.status_schema import WORKLOAD_PHASES
 from reconciler.api.models import AppSummary
+from reconciler.commands.common import _selector
 
 F = TypeVar("F", bound=Callable[..., Any])
 APP_KIND_NAMES = ("PinApp", "PinPod", "PinScaler", "PinterestCronJob", "PinterestDaemon",
@@ -46,17 +47,6 @@ def _one_of(known: Sequence[str], what: str) -> Callable[..., tuple[str, ...]]:
             out.append(by_lower[value.lower()])
         return tuple(out)
     return convert
-
-
-def _selector(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
-    from pincompile.selector import SelectorError, parse_selector
-
-    if value is not None:
-        try:
-            parse_selector(value)
-        except SelectorError as exc:
-            raise click.BadParameter(str(exc)) from None
-    return value
 
 
 def filter_options(func: F) -> F:
