@@ -143,8 +143,9 @@ def failure(what: str, exc: ServerUnreachable | ApiError, client: ApiClient | No
     process: what failed is then a cluster, and no server is named."""
     in_process = client is not None and client.in_process
     if isinstance(exc, ServerUnreachable):
-        if client is not None and client.in_process:
-            return (f"{what}: the clusters did not answer within {client.timeout:g}s "
+        if in_process:
+            timeout = client.timeout if client is not None else 0
+            return (f"{what}: the clusters did not answer within {timeout:g}s "
                     "(--timeout)"), EXIT_CLUSTER
         return f"server unreachable: {exc}", EXIT_CLUSTER
     if exc.status == 404:

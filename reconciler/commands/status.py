@@ -112,9 +112,28 @@ def status(apps: tuple[str, ...], projects: tuple[str, ...], selector: str | Non
 
 def _read(conn: Connection, wanted: Targets, chosen: AppFilter, live: bool,
           kubeconfig: str | None) -> tuple[list[AppDetail], dict[str, dict[str, Any]]]:
-    """The apps ``wanted`` names (exit 1 when one is not on the host) or ``chosen``
-    matches (none: say so on stderr), from the host's rows or (``live``) computed now
-    from the member clusters; and the member clusters' failover states."""
+    """:func:`read_host_apps`, or (``live``) those apps' statuses computed now from the
+    member clusters; and the member clusters' failover states."""
+    shown, lost, rows, empty = read_host_apps(conn, wanted, chosen)
+    if empty:
+        click.echo(empty, err=True)
+    if live and shown:
+        placed = {c.name for d in shown for c in d.clusters}
+        contexts = {name: context for name, context in member_contexts(conn).items()
+                    if name in placed}
+        keys = {(d.kind, d.project, d.name) for d in shown}
+        rows = [r for r in rows if r["kind"] == "Cluster"
+                or (r["kind"], r["project"], r["name"]) in keys]
+        shown, lost = app_docs(live_rows(rows, read_members(kubeconfig, contexts)))
+    return shown, lost
+
+
+def read_host_apps(conn: Connection, wanted: Targets, chosen: AppFilter
+                   ) -> tuple[list[AppDetail], dict[str, dict[str, Any]], list[dict[str, Any]],
+                              str]:
+    """The apps ``wanted`` names (exit 1, with the closest, when one is not on the host)
+    or ``chosen`` matches, as the host's rows keep them; the member clusters' failover
+    states; the rows; and why no app matched ("" when some did)."""
     keep = None if wanted.everything else (
         lambda key, cr: wanted.matches(key[0], key[1], key[2],
                                        (cr.get("metadata") or {}).get("labels")))
@@ -127,19 +146,12 @@ def _read(conn: Connection, wanted: Targets, chosen: AppFilter, live: bool,
              "apply` run?)", EXIT_INVALID)
     docs, lost = app_docs(rows)
     shown = [d for d in docs if chosen.matches(d)]
+    empty = ""
     if not shown and docs and chosen.given:
-        click.echo(explain_empty(chosen, docs), err=True)
+        empty = explain_empty(chosen, docs)
     elif not docs and not wanted.refs:
-        click.echo(explain_empty(chosen, []), err=True)
-    if live and shown:
-        placed = {c.name for d in shown for c in d.clusters}
-        contexts = {name: context for name, context in member_contexts(conn).items()
-                    if name in placed}
-        keys = {(d.kind, d.project, d.name) for d in shown}
-        rows = [r for r in rows if r["kind"] == "Cluster"
-                or (r["kind"], r["project"], r["name"]) in keys]
-        shown, lost = app_docs(live_rows(rows, read_members(kubeconfig, contexts)))
-    return shown, lost
+        empty = explain_empty(chosen, [])
+    return shown, lost, rows, empty
 
 
 def render(rows: list[dict[str, Any]], fmt: str, width: int | None = None) -> str:
