@@ -13,8 +13,8 @@ clusters (no serve), as a tenant with the demo's kubeconfig would run it.
 Targets (issue 40): `--help` <= 0.3 s; `get apps` and `status` <= 1 s; `get pods`, `logs
 --tail 10`, `exec -- true` <= 1.5 s; `plan` of one app <= 3 s; completion <= 0.3 s.
 
-Prints JSON; ``--results`` also writes bench/RESULTS.md. It is not a test. Takes its fleet
-under the shared lock: ``flock /work/coord/e2e.lock python bench/cli_latency.py``.
+Prints JSON; ``--results`` also writes bench/RESULTS.md. It is not a test; on a machine
+that runs other fleets, take a lock around it as the e2e tests do.
 """
 
 from __future__ import annotations

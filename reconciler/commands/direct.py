@@ -112,7 +112,9 @@ def _served(gateway: Gateway) -> Iterator[str]:
     try:
         yield f"http://127.0.0.1:{sock.getsockname()[1]}"
     finally:
-        server.should_exit = True
+        # the command has its answers: connections still open (an idle keep-alive, a log
+        # stream Ctrl-C cut) are not waited for
+        server.should_exit = server.force_exit = True
         thread.join(START_SECONDS)
         sock.close()
 
