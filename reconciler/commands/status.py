@@ -147,10 +147,10 @@ def read_host_apps(conn: Connection, wanted: Targets, chosen: AppFilter
     docs, lost = app_docs(rows)
     shown = [d for d in docs if chosen.matches(d)]
     empty = ""
-    if not shown and docs and chosen.given:
-        empty = explain_empty(chosen, docs)
-    elif not docs and not wanted.refs:
-        empty = explain_empty(chosen, [])
+    if not shown and not wanted.refs:
+        # why, against every app there is (the selector already left some out of ``docs``)
+        every = app_docs(read_rows(conn))[0] if wanted.selector else docs
+        empty = explain_empty(chosen, every)
     return shown, lost, rows, empty
 
 

@@ -121,3 +121,23 @@ def test_an_app_not_there_is_not_found_with_the_closest_one(server: dict[str, st
                                              env=server)
     assert done.exit_code == 1
     assert "did you mean PinApp/search/search-api?" in done.stderr
+
+
+def test_without_server_a_selector_matching_nothing_says_so_as_the_api_does(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from pincompile.selector import Targets
+    from reconciler.commands import status as status_command
+    from reconciler.commands.filters import AppFilter
+
+    labelled = {key: {"metadata": {"labels": {"tier": "backend"}}} for key in STATUSES}
+
+    def read_rows(_conn: Any, keep: Any = None) -> list[dict[str, Any]]:
+        return [row for row in ROWS if keep is None or keep(
+            (row["kind"], row["project"], row["name"]),
+            labelled[(row["kind"], row["project"], row["name"])])]
+
+    monkeypatch.setattr(status_command, "read_rows", read_rows)
+    chosen = AppFilter(projects=("search",), selector="tier=frontend")
+    shown, _, _, empty = status_command.read_host_apps(
+        None, Targets([], None, "tier=frontend"), chosen)  # type: ignore[arg-type]
+    assert (shown, empty) == ([], "no apps match -p search -l 'tier=frontend'")
