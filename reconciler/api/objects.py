@@ -26,6 +26,7 @@ PLATFORM_KINDS = frozenset({"ResourceQuota", "LimitRange", "NetworkPolicy", "Rol
 APP_OBJECT_KINDS = tuple((k.api_version, k.kind) for k in MANAGED_KINDS
                          if k.namespaced and k.kind not in PLATFORM_KINDS)
 """The kinds an app's objects may be of."""
+TRAINING_GROUP = "kubeflow.org/"
 
 Members = Callable[[Iterable[str]], Mapping[str, Connection | str]]
 
@@ -60,7 +61,7 @@ def app_objects(members: Members, app: AppKey, clusters: Iterable[str], namespac
     selector = f"{LABEL_KIND}={app[0]},{LABEL_PROJECT}={app[1]},{LABEL_APP}={app[2]}"
     found = members(sorted(set(clusters)))
     reads = [(cluster, api_version, kind) for cluster, conn in found.items()
-             if not isinstance(conn, str) for api_version, kind in APP_OBJECT_KINDS]
+             if not isinstance(conn, str) for api_version, kind in kinds_of(app[0])]
 
     def one(read: tuple[str, str, str]) -> list[AppObject] | str:
         cluster, api_version, kind = read
@@ -86,6 +87,13 @@ def app_objects(members: Members, app: AppKey, clusters: Iterable[str], namespac
     items.sort(key=lambda o: (o.cluster, o.kind, o.name))
     return ObjectList(items=items, unreadable=[ClusterProblem(cluster=c, message=why)
                                                for c, why in sorted(problems.items())])
+
+
+def kinds_of(app_kind: str) -> list[tuple[str, str]]:
+    """The kinds an app of ``app_kind`` may be made of: the training operator's only for a
+    training job (a cluster without them answers a lookup with a fresh discovery)."""
+    return [(v, k) for v, k in APP_OBJECT_KINDS if not v.startswith(TRAINING_GROUP)
+            or app_kind == "PinterestTrainingJob"]
 
 
 def object_health(cluster: str, obj: Obj) -> AppObject:

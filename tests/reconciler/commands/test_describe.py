@@ -153,3 +153,10 @@ def test_get_pods_of_one_app_narrows_to_clusters(server: dict[str, str]) -> None
                                    env=server)
     assert (elsewhere.exit_code, elsewhere.stdout) == (0, "")
     assert elsewhere.stderr == "PinApp/search/search-api: no pods\n"
+
+
+def test_only_a_training_job_is_looked_for_among_the_training_operators_kinds() -> None:
+    from reconciler.api.objects import kinds_of
+
+    assert not any(v.startswith("kubeflow.org/") for v, _ in kinds_of("PinApp"))
+    assert {k for _, k in kinds_of("PinterestTrainingJob")} >= {"TFJob", "PyTorchJob"}
