@@ -8,46 +8,84 @@ import sys
 
 import click
 
-#: Command name → (module, attribute). Modules are imported only when their command runs
-#: (or when ``--help`` lists them): ``pincompile compile`` never imports the Kubernetes client.
+#: Command name → (module, attribute, what it does in one line). Modules are imported only
+#: when their command runs: ``pincompile --help`` lists them from here, and ``pincompile
+#: compile`` never imports the Kubernetes client.
 COMMANDS = {
-    "validate": ("pincompile.commands.validate", "validate"),
-    "schema": ("pincompile.commands.schema", "schema"),
-    "compile": ("pincompile.commands.compile", "compile_cmd"),
-    "explain": ("pincompile.commands.explain", "explain"),
-    "diff": ("pincompile.commands.diff", "diff"),
-    "codeowners": ("pincompile.commands.codeowners", "codeowners"),
-    "crds": ("pincompile.commands.crds", "crds"),
-    "capacity": ("reconciler.commands.capacity", "capacity"),
-    "cost": ("reconciler.commands.cost", "cost"),
-    "plan": ("reconciler.commands.plan", "plan"),
-    "apply": ("reconciler.commands.apply", "apply"),
-    "status": ("reconciler.commands.status", "status"),
-    "set": ("pincompile.commands.set", "set_group"),
-    "fleet": ("reconciler.fleet.cli", "fleet"),
-    "serve": ("reconciler.commands.serve", "serve"),
-    "get": ("reconciler.commands.remote", "get"),
-    "logs": ("reconciler.commands.remote", "logs"),
-    "exec": ("reconciler.commands.exec", "exec_"),
-    "events": ("reconciler.commands.remote", "events"),
-    "history": ("reconciler.commands.remote", "history"),
-    "restart": ("reconciler.commands.actions", "restart"),
-    "rollout": ("reconciler.commands.actions", "rollout"),
-    "rerun": ("reconciler.commands.actions", "rerun"),
-    "rotate": ("reconciler.commands.rotate", "rotate"),
-    "slo": ("reconciler.commands.slo", "slo"),
-    "verify": ("reconciler.commands.slo", "verify"),
-    "version": ("pincompile.commands.version", "version"),
+    "validate": ("pincompile.commands.validate", "validate",
+                 "Check every spec: schema, references, policy, placement, quota."),
+    "schema": ("pincompile.commands.schema", "schema",
+               "Write one JSON Schema per kind, generated from the models."),
+    "compile": ("pincompile.commands.compile", "compile_cmd",
+                "Compile the specs into native Kubernetes manifests per cluster."),
+    "explain": ("pincompile.commands.explain", "explain",
+                "Where a workload is placed and why, and the objects it produces."),
+    "diff": ("pincompile.commands.diff", "diff",
+             "Which objects change in which clusters between two revisions."),
+    "codeowners": ("pincompile.commands.codeowners", "codeowners",
+                   "Write CODEOWNERS from the Projects' owners."),
+    "crds": ("pincompile.commands.crds", "crds",
+             "Print the CustomResourceDefinitions of every pincompute.io kind."),
+    "capacity": ("reconciler.commands.capacity", "capacity",
+                 "Can the fleet lose a zone or a cluster? Headroom per cluster and tier."),
+    "cost": ("reconciler.commands.cost", "cost",
+             "What each project costs per tier and app, and how much of it it uses."),
+    "plan": ("reconciler.commands.plan", "plan",
+             "What `apply` would change in every member cluster, and what rollouts hold."),
+    "apply": ("reconciler.commands.apply", "apply",
+              "One reconcile pass: make every member cluster match the specs."),
+    "status": ("reconciler.commands.status", "status",
+               "One row per app from the host cluster: phase, readiness, rollout."),
+    "set": ("pincompile.commands.set", "set_group",
+            "Change one field of a spec in its file, keeping comments."),
+    "rollback": ("reconciler.commands.rollback", "rollback",
+                 "Put an app's spec back as it was at a revision, as a change to commit."),
+    "fleet": ("reconciler.fleet.cli", "fleet",
+              "A local fleet of real Kubernetes control planes with kwok nodes."),
+    "serve": ("reconciler.commands.serve", "serve",
+              "Reconcile after every git push; serve the PinCompute API and console."),
+    "get": ("reconciler.commands.get", "get",
+            "List apps, or their pods in every member cluster."),
+    "describe": ("reconciler.commands.describe", "describe",
+                 "Everything about one app: placement, objects, pods, events, revisions."),
+    "top": ("reconciler.commands.top", "top",
+            "What apps and pods use now against their requests (metrics API)."),
+    "logs": ("reconciler.commands.remote", "logs",
+             "An app's container logs, merged across pods and clusters."),
+    "exec": ("reconciler.commands.exec", "exec_",
+             "Run a command in a container of an app."),
+    "events": ("reconciler.commands.remote", "events",
+               "An app's timeline: pincompile's and its objects' Kubernetes Events."),
+    "history": ("reconciler.commands.remote", "history",
+                "The revisions applied to an app; what changed between two."),
+    "restart": ("reconciler.commands.actions", "restart",
+                "Restart an app's pods in every cluster, zone by zone."),
+    "rollout": ("reconciler.commands.actions", "rollout",
+                "Pause or resume an app's zone-by-zone rollout."),
+    "rerun": ("reconciler.commands.actions", "rerun",
+              "Run a PinterestJobSet's or PinterestTrainingJob's jobs again."),
+    "rotate": ("reconciler.commands.rotate", "rotate",
+               "Replace every node of a cluster, batch by batch, honouring budgets."),
+    "slo": ("reconciler.commands.slo", "slo",
+            "Each SLO's value, error budget left and burn rates; or Prometheus rules."),
+    "verify": ("reconciler.commands.slo", "verify",
+               "Run the canary's probes once through serve; exit 1 when any fails."),
+    "version": ("pincompile.commands.version", "version",
+                "The version, the git commit it was installed from, and the Python."),
 }
 
 
 class LazyGroup(click.Group):
-    """A group whose subcommands are imported on first use; a command whose module is not
-    installed (the reconciler, say) is left out."""
+    """A group whose subcommands are imported on first use (their one-line help comes
+    from :data:`COMMANDS`); a command whose package is not installed (the reconciler,
+    say) is left out."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
+        from importlib.util import find_spec
+
         return sorted({*super().list_commands(ctx),
-                       *(n for n in COMMANDS if self.get_command(ctx, n) is not None)})
+                       *(n for n, (module, _, _) in COMMANDS.items()
+                         if find_spec(module.partition(".")[0]) is not None)})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         known = super().get_command(ctx, cmd_name)
@@ -55,7 +93,7 @@ class LazyGroup(click.Group):
             return known
         import importlib
 
-        module, attr = COMMANDS[cmd_name]
+        module, attr, summary = COMMANDS[cmd_name]
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:
@@ -63,10 +101,42 @@ class LazyGroup(click.Group):
                 return None
             raise
         command: click.Command = getattr(mod, attr)
+        command.short_help = summary
         self.add_command(command, cmd_name)
         return command
 
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        """The command ``args`` start with; one that does not exist is a usage error
+        (exit 2) naming the closest."""
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+            import difflib
 
+            known = self.list_commands(ctx)
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            hint = f"Did you mean '{close[0]}'?" if close else f"Commands: {', '.join(known)}."
+            ctx.fail(f"No such command '{name}'. {hint}")
+        return super().resolve_command(ctx, args)
+
+    def shell_complete(self, ctx: click.Context, incomplete: str
+                       ) -> list[click.shell_completion.CompletionItem]:
+        """Command names (with what each does, from :data:`COMMANDS`) and options,
+        importing no command."""
+        from click.shell_completion import CompletionItem
+
+        names = [CompletionItem(name, help=COMMANDS[name][2] if name in COMMANDS else None)
+                 for name in self.list_commands(ctx) if name.startswith(incomplete)]
+        return names + click.Command.shell_complete(self, ctx, incomplete)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands and what each does, without importing any of them."""
+        rows = [(name, COMMANDS[name][2] if name in COMMANDS else
+                 (self.commands[name].get_short_help_str() if name in self.commands else ""))
+                for name in self.list_commands(ctx)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 @click.group(cls=LazyGroup,
              context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True,

@@ -120,6 +120,7 @@ __all__ = [
     "parse_quantity",
     "parse_selector",
     "place_without",
+    "placements",
     "pods_held",
     "read_clusters",
     "to_yaml",
@@ -151,6 +152,26 @@ def place_without(result: Result, lost: Mapping[str, str], *, expand: bool = Tru
         return Placed(plan, [], sorted({d.message for d in problems}))
     manifests, more = expand_all(result.catalog, plan, revision=result.revision)
     return Placed(plan, manifests, sorted({d.message for d in [*problems, *more]}))
+
+
+def placements(result: Result) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """Where each app runs and why, as its status keeps it: the chosen clusters (zone,
+    replicas), the eligible ones in preference order, why every other cluster was
+    filtered out, and placement's notes. A PinScaler's is its target's."""
+    plan = result.plan
+    if plan is None:
+        return {}
+    out: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for key, decision in plan.decisions.items():
+        out[key] = {"clusters": [{"name": s.cluster, "zone": s.zone, "replicas": s.replicas}
+                                 for s in decision.shards],
+                    "eligible": list(decision.order or decision.eligible),
+                    "filtered": dict(sorted(decision.filtered.items())),
+                    "notes": list(decision.notes)}
+    for scaler, target in plan.scaler_targets.items():
+        if target in out:
+            out[scaler] = out[target]
+    return out
 
 
 def pods_held(result: Result, scaler: Any, cluster: str) -> int | None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from pincompile.contract import Result
+from pincompile.contract import Result, placements
 from reconciler import desired, failover
 from reconciler.clients import pace, read
 from reconciler.clients.access import ClusterAccess
@@ -77,6 +77,8 @@ class Flight:
     moves: dict[AppKey, failover.AppMove] = field(default_factory=dict)
     waiting: health_wait.Waiting = field(default_factory=health_wait.Waiting)
     """What the pass wrote and has not seen healthy yet, per member."""
+    result: Result | None = None
+    """What the pass applies (set once it got as far as its writes)."""
     applied: bool = False
     """The pass got as far as its writes (the specs compiled)."""
 
@@ -113,6 +115,8 @@ class Reconciler:
         self.host_cache: ClusterCache | None = None
         """Long-running (``watch``): the host's CRDs, spec resources and namespaces."""
         self.statuses: dict[AppKey, dict[str, Any]] = {}
+        self.rollouts: dict[AppKey, AppRollout] = {}
+        """The zone-by-zone rollouts :meth:`plan` decided."""
         """The last pass's status document per app."""
         self.memos: dict[str, PlanMemo] = {}
         """Long-running (``watch``): per cluster, what the last plan found unchanged."""
@@ -174,12 +178,18 @@ class Reconciler:
         """The member clusters this reconciler targets, with their desired objects."""
         return desired.members(result, self.only, self.clock(), self.echo)
 
-    def plan(self, result: Result) -> dict[str, MemberState]:
-        """Read and plan every member cluster; writes nothing (``pincompile plan``)."""
+    def plan(self, result: Result, resources: dict[AppKey, Obj] | None = None
+             ) -> dict[str, MemberState]:
+        """Read and plan every member cluster; writes nothing (``pincompile plan``).
+        ``resources``: the apps' resources on the host, where each rollout stands (none:
+        every rollout starts again). The zone-by-zone rollouts decided are kept in
+        :attr:`rollouts` (what their gates hold)."""
         found = self.members(result)
         self._in_parallel(found, self._read)
-        self._plan_all(found, rollout_step.hold_zones(found, {}, result.revision),
-                       preview=True)
+        stored = {k: (cr.get("status") or {}) for k, cr in (resources or {}).items()}
+        self.rollouts = rollout_step.hold_zones(found, stored, result.revision,
+                                                rollout_step.paused_apps(resources or {}))
+        self._plan_all(found, self.rollouts, preview=True)
         return found
 
     def run(self, result: Result) -> PassReport:
@@ -249,7 +259,7 @@ class Reconciler:
         if host_conn is not None:  # the Events of those writes, during the wait
             self.host_writes.submit(publish.write_events, host_conn, found, report.revision,
                                     self.events)
-        flight.found, flight.stored, flight.host = found, stored, host
+        flight.found, flight.stored, flight.host, flight.result = found, stored, host, result
         flight.rollouts, flight.moves, flight.applied = rollouts, moves, True
         for member in found.values():
             if member.error is None and member.plan is not None:
@@ -292,7 +302,8 @@ class Reconciler:
         report, found = flight.report, flight.found
         with flight.steps("publish"):
             decided = publish.Decided(flight.rollouts, flight.moves, self.floor_totals,
-                                      self.rebalanced, publish.revisions_of(flight.host))
+                                      self.rebalanced, publish.revisions_of(flight.host),
+                                      placements(flight.result) if flight.result else {})
             self._publish(found, flight.stored, report, decided, flight.host)
             self._store_cluster_states(flight.stored, report)
         for member in found.values():

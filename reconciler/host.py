@@ -193,13 +193,13 @@ def read_apps(conn: ClusterAccess, kinds: Iterable[KindInfo]) -> dict[AppKey, Ob
 
 def read_rows(conn: ClusterAccess, keep: Callable[[AppKey, Obj], bool] | None = None
               ) -> list[dict[str, Any]]:
-    """Every workload's stored status on the host (only those ``keep`` keeps); then a row
-    per member cluster that is not simply reachable (kind ``Cluster``, its
-    ``status.failover``). ``statusTime``: when the status was last written (the API
-    server's record of that write)."""
+    """Every app's stored status on the host (workloads and PinScalers; only those
+    ``keep`` keeps); then a row per member cluster that is not simply reachable (kind
+    ``Cluster``, its ``status.failover``). ``statusTime``: when the status was last
+    written (the API server's record of that write)."""
     from pincompile.contract import WORKLOAD_KINDS
 
-    kinds = [k for k in spec_kinds() if k.kind in (*WORKLOAD_KINDS, "Cluster")]
+    kinds = [k for k in spec_kinds() if k.kind in (*WORKLOAD_KINDS, "PinScaler", "Cluster")]
     rows = []
     for key, cr in sorted(read_apps(conn, kinds).items(), key=lambda i: app_key(i[1])):
         st = cr.get("status") or {}

@@ -138,7 +138,7 @@ def table_width(fmt: str) -> int | None:
 
 def columns(table: Sequence[Sequence[object]], *, gap: str = "  ", indent: str = "",
             width: int | None = None, truncate: Sequence[str] = (),
-            drop: Sequence[str] = ()) -> list[str]:
+            drop: Sequence[str] = (), keep: Sequence[str] = ()) -> list[str]:
     """The rows of ``table`` (its header first) as aligned lines: every column but the last
     padded to its widest cell, ``gap`` between columns, trailing blanks dropped.
 
@@ -147,7 +147,9 @@ def columns(table: Sequence[Sequence[object]], *, gap: str = "  ", indent: str =
     a cut cell ending in "…"; the columns named in ``drop`` are left out (those empty in
     every row first, then in that order) before a cut column would keep less than
     :data:`COMFORTABLE_CELL`; then any column is cut, widest first, down to
-    :data:`MIN_CELL`; a line still too long is cut."""
+    :data:`MIN_CELL`; a line still too long is cut. The columns named in ``keep`` (names
+    a user copies, such as a pod's) are never cut: a line that does not fit without
+    cutting one is left longer than ``width``."""
     if not table:
         return []
     cells = [[str(c) for c in row] for row in table]
@@ -165,13 +167,14 @@ def columns(table: Sequence[Sequence[object]], *, gap: str = "  ", indent: str =
             if _line_length(widths, shown, len(gap)) <= room:
                 break
         else:  # no comfortable fit: cut those columns further, then any, to the floor
-            widths = _fit(cells, shown, cuttable, room, len(gap), MIN_CELL)
-            widths = _fit(cells, shown, set(shown), room, len(gap), MIN_CELL, widths)
+            kept = {header.index(h) for h in keep}
+            widths = _fit(cells, shown, cuttable - kept, room, len(gap), MIN_CELL)
+            widths = _fit(cells, shown, set(shown) - kept, room, len(gap), MIN_CELL, widths)
     lines = []
     for row in cells:
         line = indent + gap.join([*(_cut(row[i], widths[i]).ljust(widths[i])
                                     for i in shown[:-1]), _cut(row[shown[-1]], widths[shown[-1]])])
-        lines.append((_cut(line, width) if width else line).rstrip())
+        lines.append((_cut(line, width) if width and not keep else line).rstrip())
     return lines
 
 
@@ -263,3 +266,21 @@ def require_specs(specs: int, diagnostics: Sequence[Diagnostic], path: Path) -> 
 def fail(message: str, code: int = EXIT_USAGE) -> None:
     click.echo(f"error: {message}", err=True)
     sys.exit(code)
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace (or create) ``path`` with ``text`` atomically, keeping its permissions."""
+    import os
+    import tempfile
+
+    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -52,8 +52,9 @@ def explain(ref: str, root: Path, fmt: str) -> None:
       pincompile explain PinApp/search/search-api --root examples
       pincompile explain PinScaler/search/search-api -o yaml
     \b
-    Exit codes: 0 ok, 1 the specs have errors (printed after the explanation),
-    2 unknown KIND/PROJECT/NAME or usage error.
+    Exit codes: 0 ok, 1 the specs have errors (printed after the explanation) or no such
+    workload (with the closest one), 2 usage error (a malformed KIND/PROJECT/NAME, a kind
+    that is not a workload).
     """
     key = _parse_ref(ref)
     result = compile_path(root)
@@ -130,6 +131,8 @@ def _not_found(ref: str, key: Key, result: Result) -> None:
             message += f"; did you mean '{close[0]}'?"
         elif known:
             message += f" ({len(known)} workloads are defined; e.g. '{known[0]}')"
+        click.echo(f"error: {message}", err=True)
+        sys.exit(EXIT_INVALID)  # not found
     click.echo(f"error: {message}", err=True)
     sys.exit(EXIT_USAGE)
 

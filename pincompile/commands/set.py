@@ -8,9 +8,8 @@ with the edit before anything is written; an edit that would not validate is ref
 
 from __future__ import annotations
 
-import os
+import difflib
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,14 @@ from ruamel.yaml.error import YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from pincompile.appref import AppRefError, parse_app_ref
-from pincompile.commands.common import EXIT_INVALID, EXIT_OK, EXIT_USAGE, fail, report
+from pincompile.commands.common import (
+    EXIT_INVALID,
+    EXIT_OK,
+    EXIT_USAGE,
+    fail,
+    report,
+    write_atomically,
+)
 from pincompile.compiler import Compiler
 from pincompile.emit.output import to_yaml
 from pincompile.source.loader import read_tree
@@ -111,7 +117,10 @@ def _edit(root: Path, spec: str, find: Any, value: Any) -> None:
     before = compiler.compile(files, revision="set", expand=False, loaded=walked)
     entry = next((e for e in before.catalog.entries if e.resource.key == key), None)
     if entry is None:
-        fail(f"no spec {spec} under {root}", EXIT_USAGE)
+        known = ["/".join(e.resource.key) for e in before.catalog.entries]
+        close = difflib.get_close_matches(str(key), known, 1, 0.6)
+        fail(f"no spec {spec} under {root}" + (f"; did you mean '{close[0]}'?" if close
+                                                 else ""), EXIT_INVALID)
     assert entry is not None
     path = find(entry.doc.data)
     raw_text = dict(files)[entry.file].decode("utf-8")
@@ -129,7 +138,7 @@ def _edit(root: Path, spec: str, find: Any, value: Any) -> None:
         click.echo("refused: the change would make the specs invalid; nothing written",
                    err=True)
         sys.exit(EXIT_INVALID)
-    _write(root / entry.file, bom + new_text)
+    write_atomically(root / entry.file, bom + new_text)
     click.echo(f"{entry.file}: {spec} {'.'.join(map(str, path))} = {value}")
     sys.exit(EXIT_OK)
 
@@ -170,17 +179,3 @@ def _child(node: Node | None, part: str | int) -> Node | None:
         child: Node = node.value[part]
         return child
     return None
-
-
-def _write(path: Path, text: str) -> None:
-    """Replace ``path`` atomically, keeping its permissions."""
-    mode = path.stat().st_mode & 0o7777
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -91,6 +91,35 @@ def workload_status() -> dict[str, Any]:
             "lastAppliedTime": {**_TIME, "description": "When that pass ran."},
             "rollout": _rollout_status(),
             "failover": _app_failover_status(),
+            "placement": {
+                "type": "object",
+                "description": "Where the specs place the app, and why.",
+                "properties": {
+                    "clusters": {"type": "array", "description": "The clusters chosen.",
+                                 "items": {"type": "object", "properties": {
+                                     "name": _str("Member cluster name."),
+                                     "zone": _str("Its zone."),
+                                     "replicas": _int("Replicas (or shards) there.")}}},
+                    "eligible": {"type": "array", "items": {"type": "string"},
+                                 "description": "Clusters every filter passed, in the "
+                                                "order they are chosen in."},
+                    "filtered": {"type": "object", "additionalProperties": {"type": "string"},
+                                 "description": "Why each other cluster was left out."},
+                    "notes": {"type": "array", "items": {"type": "string"},
+                              "description": "Placement's remarks (a zone that was full)."},
+                },
+            },
+            "history": {
+                "type": "array", "maxItems": 50,
+                "description": "The last revisions applied to this app, newest first (as "
+                               "`pincompile history` shows them without the insight store).",
+                "items": {"type": "object", "required": ["revision"], "properties": {
+                    "revision": _str("The git revision (the commit that changed the app)."),
+                    "appliedAt": {**_TIME, "description": "When a pass first applied it."},
+                    "result": _str("The app's phase while this revision was the current "
+                                   "one (the last it had, once replaced)."),
+                }},
+            },
             "clusters": {
                 "type": "array",
                 "description": "Per member cluster the workload is placed in.",

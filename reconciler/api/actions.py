@@ -27,7 +27,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
@@ -46,8 +46,10 @@ from reconciler.kinds import KindInfo
 from reconciler.model import AppKey, Obj
 from reconciler.rollout import pause, restart
 from reconciler.rollout.restart import Claim
-from reconciler.store import Store
 from reconciler.store.records import EventRecord
+
+if TYPE_CHECKING:
+    from reconciler.store import Store
 
 APP_PATH = "/api/v1/apps/{kind}/{project}/{name}"
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")

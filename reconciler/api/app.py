@@ -11,9 +11,8 @@ import binascii
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
 from functools import lru_cache
-from typing import Annotated, Protocol
+from typing import TYPE_CHECKING, Annotated, Protocol
 
 from fastapi import (
     Depends,
@@ -71,20 +70,22 @@ from reconciler.api.logs import (
 )
 from reconciler.api.models import (
     AppDetail,
-    AppEvent,
     AppList,
-    AppRevision,
     PodList,
     Problem,
 )
+from reconciler.api.reads import mount_reads
 from reconciler.api.rotations import mount_rotations
 from reconciler.api.spec_edits import mount_spec_answers
+from reconciler.api.timeline import ClustersTimeline
 from reconciler.clients.connect import Connection
 from reconciler.insight.live import InsightSource
 from reconciler.model import AppKey
 from reconciler.slo.routes import mount_slo_routes
 from reconciler.status.document import APP_KINDS
-from reconciler.store import Store
+
+if TYPE_CHECKING:
+    from reconciler.store import Store
 
 PREFIX = "/api/v1"
 PAGE_MAX = 500
@@ -97,6 +98,8 @@ class PodSource(Protocol):
     def pods(self, app: AppKey, clusters: Iterable[str]) -> PodList: ...
 
     def connection(self, cluster: str) -> Connection | None: ...
+
+    def connect(self, clusters: Iterable[str]) -> dict[str, Connection | str]: ...
 
 
 @dataclass
@@ -117,6 +120,12 @@ class Gateway:
     """Host reviews of tokens not known yet, per client address."""
     insight: InsightSource | None = None
     """Projects, clusters and the members' nodes and pods (None: those calls answer 503)."""
+    timeline: ClustersTimeline | None = None
+    """Reads an app's Events from the clusters when asked (a one-shot command); None: the
+    store has them (``serve``'s collector)."""
+    store_read: bool = True
+    """False: ``store`` is a throwaway one (a one-shot command without ``--store``), so
+    events and history come from the clusters and the apps' statuses alone."""
 
     def __post_init__(self) -> None:
         self.index = AppIndex(self.apps)
@@ -150,6 +159,7 @@ def create_app(gateway: Gateway | None) -> FastAPI:
         return JSONResponse({"detail": [dict(e) for e in exc.errors()]}, status_code=422)
 
     _routes(api)
+    mount_reads(api, caller_of, _authorize)
     mount_actions(api, caller_of, _authorize)
     mount_spec_answers(api, caller_of, _authorize)
     mount_slo_routes(api, caller_of)
@@ -210,9 +220,11 @@ def _routes(api: FastAPI) -> None:
     @api.get(f"{PREFIX}/apps", response_model=AppList, response_model_by_alias=True,
              responses={400: {"model": Problem}},
              summary="List apps the caller may see, filtered and paged")
-    async def list_apps(request: Request, caller: CallerDep, project: str | None = None,
-                        kind: str | None = None, phase: str | None = None,
-                        cluster: str | None = None,
+    async def list_apps(request: Request, caller: CallerDep,
+                        project: Annotated[list[str] | None, Query()] = None,
+                        kind: Annotated[list[str] | None, Query()] = None,
+                        phase: Annotated[list[str] | None, Query()] = None,
+                        cluster: Annotated[list[str] | None, Query()] = None,
                         selector: Annotated[str | None, Query(
                             description="a label selector on the labels of the app's spec "
                                         "(team=search,env!=prod,tier in (a,b),!legacy)",
@@ -220,16 +232,22 @@ def _routes(api: FastAPI) -> None:
                         limit: Annotated[int, Query(ge=1, le=PAGE_MAX)] = 100,
                         continue_: Annotated[str | None, Query(alias="continue")] = None,
                         ) -> Response:
+        """Each of ``project``, ``kind``, ``phase`` and ``cluster`` may be given several
+        times: an app matches one of its values (and every filter given)."""
         gateway: Gateway = request.app.state.gateway
         after = _decode(continue_) if continue_ else None
         labels = _selector(selector) if selector else None
+        projects, kinds, phases = set(project or ()), set(kind or ()), set(phase or ())
+        clusters = set(cluster or ())
         visible: dict[tuple[str, str], bool] = {}
         items: list[AppEntry] = []
-        for entry in gateway.index.snapshot().after(after, project):
+        one = next(iter(projects)) if len(projects) == 1 else None
+        for entry in gateway.index.snapshot().after(after, one):
             kind_of, project_of, _ = entry.key
-            if not ((kind is None or kind_of == kind)
-                    and (phase is None or entry.phase == phase)
-                    and (cluster is None or cluster in entry.clusters)
+            if not ((not projects or project_of in projects)
+                    and (not kinds or kind_of in kinds)
+                    and (not phases or entry.phase in phases)
+                    and (not clusters or not clusters.isdisjoint(entry.clusters))
                     and (labels is None or labels(entry.labels))):
                 continue
             scope = (kind_of, project_of)
@@ -255,34 +273,6 @@ def _routes(api: FastAPI) -> None:
 
     _pod_routes(api)
     _exec_route(api)
-
-    @api.get(f"{PREFIX}/apps/{{kind}}/{{project}}/{{name}}/events",
-             response_model=list[AppEvent],
-             summary="The app's timeline, oldest first: its newest `limit` events, or the "
-                     "first `limit` since `since`")
-    async def events(request: Request, caller: CallerDep, kind: str, project: str, name: str,
-                     since: datetime | None = None,
-                     limit: Annotated[int, Query(ge=1, le=1000)] = 500) -> list[AppEvent]:
-        await _authorize(request, caller, "read", kind, project)
-        store: Store = request.app.state.gateway.store
-        rows = await run_in_threadpool(store.events, (kind, project, name), since=since,
-                                       limit=limit)
-        return [AppEvent(time=r.last_seen, firstSeen=r.first_seen or r.last_seen,
-                         count=r.count, cluster=r.cluster, source=r.source,
-                         type="Warning" if r.warning else "Normal", reason=r.reason,
-                         message=r.message, object=r.object) for r in rows]
-
-    @api.get(f"{PREFIX}/apps/{{kind}}/{{project}}/{{name}}/history",
-             response_model=list[AppRevision], summary="Revisions applied, newest first")
-    async def history(request: Request, caller: CallerDep, kind: str, project: str,
-                      name: str, limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-                      ) -> list[AppRevision]:
-        await _authorize(request, caller, "read", kind, project)
-        store: Store = request.app.state.gateway.store
-        rows = await run_in_threadpool(store.history, (kind, project, name), limit=limit)
-        return [AppRevision(revision=r.revision, appliedAt=r.applied_at, result=r.result,
-                            commit=r.commit, author=r.author, push=r.push, detail=r.detail)
-                for r in rows]
 
 
 def app_pods(gateway: Gateway, app: AppKey) -> PodList:
@@ -317,18 +307,21 @@ def _pod_routes(api: FastAPI) -> None:
                    tailLines: Annotated[int | None, Query(ge=0, le=100_000)] = None,
                    sinceSeconds: Annotated[int | None, Query(ge=1)] = None,
                    follow: bool = False, cluster: str | None = None, pod: str | None = None,
-                   timestamps: bool = False) -> StreamingResponse:
+                   timestamps: bool = False, allContainers: bool = False) -> StreamingResponse:
         await _authorize(request, caller, "logs", kind, project)
         gateway: Gateway = request.app.state.gateway
-        query = LogQuery(container, tailLines, sinceSeconds, follow, cluster, pod, timestamps)
+        query = LogQuery(container, tailLines, sinceSeconds, follow, cluster, pod, timestamps,
+                         allContainers)
+        found = await run_in_threadpool(app_pods, gateway, (kind, project, name))
         try:
-            targets = log_targets(await run_in_threadpool(app_pods, gateway,
-                                                          (kind, project, name)),
-                                  query, gateway.log_limits.containers)
+            targets = log_targets(found, query, gateway.log_limits.containers)
         except TooMany as exc:
             raise HTTPException(400, str(exc)) from None
         if not targets:
-            raise HTTPException(404, f"no container of {kind}/{project}/{name} matches")
+            names = sorted({c.name for p in found.items for c in p.containers})
+            raise HTTPException(404, f"no container of {kind}/{project}/{name} matches"
+                                + (f" (its pods have: {', '.join(names)})" if names else
+                                   " (it has no pods)"))
         if not gateway.log_streams.take(caller.user):
             raise HTTPException(429, f"{caller.user} has {gateway.log_limits.streams_per_user}"
                                      " log streams open already", headers={"Retry-After": "5"})

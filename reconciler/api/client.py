@@ -33,7 +33,9 @@ from reconciler.api.models import (
     AppList,
     AppRevision,
     AppSummary,
+    ObjectList,
     PodList,
+    UsageList,
 )
 from reconciler.api.rotation_models import RotationAnswer
 
@@ -57,8 +59,12 @@ class ApiClient:
     """Calls of one server (``https://host:port`` or ``http://...``) with one token."""
 
     def __init__(self, server: str, token: str | None, *, timeout: float = 15.0,
-                 ca_file: str | None = None, insecure: bool = False) -> None:
+                 ca_file: str | None = None, insecure: bool = False,
+                 in_process: bool = False) -> None:
         self.server = server.rstrip("/")
+        self.in_process = in_process
+        """The API runs in this process (a command without --server): its failures are
+        the clusters', never a server's the user did not start."""
         self._headers = {"Accept": "application/json"}
         if token:
             self._headers["Authorization"] = f"Bearer {token}"
@@ -71,11 +77,13 @@ class ApiClient:
         self._http = urllib3.PoolManager(**options)
 
     # -- calls ------------------------------------------------------------------------------
-    def apps(self, *, project: str | None = None, kind: str | None = None,
-             phase: str | None = None, cluster: str | None = None,
-             selector: str | None = None, most: int = 10_000) -> list[AppSummary]:
+    def apps(self, *, project: str | Sequence[str] | None = None,
+             kind: str | Sequence[str] | None = None, phase: str | Sequence[str] | None = None,
+             cluster: str | Sequence[str] | None = None, selector: str | None = None,
+             most: int = 10_000) -> list[AppSummary]:
         """Every app the caller may list (each page followed), at most ``most``;
-        ``selector``: a label selector on the labels of the apps' specs."""
+        ``selector``: a label selector on the labels of the apps' specs; several values of
+        a filter: an app matches one of them."""
         items: list[AppSummary] = []
         params: dict[str, Any] = {"project": project, "kind": kind, "phase": phase,
                                   "cluster": cluster, "selector": selector, "limit": 500}
@@ -92,6 +100,12 @@ class ApiClient:
 
     def pods(self, kind: str, project: str, name: str) -> PodList:
         return self._get(_app_path(kind, project, name, "pods"), PodList)
+
+    def objects(self, kind: str, project: str, name: str) -> ObjectList:
+        return self._get(_app_path(kind, project, name, "objects"), ObjectList)
+
+    def top(self, kind: str, project: str, name: str) -> UsageList:
+        return self._get(_app_path(kind, project, name, "top"), UsageList)
 
     def events(self, kind: str, project: str, name: str, limit: int = 1000
                ) -> list[AppEvent]:
@@ -197,7 +211,8 @@ class ApiClient:
 
     def _request(self, path: str, params: dict[str, Any], *, stream: bool = False,
                  method: str = "GET") -> Any:
-        query = urlencode({k: _text(v) for k, v in params.items() if v is not None})
+        query = urlencode([(k, _text(item)) for k, v in params.items() if v is not None
+                           for item in (v if isinstance(v, list | tuple) else [v])])
         url = f"{self.server}{PREFIX}{path}" + (f"?{query}" if query else "")
         timeout = urllib3.Timeout(connect=min(5.0, self.timeout),
                                   read=None if stream else self.timeout)

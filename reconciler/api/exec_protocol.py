@@ -65,8 +65,9 @@ class NoRunningPod(LookupError):
 
 
 def pick_target(pods: PodList, query: ExecQuery) -> ExecTarget:
-    """The container ``query`` names, or the first container of the app's first Running
-    pod (ready pods first, then by cluster and name) in ``query``'s cluster."""
+    """The container ``query`` names (a sidecar or an init container too), or the first of
+    the spec's containers, in the app's first Running pod (ready pods first, then by
+    cluster and name) in ``query``'s cluster."""
     matching = [p for p in pods.items if (query.cluster is None or p.cluster == query.cluster)
                 and (query.pod is None or p.name == query.pod)]
     if not matching:
@@ -79,13 +80,23 @@ def pick_target(pods: PodList, query: ExecQuery) -> ExecTarget:
         raise NoRunningPod(f"no Running pod: {len(matching)} pod(s), {phases}")
     running.sort(key=lambda p: (p.ready.split("/")[0] != p.ready.split("/")[-1], p.cluster,
                                 p.name))
+    ended = None
     for pod in running:
-        names = [c.name for c in pod.containers]
-        if query.container is None and names:
-            return ExecTarget(pod.cluster, pod.namespace, pod.name, names[0])
-        if query.container in names:
-            return ExecTarget(pod.cluster, pod.namespace, pod.name, query.container)
-    raise NotFound(f"no container {query.container} in the Running pods")
+        if query.container is None:
+            own = [c.name for c in pod.containers if c.type == "container"]
+            if own:
+                return ExecTarget(pod.cluster, pod.namespace, pod.name, own[0])
+            continue
+        found = next((c for c in pod.containers if c.name == query.container), None)
+        if found is not None and (found.type != "init" or found.state == "Running"):
+            return ExecTarget(pod.cluster, pod.namespace, pod.name, found.name)
+        ended = ended or found
+    if ended is not None:
+        raise NotFound(f"container {ended.name} is an init container that has ended "
+                       f"({ended.reason or ended.state}): nothing runs in it to exec into")
+    known = sorted({c.name for p in running for c in p.containers})
+    raise NotFound(f"no container {query.container} in the Running pods (they have: "
+                   f"{', '.join(known)})")
 
 
 def check_command(command: tuple[str, ...], limits: ExecLimits) -> None:

@@ -16,7 +16,7 @@ import orjson
 from pydantic import ValidationError
 
 from pincompile.contract import Labels
-from reconciler.api.models import AppDetail, AppSummary
+from reconciler.api.models import APP_LIST_VERSION, AppDetail, AppSummary
 from reconciler.model import AppKey
 
 NO_LABELS: Labels = {}
@@ -66,19 +66,28 @@ SUMMARY_FIELDS = set(AppSummary.model_fields)
 DETAIL_FIELDS = frozenset(AppDetail.model_fields)
 
 
+SCALING_FIELDS = ("floor", "activeSchedule", "currentReplicas", "desiredReplicas",
+                  "lastScaleTime", "clusterReplicas", "rebalance")
+"""What a PinScaler's status adds (:attr:`AppDetail.scaling`)."""
+
+
 def app_detail(key: AppKey, status: Mapping[str, Any]) -> AppDetail:
     """The API's document of one app: its status on the host without the noise (fields the
-    model does not know); a status the model cannot read is phase Unknown, saying why."""
+    model does not know); a status the model cannot read is phase Unknown, saying why.
+    ``status`` may carry ``statusTime``, when the host's record was written."""
     kind, project, name = key
+    scaling = {k: status[k] for k in SCALING_FIELDS if k in status}
     document = {**{k: v for k, v in status.items() if k in DETAIL_FIELDS},
                 "kind": kind, "project": project, "name": name,
-                "phase": status.get("phase", "Unknown"), "ready": status.get("ready", "0/0")}
+                "phase": status.get("phase", "Unknown"), "ready": status.get("ready", "0/0"),
+                "scaling": scaling or None}
     try:
         return AppDetail.model_validate(document)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         return AppDetail(kind=kind, project=project, name=name, phase="Unknown", ready="0/0",
+                         statusTime=str(status.get("statusTime") or ""),
                          message=f"the app's status on the host is not readable: {where}: "
                                  f"{first['msg']}")
 
@@ -140,5 +149,6 @@ class AppIndex:
 
 def list_json(items: list[AppEntry], next_token: str | None) -> bytes:
     """An ``AppList`` document of ``items``' summaries, without rendering any of them."""
-    return b'{"items":[' + b",".join(e.summary_json for e in items) + b'],"continue":' \
+    return b'{"apiVersion":"' + APP_LIST_VERSION.encode() + b'","kind":"AppList","items":[' \
+        + b",".join(e.summary_json for e in items) + b'],"continue":' \
         + orjson.dumps(next_token) + b"}"

@@ -36,6 +36,8 @@ class LogQuery:
     cluster: str | None = None
     pod: str | None = None
     timestamps: bool = False
+    all_containers: bool = False
+    """Also the init and sidecar containers (a container named is read whatever it is)."""
 
 
 @dataclass(frozen=True)
@@ -64,13 +66,15 @@ class TooMany(ValueError):
 
 
 def log_targets(pods: PodList, query: LogQuery, limit: int) -> list[LogTarget]:
-    """The containers ``query`` picks from ``pods`` (every container of every pod unless
-    narrowed); TooMany past ``limit``."""
+    """The containers ``query`` picks from ``pods`` (every pod's own containers, with
+    ``all_containers`` its sidecars and init containers too, unless narrowed); TooMany past
+    ``limit``."""
     targets = [LogTarget(p.cluster, p.namespace, p.name, c.name) for p in pods.items
                for c in p.containers
                if (query.cluster is None or p.cluster == query.cluster)
                and (query.pod is None or p.name == query.pod)
-               and (query.container is None or c.name == query.container)]
+               and (c.name == query.container if query.container is not None
+                    else query.all_containers or c.type == "container")]
     if len(targets) > limit:
         raise TooMany(f"{len(targets)} containers match, at most {limit} stream at once: "
                       "narrow with cluster=, pod= or container=")

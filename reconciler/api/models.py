@@ -19,31 +19,57 @@ class ClusterShare(BaseModel):
 
 
 class AppSummary(BaseModel):
+    """An app over every member cluster: the one document of an app that the API's lists,
+    `pincompile get apps` and `pincompile status` give (one row of their tables)."""
+
     kind: str
     project: str
     name: str
-    phase: str = Field(description="Healthy, Progressing, Degraded, Failed, Suspended, "
-                                   "Missing, Conflict or Unknown")
+    phase: str = Field(description="Healthy, Completed, Progressing, Degraded, Failed, "
+                                   "Suspended, Missing or Unknown")
     ready: str = Field(description="ready/desired replicas across clusters")
     replicas: int = 0
     readyReplicas: int = 0
     clusters: list[ClusterShare] = []
     message: str = ""
+    observedRevision: str = Field(default="", description="the commit that last changed the "
+                                  "app's spec or compiled objects")
     lastAppliedRevision: str = ""
     lastAppliedTime: str = ""
+    statusTime: str = Field(default="", description="when the host's record of the app was "
+                            "last written (RFC 3339; a table's AGE)")
+    rollout: dict[str, Any] | None = Field(default=None, description="zone-by-zone rollout: "
+                                           "zones, the current one, phase, who paused it")
+    failover: dict[str, Any] | None = Field(default=None, description="set while a cluster "
+                                            "it runs in is lost or returning")
+    conditions: list[dict[str, Any]] = []
 
 
 class AppDetail(AppSummary):
-    """An app with its rollout, failover and conditions."""
+    """An app with its spec, where it is placed and why, its last revisions and, for a
+    PinScaler, what it scales."""
 
-    rollout: dict[str, Any] | None = None
-    failover: dict[str, Any] | None = None
-    conditions: list[dict[str, Any]] = []
+    spec: dict[str, Any] | None = Field(default=None, description="the app's spec as the "
+                                        "last pass stored it on the host")
+    source: str = Field(default="", description="the spec's file in the spec repository")
+    placement: dict[str, Any] | None = Field(default=None, description="the clusters chosen "
+                                             "(zone, replicas), the eligible ones in order, "
+                                             "why each other was left out")
+
+    history: list[dict[str, Any]] = Field(default=[], description="the last revisions "
+                                          "applied, newest first: revision, appliedAt, result")
+    scaling: dict[str, Any] | None = Field(default=None, description="a PinScaler: its "
+                                           "floor, schedule, replicas and rebalanced maxima")
+
+
+APP_LIST_VERSION = "pincompute.io/v1"
 
 
 class AppList(BaseModel):
     model_config = ConfigDict(populate_by_name=True)
 
+    apiVersion: str = APP_LIST_VERSION
+    kind: str = "AppList"
     items: list[AppSummary]
     continue_: str | None = Field(None, alias="continue",
                                   description="pass as ?continue= for the next page")
@@ -84,6 +110,9 @@ class ContainerStatus(BaseModel):
     """One container of a pod, as its kubelet last reported it."""
 
     name: str
+    type: str = Field(default="container", description="container (the spec's), sidecar "
+                      "(an init container with restartPolicy: Always, running beside them) "
+                      "or init (run to completion before them)")
     image: str = ""
     ready: bool = False
     restarts: int = 0
@@ -105,10 +134,13 @@ class PodSummary(BaseModel):
     node: str = ""
     phase: str = Field(default="Unknown",
                        description="Pending, Running, Succeeded, Failed or Unknown")
-    ready: str = Field(default="0/0", description="ready/all containers")
+    ready: str = Field(default="0/0", description="ready/all containers, as kubectl counts "
+                       "them: the spec's containers and the sidecars")
     restarts: int = 0
     created: str = ""
-    containers: list[ContainerStatus] = []
+    containers: list[ContainerStatus] = Field(
+        default=[], description="the spec's containers, then its init containers (sidecars "
+                                "among them) in the pod's order")
 
 
 class ClusterProblem(BaseModel):
@@ -121,6 +153,44 @@ class PodList(BaseModel):
     unreadable: list[ClusterProblem] = Field(
         default=[], description="member clusters whose pods could not be read: the list "
                                 "may miss pods there")
+
+
+class AppObject(BaseModel):
+    """One object of an app in one member cluster, with its health."""
+
+    cluster: str
+    kind: str
+    namespace: str
+    name: str
+    phase: str = Field(description="its health by the reconciler's rule for its kind")
+    message: str = ""
+    created: str = ""
+
+
+class ObjectList(BaseModel):
+    items: list[AppObject]
+    unreadable: list[ClusterProblem] = Field(
+        default=[], description="member clusters whose objects could not be read")
+
+
+class PodUsage(BaseModel):
+    """What one pod uses now (its metrics) against what it requests: every container's,
+    the sidecars' too."""
+
+    cluster: str
+    namespace: str
+    name: str
+    measured: bool = Field(description="false: the metrics API has no sample of it yet")
+    cpu: int = Field(description="millicores used")
+    memory: int = Field(description="bytes used")
+    cpuRequest: int = Field(description="millicores requested")
+    memoryRequest: int = Field(description="bytes requested")
+
+
+class UsageList(BaseModel):
+    items: list[PodUsage]
+    unreadable: list[ClusterProblem] = Field(
+        default=[], description="member clusters whose metrics could not be read")
 
 
 class ZoneStep(BaseModel):

@@ -255,12 +255,17 @@ def pod_summary(cluster: str, pod: Obj) -> PodSummary:
     meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, \
         pod.get("status") or {}
     reported = {str(c.get("name")): c for c in status.get("containerStatuses") or []}
+    started = {str(c.get("name")): c for c in status.get("initContainerStatuses") or []}
     containers = [container_status(str(c.get("name", "")), reported.get(str(c.get("name"))), c)
                   for c in spec.get("containers") or []]
+    containers += [container_status(str(c.get("name", "")), started.get(str(c.get("name"))), c,
+                                    "sidecar" if c.get("restartPolicy") == "Always" else "init")
+                   for c in spec.get("initContainers") or []]
+    counted = [c for c in containers if c.type != "init"]  # as kubectl's READY
     return PodSummary(
         cluster=cluster, namespace=str(meta.get("namespace", "")), name=str(meta.get("name")),
         node=str(spec.get("nodeName") or ""), phase=str(status.get("phase") or "Unknown"),
-        ready=f"{sum(c.ready for c in containers)}/{len(containers)}",
+        ready=f"{sum(c.ready for c in counted)}/{len(counted)}",
         restarts=sum(c.restarts for c in containers),
         created=str(meta.get("creationTimestamp") or ""), containers=containers)
 
@@ -278,13 +283,14 @@ def lean_pod(pod: Obj) -> Obj:
         kept_meta["ownerReferences"] = [{k: o[k] for k in ("kind", "name") if k in o}
                                         for o in meta["ownerReferences"]]
     kept_spec: dict[str, Any] = {k: spec[k] for k in ("nodeName",) if k in spec}
-    if "containers" in spec:
-        kept_spec["containers"] = [{k: c[k] for k in ("name", "image") if k in c}
-                                   for c in spec["containers"] or []]
+    for field in ("containers", "initContainers"):
+        if field in spec:
+            kept_spec[field] = [{k: c[k] for k in ("name", "image", "restartPolicy") if k in c}
+                                for c in spec[field] or []]
     kept_status: dict[str, Any] = {k: status[k] for k in ("phase",) if k in status}
-    if "containerStatuses" in status:
-        kept_status["containerStatuses"] = [_lean_container_status(c)
-                                            for c in status["containerStatuses"] or []]
+    for field in ("containerStatuses", "initContainerStatuses"):
+        if field in status:
+            kept_status[field] = [_lean_container_status(c) for c in status[field] or []]
     return {"apiVersion": pod.get("apiVersion"), "kind": pod.get("kind"),
             "metadata": kept_meta, "spec": kept_spec, "status": kept_status}
 
@@ -309,14 +315,16 @@ def _lean_container_status(reported: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def container_status(name: str, reported: Mapping[str, Any] | None,
-                     spec: Mapping[str, Any]) -> ContainerStatus:
+                     spec: Mapping[str, Any], kind: str = "container") -> ContainerStatus:
+    """One container as its kubelet last reported it (``kind``: container, sidecar or
+    init)."""
     if reported is None:
-        return ContainerStatus(name=name, image=str(spec.get("image", "")))
+        return ContainerStatus(name=name, type=kind, image=str(spec.get("image", "")))
     states: dict[str, Any] = reported.get("state") or {}
     state, detail = next(iter(states.items()), ("unknown", {}))
     last: dict[str, Any] = (reported.get("lastState") or {}).get("terminated") or {}
     return ContainerStatus(
-        name=name, image=str(reported.get("image") or spec.get("image", "")),
+        name=name, type=kind, image=str(reported.get("image") or spec.get("image", "")),
         ready=bool(reported.get("ready")), restarts=int(reported.get("restartCount") or 0),
         state=str(state).capitalize(), reason=str(dict(detail or {}).get("reason") or ""),
         lastTerminationReason=str(last.get("reason") or ""),

@@ -10,10 +10,10 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pincompile.contract import Labels
+from pincompile.contract import ANNOTATION_SOURCE, Labels
 from reconciler.clients.cache import KindWatch
 from reconciler.clients.connect import ClusterUnreachable, Connection
-from reconciler.host import app_key, read_apps, spec_kinds
+from reconciler.host import app_key, read_apps, spec_kinds, status_time
 from reconciler.model import AppKey, Obj
 from reconciler.status.document import APP_KINDS
 
@@ -85,28 +85,56 @@ class HostApps:
 
 
 class ListedApps:
-    """Every app's status and labels on the host, LISTed once (one request per app kind):
-    the :class:`reconciler.api.index.AppSource` of a one-shot command, which must not
-    start watches it would not use."""
+    """Every app's status and labels on the host, LISTed when first asked (one request per
+    app kind): the :class:`reconciler.api.index.AppSource` of a one-shot command, which
+    must not start watches it would not use. With ``max_age`` (a command that watches,
+    ``get -w``) they are LISTed again when asked after that many seconds."""
 
-    def __init__(self, host: Connection) -> None:
-        found = read_apps(host, [kind for kind in spec_kinds() if kind.kind in APP_KINDS])
+    def __init__(self, host: Connection, max_age: float | None = None) -> None:
+        self.host, self.max_age = host, max_age
+        self._lock = threading.Lock()
+        self._listed = -1.0
+        self._statuses: Mapping[AppKey, Mapping[str, Any]] = {}
+        self._labels: Mapping[AppKey, Labels] = {}
+        self._list()
+
+    def _list(self) -> None:
+        found = read_apps(self.host, [kind for kind in spec_kinds() if kind.kind in APP_KINDS])
         self._statuses, self._labels = statuses_and_labels(found.values())
+        self._listed = time.monotonic()
+
+    def _fresh(self) -> None:
+        if self.max_age is not None and time.monotonic() - self._listed >= self.max_age:
+            with self._lock:
+                if time.monotonic() - self._listed >= self.max_age:
+                    self._list()
 
     def statuses(self) -> Mapping[AppKey, Mapping[str, Any]]:
+        self._fresh()
         return self._statuses
 
     def labels(self) -> Mapping[AppKey, Labels]:
+        self._fresh()
         return self._labels
 
 
 def statuses_and_labels(objects: Iterable[Obj]
                         ) -> tuple[dict[AppKey, Mapping[str, Any]], dict[AppKey, Labels]]:
-    """Each app resource's status and labels (its spec's, and pincompile's own)."""
+    """Each app resource's status, with what the API's document of the app adds to it
+    (:func:`with_resource`), and labels (its spec's, and pincompile's own)."""
     statuses: dict[AppKey, Mapping[str, Any]] = {}
     labels: dict[AppKey, Labels] = {}
     for obj in objects:
         key = app_key(obj)
-        statuses[key] = obj.get("status") or {}
+        statuses[key] = with_resource(obj)
         labels[key] = (obj.get("metadata") or {}).get("labels") or {}
     return statuses, labels
+
+
+def with_resource(obj: Obj) -> Mapping[str, Any]:
+    """An app resource's status with ``statusTime`` (when it was written), ``spec`` and
+    ``source`` (the spec's file): the fields of the API's document that are not in it."""
+    meta = obj.get("metadata") or {}
+    source = (meta.get("annotations") or {}).get(ANNOTATION_SOURCE)
+    extra = {"statusTime": status_time(obj), "spec": obj.get("spec"), "source": source}
+    return {**(obj.get("status") or {}), **{k: v for k, v in extra.items() if v}}

@@ -16,7 +16,6 @@ from pincompile.commands.common import (
     EXIT_CLUSTER,
     EXIT_INVALID,
     EXIT_OK,
-    EXIT_USAGE,
     fail,
     output_option,
 )
@@ -27,6 +26,7 @@ from reconciler.commands.remote import (
     api_client,
     api_options,
     app_ref,
+    failure,
     store_option,
 )
 
@@ -79,12 +79,10 @@ def _asked(client: ApiClient, app: AppRef, action: str) -> ActionAnswer:
     try:
         return client.act(*app, action)
     except ServerUnreachable as exc:
-        why, code = f"server unreachable: {exc}", EXIT_CLUSTER
+        why, code = failure(str(app), exc, client)
     except ApiError as exc:
-        if exc.status in (400, 422):
-            why, code = f"{app}: {exc}", EXIT_USAGE
-        elif exc.status >= 500 and exc.status != 501:
-            why, code = f"{app}: the server answered {exc.status}: {exc}", EXIT_CLUSTER
+        if exc.status in (400, 422) or (exc.status >= 500 and exc.status != 501):
+            why, code = failure(str(app), exc, client)
         else:
             why, code = f"{app}: refused ({exc.status}): {exc}", EXIT_INVALID
     fail(why, code)

@@ -32,6 +32,7 @@ from reconciler.commands.common import (
     targets_of,
     usable_kubeconfig,
 )
+from reconciler.commands.options import DURATION
 from reconciler.commands.status import render_clusters, render_table
 from reconciler.engine import HOST, Reconciler
 from reconciler.model import AppKey, PassReport
@@ -55,8 +56,9 @@ from reconciler.progress import for_output as progress_for
               help="Take over existing unmanaged objects that hold a desired name.")
 @click.option("--dry-run", is_flag=True, help="Same as `pincompile plan`: change nothing.")
 @click.option("--no-wait", is_flag=True, help="Do not wait for the objects to be healthy.")
-@click.option("--timeout", default=300.0, show_default=True, metavar="SECONDS",
-              help="Longest wait for health after applying.")
+@click.option("--timeout", type=DURATION, default="5m", show_default=True,
+              help="Longest wait for health after applying (30s, 5m, 1h; plain seconds "
+                   "too).")
 @failover_options
 @output_option("table", "wide", note="(the apps' status table at the end of the pass)")
 @click.option("-q", "--quiet", is_flag=True, help="Only the summary.")

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import logging
 import secrets
 import socket
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import uvicorn
 
@@ -25,10 +25,14 @@ from reconciler.api.app import Gateway, create_app
 from reconciler.api.client import ApiClient
 from reconciler.api.pods import ListedPods
 from reconciler.api.sources import ListedApps
+from reconciler.api.timeline import ClustersTimeline
 from reconciler.clients.connect import Connection
 from reconciler.insight.live import ListedInsight
 from reconciler.status.live import member_contexts
-from reconciler.store import Store
+from reconciler.store import Discarded
+
+if TYPE_CHECKING:
+    from reconciler.store import Store
 
 START_SECONDS = 10.0
 
@@ -52,36 +56,54 @@ class KubeconfigAccess:
 
 @contextmanager
 def direct_api(kubeconfig: str | None, host_context: str, store_url: str | None,
-               timeout: float) -> Iterator[tuple[ApiClient, Gateway]]:
+               timeout: float, max_age: float | None = None
+               ) -> Iterator[tuple[ApiClient, Gateway]]:
     """A client of the API served in this process from the clusters of ``kubeconfig``
     (the host's apps LISTed now: ``ClusterUnreachable`` and ``DynamicApiError`` when it
-    cannot be read) and the insight store at ``store_url`` (None: a throwaway one)."""
+    cannot be read) and the insight store ``serve`` keeps at ``store_url`` (None: a
+    throwaway one; ``NoSuchStore`` when there is none there). Events are read from the
+    clusters too."""
     with ExitStack() as stack:
+        if store_url is None:  # nothing kept: no database (nor SQLAlchemy) at all
+            store = cast("Store", Discarded())
+        else:
+            from reconciler.store import Store
+
+            store = Store.open(store_url, create=False)
+        stack.callback(store.close)
         host = Connection("host", host_context, kubeconfig)
         stack.callback(host.close)
-        apps = ListedApps(host)
+        apps = ListedApps(host, max_age)
         pods = ListedPods(kubeconfig, lambda: member_contexts(host))
         stack.callback(pods.close)
-        if store_url is None:
-            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="pincompile-"))
-            store_url = f"sqlite:///{Path(folder) / 'insight.db'}"
-        store = Store.open(store_url)
-        stack.callback(store.close)
         token = secrets.token_urlsafe(32)
         gateway = Gateway(apps=apps, store=store, host=host, pods=pods,
                           access=KubeconfigAccess(token, f"kubeconfig:{host_context}"),
                           limits=RateLimits(1000, 1000),
-                          insight=ListedInsight(host, kubeconfig))
+                          insight=ListedInsight(host, kubeconfig),
+                          timeline=ClustersTimeline(host, pods.connect),
+                          store_read=store_url is not None)
         url = stack.enter_context(_served(gateway))
-        yield ApiClient(url, token, timeout=timeout), gateway
+        yield ApiClient(url, token, timeout=timeout, in_process=True), gateway
+
+
+QUIET_LOGGERS = ("uvicorn", "pincompile.api")
+"""What the API served in this process logs: a server's, which the user did not start
+(its failures reach the command as answers, said in the command's words)."""
 
 
 @contextmanager
 def _served(gateway: Gateway) -> Iterator[str]:
-    """The gateway's API on 127.0.0.1 (a port of the kernel's choice), in a thread."""
+    """The gateway's API on 127.0.0.1 (a port of the kernel's choice), in a thread, its
+    logs kept from the terminal."""
+    for name in QUIET_LOGGERS:
+        quiet = logging.getLogger(name)
+        quiet.addHandler(logging.NullHandler())
+        quiet.propagate = False
     sock = socket.create_server(("127.0.0.1", 0))
     server = uvicorn.Server(uvicorn.Config(create_app(gateway), lifespan="off",
-                                           access_log=False, log_level="error",
+                                           access_log=False, log_config=None,
+                                           log_level=logging.CRITICAL + 1,
                                            timeout_graceful_shutdown=1))
     thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])),
                               daemon=True, name="direct-api")
@@ -92,7 +114,9 @@ def _served(gateway: Gateway) -> Iterator[str]:
     try:
         yield f"http://127.0.0.1:{sock.getsockname()[1]}"
     finally:
-        server.should_exit = True
+        # the command has its answers: connections still open (an idle keep-alive, a log
+        # stream Ctrl-C cut) are not waited for
+        server.should_exit = server.force_exit = True
         thread.join(START_SECONDS)
         sock.close()
 

@@ -40,7 +40,9 @@ time limit)."""
 @click.command("exec")
 @click.argument("app", metavar="KIND/PROJECT/NAME", callback=app_ref)
 @click.argument("command", nargs=-1, required=True, metavar="-- COMMAND [ARG]...")
-@click.option("-c", "--container", help="This container (default: the pod's first).")
+@click.option("-c", "--container",
+              help="This container: one of the spec's or a sidecar (default: the spec's "
+                   "first).")
 @click.option("--cluster", help="A pod in this member cluster.")
 @click.option("--pod", help="This pod (default: a Running pod of the app; named on stderr).")
 @click.option("-i", "--stdin", is_flag=True, help="Pass stdin to the command.")
@@ -62,10 +64,11 @@ def exec_(app: AppRef, command: tuple[str, ...], container: str | None,
     Examples:
       pincompile exec PinApp/search/search-api -- cat /etc/hostname
       pincompile exec PinApp/search/search-api -it -c main -- sh
+      pincompile exec PinApp/search/search-api -c traffic -- env   # a sidecar
       pincompile exec PinApp/search/search-api --cluster use1a-general-01 -- env
     """
     with api_client(**api) as (client, _):
-        with api_errors(str(app)):
+        with api_errors(str(app), client):
             session = client.exec(*app, list(command), container=container,
                                    cluster=cluster, pod=pod, stdin=stdin, tty=tty)
         _run(session, stdin, tty, quiet or pod is not None)

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import inspect
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -25,12 +27,13 @@ from pincompile.commands.common import (
     table_width,
 )
 from reconciler.api.client import ApiClient, ApiError, ServerUnreachable
-from reconciler.api.models import AppSummary, PodList
-from reconciler.commands.common import cluster_errors, target_options, usable_kubeconfig
+from reconciler.api.models import AppDetail, AppEvent, PodList
+from reconciler.commands.common import cluster_errors, usable_kubeconfig
 from reconciler.commands.escapes import printable
+from reconciler.commands.filters import did_you_mean
 from reconciler.commands.interrupt import bounded_interrupt
 from reconciler.commands.options import DURATION
-from reconciler.commands.status import age, columns, render, render_table
+from reconciler.commands.tables import columns, render_list
 
 if TYPE_CHECKING:
     from reconciler.api.app import Gateway
@@ -84,19 +87,22 @@ def api_options(command: F) -> F:
 
 
 def store_option(command: F) -> F:
-    """--store: where ``events`` and ``history`` read pincompile's own records without
-    --server."""
+    """--store: the insight store ``serve`` keeps, read (and written by the actions)
+    without --server."""
     return click.option("--store", "store", metavar="URL",
-                        help="Without --server: the insight store `pincompile serve "
-                             "--store` writes (sqlite:///PATH or postgresql://...).")(command)
+                        help="Without --server: also the insight store `pincompile serve "
+                             "--store` keeps (sqlite:///PATH or postgresql://...; it must "
+                             "exist).")(command)
 
 
 @contextmanager
 def api_client(server: str | None, token: str | None, timeout: float, ca_file: str | None,
                insecure: bool, kubeconfig: str | None, host_context: str,
-               store: str | None = None) -> Iterator[tuple[ApiClient, Gateway | None]]:
+               store: str | None = None, max_age: float | None = None
+               ) -> Iterator[tuple[ApiClient, Gateway | None]]:
     """A client of the API at ``server``; without one, of the same API run in this
-    process on the kubeconfig's clusters (its gateway too, else None)."""
+    process on the kubeconfig's clusters (its gateway too, else None; ``max_age``: how
+    old its list of the host's apps may get, for a command that watches)."""
     if server:
         if not server.startswith(("http://", "https://")):
             fail(f"--server {server[:100]!r}: give a URL, http://HOST:PORT or "
@@ -105,39 +111,59 @@ def api_client(server: str | None, token: str | None, timeout: float, ca_file: s
                         insecure=insecure), None
         return
     from reconciler.commands.direct import direct_api
-    from reconciler.store import StoreError
+    from reconciler.store import NoSuchStore, StoreError
 
     path = usable_kubeconfig(kubeconfig, host_context)
     with ExitStack() as stack:
         with cluster_errors():
             try:
-                found = stack.enter_context(direct_api(path, host_context, store, timeout))
+                found = stack.enter_context(direct_api(path, host_context, store, timeout,
+                                                       max_age))
+            except NoSuchStore as exc:
+                fail(f"--store: {exc}", EXIT_USAGE)
             except StoreError as exc:
                 fail(f"--store: {exc}", EXIT_CLUSTER)
         yield found
 
 
 def needs_store(api: dict[str, Any], what: str) -> None:
-    """Without --server, pincompile's own records are only in a store: exit 2 without
-    --store."""
+    """Without --server, what only ``serve`` samples is in its store alone: exit 2
+    without --store."""
     if not api.get("server") and not api.get("store"):
         fail(f"{what} is kept by `pincompile serve`: pass --server URL (or set "
              "PINCOMPILE_SERVER), or --store URL to read its store", EXIT_USAGE)
 
 
 @contextmanager
-def api_errors(what: str) -> Iterator[None]:
-    """One line and the documented exit code instead of a traceback."""
+def api_errors(what: str, client: ApiClient | None = None) -> Iterator[None]:
+    """One line and the documented exit code instead of a traceback (``client``: whether
+    the API runs in this process, which the user never hears of)."""
     try:
         yield
-    except ServerUnreachable as exc:
-        fail(f"server unreachable: {exc}", EXIT_CLUSTER)
-    except ApiError as exc:
-        if exc.status == 404:
-            fail(f"{what}: {exc}", EXIT_INVALID)
-        if exc.status in (400, 422):
-            fail(f"{what}: {exc}", EXIT_USAGE)
-        fail(f"{what}: the server answered {exc.status}: {exc}", EXIT_CLUSTER)
+    except (ServerUnreachable, ApiError) as exc:
+        message, code = failure(what, exc, client)
+        fail(message, code)
+
+
+def failure(what: str, exc: ServerUnreachable | ApiError, client: ApiClient | None
+            ) -> tuple[str, int]:
+    """What to say of a call that failed, and the exit code: 1 not found, 2 usage, 3 the
+    server or a cluster refused or did not answer. Without --server the API runs in this
+    process: what failed is then a cluster, and no server is named."""
+    in_process = client is not None and client.in_process
+    if isinstance(exc, ServerUnreachable):
+        if in_process:
+            timeout = client.timeout if client is not None else 0
+            return (f"{what}: the clusters did not answer within {timeout:g}s "
+                    "(--timeout)"), EXIT_CLUSTER
+        return f"server unreachable: {exc}", EXIT_CLUSTER
+    if exc.status == 404:
+        return f"{what}: {exc}", EXIT_INVALID
+    if exc.status in (400, 422):
+        return f"{what}: {exc}", EXIT_USAGE
+    if in_process:
+        return f"{what}: {exc}", EXIT_CLUSTER
+    return f"{what}: the server answered {exc.status}: {exc}", EXIT_CLUSTER
 
 
 def app_ref(_ctx: click.Context, _param: click.Parameter, value: str | None) -> AppRef | None:
@@ -149,104 +175,34 @@ def app_ref(_ctx: click.Context, _param: click.Parameter, value: str | None) -> 
         raise click.BadParameter(str(exc)) from None
 
 
-# -- get ------------------------------------------------------------------------------------
-@click.command("get")
-@click.argument("resource", type=click.Choice(["apps", "pods"]))
-@click.argument("app", required=False, metavar="[KIND/PROJECT/NAME]", callback=app_ref)
-@target_options
-@click.option("-k", "--kind", help="Only apps of this kind (PinApp, PinterestService, ...).")
-@click.option("--phase", help="Only apps in this phase (Healthy, Degraded, ...).")
-@click.option("--cluster", help="Only apps placed in this member cluster.")
-@output_option("table", "wide", "json", "yaml", "name")
-@api_options
-def get(resource: str, app: AppRef | None, project: str | None, selector: str | None,
-        kind: str | None, phase: str | None, cluster: str | None, fmt: str,
-        **api: Any) -> None:
-    """List apps, or pods of apps, that you may see (through the PinCompute API, or
-    straight from the clusters: see below).
-
-    \b
-    apps: one row per app: phase, ready/desired per cluster, rollout, failover, revision.
-    pods: every pod of the apps in every member cluster: node, phase, ready containers,
-          restarts, and why a container last ended (OOMKilled, Error, ...).
-    -p, -k, --phase, --cluster and -l narrow the list (all must hold; not with
-    KIND/PROJECT/NAME, which names one app); -l matches the labels of the app's spec
-    (metadata.labels) with a Kubernetes label selector.
-    -o table fits the terminal, -o wide keeps whole lines (and adds images and
-    container states to pods), -o name prints KIND/PROJECT/NAME (pods:
-    CLUSTER/NAMESPACE/POD), -o json|yaml the API's documents.
-
-    \b
-    Examples:
-      pincompile get apps
-      pincompile get apps -p search --phase Degraded
-      pincompile get apps -l 'team=search,tier in (web,api)' -o name
-      pincompile get pods PinApp/search/search-api -o wide
-      pincompile get pods -p search
-    """
-    if app is not None and any((project, selector, kind, phase, cluster)):
-        raise click.UsageError(f"{app} names one app: -p, -l, -k, --phase and --cluster "
-                               "narrow a list of apps; give either")
-    with api_client(**api) as (client, _), api_errors(str(app) if app else resource):
-        if app is not None:
-            apps: list[AppSummary] = [client.app(*app)]
-        else:
-            apps = client.apps(project=project, kind=kind, phase=phase, cluster=cluster,
-                               selector=selector)
-        if resource == "apps":
-            text = _apps_text(apps, fmt)
-        else:
-            pods = [(summary, client.pods(summary.kind, summary.project, summary.name))
-                    for summary in apps]
-            text = _pods_text(pods, fmt)
-    if text:  # `-o name` of nothing prints nothing, as kubectl does
-        click.echo(text)
-    sys.exit(EXIT_OK)
+def in_clusters(found: PodList, clusters: tuple[str, ...]) -> PodList:
+    """The pods (and unreadable clusters) among ``clusters`` (all: none given)."""
+    if not clusters:
+        return found
+    return PodList(items=[p for p in found.items if p.cluster in clusters],
+                   unreadable=[u for u in found.unreadable if u.cluster in clusters])
 
 
-def _apps_text(apps: list[AppSummary], fmt: str) -> str:
-    if fmt == "name":
-        return "\n".join(f"{a.kind}/{a.project}/{a.name}" for a in apps)
-    if fmt in ("json", "yaml"):
-        return render([a.model_dump(mode="json") for a in apps], fmt)
-    rows = [{"kind": a.kind, "project": a.project, "name": a.name,
-             "status": a.model_dump(mode="json")} for a in apps]
-    return render_table(rows, width=table_width(fmt))
-
-
-def _pods_text(pods: list[tuple[AppSummary, PodList]], fmt: str) -> str:
-    if fmt == "name":
-        return "\n".join(f"{p.cluster}/{p.namespace}/{p.name}" for _, found in pods
-                         for p in found.items)
-    if fmt in ("json", "yaml"):
-        return render([{"app": f"{a.kind}/{a.project}/{a.name}",
-                        **found.model_dump(mode="json")} for a, found in pods], fmt)
-    wide = fmt == "wide"
-    table: list[list[Any]] = [["APP", "CLUSTER", "POD", "NODE", "PHASE", "READY", "RESTARTS",
-                               "AGE", *(["CONTAINERS"] if wide else []), "LAST-TERMINATION"]]
-    problems = []
-    for app, found in pods:
-        for pod in found.items:
-            last = ", ".join(f"{c.name}: {c.lastTerminationReason}"
-                             + (f" (exit {c.lastTerminationExitCode})"
-                                if c.lastTerminationExitCode is not None else "")
-                             for c in pod.containers if c.lastTerminationReason)
-            states = " ".join(f"{c.name}={c.state}" + (f"({c.reason})" if c.reason else "")
-                              + f"[{c.image}]" for c in pod.containers)
-            table.append([f"{app.kind}/{app.project}/{app.name}", pod.cluster, pod.name,
-                          pod.node or "-", pod.phase, pod.ready, pod.restarts,
-                          age(pod.created), *([states] if wide else []), last or "-"])
-        problems += [f"{app.kind}/{app.project}/{app.name}: {p.cluster}: {p.message}"
-                     for p in found.unreadable]
-    text = columns(table, table_width(fmt), truncate=("LAST-TERMINATION", "POD"),
-                   drop=("NODE", "AGE", "RESTARTS")) if len(table) > 1 else "no pods"
-    return text + "".join(f"\nunreadable: {line}" for line in problems)
+def one_app(client: ApiClient, app: AppRef) -> AppDetail:
+    """The app ``app`` names; not found: exit 1 with the closest app there is."""
+    try:
+        return client.app(*app)
+    except ApiError as exc:
+        if exc.status != 404:
+            raise
+        known = [f"{a.kind}/{a.project}/{a.name}" for a in client.apps()]
+        fail(f"{app}: no such app{did_you_mean(str(app), known)}", EXIT_INVALID)
+        raise
 
 
 # -- logs -----------------------------------------------------------------------------------
 @click.command("logs")
 @click.argument("app", metavar="KIND/PROJECT/NAME", callback=app_ref)
-@click.option("-c", "--container", help="Only this container (default: every container).")
+@click.option("-c", "--container",
+              help="Only this container: one of the spec's, a sidecar or an init container "
+                   "(default: every pod's own containers).")
+@click.option("--all-containers", is_flag=True,
+              help="Also the sidecars and init containers the platform adds.")
 @click.option("-f", "--follow", is_flag=True, help="Keep streaming new lines (Ctrl-C stops).")
 @click.option("--since", type=DURATION, metavar="DURATION",
               help="Only lines newer than this (30s, 5m, 1h30m).")
@@ -256,9 +212,9 @@ def _pods_text(pods: list[tuple[AppSummary, PodList]], fmt: str) -> str:
 @click.option("--pod", help="Only this pod.")
 @click.option("--timestamps", is_flag=True, help="Start each line with its RFC 3339 time.")
 @api_options
-def logs(app: AppRef, container: str | None, follow: bool, since: float | None,
-         tail: int | None, cluster: str | None, pod: str | None, timestamps: bool,
-         **api: Any) -> None:
+def logs(app: AppRef, container: str | None, all_containers: bool, follow: bool,
+         since: float | None, tail: int | None, cluster: str | None, pod: str | None,
+         timestamps: bool, **api: Any) -> None:
     """Print the logs of every container of an app, in every member cluster it runs in,
     merged as they come; each line starts with CLUSTER/POD/CONTAINER. On a terminal,
     escape sequences and control characters in the lines are left out (a pipe or a file
@@ -273,16 +229,19 @@ def logs(app: AppRef, container: str | None, follow: bool, since: float | None,
     Examples:
       pincompile logs PinApp/search/search-api --tail 20
       pincompile logs PinApp/search/search-api -f -c main --cluster use1a-general-01
+      pincompile logs PinApp/search/search-api -c traffic      # a sidecar
+      pincompile logs PinApp/search/search-api --all-containers --tail 5
       pincompile logs PinApp/search/search-api --since 10m | grep ERROR
     """
     terminal = sys.stdout.isatty()  # a log line's escape sequences are not obeyed there
     try:
         with bounded_interrupt(EXIT_OK), api_client(**api) as (client, _), \
-                api_errors(str(app)):
+                api_errors(str(app), client):
             for line in client.logs(*app, container=container, follow=follow,
                                     since_seconds=None if since is None else max(1, round(since)),
                                     tail_lines=tail, cluster=cluster, pod=pod,
-                                    timestamps=timestamps or None):
+                                    timestamps=timestamps or None,
+                                    all_containers=all_containers or None):
                 sys.stdout.buffer.write(printable(line) if terminal else line)
                 if follow:
                     sys.stdout.buffer.flush()
@@ -297,65 +256,128 @@ def logs(app: AppRef, container: str | None, follow: bool, since: float | None,
 @click.command("events")
 @click.argument("app", metavar="KIND/PROJECT/NAME", callback=app_ref)
 @output_option("table", "wide", "json", "yaml")
+@click.option("-w", "--watch", is_flag=True,
+              help="After the timeline, print each new event as it comes (Ctrl-C stops).")
 @api_options
 @store_option
-def events(app: AppRef, fmt: str, **api: Any) -> None:
-    """An app's timeline, oldest first: Kubernetes Events of its objects and pincompile's
-    own (applied, pruned, rollout halted, failed over, phase changes), kept by `serve`
-    in its insight store beyond the API servers' event TTL: without --server, give that
-    store with --store URL.
+def events(app: AppRef, fmt: str, watch: bool, **api: Any) -> None:
+    """An app's timeline, oldest first: pincompile's own Events (applied, pruned, rollout
+    halted, failed over, phase changes) and the Kubernetes Events of its objects in every
+    member cluster (its pods scheduled, pulled, killed; its Deployment scaling; its HPA
+    rescaling; its Jobs completing).
+
+    Without --server they are read now from the host and the member clusters, as long as
+    their API servers keep Events (an hour by default); --store URL adds what `pincompile
+    serve` kept in its insight store beyond that. Through the API, the server's store
+    has them all.
 
     \b
-    Example:
+    Examples:
       pincompile events PinApp/search/search-api
+      pincompile events PinApp/search/search-api -o wide | grep Warning
+      pincompile events PinApp/search/search-api -w
     """
-    needs_store(api, "pincompile's own events")
-    with api_client(**api) as (client, _), api_errors(str(app)):
+    header = ["TIME", "TYPE", "REASON", "CLUSTER", "COUNT", "OBJECT", "MESSAGE"]
+
+    def row(e: AppEvent) -> list[Any]:
+        return [_utc(e.time), e.type, e.reason, e.cluster or "-", e.count, e.object or "-",
+                e.message]
+
+    with bounded_interrupt(EXIT_OK), api_client(**api) as (client, _), \
+            api_errors(str(app), client):
         found = client.events(*app)
-    _records(found, fmt, ["TIME", "TYPE", "REASON", "CLUSTER", "COUNT", "OBJECT", "MESSAGE"],
-             lambda e: [_utc(e.time), e.type, e.reason, e.cluster or "-", e.count,
-                        e.object or "-", e.message], "no events",
-             truncate=("MESSAGE", "OBJECT"), drop=("COUNT", "OBJECT", "CLUSTER"))
+        if not watch:
+            _records("EventList", found, fmt, header, row, f"{app}: no events",
+                     truncate=("MESSAGE", "OBJECT"), drop=("COUNT", "OBJECT", "CLUSTER"))
+        with suppress(KeyboardInterrupt):
+            _follow(client, app, found, fmt, row)
+    sys.exit(EXIT_OK)
+
+
+def _follow(client: ApiClient, app: AppRef, found: list[AppEvent], fmt: str,
+            row: Callable[[AppEvent], list[Any]]) -> None:
+    """``events -w``: what is there, then every event new or seen again, one line each
+    (one JSON document a line with ``-o json``), asking every 2 seconds."""
+    seen: set[str] = set()
+    while True:
+        for event in found:
+            key = event.model_dump_json()
+            if key in seen:
+                continue
+            seen.add(key)
+            click.echo(key if fmt == "json" else "   ".join(str(c) for c in row(event)))
+        sys.stdout.flush()
+        time.sleep(2.0)
+        found = client.events(*app)
 
 
 @click.command("history")
 @click.argument("app", metavar="KIND/PROJECT/NAME", callback=app_ref)
+@click.option("-n", "--limit", type=click.IntRange(1, 1000), default=None, metavar="N",
+              help="Only the newest N revisions.")
+@click.option("--diff", "between", metavar="FROM[..TO]",
+              help="Instead: what changed in the app's spec between two revisions of the "
+                   "spec repository (TO: the working tree when left out), read with git "
+                   "in --root.")
+@click.option("-C", "--root", "root", default=".", show_default=True,
+              type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="With --diff: the spec tree (in the spec repository's work tree).")
 @output_option("table", "wide", "json", "yaml")
 @api_options
 @store_option
-def history(app: AppRef, fmt: str, **api: Any) -> None:
-    """Every revision applied to an app, newest first: when, which commit and author,
-    which push, and the result (kept by `serve` in its insight store: without --server,
-    give that store with --store URL).
+def history(app: AppRef, limit: int | None, between: str | None, root: Path, fmt: str,
+            **api: Any) -> None:
+    """The revisions applied to an app, newest first: when, which commit, and the app's
+    phase while it was the current one (the last it had, once replaced).
+
+    Every pass (`pincompile apply` and `serve` alike) keeps the app's last 10 revisions
+    on its resource on the host (status.history, as Argo CD does); `serve`'s insight
+    store keeps every one beyond that, with the author and the push that triggered it
+    (through the API, or --store URL without --server).
 
     \b
-    Example:
+    Examples:
       pincompile history PinApp/search/search-api
+      pincompile history PinApp/search/search-api -n 3 -o json
+      pincompile history PinApp/search/search-api --diff 4f2c9e1a0b7d..HEAD
+      pincompile rollback PinApp/search/search-api --to 4f2c9e1a0b7d
     """
-    needs_store(api, "history")
-    with api_client(**api) as (client, _), api_errors(str(app)):
-        found = client.history(*app)
-    _records(found, fmt, ["APPLIED", "REVISION", "RESULT", "COMMIT", "AUTHOR", "PUSH", "DETAIL"],
-             lambda r: [_utc(r.appliedAt), r.revision[:12], r.result, r.commit[:12] or "-",
-                        r.author or "-", r.push or "-", r.detail], "no revisions",
-             truncate=("DETAIL", "AUTHOR"), drop=("PUSH", "COMMIT", "AUTHOR"))
+    if between is not None:
+        from reconciler.commands.spec_diff import print_spec_diff
+
+        print_spec_diff(app, between, root)
+    with api_client(**api) as (client, _), api_errors(str(app), client):
+        found = client.history(*app, limit=limit or 1000)
+    _records("RevisionList", found, fmt,
+             ["APPLIED", "REVISION", "RESULT", "AUTHOR", "PUSH", "DETAIL"],
+             lambda r: [_utc(r.appliedAt), short_revision(r.revision), r.result or "-",
+                        r.author or "-", r.push or "-", r.detail],
+             f"{app}: no revisions", truncate=("DETAIL", "AUTHOR"), drop=("PUSH", "AUTHOR"),
+             keep=("REVISION",))
+
+
+def short_revision(revision: str) -> str:
+    """A commit as git abbreviates it (12 characters), ``-dirty`` kept."""
+    sha, dirty, _ = revision.partition("-dirty")
+    return sha[:12] + dirty
 
 
 def _utc(when: datetime) -> str:
     return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _records(found: Sequence[Model], fmt: str, header: list[str],
+def _records(kind: str, found: Sequence[Model], fmt: str, header: list[str],
              row: Callable[[Model], list[Any]], none: str, **fit: Sequence[str]) -> None:
     """``events``' and ``history``'s output: the API's documents (json, yaml) or a table
     (``fit``: how it fits the terminal, see :func:`columns`); exit 0."""
     if fmt in ("json", "yaml"):
-        click.echo(render([r.model_dump(mode="json") for r in found], fmt))
+        click.echo(render_list(kind, [r.model_dump(mode="json") for r in found], fmt))
+    elif found:
+        click.echo(columns([header] + [row(r) for r in found], table_width(fmt), **fit))
     else:
-        table = [header] + [row(r) for r in found]
-        click.echo(columns(table, table_width(fmt), **fit) if found else none)
+        click.echo(none, err=True)
     sys.exit(EXIT_OK)
 
 
-for _command in (get, logs, events, history):
+for _command in (logs, events, history):
     _command.help = f"{inspect.cleandoc(_command.help or '')}\n\n{SERVER_HELP}\n\n{EXIT_CODES}"

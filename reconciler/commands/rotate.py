@@ -24,7 +24,7 @@ from pincompile.commands.common import (
 from reconciler.api.client import ApiClient, ApiError, ServerUnreachable
 from reconciler.api.rotation_models import RotationAnswer
 from reconciler.commands.remote import SERVER_HELP, api_client, api_options
-from reconciler.commands.status import age
+from reconciler.commands.tables import age
 
 POLL_SECONDS = 2.0
 EXIT_CODES = """\b

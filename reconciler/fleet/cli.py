@@ -184,6 +184,10 @@ def _status(state: fleet_mod.FleetState) -> dict[str, Any]:
             "clusters": clusters, "processes": procs}
 
 
+def _indented(text: str) -> str:
+    return "\n".join(f"  {line}" for line in text.splitlines())
+
+
 def _print_table(state: fleet_mod.FleetState, info: dict[str, Any]) -> None:
     word = "up" if info["healthy"] else f"NOT healthy (phase {state.phase})"
     click.echo(f"fleet {word}: {state.dir}")
@@ -191,11 +195,12 @@ def _print_table(state: fleet_mod.FleetState, info: dict[str, Any]) -> None:
     vers = ", ".join(f"{k} {v}" for k, v in state.versions.items())
     click.echo(f"versions: {vers}")
     click.echo(f"profile: {state.timers.describe()}")
-    width = max([len(c["context"]) for c in info["clusters"]] + [7])
-    click.echo(f"  {'CONTEXT':<{width}}  {'SERVER':<24}  {'API':<9}  NODES")
-    for c in info["clusters"]:
-        api = "ready" if c["ready"] else "NOT READY"
-        click.echo(f"  {c['context']:<{width}}  {c['server']:<24}  {api:<9}  {c['summary']}")
+    from reconciler.commands.tables import columns, table_width
+
+    width = table_width("table")
+    click.echo(_indented(columns([["CONTEXT", "SERVER", "API", "NODES"]] + [
+        [c["context"], c["server"], "ready" if c["ready"] else "NOT READY", c["summary"]]
+        for c in info["clusters"]], width and width - 2, keep=("CONTEXT",))))
     dead = [p for p in info["processes"] if not p["alive"]]
     click.echo(f"processes: {len(info['processes']) - len(dead)}/"
                f"{len(info['processes'])} running")

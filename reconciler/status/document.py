@@ -20,6 +20,8 @@ APP_KINDS = frozenset({*WORKLOAD_KINDS, "PinScaler"})
 #: Kinds whose pods an app's ready/desired counts come from.
 PRIMARY = ("Deployment", "StatefulSet", "DaemonSet", "Job", "Pod", "CronJob", "TFJob",
            "PyTorchJob")
+HISTORY_LIMIT = 10
+"""Revisions kept in an app's ``status.history`` (as Argo CD's ``revisionHistoryLimit``)."""
 
 
 def app_of(obj: Obj) -> AppKey | None:
@@ -105,6 +107,7 @@ def app_status(views: Iterable[ClusterView], *, revision: str,
     }
     if rollout:
         status["rollout"] = dict(rollout)
+    status["history"] = history(previous.get("history"), revision, str(health.phase), stamp)
     healthy = health.phase in (Phase.HEALTHY, Phase.COMPLETED, Phase.SUSPENDED)
     old = {c.get("type"): c for c in previous.get("conditions") or []}.get("Ready") or {}
     state = "True" if healthy else "False"
@@ -115,6 +118,22 @@ def app_status(views: Iterable[ClusterView], *, revision: str,
         if old.get("status") == state else stamp,
     }]
     return status
+
+
+def history(kept: Any, revision: str, phase: str, stamp: str) -> list[dict[str, Any]]:
+    """An app's ``status.history``, newest first: a revision not seen last is added
+    (applied at ``stamp``), the newest one's ``result`` follows the app's phase while it is
+    the current one (so a revision replaced keeps the phase it ended with); at most
+    :data:`HISTORY_LIMIT` entries."""
+    entries = [dict(e) for e in kept if isinstance(e, Mapping) and e.get("revision")] \
+        if isinstance(kept, list) else []
+    if not revision:
+        return entries[:HISTORY_LIMIT]
+    if entries and entries[0]["revision"] == revision:
+        entries[0]["result"] = phase
+    else:
+        entries.insert(0, {"revision": revision, "appliedAt": stamp, "result": phase})
+    return entries[:HISTORY_LIMIT]
 
 
 def changed(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:

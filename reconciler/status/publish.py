@@ -44,6 +44,8 @@ class Decided:
     revisions: dict[AppKey, str] = field(default_factory=dict)
     """The commit that last changed each app's spec or compiled objects (its status's
     ``observedRevision``: a push that leaves an app alone rewrites nothing of it)."""
+    placements: dict[AppKey, dict[str, Any]] = field(default_factory=dict)
+    """Where each app runs and why (:func:`pincompile.contract.placements`)."""
 
 
 def revisions_of(resources: dict[AppKey, Obj]) -> dict[AppKey, str]:
@@ -80,6 +82,10 @@ def documents(members: dict[str, MemberState], stored: dict[AppKey, dict[str, An
         if move is not None:
             doc["failover"] = move.to_json()
             doc["message"] = "; ".join(m for m in (move.message, doc["message"]) if m)
+        if app in decided.placements:
+            doc["placement"] = decided.placements[app]
+        if doc.get("history"):  # the phase as the steps above left it
+            doc["history"][0]["result"] = doc["phase"]
         out[app] = doc
     return out
 

@@ -3,6 +3,7 @@ PinScaler's replicas at one time."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -61,3 +62,24 @@ class ScaleSample:
     desired: int
     ready: int
     floor: int
+
+
+class Discarded:
+    """A store that keeps nothing: what a one-shot command uses without ``--store`` (the
+    actions' events it would record are the clusters' to show; reads find nothing)."""
+
+    def add_events(self, records: Iterable[EventRecord]) -> int:
+        return 0
+
+    def events(self, app: AppKey, *, since: datetime | None = None, limit: int = 0
+               ) -> list[EventRecord]:
+        return []
+
+    def history(self, app: AppKey, *, limit: int = 0) -> list[RevisionRecord]:
+        return []
+
+    def samples(self, app: AppKey, *, since: datetime, limit: int = 0) -> list[ScaleSample]:
+        return []
+
+    def close(self) -> None:
+        return None

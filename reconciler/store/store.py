@@ -10,7 +10,7 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, delete, event, select
+from sqlalchemy import Engine, create_engine, delete, event, inspect, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
@@ -41,6 +41,10 @@ _MIGRATIONS = Path(__file__).parent / "migrations"
 
 class StoreError(Exception):
     """The store cannot be opened or used; the message names the store without secrets."""
+
+
+class NoSuchStore(StoreError):
+    """The URL names no store ``serve`` made (a reader asked not to create one)."""
 
 
 def _engine(url: str) -> Engine:
@@ -75,6 +79,19 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+def _check_exists(url: str) -> None:
+    """:class:`NoSuchStore` for a SQLite URL whose file is not there."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError as err:
+        raise StoreError(f"store URL is not a database URL: {err}") from None
+    if parsed.get_backend_name() == "sqlite" and (
+            parsed.database in (None, "", ":memory:")
+            or not Path(parsed.database).expanduser().is_file()):
+        raise NoSuchStore(f"no insight store at {parsed.database or url!r}: give the URL "
+                          "`pincompile serve --store` writes (serve creates it)")
+
+
 def _where(url: str) -> str:
     try:
         return make_url(url).render_as_string(hide_password=True)
@@ -90,15 +107,26 @@ class Store:
         self.retention = retention
 
     @classmethod
-    def open(cls, url: str, *, retention: timedelta = DEFAULT_RETENTION) -> Store:
-        """Connect and migrate to the newest schema (Alembic ``upgrade head``)."""
+    def open(cls, url: str, *, retention: timedelta = DEFAULT_RETENTION,
+             create: bool = True) -> Store:
+        """Connect and migrate to the newest schema (Alembic ``upgrade head``). Without
+        ``create`` (a reader of what ``serve`` keeps), a URL that names no store yet is
+        :class:`NoSuchStore`, and nothing is created."""
+        if not create:
+            _check_exists(url)
         engine = _engine(url)
         config = Config()
         config.set_main_option("script_location", str(_MIGRATIONS))
         try:
             with engine.begin() as connection:
+                if not create and not inspect(connection).has_table("alembic_version"):
+                    raise NoSuchStore(f"{_where(url)} is not an insight store (`pincompile "
+                                      "serve --store URL` creates one)")
                 config.attributes["connection"] = connection
                 command.upgrade(config, "head")
+        except NoSuchStore:
+            engine.dispose()
+            raise
         except SQLAlchemyError as err:
             engine.dispose()
             orig = getattr(err, "orig", None)

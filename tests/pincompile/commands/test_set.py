@@ -51,8 +51,11 @@ def test_an_invalid_result_is_refused_located_and_not_written(tmp_path: Path) ->
 def test_usage_errors(tmp_path: Path) -> None:
     root = _repo(tmp_path)
     runner = CliRunner()
-    for args in (["image", "PinApp/shop/nope", "main=x:1"], ["image", "PinApp/shop/web", "nope"],
+    for args in (["image", "PinApp/shop/web", "nope"],
                  ["image", "PinApp/shop/web", "other=x:1"], ["replicas", "web", "3"]):
         done = runner.invoke(cli, ["set", *args, "-C", str(root)])
         assert done.exit_code == 2, (args, done.output)
         assert "error:" in done.output
+    missing = runner.invoke(cli, ["set", "image", "PinApp/shop/wbe", "main=x:1", "-C", str(root)])
+    assert missing.exit_code == 1  # not found, as in every command
+    assert "did you mean 'PinApp/shop/web'?" in missing.output

@@ -443,7 +443,7 @@ def test_without_server_get_prints_what_the_server_prints(served: Served) -> Non
         code, shown = same_both_ways(served, ["get", "apps", "-p", PROJECT, "-o", fmt])
         assert code == 0 and "rolling" in shown, shown
     code, shown = same_both_ways(served, ["get", "pods", REF, "-o", "json"])
-    pods = json.loads(shown)[0]["items"]
+    pods = json.loads(shown)["items"]
     assert code == 0 and sorted(p["cluster"] for p in pods) == sorted(deployments(served))
     assert all(p["phase"] == "Running" for p in pods), pods
     assert same_both_ways(served, ["get", "pods", "-p", PROJECT, "-o", "name"])[0] == 0
@@ -536,7 +536,13 @@ def test_without_server_events_and_history_read_the_store(served: Served) -> Non
         args = [command, REF, "-o", "json", "--store", served.store]
         via_api = CliRunner().invoke(cli, args[:-2], env=served.env)
         direct = CliRunner().invoke(cli, args, env=direct_env(served))
-        assert (direct.exit_code, direct.stdout) == (0, via_api.stdout), direct.output
+        assert direct.exit_code == 0, direct.output
+        # without a server the clusters' Events are read too: the store's are all there
+        # (an Event seen again since has a newer count and time)
+        fields = ("cluster", "source", "reason", "object", "revision", "appliedAt")
+        kept, found = ({tuple(i.get(f) for f in fields) for i in json.loads(out)["items"]}
+                       for out in (via_api.stdout, direct.stdout))
+        assert kept <= found, kept - found
         if command == "events":  # the direct restart's, recorded in the store it was given
             assert "RestartComplete" in direct.stdout, direct.stdout
 

@@ -5,17 +5,13 @@ call's audit line, and decisions answered from memory."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-import socket
-import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
@@ -24,6 +20,7 @@ from reconciler.api.access import Caller, RateLimits
 from reconciler.api.app import Gateway, create_app
 from reconciler.store import Store
 from tests.support.api_fakes import Statuses, TablePolicy
+from tests.support.served_api import served
 
 AppKey = tuple[str, str, str]
 
@@ -98,18 +95,21 @@ CANARY_SUMMARY = {
     "ready": "1/2", "replicas": 2, "readyReplicas": 1,
     "clusters": [{"name": "east", "phase": "Degraded", "replicas": 2, "readyReplicas": 1,
                   "message": ""}],
-    "message": "", "lastAppliedRevision": "abc", "lastAppliedTime": "2026-11-26T09:00:00Z"}
+    "message": "", "observedRevision": "", "lastAppliedRevision": "abc",
+    "lastAppliedTime": "2026-11-26T09:00:00Z", "statusTime": "",
+    "rollout": {"phase": "Complete", "zones": [{"zone": "a", "done": True}]},
+    "failover": None, "conditions": [{"type": "Ready", "status": "True"}]}
 
 
 def test_the_list_and_one_app_are_the_documents_of_the_api(client: TestClient) -> None:
     listed = get(client, "/apps", phase="Degraded")
     assert listed.headers["content-type"] == "application/json"
-    assert listed.json() == {"items": [CANARY_SUMMARY], "continue": None}
+    assert listed.json() == {"apiVersion": "pincompute.io/v1", "kind": "AppList",
+                             "items": [CANARY_SUMMARY], "continue": None}
     one = get(client, "/apps/PinApp/shop/web-canary").json()
-    assert one == {**CANARY_SUMMARY, "failover": None,
-                   "rollout": {"phase": "Complete", "zones": [{"zone": "a", "done": True}]},
-                   "conditions": [{"type": "Ready", "status": "True"}]}
-    assert list(one) == [*CANARY_SUMMARY, "rollout", "failover", "conditions"]
+    assert one == {**CANARY_SUMMARY, "spec": None, "source": "", "placement": None,
+                   "history": [], "scaling": None}
+    assert list(one) == [*CANARY_SUMMARY, "spec", "source", "placement", "history", "scaling"]
 
 
 def test_a_selector_matches_the_labels_of_the_apps_specs(client: TestClient) -> None:
@@ -220,17 +220,8 @@ def test_known_answers_are_given_without_asking_and_unknown_ones_are_asked(
 # -- the CLI, through a real HTTP server --------------------------------------------------------
 @pytest.fixture
 def server(store: Store) -> Iterator[str]:
-    sock = socket.create_server(("127.0.0.1", 0))
-    served = uvicorn.Server(uvicorn.Config(create_app(gateway_of(store)), lifespan="off",
-                                           log_level="warning"))
-    thread = threading.Thread(target=lambda: asyncio.run(served.serve(sockets=[sock])),
-                              daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        served.should_exit = True
-        thread.join(10)
+    with served(create_app(gateway_of(store))) as url:
+        yield url
 
 
 def test_get_apps_l_lists_the_apps_whose_spec_labels_match(server: str) -> None:

@@ -29,13 +29,15 @@ def kubeconfig_to(tmp_path: Path, server: str) -> Path:
 
 
 @pytest.mark.parametrize("command", ["events", "history"])
-def test_events_and_history_without_server_or_store_say_where_they_live(
+def test_a_store_url_naming_no_store_is_a_usage_error_and_creates_nothing(
         command: str, tmp_path: Path) -> None:
-    done = CliRunner().invoke(cli, [command, APP], env={"PINCOMPILE_SERVER": None,
-                                                         "KUBECONFIG": str(tmp_path / "no")})
+    config = kubeconfig_to(tmp_path, "https://127.0.0.1:9")
+    named = tmp_path / "typo.db"
+    done = CliRunner().invoke(cli, [command, APP, "--kubeconfig", str(config), "--store",
+                                    f"sqlite:///{named}"], env={"PINCOMPILE_SERVER": None})
     assert done.exit_code == 2, done.output
-    assert done.output.count("\n") == 1 and "--server" in done.output \
-        and "--store" in done.output, done.output
+    assert "no insight store at" in done.output and str(named) in done.output, done.output
+    assert not named.exists()
 
 
 @pytest.mark.parametrize("args", [["get", "apps"], ["logs", APP], ["exec", APP, "--", "true"],

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from pincompile.manifest import LABEL_APP, LABEL_KIND, LABEL_PROJECT
-from reconciler.commands.status import age, render_table
+from reconciler.commands.status import render_table
+from reconciler.commands.tables import age
 from reconciler.host import status_time
 from reconciler.status.live import live_rows
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import yaml
 
 from pincompile.emit.output import to_yaml
-from reconciler.commands.status import render
+from reconciler.commands.tables import render_list
 from reconciler.plan import diff
 
 ROWS = [{"name": "web", "phase": "Degraded", "message": "zone: east-a lost\nretrying",
@@ -13,9 +13,10 @@ ROWS = [{"name": "web", "phase": "Degraded", "message": "zone: east-a lost\nretr
 
 
 def test_status_rows_in_yaml_read_back_as_the_same_strings_by_a_yaml_1_1_reader() -> None:
-    text = render(ROWS, "yaml")
-    assert yaml.safe_load(text) == ROWS
-    assert text == to_yaml(ROWS).rstrip()
+    text = render_list("AppList", ROWS, "yaml")
+    document = yaml.safe_load(text)
+    assert document == {"apiVersion": "pincompute.io/v1", "kind": "AppList", "items": ROWS}
+    assert text == to_yaml(document).rstrip()
     assert "    cpu: '2200m'\n" in text and "    flag: 'yes'\n" in text  # never a number/bool
     assert "  message: |-\n    zone: east-a lost\n    retrying\n" in text
 

@@ -69,4 +69,5 @@ def test_the_handshake_takes_the_picked_container_to_the_apis_exec(
     assert refusal(console, f"{where}&container=log-shipper") == (
         503, "no connection to member cluster east")
     assert refusal(console, f"{where}&container=nope") == (
-        404, "PinApp/shop/cart: no container nope in the Running pods")
+        404, "PinApp/shop/cart: no container nope in the Running pods (they have: "
+             "log-shipper, main)")

@@ -287,8 +287,8 @@ def test_an_outage_under_the_grace_moves_nothing_and_past_it_fo_c_share_moves(
     assert any(line.startswith("PinPod/shop/scratch") and "Stranded" in line
                for line in table.splitlines()), table
     assert any(line.startswith("fo-c") and "Lost" in line for line in table.splitlines())
-    rows = json.loads(status_cli(fo_fleet, "-o", "json"))
-    cluster_rows = {r["name"]: r["status"]["failover"] for r in rows if r["kind"] == "Cluster"}
+    listed = json.loads(status_cli(fo_fleet, "-o", "json"))
+    cluster_rows = {c["name"]: c["failover"] for c in listed["clusters"]}
     assert cluster_rows["fo-c"]["phase"] == "Lost"
 
     # a restarted reconciler keeps the state (from the host): nothing moves again

@@ -27,3 +27,29 @@ def test_status_of_an_app_with_an_unreachable_cluster_and_a_halted_rollout() -> 
     assert halted["lastAppliedRevision"] == "r1"  # nothing applied in this pass
     assert not document.changed(doc, {**doc, "lastAppliedTime": "later"})
     assert document.changed(doc, halted)
+
+
+def test_history_keeps_the_last_revisions_newest_first_with_the_phase_each_ended_with(
+        ) -> None:
+    from reconciler.model import ObjectRef
+
+    ready = live_of(deploy("web:1"))
+    ready["status"].update(readyReplicas=2, conditions=[{"type": "Available",
+                                                         "status": "True"}])
+    starting = live_of(deploy("web:2"), ready=False)
+    ref = ObjectRef("a1", "apps/v1", "Deployment", "shop", "web")
+    doc = None
+    for at, (revision, live) in enumerate([("r1", starting), ("r1", ready), ("r2", starting),
+                                           ("r2", starting)]):
+        doc = document.app_status([document.ClusterView("a1", [(ref, live)])],
+                                  revision=revision, rollout=None, previous=doc,
+                                  applied=True, now=1_800_000_000 + 60 * at)
+    assert doc is not None
+    assert doc["history"] == [
+        {"revision": "r2", "appliedAt": "2027-01-15T08:02:00Z", "result": "Progressing"},
+        {"revision": "r1", "appliedAt": "2027-01-15T08:00:00Z", "result": "Healthy"}]
+    for n in range(3, 3 + document.HISTORY_LIMIT):
+        doc = document.app_status([document.ClusterView("a1", [(ref, ready)])],
+                                  revision=f"r{n}", rollout=None, previous=doc, applied=True)
+    assert [e["revision"] for e in doc["history"]] == \
+        [f"r{n}" for n in range(2 + document.HISTORY_LIMIT, 2, -1)]

@@ -57,13 +57,13 @@ def status_json(fleet: fleet_mod.FleetState, *extra: str) -> dict[str, Any]:
     done = CliRunner().invoke(cli, ["status", "PinApp/shop/web", "-o", "json",
                                     "--kubeconfig", str(fleet.kubeconfig), *extra])
     assert done.exit_code == 0, done.output
-    [row] = json.loads(done.output)
+    [row] = json.loads(done.output)["items"]
     return dict(row)
 
 
 def cluster_counts(row: dict[str, Any]) -> dict[str, tuple[int, int]]:
     return {c["name"]: (c.get("readyReplicas", 0), c.get("replicas", 0))
-            for c in row["status"]["clusters"]}
+            for c in row["clusters"]}
 
 
 def test_live_status_reads_the_member_objects(status_fleet: fleet_mod.FleetState, repo: Path,
@@ -85,7 +85,7 @@ def test_live_status_reads_the_member_objects(status_fleet: fleet_mod.FleetState
     assert cluster_counts(status_json(status_fleet))["rt-a"] == (1, 1)
     live = status_json(status_fleet, "--live")
     assert cluster_counts(live) == {"rt-a": (2, 2), "rt-b": (1, 1), "rt-c": (1, 1)}
-    assert live["status"]["ready"] == "4/4" and live["status"]["phase"] == "Healthy"
+    assert live["ready"] == "4/4" and live["phase"] == "Healthy"
     assert live["statusTime"] >= recorded["statusTime"]
 
     table = CliRunner().invoke(cli, ["status", "--live", "--kubeconfig",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -11,7 +12,14 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
-from reconciler.store import EventRecord, RevisionRecord, ScaleSample, Store, StoreError
+from reconciler.store import (
+    EventRecord,
+    NoSuchStore,
+    RevisionRecord,
+    ScaleSample,
+    Store,
+    StoreError,
+)
 from reconciler.store.tables import Base
 
 APP = ("PinApp", "shop", "web")
@@ -136,3 +144,19 @@ def test_a_bad_store_url_is_a_clear_error_that_hides_the_password(tmp_path: Path
     with pytest.raises(StoreError) as refused:
         Store.open(f"postgresql://u:hunter2@/x?host={tmp_path}")  # no server there
     assert "hunter2" not in str(refused.value) and "***" in str(refused.value)
+
+
+def test_a_reader_never_creates_a_store_where_there_is_none(tmp_path: Path) -> None:
+    missing = tmp_path / "typo" / "insight.db"
+    with pytest.raises(NoSuchStore, match="no insight store at"):
+        Store.open(f"sqlite:///{missing}", create=False)
+    assert not missing.parent.exists()
+    other = tmp_path / "other.db"
+    sqlite3.connect(other).execute("CREATE TABLE notes (body TEXT)").connection.commit()
+    with pytest.raises(NoSuchStore, match="is not an insight store"):
+        Store.open(f"sqlite:///{other}", create=False)
+    made = tmp_path / "insight.db"
+    Store.open(f"sqlite:///{made}").close()  # as serve opens it
+    kept = Store.open(f"sqlite:///{made}", create=False)
+    assert kept.events(APP) == []
+    kept.close()
