@@ -25,23 +25,23 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pincompile.contract import Result, placements
-from reconciler import desired, failover
-from reconciler.clients import pace, read
+from reconciler import desired, failover, host_sync
+from reconciler.clients import pace
 from reconciler.clients.access import ClusterAccess
 from reconciler.clients.cache import ClusterCache
 from reconciler.clients.connect import ClusterUnreachable, Connection
-from reconciler.clients.read import Key, key_of
+from reconciler.clients.read import Key
 from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.desired import Echo, MemberState, with_floor
 from reconciler.errors import CLUSTER_ERRORS, explain
 from reconciler.failover import step as failover_step
 from reconciler.health import wait as health_wait
+from reconciler.host_sync import HOST
 from reconciler.host_writes import HostWrites
-from reconciler.kinds import MANAGED_KINDS
 from reconciler.model import AppKey, ClusterReport, Left, Obj, PassReport, Unconverged
 from reconciler.plan import applied, narrow
 from reconciler.plan.change import Action
-from reconciler.plan.cluster_plan import ClusterPlan, Options, plan_cluster, read_live
+from reconciler.plan.cluster_plan import Options, plan_cluster, read_live
 from reconciler.plan.execute import execute
 from reconciler.plan.memo import PlanMemo
 from reconciler.progress import Progress
@@ -55,10 +55,8 @@ from reconciler.step_timings import COLLECTOR, Steps
 
 __all__ = ["HOST", "Flight", "MemberState", "Reconciler"]
 
-HOST = "host"
 Connect = Callable[[str, str], ClusterAccess]
 """(cluster name, kubeconfig context) -> how the pass reaches that cluster."""
-NAMESPACE = next(k for k in MANAGED_KINDS if k.kind == "Namespace")
 
 
 @dataclass
@@ -416,7 +414,8 @@ class Reconciler:
 
         try:
             conn = self.connect(HOST, self.host_context)
-            live, crds = self._host_live(conn)
+            live, crds, self.host_cache = host_sync.live_state(conn, self.host_cache,
+                                                               self.watch)
             wanted = host.desired_objects(result.catalog, report.revision,
                                           desired.app_digests(result.manifests,
                                                               self.digests))
@@ -427,47 +426,13 @@ class Reconciler:
             report.clusters[HOST] = host_report
             # written while the members are planned and written: nothing waits for them
             # before the statuses (which need the resources)
-            self.host_specs = self.host_writes.submit(_host_write, conn, plan, host_report,
-                                                      crds)
-            apps = {host.app_key(o): o for k, o in live.items() if k[0] != "Namespace"}
-            for change in plan.pending:  # as they will be once written
-                if change.key[0] == "Namespace":
-                    continue
-                if change.action is Action.PRUNE and change.live is not None:
-                    apps.pop(host.app_key(change.live), None)
-                elif change.predicted is not None:
-                    apps[host.app_key(change.predicted)] = change.predicted
-            return apps
+            self.host_specs = self.host_writes.submit(host_sync.write_plan, conn, plan,
+                                                      host_report, crds)
+            return host_sync.apps_after(live, plan)
         except CLUSTER_ERRORS as exc:
             report.clusters[HOST] = ClusterReport(HOST, error=explain(exc))
             self.echo(f"host: FAILED: {explain(exc)}")
             return {}
-
-    def _host_live(self, conn: ClusterAccess) -> tuple[dict[Key, Obj], list[Obj]]:
-        """The host's CRDs ensured, then its spec resources and their namespaces: one LIST
-        per kind, or (``watch``) the host's watch cache, which also holds the CRDs; and the
-        CRDs written that may not be served yet (their objects wait for them)."""
-        from reconciler import host
-
-        watched = [host.CRD_KIND, *host.spec_kinds(), NAMESPACE]
-        if not self.watch:
-            existing, _ = read.list_managed(conn, host.CRD_KIND, lean=True)
-            written = host.install_crds(conn, existing)
-            # a kind whose CRD is only being created has no objects yet: nothing to list
-            new = {host.kind_of(c) for c in written if key_of(c) not in existing}
-            return read.list_many(conn, [k for k in watched[1:] if k.kind not in new],
-                                  lean=True), written
-        if self.host_cache is not None:
-            live = self.host_cache.snapshot()
-            crds = {k: o for k, o in live.items() if k[0] == host.CRD_KIND.kind}
-            if host.ensure_crds(conn, existing=crds):  # another version's CRDs: watch anew
-                self.host_cache.close()
-                self.host_cache = None
-        if self.host_cache is None:
-            host.ensure_crds(conn)
-            self.host_cache = ClusterCache(conn, watched=watched)
-        return {k: o for k, o in self.host_cache.snapshot().items()
-                if k[0] != host.CRD_KIND.kind}, []
 
     def _host_ok(self, report: PassReport) -> ClusterAccess | None:
         """The host's connection when this pass reached it without an error."""
@@ -532,17 +497,4 @@ class Reconciler:
                 and report.clusters[HOST].error is None:
             report.clusters[HOST].error = error
             self.echo(f"host: FAILED: {error}")
-
-
-def _host_write(conn: ClusterAccess, plan: ClusterPlan, done_report: ClusterReport,
-                crds: list[Obj]) -> None:
-    """Carry out the host's plan once the ``crds`` just written are served; what it did
-    goes into the host's report."""
-    from reconciler import host
-
-    host.wait_served(conn, crds)
-    done = execute(conn, plan)
-    done_report.created = [c.ref(HOST) for c in done[Action.CREATE]]
-    done_report.updated = [c.ref(HOST) for c in done[Action.UPDATE]]
-    done_report.pruned = [c.ref(HOST) for c in done[Action.PRUNE]]
 

@@ -46,6 +46,8 @@ EXCLUSIVE_CLUSTERS = [Path(__file__).parent / "reconciler" / "fixtures" / tree /
                       / "clusters" / "clusters.yaml" for tree in ("repo", "failover")]
 #: the fleets' timer profile: short controller timers (``reconciler/fleet/profiles.py``)
 os.environ.setdefault(profiles.ENV, profiles.TEST)
+#: a table's width is a test's own choice (its COLUMNS), never the launching terminal's
+os.environ.pop("COLUMNS", None)
 #: the fleets this process started, by directory (stopped after their last test)
 STARTED: dict[Path, str] = {}
 #: names the run (its first process's pid) across the processes of ``pytest -n``

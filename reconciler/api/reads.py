@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
@@ -17,14 +17,39 @@ from reconciler.store import EventRecord
 from .access import Caller
 from .models import AppEvent, AppRevision, ObjectList, Problem, UsageList
 from .objects import Members, app_objects, project_namespace
-from .timeline import merged, revisions
+from .timeline import ClustersTimeline, merged, revisions
 from .usage import app_usage
 
 if TYPE_CHECKING:
-    from .app import Gateway
+    from reconciler.clients.connect import Connection
+    from reconciler.store import Store
+
+    from .index import AppSource
 
 APP_PATH = "/api/v1/apps/{kind}/{project}/{name}"
 Authorize = Callable[[Request, Caller, str, str, str], Awaitable[None]]
+
+
+class Gateway(Protocol):
+    """What the reads use of the API's gateway (:class:`reconciler.api.app.Gateway`)."""
+
+    @property
+    def apps(self) -> AppSource: ...
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def store_read(self) -> bool: ...
+
+    @property
+    def timeline(self) -> ClustersTimeline | None: ...
+
+    @property
+    def pods(self) -> Any: ...
+
+    @property
+    def host(self) -> Connection | None: ...
 
 
 def mount_reads(api: FastAPI, caller: Callable[..., Awaitable[Caller]],

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from reconciler.clients.access import ClusterAccess
 from reconciler.clients.connect import Connection
 from reconciler.clock import iso_time
 from reconciler.errors import CLUSTER_ERRORS, explain
@@ -93,9 +94,9 @@ class Recorder:
             out.write(line + "\n")
 
     @staticmethod
-    def _create(conn: Connection, body: dict[str, Any]) -> None:
+    def _create(conn: ClusterAccess, body: dict[str, Any]) -> None:
         try:
-            conn.resource("v1", "Event").create(body=body, namespace="default")
+            conn.create(body)
         except CLUSTER_ERRORS as exc:
             log.warning("could not record the Event %s in %s: %s", body["reason"], conn.name,
                         explain(exc))

@@ -19,14 +19,12 @@ class Events:
         self.name, self.fail = name, fail
         self.created: list[tuple[str, dict[str, Any]]] = []
 
-    def resource(self, _api_version: str, _kind: str) -> Events:
-        return self
-
-    def create(self, *, body: dict[str, Any], namespace: str) -> None:
+    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
         if self.fail:
             raise DynamicApiError(type("E", (), {"status": 403, "reason": "Forbidden",
                                                  "body": "{}", "headers": {}})())
-        self.created.append((namespace, body))
+        self.created.append((obj["metadata"]["namespace"], obj))
+        return obj
 
 
 POD = {"metadata": {"name": "web-1", "namespace": "shop", "labels": {
