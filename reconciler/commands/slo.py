@@ -143,10 +143,12 @@ def slo(root: Path, rules: bool, store: str | None, exit_code: bool, fmt: str,
         click.echo(rules_yaml(_objectives(root)), nl=False)
         sys.exit(EXIT_OK)
     documents = _remote(server, client) if server else _stored(root, store)
-    if fmt in ("json", "yaml"):
-        from reconciler.commands.status import render
+    if fmt == "json":
+        click.echo(json.dumps(documents, indent=2))
+    elif fmt == "yaml":
+        from pincompile.emit.output import to_yaml
 
-        click.echo(render(documents, fmt))
+        click.echo(to_yaml(documents).rstrip())
     else:
         click.echo(slo_table(documents, fmt))
     sys.exit(EXIT_INVALID if exit_code and any(d["met"] is False for d in documents)

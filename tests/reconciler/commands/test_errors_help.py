@@ -26,7 +26,7 @@ def test_a_mistyped_command_is_a_usage_error_naming_the_one_meant(typed: str, me
 
 
 def test_an_unknown_command_lists_the_commands() -> None:
-    done = CliRunner().invoke(cli, ["frobnicate"])
+    done = CliRunner().invoke(cli, ["xyzzy"])
     assert done.exit_code == 2 and "Commands: apply, " in done.output
 
 

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from reconciler.fleet import profiles
 from reconciler.fleet.cli import _print_table
 
 INFO = {"healthy": True, "kubeconfig": "/tmp/fleet/kubeconfig", "processes": [],
@@ -19,7 +20,8 @@ INFO = {"healthy": True, "kubeconfig": "/tmp/fleet/kubeconfig", "processes": [],
 def test_fleet_status_fits_columns_and_keeps_the_context_whole(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("COLUMNS", "70")
-    state = SimpleNamespace(dir=Path("/tmp/fleet"), phase="up", versions={"kubernetes": "1"})
+    state = SimpleNamespace(dir=Path("/tmp/fleet"), phase="up", versions={"kubernetes": "1"},
+                            timers=profiles.profile(profiles.TEST))
     _print_table(state, INFO)  # type: ignore[arg-type]
     lines = capsys.readouterr().out.splitlines()
     table = lines[lines.index(next(line for line in lines if "CONTEXT" in line)):][:2]
