@@ -7,8 +7,8 @@ per run, each fleet down once its last test is done.
   ``tests/e2e/fixtures/clusters``).
 - ``exclusive_fleet``: for a module that must be the only reconciler of its fleet (it
   reconciles a whole spec tree, prunes included, and reads back everything on the host)
-  or that stops its clusters. Its member clusters are those of
-  ``tests/reconciler/fixtures/{repo,failover}/platform``; each module starts on it as
+  or that stops its clusters or breaks their nodes. Its member clusters are those of
+  ``tests/reconciler/fixtures/{repo,failover,nodes}/platform``; each module starts on it as
   ``fleet up`` left it (:func:`tests.support.fleet.reset`).
 
 Both run the ``test`` timer profile (``$PINCOMPILE_FLEET_PROFILE``: short controller
@@ -41,9 +41,11 @@ from tests.support.fleet import reset
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE_CLUSTERS = Path(__file__).parent / "e2e" / "fixtures" / "clusters"
-#: the member clusters of the exclusive fleet (``rt-*`` and ``fo-*``)
+#: the member clusters of the exclusive fleet (``rt-*``, ``fo-*`` and ``heal-a``)
 EXCLUSIVE_CLUSTERS = [Path(__file__).parent / "reconciler" / "fixtures" / tree / "platform"
-                      / "clusters" / "clusters.yaml" for tree in ("repo", "failover")]
+                      / "clusters" / name for tree, name in (
+                          ("repo", "clusters.yaml"), ("failover", "clusters.yaml"),
+                          ("nodes", "heal.yaml"))]
 #: the fleets' timer profile: short controller timers (``reconciler/fleet/profiles.py``)
 os.environ.setdefault(profiles.ENV, profiles.TEST)
 #: a table's width is a test's own choice (its COLUMNS), never the launching terminal's
@@ -184,9 +186,10 @@ def _module(item: pytest.Item | None) -> object:
     return item.getparent(pytest.Module) if item is not None else None
 
 
+@pytest.hookimpl(trylast=True)  # after pytest's own: the module's fixtures are torn down
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    """Stop a fleet once the last module that uses it is done (those modules come one
-    after another: ``pytest_collection_modifyitems``)."""
+    """Stop a fleet once the last module that uses it is done and its fixtures are torn
+    down (those modules come one after another: ``pytest_collection_modifyitems``)."""
     for fixture, users in USERS.items():
         if _module(item) in users and _module(nextitem) not in users:
             _stop_started(fixture)
@@ -331,8 +334,9 @@ def _exclusive(e2e_toolchain: Path, pytestconfig: pytest.Config
 @pytest.fixture(scope="module")
 def exclusive_fleet(_exclusive: fleet_mod.FleetState) -> fleet_mod.FleetState:
     """A fleet no other module uses meanwhile, as ``fleet up`` left it (member clusters
-    ``rt-a``, ``rt-b``, ``rt-c`` of region ``rt-east`` and ``fo-a``, ``fo-b``, ``fo-c``
-    of ``fo-east``), for a module that reconciles a whole spec tree or stops clusters."""
+    ``rt-a``, ``rt-b``, ``rt-c`` of region ``rt-east``, ``fo-a``, ``fo-b``, ``fo-c`` of
+    ``fo-east`` and ``heal-a``), for a module that reconciles a whole spec tree, stops
+    clusters or breaks nodes."""
     reset(_exclusive)
     return _exclusive
 

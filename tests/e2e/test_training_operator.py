@@ -116,7 +116,7 @@ def status_rows(fleet: fleet_mod.FleetState) -> dict[str, dict[str, Any]]:
     result = CliRunner().invoke(cli, ["status", "-p", PROJECT, "-o", "json",
                                       "--kubeconfig", str(fleet.kubeconfig)])
     assert result.exit_code == 0, result.output
-    return {r["name"]: r["status"] for r in json.loads(result.output)
+    return {r["name"]: r for r in json.loads(result.output)["items"]
             if r["kind"] == "PinterestTrainingJob"}
 
 

@@ -236,7 +236,7 @@ def test_logs_are_a_verb_of_their_own_and_the_cli_reads_through_the_api(
     assert table.exit_code == 0 and "PinApp/api-shop/web" in table.output, table.output
     for selector, shown in (("tier=frontend", "PinApp/api-shop/web\n"), ("tier!=frontend", "")):
         selected = cli.invoke(cli_main, ["get", "apps", "-l", selector, "-o", "name"], env=env)
-        assert (selected.exit_code, selected.output) == (0, shown), selected.output
+        assert (selected.exit_code, selected.stdout) == (0, shown), selected.output
     missing = cli.invoke(cli_main, ["get", "pods", "PinApp/api-shop/nope"], env=env)
     assert missing.exit_code == 1, missing.output
     denied = cli.invoke(cli_main, ["logs", "PinApp/api-shop/web"],

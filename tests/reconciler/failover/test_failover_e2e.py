@@ -428,8 +428,10 @@ def test_a_cluster_whose_hpa_sits_at_its_maximum_gets_max_share_from_the_others(
     fleet_load(fo_fleet, "PinApp/shop/api", "--reset", "--cluster", "fo-b")
     wait_for(lambda: hpa_status(api, "fo-b")[1] == "", 180, "fo-b's HPA no longer limited",
              interval=3)
+    kept = k8s.CustomObjectsApi(api("host")).get_namespaced_custom_object(
+        "pincompute.io", "v1", "shop", "pinscalers", "api")["status"].get("rebalance")
     steady = Pass(fo_fleet, repo, at + 120)
-    assert hpa_maxima(api) == maxima
+    assert hpa_maxima(api) == maxima, (kept, steady.lines)
     assert member_writes(steady) == 0, steady.lines
     cr = k8s.CustomObjectsApi(api("host")).get_namespaced_custom_object(
         "pincompute.io", "v1", "shop", "pinscalers", "api")

@@ -1,6 +1,6 @@
-"""Node remediation and rotation in ``pincompile serve``, end to end on a fleet of its own
-(serve reconciles the whole fleet from this module's repository, and the tests break,
-drain and replace its nodes: neither may touch the shared session fleet).
+"""Node remediation and rotation in ``pincompile serve``, end to end on the exclusive
+fleet's ``heal-a`` (serve reconciles from this module's repository, and the tests break,
+drain and replace the cluster's nodes: neither may touch the shared session fleet).
 
 One member cluster, ``heal-a``, of three kwok nodes (two more are added for the circuit
 breaker's 60 %); its Cluster spec's remediation policy drains a node after Ready=False for
@@ -32,7 +32,7 @@ from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.replacement import add_nodes, heal, replacing, set_condition
 from reconciler.remediation import drain
 from reconciler.serve.webhooks import GENERIC_SIGNATURE_HEADER, sign
-from tests.conftest import api_clients, fleet_of_its_own
+from tests.conftest import api_clients
 from tests.support.nodes import NodeWatch, ReadyWatch, events, wait_until
 from tests.support.serve import REPO_ROOT, ServeProcess, SpecRepo, http
 
@@ -60,9 +60,10 @@ spec:
 
 
 @pytest.fixture(scope="module")
-def nodes_fleet(e2e_toolchain: Path) -> Iterator[fleet_mod.FleetState]:
-    with fleet_of_its_own(FIXTURE / "platform", "nodes") as state:
-        yield state
+def nodes_fleet(exclusive_fleet: fleet_mod.FleetState) -> fleet_mod.FleetState:
+    """The exclusive fleet: its ``heal-a`` is this module's alone (its nodes are broken,
+    drained and replaced)."""
+    return exclusive_fleet
 
 
 @pytest.fixture(scope="module")

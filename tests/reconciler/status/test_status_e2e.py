@@ -74,7 +74,8 @@ def test_live_status_reads_the_member_objects(status_fleet: fleet_mod.FleetState
     # not a terminal: plain progress lines per cluster
     for cluster in ("rt-a", "rt-b", "rt-c"):
         assert re.search(rf"^{cluster}: (\d+) to write of \1 objects$", done.stderr, re.M)
-        assert re.search(rf"^{cluster}: applied (\d+)/\1$", done.stderr, re.M)
+        assert re.search(rf"^{cluster}: applied (\d+)/\1 \(.+\)$", done.stderr,
+                         re.M), done.stderr
         assert re.search(rf"^{cluster}: healthy (\d+)/\1$", done.stderr, re.M), done.stderr
     recorded = status_json(status_fleet)
     assert cluster_counts(recorded) == {"rt-a": (1, 1), "rt-b": (1, 1), "rt-c": (1, 1)}
@@ -129,7 +130,7 @@ def test_the_long_running_reconciler_keeps_status_following_members(
         report = reconciler.run(compile_path(repo))
         assert report.ok, report
         assert reconciler.follower is not None
-        before = cluster_counts({"status": reconciler.statuses[("PinApp", "shop", "web")]})
+        before = cluster_counts(reconciler.statuses[("PinApp", "shop", "web")])
         assert before["rt-b"] == (1, 1)
 
         started = time.monotonic()
@@ -137,7 +138,7 @@ def test_the_long_running_reconciler_keeps_status_following_members(
         ready_at = time.monotonic() - started
 
         def rt_b_is_3_of_3(status: dict[str, Any]) -> bool:
-            return cluster_counts({"status": status}).get("rt-b") == (3, 3)
+            return cluster_counts(status).get("rt-b") == (3, 3)
 
         followed = host_status_follows(api("host"), "pinapps", "shop", "web", rt_b_is_3_of_3,
                                        timeout=15)
@@ -168,10 +169,10 @@ def test_plan_and_status_narrow_to_apps(status_fleet: fleet_mod.FleetState, repo
 
     assert status("-o", "name") == (0, "PinApp/shop/web\n")
     assert status("PinApp/shop/web", "-p", "shop", "-o", "name") == (0, "PinApp/shop/web\n")
-    assert status("-p", "other", "-o", "name") == (0, "")
+    assert status("-p", "other", "-o", "name")[0] == 2  # no such project
     assert status("-l", "!team", "-o", "name") == (0, "PinApp/shop/web\n")
     assert status("-l", "team", "-o", "name") == (0, "")
-    assert status("PinApp/shop/nope")[0] == 2
+    assert status("PinApp/shop/nope")[0] == 1
     narrow = CliRunner().invoke(cli, ["status", *kubeconfig], env={"COLUMNS": "60"})
     wide = CliRunner().invoke(cli, ["status", "-o", "wide", *kubeconfig],
                               env={"COLUMNS": "60"})
