@@ -1,8 +1,9 @@
 """The console's pages on the API's ASGI app (``mount_console``): log in and out (wrong
 tokens throttled per client address), the overview at ``/`` (member clusters and the
-grid), one app at ``/apps/KIND/PROJECT/NAME`` (:mod:`reconciler.console.apppage`; its
-log routes in :mod:`~reconciler.console.logroutes`, its actions in
-:mod:`~reconciler.console.actionroutes`, its pods' terminal in
+grid), one project's cost and forecast at ``/projects/PROJECT``
+(:mod:`reconciler.console.projectpage`), one app at ``/apps/KIND/PROJECT/NAME``
+(:mod:`reconciler.console.apppage`; its log routes in :mod:`~reconciler.console.logroutes`,
+its actions in :mod:`~reconciler.console.actionroutes`, its pods' terminal in
 :mod:`~reconciler.console.terminal`) and the vendored assets at ``/static/``. Who may
 see what is the API's own decision (``Gateway.access``: TokenReview, then
 SubjectAccessReview per kind and project), and every page is audited like an API call.
@@ -23,6 +24,7 @@ from reconciler.console.actionroutes import add_action_routes
 from reconciler.console.apppage import app_response
 from reconciler.console.logroutes import add_log_routes
 from reconciler.console.members import MemberSource
+from reconciler.console.projectpage import project_view
 from reconciler.console.respond import (
     HEADERS,
     Sources,
@@ -36,7 +38,7 @@ from reconciler.console.respond import (
 from reconciler.console.terminal import add_terminal_route
 from reconciler.console.views import PAGE_SIZES, Filters, grid
 
-CONSOLE_PATHS = ("/", "/login", "/logout", "/apps/")
+CONSOLE_PATHS = ("/", "/login", "/logout", "/apps/", "/projects/")
 
 
 def mount_console(app: FastAPI, *, members: MemberSource | None = None,
@@ -52,6 +54,8 @@ def mount_console(app: FastAPI, *, members: MemberSource | None = None,
 
     app.add_api_route("/", overview, methods=["GET"], include_in_schema=False)
     app.add_api_route("/apps/{kind}/{project}/{name}", app_view, methods=["GET"],
+                      include_in_schema=False)
+    app.add_api_route("/projects/{project}", project_view, methods=["GET"],
                       include_in_schema=False)
     add_log_routes(app)
     add_action_routes(app)
