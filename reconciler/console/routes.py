@@ -17,8 +17,9 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.responses import RedirectResponse, Response
 from starlette.staticfiles import StaticFiles
 
-from reconciler.api.access import AccessError, Audited
+from reconciler.api.access import AccessError, Audited, allowed
 from reconciler.api.app import Gateway, token_caller
+from reconciler.api.insight import CLUSTER_KIND
 from reconciler.console import session
 from reconciler.console.actionroutes import add_action_routes
 from reconciler.console.apppage import app_response
@@ -77,13 +78,17 @@ async def overview(request: Request) -> Response:
 
     page = await run_in_threadpool(grid, gateway.apps.statuses(), filters, may_list)
     source = sources_of(request).members
-    members = None
+    members = capacity = None
     if source is not None and page.visible:  # only clusters the caller's apps are in
         placed = set(page.options["cluster"])
         members = [m for m in await run_in_threadpool(source.health) if m.name in placed]
+        if gateway.insight is not None and await allowed(gateway.access, who, "list",
+                                                         CLUSTER_KIND, ""):
+            capacity = await run_in_threadpool(sources_of(request).capacity.panel,
+                                               gateway.insight)
     partial = request.headers.get("hx-request") == "true"
     return await render_page(request, "grid.html" if partial else "overview.html", who,
-                             grid=page, sizes=PAGE_SIZES, members=members)
+                             grid=page, sizes=PAGE_SIZES, members=members, capacity=capacity)
 
 
 async def app_view(request: Request, kind: str, project: str, name: str) -> Response:
