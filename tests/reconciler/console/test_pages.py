@@ -202,7 +202,8 @@ class Inputs(HTMLParser):
 def test_every_visible_input_has_a_label(console: TestClient) -> None:
     pages = [console.get("/login").text]
     logged_in(console)
-    pages += [console.get("/").text, console.get("/apps/PinApp/shop/cart").text]
+    pages += [console.get("/").text, console.get("/projects/shop").text,
+              console.get("/apps/PinApp/shop/cart").text]
     for page in pages:
         parser = Inputs()
         parser.feed(page)
