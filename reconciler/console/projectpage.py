@@ -17,6 +17,7 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from pincompile.contract import duration_seconds
+from reconciler.api.app import Gateway
 from reconciler.api.cost_routes import project_document, window
 from reconciler.api.forecast_routes import BUCKET, HORIZON, forecast_of
 from reconciler.api.insight import may_see_project
@@ -106,11 +107,11 @@ def project_page(cost_document: dict[str, Any], forecast_document: dict[str, Any
         forecast=[row[1:] for row in rows] if len(rows) > 1 else [])
 
 
-def _documents(gateway: Any, project: str, start: float, end: float
+def _documents(gateway: Gateway, project: str, start: float, end: float
                ) -> tuple[dict[str, Any], dict[str, Any]]:
     cost = project_document(gateway.store, project, start, end)
-    forecast = forecast_of(gateway.store, getattr(gateway, "insight", None), [project], False,
-                           start, end, duration_seconds(BUCKET), duration_seconds(HORIZON))
+    forecast = forecast_of(gateway.store, gateway.insight, [project], False, start, end,
+                           duration_seconds(BUCKET), duration_seconds(HORIZON))
     return cost, forecast
 
 
