@@ -33,6 +33,8 @@ END = time.time() // HOUR * HOUR  # the samples end at the last full hour
 START = END - 4 * DAY
 PRICES = (0.04, 0.005, 2.0)
 HOSTILE = '<img src=x onerror="alert(1)">'
+ODD = 'x"><b>y'
+"""A project name Kubernetes refuses (a namespace is a DNS label): escaped all the same."""
 
 
 def cores(t: float) -> float:
@@ -58,9 +60,9 @@ def gateway(tmp_path: Path) -> Iterator[Gateway]:
     insight = FixedInsight([project_cr("shop", {"reserved": {"cpu": "20", "memory": "8Gi"}})],
                            [], {})
     grants = {("alice", "list", "PinApp", "shop"), ("alice", "read", "PinApp", "shop"),
-              ("alice", "list", "PinApp", "quiet")}
-    yield Gateway(apps=Statuses({("PinApp", "shop", "web"): status("Healthy", east="Healthy"),
-                                 ("PinApp", "ads", "web"): status("Healthy", east="Healthy")}),
+              ("alice", "list", "PinApp", "quiet"), ("alice", "list", "PinApp", ODD)}
+    yield Gateway(apps=Statuses({("PinApp", p, "web"): status("Healthy", east="Healthy")
+                                 for p in ("shop", "ads", ODD)}),
                   store=store, insight=insight, limits=RateLimits(qps=1000, burst=1000),
                   access=TablePolicy({"alice-token": "alice", "dave-token": "dave"}, grants))
     store.close()
@@ -162,7 +164,8 @@ def test_a_window_without_samples_says_so(client: TestClient) -> None:
 def test_the_overview_and_the_app_page_link_to_the_project_page(client: TestClient) -> None:
     overview = logged_in(client).get("/").text
     nav = overview[overview.index('<nav class="projects"'):overview.index("</nav>")]
-    assert re.findall(r'href="([^"]+)"', nav) == ["/projects/shop"]
+    assert re.findall(r'href="([^"]+)"', nav) == ["/projects/shop", "/projects/x%22%3E%3Cb%3Ey"]
+    assert "x&#34;&gt;&lt;b&gt;y</a>" in nav and ODD not in overview
     app = client.get("/apps/PinApp/shop/web").text
     assert 'Breadcrumb"><a href="/">Apps</a> \u203a <a href="/projects/shop"' in app
 
