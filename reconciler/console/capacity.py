@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from pincompile.models.types import parse_quantity
+from pincompile.contract import parse_quantity
 from reconciler.api.insight import cluster_views
 from reconciler.api.insight_models import ClusterInsight
 from reconciler.commands.capacity_live import requested_of, used_of
