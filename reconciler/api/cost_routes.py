@@ -62,6 +62,15 @@ def _report(store: Store, projects: list[str], every_cluster: bool, since: float
     return cost_document(costs, idle, since, until)
 
 
+def project_document(store: Store, project: str, since: float, until: float) -> dict[str, Any]:
+    """One project's cost document (``/projects/{project}/cost``; the console's project
+    page): its cost per tier and app, and the idle capacity of the clusters it ran in."""
+    document = _report(store, [project], False, since, until)
+    entries = document.pop("projects")
+    empty = {"project": project, "cost": 0.0, "byTier": {}, "apps": []}
+    return {**document, **(entries[0] if entries else empty)}
+
+
 def mount_cost(api: FastAPI, caller_of: Callable[..., Awaitable[Caller]]) -> None:
     """The cost routes, with ``caller_of`` authenticating each call."""
     router = APIRouter(dependencies=[Depends(caller_of)])
@@ -89,11 +98,8 @@ def mount_cost(api: FastAPI, caller_of: Callable[..., Awaitable[Caller]]) -> Non
         if not await may_see_project(request, caller, project):
             raise HTTPException(403, f"{caller.user} may not list apps in project {project}")
         start, end = window(since, until)
-        document = await run_in_threadpool(_report, request.app.state.gateway.store,
-                                           [project], False, start, end)
-        entries = document.pop("projects")
-        empty = {"project": project, "cost": 0.0, "byTier": {}, "apps": []}
-        return Response(json.dumps({**document, **(entries[0] if entries else empty)}),
-                        media_type="application/json")
+        document = await run_in_threadpool(project_document, request.app.state.gateway.store,
+                                           project, start, end)
+        return Response(json.dumps(document), media_type="application/json")
 
     api.include_router(router)

@@ -22,6 +22,7 @@ from reconciler.insight.forecasts import (
     forecast_document,
     project_forecasts,
 )
+from reconciler.insight.live import InsightSource
 from reconciler.model import Obj
 from reconciler.store import Store
 from reconciler.store.usage import cluster_series, projects_in, series
@@ -29,6 +30,8 @@ from reconciler.store.usage import cluster_series, projects_in, series
 MAX_POINTS = 20_000
 """The most buckets a forecast fits (30 days of hours: 720)."""
 MAX_HORIZON = 366 * 86400.0
+BUCKET, HORIZON = "1h", "90d"
+"""The defaults of ``bucket`` and ``horizon`` (the console's project page uses them)."""
 
 
 def _seconds(text: str, what: str, low: float, high: float) -> float:
@@ -50,12 +53,21 @@ def _report(store: Store, quotas: dict[str, Obj], projects: list[str], clusters:
         if clusters else None, since, until, bucket, horizon)
 
 
+def forecast_of(store: Store, insight: InsightSource | None, projects: list[str],
+                clusters: bool, since: float, until: float, bucket: float, horizon: float
+                ) -> dict[str, Any]:
+    """The forecast document of ``projects`` (and of every cluster when ``clusters``),
+    each project's quota from ``insight``'s Projects (no source: no quota)."""
+    quotas = {} if insight is None else {o["metadata"]["name"]: o for o in insight.projects()}
+    return _report(store, quotas, projects, clusters, since, until, bucket, horizon)
+
+
 def mount_forecast(api: FastAPI, caller_of: Callable[..., Awaitable[Caller]]) -> None:
     """The forecast routes, with ``caller_of`` authenticating each call."""
     router = APIRouter(dependencies=[Depends(caller_of)])
     Since = Query("30d", description="how far back the fit looks: a duration or a time")
-    Bucket = Query("1h", description="the series' step (a mean per step)")
-    Horizon = Query("90d", description="how far ahead it forecasts")
+    Bucket = Query(BUCKET, description="the series' step (a mean per step)")
+    Horizon = Query(HORIZON, description="how far ahead it forecasts")
 
     async def answer(request: Request, project: str | None, since: str, bucket: str,
                      horizon: str) -> dict[str, Any]:
@@ -75,10 +87,8 @@ def mount_forecast(api: FastAPI, caller_of: Callable[..., Awaitable[Caller]]) ->
             clusters = await allowed(gateway.access, caller, "list", CLUSTER_KIND, "")
         else:
             visible, clusters = [project], False
-        insight = getattr(gateway, "insight", None)
-        quotas = {} if insight is None else {
-            o["metadata"]["name"]: o for o in await run_in_threadpool(insight.projects)}
-        return await run_in_threadpool(_report, gateway.store, quotas, visible, clusters,
+        return await run_in_threadpool(forecast_of, gateway.store,
+                                       getattr(gateway, "insight", None), visible, clusters,
                                        start, end, step, ahead)
 
     @router.get(f"{PREFIX}/forecast", response_model=ForecastReport,

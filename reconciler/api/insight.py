@@ -85,7 +85,7 @@ def mount_insight(api: FastAPI, caller_of: Callable[..., Awaitable[Caller]]) -> 
         if not await allowed(access, caller, "list", CLUSTER_KIND, ""):
             raise HTTPException(403, f"{caller.user} may not list clusters.pincompute.io")
         source = source_of(request)
-        return _json({"items": await run_in_threadpool(_clusters, source)})
+        return _json({"items": await run_in_threadpool(cluster_views, source)})
 
     api.include_router(router)
 
@@ -101,7 +101,8 @@ def _projects(source: InsightSource, crs: list[Obj]) -> list[dict[str, Any]]:
     return [project_view(cr, readings) for cr in crs]
 
 
-def _clusters(source: InsightSource) -> list[dict[str, Any]]:
+def cluster_views(source: InsightSource) -> list[dict[str, Any]]:
+    """Every member cluster as ``/clusters`` gives it (the console's member panel too)."""
     crs = source.clusters()
     readings = source.readings(_name(c) for c in crs)
     return [cluster_view(cr, readings.get(_name(cr))) for cr in crs]

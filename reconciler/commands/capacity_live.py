@@ -19,7 +19,8 @@ def _q(values: Quantities | None, resource: str) -> Decimal | None:
     return parse_quantity(values[resource])
 
 
-def _of(requested: Quantities | None, allocatable: Quantities | None, resource: str) -> str:
+def requested_of(requested: Quantities | None, allocatable: Quantities | None,
+                 resource: str) -> str:
     """``REQUESTED of ALLOCATABLE (SHARE)``, or what is known of it."""
     asked, have = _q(requested, resource), _q(allocatable, resource)
     if have is None or have == 0:
@@ -29,7 +30,8 @@ def _of(requested: Quantities | None, allocatable: Quantities | None, resource: 
             f"({float(asked / have):.0%})")
 
 
-def _used(used: Quantities | None, resource: str) -> str:
+def used_of(used: Quantities | None, resource: str) -> str:
+    """What is used (``?``: the metrics API could not be read)."""
     value = _q(used, resource)
     return "?" if used is None else "-" if value is None else amount(value, resource)
 
@@ -55,12 +57,12 @@ def live_rows(clusters: list[ClusterInsight]) -> list[list[str]]:
 def _pool_rows(c: ClusterInsight, pool: NodePool, shown: list[tuple[str, str]]
                ) -> list[list[str]]:
     out = [[c.name, c.failover.phase, pool.name, f"{pool.ready}/{pool.nodes}", "all",
-            *(_of(pool.requested, pool.allocatable, r) for r, _ in shown),
-            *(_used(pool.used, r) for r, _ in shown[:2])]]
+            *(requested_of(pool.requested, pool.allocatable, r) for r, _ in shown),
+            *(used_of(pool.used, r) for r, _ in shown[:2])]]
     for tier in TIER_ORDER:
         asked = pool.requestedByTier.get(tier)
         if asked:
             out.append([c.name, c.failover.phase, pool.name, "", tier,
-                        *(_of(asked, None, r) for r, _ in shown),
-                        *(_used(pool.usedByTier.get(tier), r) for r, _ in shown[:2])])
+                        *(requested_of(asked, None, r) for r, _ in shown),
+                        *(used_of(pool.usedByTier.get(tier), r) for r, _ in shown[:2])])
     return out

@@ -19,14 +19,7 @@ from reconciler.commands.remote import (
     needs_store,
     store_option,
 )
-
-
-def money(value: float) -> str:
-    return f"{value:,.2f}" if abs(value) >= 1 else f"{value:.4f}"
-
-
-def share(value: float | None) -> str:
-    return "-" if value is None else f"{value:.0%}"
+from reconciler.insight.cost import money, share
 
 
 def cost_rows(projects: list[ProjectCostEntry]) -> list[list[str]]:

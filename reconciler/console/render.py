@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
@@ -15,6 +15,7 @@ def environment() -> Environment:
                       autoescape=select_autoescape(["html"]), undefined=StrictUndefined,
                       trim_blocks=True, lstrip_blocks=True)
     env.filters["query"] = lambda params: urlencode(params)
+    env.filters["part"] = lambda value: quote(str(value), safe="")  # one segment of a path
     env.filters["short"] = lambda revision: str(revision)[:12]
     env.filters["stamp"] = lambda when: when.strftime("%Y-%m-%d %H:%M:%S UTC") if when else ""
     return env

@@ -18,6 +18,7 @@ from reconciler.api.access import AccessError, Caller, TtlCache
 from reconciler.api.app import Gateway, token_caller
 from reconciler.console import session
 from reconciler.console.actions import Outcome
+from reconciler.console.capacity import CapacitySnapshots
 from reconciler.console.members import MemberSource
 from reconciler.console.render import render
 from reconciler.console.throttle import LoginThrottle
@@ -46,8 +47,8 @@ elements it writes, so styles (never scripts) may be inline there."""
 @dataclass(frozen=True)
 class Sources:
     """What the console reads beside the API's gateway (``serve`` passes them to
-    ``mount_console``): the member clusters' health, the repository's URL, and the
-    login throttle."""
+    ``mount_console``): the member clusters' health, the repository's URL, the login
+    throttle, and what pages share."""
 
     members: MemberSource | None = None
     repo: str = ""
@@ -58,6 +59,8 @@ class Sources:
     outcomes: TtlCache[str, Shown] = field(
         default_factory=lambda: TtlCache(OUTCOME_SECONDS, size=1000))
     """Actions' outcomes, for the app page an action redirects to (``?outcome=ID``)."""
+    capacity: CapacitySnapshots = field(default_factory=CapacitySnapshots)
+    """The member clusters' live capacity, one snapshot for every page."""
 
 
 def sources_of(request: HTTPConnection) -> Sources:

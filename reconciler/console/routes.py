@@ -1,8 +1,9 @@
 """The console's pages on the API's ASGI app (``mount_console``): log in and out (wrong
 tokens throttled per client address), the overview at ``/`` (member clusters and the
-grid), one app at ``/apps/KIND/PROJECT/NAME`` (:mod:`reconciler.console.apppage`; its
-log routes in :mod:`~reconciler.console.logroutes`, its actions in
-:mod:`~reconciler.console.actionroutes`, its pods' terminal in
+grid), one project's cost and forecast at ``/projects/PROJECT``
+(:mod:`reconciler.console.projectpage`), one app at ``/apps/KIND/PROJECT/NAME``
+(:mod:`reconciler.console.apppage`; its log routes in :mod:`~reconciler.console.logroutes`,
+its actions in :mod:`~reconciler.console.actionroutes`, its pods' terminal in
 :mod:`~reconciler.console.terminal`) and the vendored assets at ``/static/``. Who may
 see what is the API's own decision (``Gateway.access``: TokenReview, then
 SubjectAccessReview per kind and project), and every page is audited like an API call.
@@ -16,13 +17,15 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.responses import RedirectResponse, Response
 from starlette.staticfiles import StaticFiles
 
-from reconciler.api.access import AccessError, Audited
+from reconciler.api.access import AccessError, Audited, allowed
 from reconciler.api.app import Gateway, token_caller
+from reconciler.api.insight import CLUSTER_KIND
 from reconciler.console import session
 from reconciler.console.actionroutes import add_action_routes
 from reconciler.console.apppage import app_response
 from reconciler.console.logroutes import add_log_routes
 from reconciler.console.members import MemberSource
+from reconciler.console.projectpage import project_view
 from reconciler.console.respond import (
     HEADERS,
     Sources,
@@ -36,7 +39,7 @@ from reconciler.console.respond import (
 from reconciler.console.terminal import add_terminal_route
 from reconciler.console.views import PAGE_SIZES, Filters, grid
 
-CONSOLE_PATHS = ("/", "/login", "/logout", "/apps/")
+CONSOLE_PATHS = ("/", "/login", "/logout", "/apps/", "/projects/")
 
 
 def mount_console(app: FastAPI, *, members: MemberSource | None = None,
@@ -52,6 +55,8 @@ def mount_console(app: FastAPI, *, members: MemberSource | None = None,
 
     app.add_api_route("/", overview, methods=["GET"], include_in_schema=False)
     app.add_api_route("/apps/{kind}/{project}/{name}", app_view, methods=["GET"],
+                      include_in_schema=False)
+    app.add_api_route("/projects/{project}", project_view, methods=["GET"],
                       include_in_schema=False)
     add_log_routes(app)
     add_action_routes(app)
@@ -73,13 +78,17 @@ async def overview(request: Request) -> Response:
 
     page = await run_in_threadpool(grid, gateway.apps.statuses(), filters, may_list)
     source = sources_of(request).members
-    members = None
+    members = capacity = None
     if source is not None and page.visible:  # only clusters the caller's apps are in
         placed = set(page.options["cluster"])
         members = [m for m in await run_in_threadpool(source.health) if m.name in placed]
+        if gateway.insight is not None and await allowed(gateway.access, who, "list",
+                                                         CLUSTER_KIND, ""):
+            capacity = await run_in_threadpool(sources_of(request).capacity.panel,
+                                               gateway.insight)
     partial = request.headers.get("hx-request") == "true"
     return await render_page(request, "grid.html" if partial else "overview.html", who,
-                             grid=page, sizes=PAGE_SIZES, members=members)
+                             grid=page, sizes=PAGE_SIZES, members=members, capacity=capacity)
 
 
 async def app_view(request: Request, kind: str, project: str, name: str) -> Response:

@@ -74,6 +74,16 @@ def currency_of(costs: Iterable[AppCost | ClusterCost]) -> str:
     return found.pop() if len(found) == 1 else ("mixed" if found else "")
 
 
+def money(value: float) -> str:
+    """A cost for people: cents from 1 up, four decimals below (a short window's cost)."""
+    return f"{value:,.2f}" if abs(value) >= 1 else f"{value:.4f}"
+
+
+def share(value: float | None) -> str:
+    """A ratio (efficiency, idle share) as a whole percentage; ``-`` when not known."""
+    return "-" if value is None else f"{value:.0%}"
+
+
 def cost_document(projects: dict[str, list[AppCost]], idle: list[ClusterCost],
                   since: float, until: float) -> dict[str, Any]:
     """The report: per project (largest first) its cost and apps; per cluster its idle

@@ -2,7 +2,8 @@
 fleet's host API server: a service account's token logs in through TokenReview, the grid
 shows only the projects its RBAC allows (SubjectAccessReview), filters work with
 JavaScript off too, a status change on the host reaches an open page without a reload,
-the app page shows placement, pods, events and history and follows the app's logs from
+a project's page shows its cost and efficiency (another project's is a 403 page), the
+app page shows placement, pods, events and history and follows the app's logs from
 the member clusters (a new line arrives), runs ``echo hi`` in a pod's terminal (in its
 first container, then in its sidecar, picked with the keyboard) and restarts the app
 after a confirmation (its events show the zones), another project's app is a 403 page;
@@ -13,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,6 +38,7 @@ from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.clusters import ClusterSpec
 from reconciler.host import write_cluster_status, write_status
 from reconciler.store import EventRecord, RevisionRecord, Store
+from reconciler.store.usage import UsageSample, add_usage
 from tests.support import api_fleet
 from tests.support.wait import wait_for
 
@@ -113,6 +116,10 @@ def console(fleet: fleet_mod.FleetState, fleet_specs: dict[str, ClusterSpec], ho
                                   object=f"Pod/{SHOP}/cart-1", last_seen=when)])
     store.add_revision(RevisionRecord(app=("PinApp", SHOP, "cart"), revision="abc123",
                                       applied_at=when, result="unconverged", commit="c" * 40))
+    hour = time.time() // 3600 * 3600  # cart's cost: 3 hours of 2 cores and 1 GiB, reserved
+    add_usage(store, [UsageSample(hour - 3600 * (i + 1), 3600.0, first, CART, "reserved", 1,
+                                  (2.0, 2**30, 0.0), (2.0, 2**30), (0.5, 2**29),
+                                  (0.04, 0.005, 0.0), "USD") for i in range(3)], [])
     register_members(fleet, fleet_specs, host, members)
     watched = HostApps(host)
     watched.wait_synced()
@@ -220,6 +227,18 @@ def test_a_tenant_logs_in_sees_its_grid_filters_opens_an_app_and_is_refused_anot
     refused = page.goto(f"{console}/apps/PinApp/{ADS}/secret")
     assert refused is not None and refused.status == 403
     assert "may not read PinApp apps in project console-ads" in page.inner_text("main")
+
+    page.goto(console + "/")  # the project's page: cost and efficiency as the API sums them
+    page.get_by_role("navigation", name="Projects' cost and forecast").get_by_role(
+        "link", name=SHOP).click()
+    page.wait_for_url(f"**/projects/{SHOP}")
+    assert page.locator("#project-cost").inner_text() == "0.2550 USD"  # 3 x (0.08 + 0.005)
+    assert (page.locator("#efficiency-cpu").inner_text(),
+            page.locator("#efficiency-memory").inner_text()) == ("25%", "50%")
+    assert f"PinApp/{SHOP}/cart" in page.locator("table.apps").inner_text()
+    assert_labelled_and_legible(page)
+    refused = page.goto(f"{console}/projects/{ADS}")  # RBAC: carol may list no app there
+    assert refused is not None and refused.status == 403
 
     page.get_by_role("button", name="Log out").click()
     page.wait_for_url("**/login")

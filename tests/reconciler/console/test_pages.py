@@ -202,7 +202,8 @@ class Inputs(HTMLParser):
 def test_every_visible_input_has_a_label(console: TestClient) -> None:
     pages = [console.get("/login").text]
     logged_in(console)
-    pages += [console.get("/").text, console.get("/apps/PinApp/shop/cart").text]
+    pages += [console.get("/").text, console.get("/projects/shop").text,
+              console.get("/apps/PinApp/shop/cart").text]
     for page in pages:
         parser = Inputs()
         parser.feed(page)
@@ -226,11 +227,14 @@ def test_every_page_is_audited_with_who_and_result(console: TestClient,
     with caplog.at_level(logging.INFO, logger="pincompile.api.audit"):
         console.get("/")
         console.get("/apps/PinApp/ads/secret")
+        console.get("/projects/shop")
+        console.get("/projects/ads")
         console.cookies.delete(SESSION_COOKIE)
         console.get("/")
     lines = [json.loads(r.getMessage()) for r in caplog.records]
     assert [(line["user"], line["path"], line["status"]) for line in lines] == [
-        ("alice", "/", 200), ("alice", "/apps/PinApp/ads/secret", 403), (None, "/", 303)]
+        ("alice", "/", 200), ("alice", "/apps/PinApp/ads/secret", 403),
+        ("alice", "/projects/shop", 200), ("alice", "/projects/ads", 403), (None, "/", 303)]
 
 
 @pytest.mark.parametrize(("rollout", "gate"), [
