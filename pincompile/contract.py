@@ -157,7 +157,8 @@ def place_without(result: Result, lost: Mapping[str, str], *, expand: bool = Tru
 def placements(result: Result) -> dict[tuple[str, str, str], dict[str, Any]]:
     """Where each app runs and why, as its status keeps it: the chosen clusters (zone,
     replicas), the eligible ones in preference order, why every other cluster was
-    filtered out, and placement's notes. A PinScaler's is its target's."""
+    filtered out (``filtered``, absent when none was), and placement's notes. A
+    PinScaler's is its target's."""
     plan = result.plan
     if plan is None:
         return {}
@@ -166,8 +167,9 @@ def placements(result: Result) -> dict[tuple[str, str, str], dict[str, Any]]:
         out[key] = {"clusters": [{"name": s.cluster, "zone": s.zone, "replicas": s.replicas}
                                  for s in decision.shards],
                     "eligible": list(decision.order or decision.eligible),
-                    "filtered": dict(sorted(decision.filtered.items())),
                     "notes": list(decision.notes)}
+        if decision.filtered:  # an empty map would reach the host as null (server-side apply)
+            out[key]["filtered"] = dict(sorted(decision.filtered.items()))
     for scaler, target in plan.scaler_targets.items():
         if target in out:
             out[scaler] = out[target]

@@ -23,3 +23,11 @@ def test_the_placement_and_why_of_every_app_and_scaler() -> None:
     assert found[("PinScaler", "search", "search-api")] == app
     schema = crds.kind_info("PinApp").status["properties"]["placement"]["properties"]
     assert set(schema) == set(app)  # the host keeps every part (a structural schema)
+
+
+def test_an_app_every_cluster_accepts_has_no_filtered_map() -> None:
+    """The host's API server turns an applied empty map into null, which the schema
+    refuses: the whole status write would fail (it did, for every app of such a fleet)."""
+    failover = Path(__file__).resolve().parents[1] / "fixtures" / "failover"
+    app = placements(compile_path(failover))[("PinApp", "shop", "api")]
+    assert len(app["clusters"]) == 3 and "filtered" not in app
