@@ -205,19 +205,30 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def _starts_file() -> Path:
-    """Where every process of this run notes the fleets it started."""
+    """Where every process of this run notes when it started and stopped each fleet
+    (``TAG start|stop EPOCH`` lines)."""
     return build.cache_root() / f"e2e-fleet-starts-{os.environ[RUN_ENV]}.txt"
 
 
+def _note(tag: str, what: str) -> None:
+    with open(_starts_file(), "a") as out:
+        out.write(f"{tag} {what} {time.time():.0f}\n")
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """Say how many fleets this run started (one line, when it started any)."""
+    """Say how many fleets this run started and how long each was up (the longest is the
+    run's critical path: its modules run one after another on one worker)."""
     path = _starts_file()
     if hasattr(terminalreporter.config, "workerinput") or not path.exists():
         return
-    started = path.read_text().split()
+    notes = [line.split() for line in path.read_text().splitlines() if line.strip()]
     path.unlink()
+    started = {tag: int(at) for tag, what, at in notes if what == "start"}
+    stopped = {tag: int(at) for tag, what, at in notes if what == "stop"}
+    shown = [f"{tag} (up {stopped[tag] - at} s)" if tag in stopped else tag
+             for tag, at in started.items()]
     terminalreporter.write_line(
-        f"e2e: {len(started)} fleet start(s) in this run: {', '.join(started)}")
+        f"e2e: {len(started)} fleet start(s) in this run: {', '.join(shown)}")
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -295,8 +306,7 @@ def _start(clusters: Path | list[Path], tag: str, echo: Callable[[str], None]
     except FleetError as exc:
         _stop_started(tag)
         pytest.fail(f"fleet up failed: {exc}\n{exc.log_tail}", pytrace=False)
-    with open(_starts_file(), "a") as out:
-        out.write(tag + "\n")
+    _note(tag, "start")
     echo(f"e2e: fleet {tag!r} of {len(state.clusters)} control planes up in "
          f"{time.monotonic() - start:.1f}s ({directory})")
     return state
@@ -308,6 +318,7 @@ def _stop_started(tag: str) -> None:
             continue
         if (directory / fleet_mod.STATE_FILE).exists():
             fleet_mod.down(directory, echo=lambda m: print(m, flush=True))
+            _note(tag, "stop")
         shutil.rmtree(directory, ignore_errors=True)
         shutil.rmtree(directory.with_name(directory.name + "-clusters"), ignore_errors=True)
 

@@ -25,8 +25,9 @@ from typing import Any
 from reconciler.fleet import debugging
 
 LOG_LIMIT = 256 * 1024
-#: a pod's log is served once its Logs object is this old (kwok has seen it by then)
-SETTLE_SECONDS = 1.0
+#: a pod's log is served once its Logs object is this old (kwok has seen it by then; 1 s
+#: was too short with two fleets on two cores: kwok answered 400 for a new pod's log)
+SETTLE_SECONDS = 3.0
 WATCH_SECONDS = 300
 RETRY_SECONDS = (1.0, 2.0, 5.0, 10.0)
 

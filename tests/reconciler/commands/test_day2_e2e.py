@@ -130,7 +130,8 @@ def test_every_container_is_counted_listed_and_reached(day2: Day2) -> None:
         assert {(c["name"], c["type"]) for c in pod["containers"]} >= {
             ("main", "container"), ("traffic", "sidecar"), ("config-sync", "init")}
     sidecar = run(day2, "logs", REF, "-c", "traffic", "--tail", "1").stdout.splitlines()
-    assert sidecar and all(line.split(" ")[0].endswith("/traffic") for line in sidecar)
+    assert len(sidecar) == 2 and all(line.split(" ")[0].endswith("/traffic")
+                                     for line in sidecar), sidecar
     every = run(day2, "logs", REF, "--all-containers", "--tail", "1").stdout
     assert {line.split(" ")[0].rsplit("/", 1)[1] for line in every.splitlines()} >= {
         "main", "traffic", "config-sync"}

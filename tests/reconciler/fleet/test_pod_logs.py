@@ -99,7 +99,8 @@ def test_a_full_log_is_rotated(logs: PodLogs, tmp_path: Path,
 
 
 def test_a_pods_log_is_served_only_after_kwok_had_time_to_see_its_logs_object(
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pod_logs, "SETTLE_SECONDS", 0.3)
     logs = PodLogs("c1", tmp_path, api=lambda: None)
     logs.seen(pod("web-0"), lambda p: None)
     assert not logs.ready("shop", "web-0")
