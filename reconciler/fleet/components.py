@@ -13,7 +13,7 @@ from reconciler.fleet import debugging, metrics, training
 from reconciler.fleet.certs import Pki
 from reconciler.fleet.errors import FleetError
 from reconciler.fleet.kubeconfig import cluster_dir, kubeconfig_of
-from reconciler.fleet.nodes import KWOK_SELECTOR
+from reconciler.fleet.nodes import KWOK_SELECTOR, NODE_IP
 from reconciler.fleet.processes import Proc, client_ssl_context, spawn
 from reconciler.fleet.state import COMPONENTS, ClusterRuntime, FleetState
 
@@ -139,7 +139,7 @@ def kwok_args(state: FleetState, index: int, kubeconfig: Path) -> list[str]:
             f"--config={USAGE}", f"--config={debugging.kwok_config(state.dir)}",
             f"--enable-crds={','.join(debugging.KWOK_CRDS)}",
             "--manage-all-nodes=false", f"--manage-nodes-with-annotation-selector={KWOK_SELECTOR}",
-            "--node-ip=127.0.0.1", f"--cidr=10.{64 + index % 64}.0.1/16",
+            f"--node-ip={NODE_IP}", f"--cidr=10.{64 + index % 64}.0.1/16",
             f"--node-lease-duration-seconds={state.timers.node_lease_seconds}",
             f"--server-address=127.0.0.1:{runtime.kwok_port}",
             f"--node-port={runtime.kubelet_port or runtime.kwok_port}",

@@ -87,6 +87,14 @@ def node_layout(spec: ClusterSpec, general_nodes: int = GENERAL_NODES) -> list[t
     return layout
 
 
+#: every kwok node's address (kwok ``--node-ip``): the kubelet front listens on loopback
+NODE_IP = "127.0.0.1"
+
+
+def addresses(name: str) -> list[dict[str, str]]:
+    """A kwok node's ``status.addresses``, as kwok's node-initialize stage writes them."""
+    return [{"address": NODE_IP, "type": "InternalIP"}, {"address": name, "type": "Hostname"}]
+
 def generate_nodes(
     spec: ClusterSpec, general_nodes: int = GENERAL_NODES
 ) -> list[dict[str, Any]]:
@@ -156,8 +164,12 @@ def generate_nodes(
                                     f"/metrics/nodes/{name}/metrics/resource"},
             },
             "spec": node_spec,
+            # the addresses kwok's node-initialize stage would add, set from the start:
+            # the API server reaches a node's kubelet (logs, exec, metrics) by its
+            # InternalIP, and a node left without one answered "no preferred addresses"
             "status": {"allocatable": dict(share), "capacity": dict(share),
-                       "nodeInfo": node_info},
+                       "nodeInfo": node_info,
+                       "addresses": addresses(name)},
         })
     return nodes
 

@@ -27,7 +27,12 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from reconciler.fleet.nodes import KWOK_ANNOTATION, METRICS_PATH_ANNOTATION, POOL_LABEL
+from reconciler.fleet.nodes import (
+    KWOK_ANNOTATION,
+    METRICS_PATH_ANNOTATION,
+    POOL_LABEL,
+    addresses,
+)
 
 HOLD_ANNOTATION = "kwok.pincompute.io/hold-status"
 POOL_VERSION_LABEL = "pincompute.io/pool-version"
@@ -78,7 +83,8 @@ def clone(template: Mapping[str, Any], name: str, labels: Mapping[str, str] | No
             KWOK_ANNOTATION: "fake", "node.alpha.kubernetes.io/ttl": "0",
             METRICS_PATH_ANNOTATION: f"/metrics/nodes/{name}/metrics/resource"}},
         "spec": {"taints": taints} if taints else {},
-        "status": {k: copy.deepcopy(status[k]) for k in _KEPT_STATUS if k in status},
+        "status": {**{k: copy.deepcopy(status[k]) for k in _KEPT_STATUS if k in status},
+                   "addresses": addresses(name)},
     }
 
 

@@ -32,7 +32,9 @@ def test_a_replacement_is_the_pool_s_node_under_a_new_name_and_version() -> None
     assert new["spec"] == {"taints": [{"key": "nvidia.com/gpu", "value": "present",
                                        "effect": "NoSchedule"}]}
     assert new["status"] == {"allocatable": {"cpu": "16"}, "capacity": {"cpu": "16"},
-                             "nodeInfo": {"kubeletVersion": "v1.33.0"}}
+                             "nodeInfo": {"kubeletVersion": "v1.33.0"},
+                             "addresses": [{"address": "127.0.0.1", "type": "InternalIP"},
+                                           {"address": "c-general-v2-1", "type": "Hostname"}]}
 
 
 def test_kwok_s_node_stages_leave_a_held_node_s_status_alone() -> None:
