@@ -30,6 +30,11 @@ from reconciler.fleet.state import (
 )
 
 APISERVER_TIMEOUT = 180.0
+#: what watches a member's API server, restarted when it comes back: client-go re-watches a
+#: returned API server after a random back-off of up to about a minute, and kwok renews
+#: its node Leases from its watch cache (a kubelet reads them afresh), so it fails every
+#: renewal until its re-watch; its nodes would go NotReady meanwhile and lose their pods
+WATCHERS = ("kwok", "kube-controller-manager", "kube-scheduler")
 
 
 def parse_go_duration(text: str) -> float:
@@ -119,7 +124,8 @@ def start_component(state: FleetState, cluster: str, component: str,
 
     It comes back with the same command line: the same port, certificates, etcd prefix
     and kubeconfig, so clients keep working unchanged (kube-apiserver: ``/readyz``
-    answers; kwok: ``/healthz`` answers, it takes the node Leases over once they have
+    answers, then the cluster's :data:`WATCHERS` are restarted so they watch it at once;
+    kwok: ``/healthz`` answers, it takes the node Leases over once they have
     expired — at most the profile's Lease duration after the old kwok's last renewal — and
     turns NotReady nodes and their running pods Ready again). A no-op when the component
     runs. Raises FleetError (with the log's tail) when it does not become ready.
@@ -130,9 +136,28 @@ def start_component(state: FleetState, cluster: str, component: str,
         if is_alive(current.procs[index]):
             state.procs[:] = current.procs
             return
-        proc, url, ctx = launch(current, runtime, component, environment())
-        current.procs[index] = proc
-        current.save()
-        state.procs[:] = current.procs
-        wait_until_ready([(proc, url, ctx)], timeout=timeout)
+        try:
+            _relaunch(current, runtime, index, component, timeout)
+            if component == "kube-apiserver":
+                for watcher in WATCHERS:  # one stopped on purpose stays stopped
+                    if watcher not in runtime.components:
+                        continue
+                    _, at = _component_proc(current, cluster, watcher)
+                    if not is_alive(current.procs[at]):
+                        continue
+                    if stop([current.procs[at]]):
+                        raise FleetError(f"could not restart {current.procs[at].name} (pid "
+                                         f"{current.procs[at].pid})")
+                    _relaunch(current, runtime, at, watcher, timeout)
+        finally:
+            state.procs[:] = current.procs
+
+
+def _relaunch(current: FleetState, runtime: ClusterRuntime, index: int, component: str,
+              timeout: float) -> None:
+    """Launch ``current.procs[index]`` anew (it is stopped) and wait until it is ready."""
+    proc, url, ctx = launch(current, runtime, component, environment())
+    current.procs[index] = proc
+    current.save()
+    wait_until_ready([(proc, url, ctx)], timeout=timeout)
 

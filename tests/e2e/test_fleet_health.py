@@ -219,6 +219,8 @@ def test_stopped_api_server_is_unreachable_and_comes_back_on_the_same_port(
     core.create_namespaced_config_map(ns, {"metadata": {"name": "marker"},
                                            "data": {"k": "v"}})
     old = next(p for p in fleet.procs if p.name == f"kube-apiserver[{spec.name}]")
+    watchers = {p.name: p.pid for p in fleet.procs
+                if p.name in {f"{w}[{spec.name}]" for w in control.WATCHERS}}
     runner = CliRunner()
     result = runner.invoke(fleet_cli, ["stop-cluster", spec.name, "--dir", str(fleet.dir)])
     assert result.exit_code == 0, result.output
@@ -246,6 +248,9 @@ def test_stopped_api_server_is_unreachable_and_comes_back_on_the_same_port(
     # every component of a member cluster: the control plane, kwok and metrics-server
     assert len(siblings) == len(runtime.components) >= 5
     assert all(is_alive(p) for p in siblings)
+    # what watches it was restarted, so it watches at once (kwok renews the node Leases)
+    assert len(watchers) == 3
+    assert all(p.pid != watchers[p.name] for p in siblings if p.name in watchers)
     assert fleet_mod.is_running(fleet)
     core.delete_namespace(ns)
 

@@ -305,13 +305,9 @@ def test_an_outage_under_the_grace_moves_nothing_and_past_it_fo_c_share_moves(
 def test_when_fo_c_answers_again_its_share_moves_back_in_steps(
         fo_fleet: fleet_mod.FleetState, repo: Path, api: Callable[[str], k8s.ApiClient]
 ) -> None:
+    # fo-c's kwok and controllers are restarted with it, so they watch it at once (what is
+    # tested is the passes, not client-go's back-off)
     fleet_mod.start_component(fo_fleet, "fo-c", "kube-apiserver")
-    # fo-c's controllers re-watch a returned API server after a random back-off of up to
-    # about a minute; restarted, they watch at once (what is tested is the passes, not
-    # client-go's back-off)
-    for component in ("kube-controller-manager", "kube-scheduler"):
-        fleet_mod.stop_component(fo_fleet, "fo-c", component)
-        fleet_mod.start_component(fo_fleet, "fo-c", component)
     back = T0 + 5000
     step1 = Pass(fo_fleet, repo, back)
     assert step1.report.ok, (step1.report, step1.lines)
