@@ -1,4 +1,5 @@
-"""Merged log streams end at once when their consumer goes, over real sockets."""
+"""Merged log streams end at once when their consumer goes, and each log is asked of its
+member API server as the query says, over real sockets."""
 
 from __future__ import annotations
 
@@ -7,12 +8,15 @@ import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
 import urllib3
 
-from reconciler.api.logs import LogLimits, LogTarget, MergedLogs
+from reconciler.api.logs import LogLimits, LogQuery, LogTarget, MergedLogs, pod_log_opener
+from reconciler.clients.connect import Connection
+from tests.support.member_logs import LINE, TOKEN, member_logs
 
 HOLD_SECONDS = 10.0
 
@@ -99,3 +103,32 @@ def test_a_stream_ends_soon_after_its_caller_may_no_longer_read_the_logs(
     assert seen == [b"c0/pod/main first line\n",
                     b"# access to these logs was revoked: stream closed\n"]
     assert len(asked) == 2 and time.monotonic() - started < 3.0  # the container stays quiet
+
+
+def test_a_log_is_asked_for_with_the_querys_options_and_a_refusal_is_a_line(
+        tmp_path: Path) -> None:
+    """kubectl's options under the API server's names (those unset not sent) and the
+    kubeconfig's token; a pod the member does not know is a line saying what it answered."""
+    with member_logs(tmp_path) as member:
+        conn = Connection("east", "east", str(member.kubeconfig))
+        query = LogQuery(tail_lines=10, since_seconds=60, follow=True, timestamps=True)
+        logs = MergedLogs([LogTarget("east", "shop", "web-1", "main"),
+                           LogTarget("east", "shop", "missing", "main")],
+                          pod_log_opener(lambda _: conn, query, 5.0), LogLimits())
+
+        async def read_all() -> list[bytes]:
+            return [line async for line in logs.lines()]
+
+        seen = asyncio.run(read_all())
+        plain = pod_log_opener(lambda _: conn, LogQuery(), 5.0)(
+            LogTarget("east", "shop", "web/2", "side car"))
+        assert plain.read() == LINE
+        conn.close()
+    assert sorted(seen) == [b"# east/missing/main: the member API server answered 404 "
+                            b"Not Found\n", b"east/web-1/main " + LINE]
+    options = "container=main&follow=true&sinceSeconds=60&tailLines=10&timestamps=true"
+    assert sorted(member.asked) == [
+        (f"/api/v1/namespaces/shop/pods/missing/log?{options}", f"Bearer {TOKEN}"),
+        ("/api/v1/namespaces/shop/pods/web%2F2/log?container=side%20car&follow=false"
+         "&timestamps=false", f"Bearer {TOKEN}"),
+        (f"/api/v1/namespaces/shop/pods/web-1/log?{options}", f"Bearer {TOKEN}")]
