@@ -4,6 +4,9 @@
 A project's cost is visible to whoever may see the project (list one of its app kinds);
 the idle capacity of every cluster to whoever may list clusters, else of the clusters the
 caller's projects ran in. Each call is authorized before the store is summed.
+
+The store's SQL (:mod:`reconciler.store.usage`, SQLAlchemy) is imported by the first call:
+the API served in a one-shot command never loads it.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request, Response
 from fastapi.concurrency import run_in_threadpool
@@ -22,8 +25,9 @@ from reconciler.api.insight import CLUSTER_KIND, PREFIX, may_see_project
 from reconciler.api.insight_models import CostReport, ProjectCost
 from reconciler.clock import parse_time
 from reconciler.insight.cost import MAX_WINDOW, cost_document
-from reconciler.store import Store
-from reconciler.store.usage import app_costs, cluster_costs, clusters_in, projects_in
+
+if TYPE_CHECKING:
+    from reconciler.store import Store
 
 SINCE_HELP = ("how far back: a duration (30d, 12h) or an RFC 3339 time; at most "
               f"{MAX_WINDOW / 86400:.0f} days")
@@ -54,6 +58,8 @@ def window(since: str, until: str | None, now: float | None = None) -> tuple[flo
 def _report(store: Store, projects: list[str], every_cluster: bool, since: float,
             until: float) -> dict[str, Any]:
     """The projects' costs; the idle capacity of every cluster, or of those they ran in."""
+    from reconciler.store.usage import app_costs, cluster_costs, clusters_in
+
     costs = {p: app_costs(store, since, until, p) for p in projects}
     idle = cluster_costs(store, since, until)
     if not every_cluster:
@@ -80,6 +86,8 @@ def mount_cost(api: FastAPI, caller_of: Callable[..., Awaitable[Caller]]) -> Non
                         "clusters' idle capacity")
     async def cost(request: Request, since: str = "30d", until: str | None = None
                    ) -> Response:
+        from reconciler.store.usage import projects_in
+
         caller: Caller = request.state.caller
         start, end = window(since, until)
         gateway = request.app.state.gateway

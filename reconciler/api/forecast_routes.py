@@ -1,13 +1,14 @@
 """Forecasts: ``GET /api/v1/forecast`` (every project the caller may see, and the
 clusters to whoever may list them) and ``GET /api/v1/projects/{project}/forecast``, from
 the insight store's samples and the projects' quotas. Authorized before the store is read.
+The store's SQL is imported by the first call (as the cost routes').
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
@@ -24,8 +25,9 @@ from reconciler.insight.forecasts import (
 )
 from reconciler.insight.live import InsightSource
 from reconciler.model import Obj
-from reconciler.store import Store
-from reconciler.store.usage import cluster_series, projects_in, series
+
+if TYPE_CHECKING:
+    from reconciler.store import Store
 
 MAX_POINTS = 20_000
 """The most buckets a forecast fits (30 days of hours: 720)."""
@@ -46,6 +48,8 @@ def _seconds(text: str, what: str, low: float, high: float) -> float:
 
 def _report(store: Store, quotas: dict[str, Obj], projects: list[str], clusters: bool,
             since: float, until: float, bucket: float, horizon: float) -> dict[str, Any]:
+    from reconciler.store.usage import cluster_series, series
+
     points = [p for project in projects for p in series(store, since, until, bucket, project)]
     return forecast_document(
         project_forecasts(points, quotas, horizon),
@@ -71,6 +75,8 @@ def mount_forecast(api: FastAPI, caller_of: Callable[..., Awaitable[Caller]]) ->
 
     async def answer(request: Request, project: str | None, since: str, bucket: str,
                      horizon: str) -> dict[str, Any]:
+        from reconciler.store.usage import projects_in
+
         caller: Caller = request.state.caller
         if project is not None and not await may_see_project(request, caller, project):
             raise HTTPException(403, f"{caller.user} may not list apps in project {project}")

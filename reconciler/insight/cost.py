@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from reconciler.clock import iso_time
-from reconciler.store.usage import GIB, AppCost, ClusterCost
+from reconciler.store.records import GIB, AppCost, ClusterCost
 
 MAX_WINDOW = 400 * 86400.0
 """The longest window a report covers (the store keeps less by default)."""

@@ -12,7 +12,7 @@ from pincompile.contract import parse_quantity
 from reconciler.clock import iso_time
 from reconciler.insight.forecast import DAY, Forecast, forecast
 from reconciler.model import Obj
-from reconciler.store.usage import GIB, Point
+from reconciler.store.records import GIB, Point
 
 RESOURCES = (("cpu", "cores", 1.0), ("memory", "GiB", GIB))
 """Resource, the unit it is forecast in, bytes (or cores) per unit."""

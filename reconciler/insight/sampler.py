@@ -24,7 +24,8 @@ from reconciler.insight.live import InsightSource
 from reconciler.insight.records import Amounts, PodRecord, Reading, add
 from reconciler.model import AppKey, Obj
 from reconciler.store import Store
-from reconciler.store.usage import ClusterSample, Prices, UsageSample, add_usage
+from reconciler.store.records import ClusterSample, Prices, UsageSample
+from reconciler.store.usage import add_usage
 
 log = logging.getLogger("pincompile.insight")
 INTERVAL = 300.0

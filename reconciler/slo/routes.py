@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
@@ -29,8 +29,9 @@ from starlette.requests import HTTPConnection
 from pincompile.contract import verification
 from reconciler.api.access import Caller
 from reconciler.canary.schedule import NoPolicy
-from reconciler.slo.serving import SLOService
-from reconciler.store import verification as kept
+
+if TYPE_CHECKING:  # serve's, with the store's SQL: not imported for the routes alone
+    from reconciler.slo.serving import SLOService
 
 PREFIX = "/api/v1"
 MAX_CLUSTERS = 100
@@ -95,6 +96,8 @@ async def _authorized(request: Request, verb: str, path: str) -> SLOService:
 
 def canary_document(service: SLOService, cluster: str | None, hours: float
                     ) -> dict[str, Any]:
+    from reconciler.store import verification as kept  # SQLAlchemy: serve's only
+
     result = service.compiled()
     policy = verification(result.sources).canary if result is not None else None
     assert service.store is not None

@@ -1,5 +1,6 @@
-"""What the store keeps, as plain values: an event on an app, an applied revision and a
-PinScaler's replicas at one time."""
+"""What the store keeps, as plain values: an event on an app, an applied revision, a
+PinScaler's replicas at one time, an app's and a cluster's usage samples; and what it
+sums them to (:mod:`reconciler.store.usage`): costs and forecast points."""
 
 from __future__ import annotations
 
@@ -62,6 +63,83 @@ class ScaleSample:
     desired: int
     ready: int
     floor: int
+
+
+GIB = float(2**30)
+Prices = tuple[float, float, float]
+"""Per hour: a core, a GiB of memory, a GPU."""
+
+
+@dataclass(frozen=True)
+class UsageSample:
+    """One app's pods in one cluster at time ``t``: what they request and use (None: the
+    metrics API could not be read), and the tier's prices there (None: unpriced)."""
+
+    t: float
+    seconds: float
+    cluster: str
+    app: AppKey
+    tier: str
+    pods: int
+    requested: tuple[float, float, float]
+    """cpu cores, memory bytes, GPUs."""
+    charged: tuple[float, float]
+    """Summed pod by pod: the larger of request and use (cpu, memory)."""
+    used: tuple[float, float] | None
+    """cpu cores, memory bytes."""
+    prices: Prices | None
+    currency: str = ""
+
+
+@dataclass(frozen=True)
+class ClusterSample:
+    """One member cluster at time ``t`` (cpu cores, memory bytes, GPUs)."""
+
+    t: float
+    seconds: float
+    cluster: str
+    allocatable: tuple[float, float, float]
+    requested: tuple[float, float, float]
+    charged: tuple[float, float]
+    """Summed pod by pod: the larger of request and use (cpu, memory)."""
+    used: tuple[float, float] | None
+    prices: Prices | None
+    """What idle capacity is counted at: the ondemand tier's prices."""
+    currency: str = ""
+
+
+@dataclass(frozen=True)
+class AppCost:
+    """One app over a window: its cost (priced samples), what it requested and used."""
+
+    app: AppKey
+    tier: str
+    currency: str
+    cost: float
+    cost_by_resource: tuple[float, float, float]
+    requested_hours: tuple[float, float, float]
+    """Core-hours, byte-hours, GPU-hours requested."""
+    measured_hours: tuple[float, float]
+    """Core-hours and byte-hours requested while usage was measured."""
+    used_hours: tuple[float, float]
+    unpriced_hours: float
+    """Hours of samples in a cluster or tier without prices (not in ``cost``)."""
+
+
+@dataclass(frozen=True)
+class ClusterCost:
+    """One cluster over a window: what its allocatable capacity costs, and the part of it
+    that no pod requested nor used (idle)."""
+
+    cluster: str
+    currency: str
+    capacity_cost: float
+    idle_cost: float
+    unpriced_hours: float
+
+
+Point = tuple[float, str, str, float, float, float | None, float | None]
+"""(bucket start, project or cluster, tier or "", cpu, memory, cpu used, memory used)."""
 
 
 class Discarded:

@@ -6,62 +6,30 @@ the database for cost (:func:`app_costs`, :func:`cluster_costs`) and forecasts
 A sample stands for the ``seconds`` from its time ``t`` on; a window ``[since, until)``
 counts the part of each sample inside it, so a window that starts or ends between two
 samples is charged for the seconds it holds, no more.
+
+The samples, costs and points are plain values (:mod:`reconciler.store.records`), which
+the cost and forecast documents are built from without importing SQLAlchemy.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Float, Integer, and_, case, cast, func, literal, select
 from sqlalchemy.orm import Session
 
-from reconciler.model import AppKey
+from reconciler.store.records import (
+    GIB,
+    AppCost,
+    ClusterCost,
+    ClusterSample,
+    Point,
+    Prices,
+    UsageSample,
+)
 from reconciler.store.store import Store
 from reconciler.store.tables import ClusterSampleRow, UsageSampleRow
-
-GIB = float(2**30)
-Prices = tuple[float, float, float]
-"""Per hour: a core, a GiB of memory, a GPU."""
-
-
-@dataclass(frozen=True)
-class UsageSample:
-    """One app's pods in one cluster at time ``t``: what they request and use (None: the
-    metrics API could not be read), and the tier's prices there (None: unpriced)."""
-
-    t: float
-    seconds: float
-    cluster: str
-    app: AppKey
-    tier: str
-    pods: int
-    requested: tuple[float, float, float]
-    """cpu cores, memory bytes, GPUs."""
-    charged: tuple[float, float]
-    """Summed pod by pod: the larger of request and use (cpu, memory)."""
-    used: tuple[float, float] | None
-    """cpu cores, memory bytes."""
-    prices: Prices | None
-    currency: str = ""
-
-
-@dataclass(frozen=True)
-class ClusterSample:
-    """One member cluster at time ``t`` (cpu cores, memory bytes, GPUs)."""
-
-    t: float
-    seconds: float
-    cluster: str
-    allocatable: tuple[float, float, float]
-    requested: tuple[float, float, float]
-    charged: tuple[float, float]
-    """Summed pod by pod: the larger of request and use (cpu, memory)."""
-    used: tuple[float, float] | None
-    prices: Prices | None
-    """What idle capacity is counted at: the ondemand tier's prices."""
-    currency: str = ""
 
 
 def _prices(prices: Prices | None) -> dict[str, float | None]:
@@ -108,24 +76,6 @@ def _hours(store: Store, table: Any, since: float, until: float) -> Any:
     return (least(table.t + table.seconds, until) - greatest(table.t, since)) / 3600.0
 
 
-@dataclass(frozen=True)
-class AppCost:
-    """One app over a window: its cost (priced samples), what it requested and used."""
-
-    app: AppKey
-    tier: str
-    currency: str
-    cost: float
-    cost_by_resource: tuple[float, float, float]
-    requested_hours: tuple[float, float, float]
-    """Core-hours, byte-hours, GPU-hours requested."""
-    measured_hours: tuple[float, float]
-    """Core-hours and byte-hours requested while usage was measured."""
-    used_hours: tuple[float, float]
-    unpriced_hours: float
-    """Hours of samples in a cluster or tier without prices (not in ``cost``)."""
-
-
 def app_costs(store: Store, since: float, until: float, project: str | None = None
               ) -> list[AppCost]:
     """Each app's cost in ``[since, until)`` (epoch seconds): per sample, what its pods
@@ -163,18 +113,6 @@ def app_costs(store: Store, since: float, until: float, project: str | None = No
     return out
 
 
-@dataclass(frozen=True)
-class ClusterCost:
-    """One cluster over a window: what its allocatable capacity costs, and the part of it
-    that no pod requested nor used (idle)."""
-
-    cluster: str
-    currency: str
-    capacity_cost: float
-    idle_cost: float
-    unpriced_hours: float
-
-
 def cluster_costs(store: Store, since: float, until: float) -> list[ClusterCost]:
     """Each cluster's capacity and idle cost in ``[since, until)``."""
     c = ClusterSampleRow
@@ -204,10 +142,6 @@ def _bucket_start(store: Store, t: Any, bucket: float) -> Any:
     whole = (cast(func.floor(t / bucket), Float) if store.engine.dialect.name == "postgresql"
              else cast(t / bucket, Integer))  # SQLite: a positive value cast is its floor
     return whole * bucket
-
-
-Point = tuple[float, str, str, float, float, float | None, float | None]
-"""(bucket start, project or cluster, tier or "", cpu, memory, cpu used, memory used)."""
 
 
 def series(store: Store, since: float, until: float, bucket: float, project: str | None = None

@@ -1,6 +1,7 @@
 """`pincompile --help` and the completion of command names import no command: the list
 and each command's line come from one table (``pincompile.cli.COMMANDS``), the same line
-every command shows as its short help once imported."""
+every command shows as its short help once imported. The day-2 commands without
+``--server`` import no database, and their logs no typed core client."""
 
 from __future__ import annotations
 
@@ -14,13 +15,33 @@ from click.testing import CliRunner
 from pincompile.cli import COMMANDS, cli
 
 HEAVY = ("reconciler", "kubernetes", "sqlalchemy", "fastapi", "pydantic", "uvicorn")
+NOT_DIRECT = ("sqlalchemy", "alembic", "kubernetes.client.api.core_v1_api")
+"""What the API served in a one-shot command never needs: the store's database (only
+with ``--store``) and the client's typed CoreV1Api, whose module alone took longer to
+import than the rest of ``logs``."""
+DIRECT_LOG = """\
+import tempfile
+from pathlib import Path
+import reconciler.commands.direct, reconciler.commands.exec, reconciler.commands.remote
+from reconciler.api.logs import LogQuery, LogTarget, pod_log_opener
+from reconciler.clients.connect import Connection
+from tests.support.member_logs import LINE, member_logs
+with member_logs(Path(tempfile.mkdtemp())) as member:
+    conn = Connection("east", "east", str(member.kubeconfig))
+    opened = pod_log_opener(lambda _: conn, LogQuery(tail_lines=10), 5.0)(
+        LogTarget("east", "shop", "web-1", "main"))
+    assert opened.read() == LINE
+"""
 
 
-def imported_after(code: str) -> list[str]:
-    probe = (f"import sys\n{code}\nprint(sorted({{m.split('.')[0] for m in sys.modules"
-             f" if m.startswith({HEAVY!r})}}))")
+def imported_after(code: str, heavy: tuple[str, ...] = HEAVY) -> list[str]:
+    """The modules of ``heavy`` (a package: any of its modules) that running ``code``
+    in a new interpreter imports."""
+    probe = (f"import sys\n{code}\nprint(sorted({{h for h in {heavy!r} for m in sys.modules"
+             f" if m == h or m.startswith(h + '.')}}))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           timeout=60, env={"_PINCOMPILE_COMPLETE": "", "PATH": ""})
+    assert done.returncode == 0, done.stderr
     found: list[str] = ast.literal_eval(done.stdout.strip().splitlines()[-1])
     return found
 
@@ -30,6 +51,12 @@ def test_help_and_command_completion_import_no_command() -> None:
                           "cli\nCliRunner().invoke(cli, ['--help'])") == []
     assert imported_after("from pincompile.cli import cli\nimport click\n"
                           "cli.shell_complete(click.Context(cli), 'st')") == []
+
+
+def test_without_server_logs_and_exec_import_no_database_nor_the_typed_core_client() -> None:
+    """The commands' modules and the API served in the command, then one container's log
+    read as ``logs`` reads it (from a member that serves only logs)."""
+    assert imported_after(DIRECT_LOG, NOT_DIRECT) == []
 
 
 def test_every_command_is_listed_with_its_line_and_shows_it_as_its_short_help() -> None:
