@@ -9,8 +9,9 @@
 * ``POST .../rotation/pause`` and ``.../rotation/resume``: an annotation naming who paused
   it; while it is there the batch under way finishes and no new one starts.
 
-Authorized on the host like every call: ``update`` on ``clusters/rotation`` of
-``pincompute.io`` to change, ``get`` on ``clusters`` to read.
+Authorized on the host like every call (:func:`may`): ``update`` on ``clusters/rotation``
+of ``pincompute.io`` to change, ``get`` on ``clusters`` to read. The console's member
+panel runs the same functions (:func:`start`, :func:`set_paused`) behind the same check.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import ValidationError
 
 from pincompile.contract import RotationPolicy, duration_seconds
-from reconciler.api.access import Caller, allowed
+from reconciler.api.access import Access, Caller, allowed
+from reconciler.api.insight import CLUSTER_KIND
 from reconciler.api.models import Problem
 from reconciler.api.rotation_models import RotationAnswer
 from reconciler.clients import read, write
@@ -38,10 +40,12 @@ from reconciler.rotation import plan
 
 PATH = "/api/v1/clusters/{name}/rotation"
 MAX_NAME = 253
+PAUSE_MAX = 20
+"""Characters of a ``pause`` accepted."""
 
 
 def _ref(name: str) -> Obj:
-    return {"apiVersion": API_VERSION, "kind": "Cluster", "metadata": {"name": name}}
+    return {"apiVersion": API_VERSION, "kind": CLUSTER_KIND, "metadata": {"name": name}}
 
 
 def _cluster(host: Connection, name: str) -> Obj:
@@ -138,7 +142,14 @@ def _host(host: Connection | None) -> Connection:
     return host
 
 
-def _pause_duration(value: str | None) -> str | None:
+async def may(access: Access, who: Caller, action: str, name: str) -> bool:
+    """Whether ``who`` may ``action`` (``read``, ``rotate``) the rotation of cluster
+    ``name``: the host's RBAC on ``clusters`` of ``pincompute.io`` (the API's routes and the
+    console's buttons ask this)."""
+    return len(name) <= MAX_NAME and await allowed(access, who, action, CLUSTER_KIND, "")
+
+
+def checked_pause(value: str | None) -> str | None:
     """``value`` when it is a duration of at most a day (422 otherwise)."""
     if value is None:
         return None
@@ -161,8 +172,7 @@ def mount_rotations(api: FastAPI, caller: Callable[..., Awaitable[Caller]]) -> N
     async def authorized(request: Request, action: str, name: str) -> tuple[Any, str]:
         who: Caller = request.state.caller
         gateway = request.app.state.gateway
-        if len(name) > MAX_NAME or not await allowed(gateway.access, who, action, "Cluster",
-                                                     ""):
+        if not await may(gateway.access, who, action, name):
             raise HTTPException(403, f"{who.user} may not {action} cluster {name[:MAX_NAME]}")
         return gateway, who.user
 
@@ -180,10 +190,10 @@ def mount_rotations(api: FastAPI, caller: Callable[..., Awaitable[Caller]]) -> N
     async def rotate(request: Request, name: str,
                      pool: Annotated[str | None, Query(max_length=63)] = None,
                      batch: Annotated[int | None, Query(ge=1, le=plan.MAX_BATCH)] = None,
-                     pause: Annotated[str | None, Query(max_length=20)] = None
+                     pause: Annotated[str | None, Query(max_length=PAUSE_MAX)] = None
                      ) -> RotationAnswer:
         gateway, user = await authorized(request, "rotate", name)
-        checked = _pause_duration(pause)
+        checked = checked_pause(pause)
         return await run_in_threadpool(start, gateway.host, name, user, pool, batch, checked)
 
     @router.post(f"{PATH}/pause", response_model=RotationAnswer,

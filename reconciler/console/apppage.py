@@ -12,7 +12,7 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from reconciler.api.access import Caller
-from reconciler.console.actions import Outcome, offered
+from reconciler.console.actions import offered
 from reconciler.console.chart import HOURS, scaling_chart
 from reconciler.console.links import commit_url
 from reconciler.console.logroutes import may_read_logs
@@ -22,6 +22,7 @@ from reconciler.console.respond import (
     HEADERS,
     TERMINAL_HEADERS,
     gateway_of,
+    outcome_of,
     problem_page,
     render_page,
     sources_of,
@@ -72,12 +73,6 @@ async def app_response(request: Request, who: Caller, key: AppKey) -> Response:
                              commit_links=links, chart=chart, hours=HOURS,
                              may_logs=await may_read_logs(request, who, kind, project),
                              may_exec=may_exec, actions=actions, supported=supported,
-                             outcome=_outcome(request, who, key),
+                             outcome=outcome_of(request, who, key),
                              headers=TERMINAL_HEADERS if may_exec else HEADERS)
 
-
-def _outcome(request: Request, who: Caller, key: AppKey) -> Outcome | None:
-    """The outcome of the action that redirected here (``?outcome=ID``), if ``who`` ran it
-    on this app."""
-    shown = sources_of(request).outcomes.get(request.query_params.get("outcome", ""))
-    return shown[2] if shown is not None and shown[:2] == (who.user, key) else None

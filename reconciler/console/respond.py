@@ -22,13 +22,14 @@ from reconciler.console.capacity import CapacitySnapshots
 from reconciler.console.members import MemberSource
 from reconciler.console.render import render
 from reconciler.console.throttle import LoginThrottle
-from reconciler.model import AppKey
 
 REFRESH_SECONDS = 5
 OUTCOME_SECONDS = 600
 """How long the page an action redirects to shows its outcome."""
-Shown = tuple[str, AppKey, Outcome]
-"""An action's outcome as kept for its page: who ran it, on which app, what it answered."""
+Target = tuple[str, ...]
+"""What an action ran on: an app's key, or (``Cluster``, NAME) for a member cluster's."""
+Shown = tuple[str, Target, Outcome]
+"""An action's outcome as kept for its page: who ran it, on what, what it answered."""
 FORM_MAX = 32 * 1024
 """Bytes of a POSTed form read (a token is at most session.TOKEN_MAX)."""
 FORM_FIELDS = 20
@@ -58,7 +59,7 @@ class Sources:
     """The sessions logged in on this process."""
     outcomes: TtlCache[str, Shown] = field(
         default_factory=lambda: TtlCache(OUTCOME_SECONDS, size=1000))
-    """Actions' outcomes, for the app page an action redirects to (``?outcome=ID``)."""
+    """Actions' outcomes, for the page an action redirects to (``?outcome=ID``)."""
     capacity: CapacitySnapshots = field(default_factory=CapacitySnapshots)
     """The member clusters' live capacity, one snapshot for every page."""
 
@@ -66,6 +67,13 @@ class Sources:
 def sources_of(request: HTTPConnection) -> Sources:
     sources: Sources = getattr(request.app.state, "console", None) or Sources()
     return sources
+
+
+def outcome_of(request: Request, who: Caller, target: Target) -> Outcome | None:
+    """The outcome of the action that redirected here (``?outcome=ID``), if ``who`` ran
+    it on ``target``."""
+    shown = sources_of(request).outcomes.get(request.query_params.get("outcome", ""))
+    return shown[2] if shown is not None and shown[:2] == (who.user, target) else None
 
 
 def gateway_of(request: Request) -> Gateway:

@@ -4,9 +4,11 @@ grid), one project's cost and forecast at ``/projects/PROJECT``
 (:mod:`reconciler.console.projectpage`), one app at ``/apps/KIND/PROJECT/NAME``
 (:mod:`reconciler.console.apppage`; its log routes in :mod:`~reconciler.console.logroutes`,
 its actions in :mod:`~reconciler.console.actionroutes`, its pods' terminal in
-:mod:`~reconciler.console.terminal`) and the vendored assets at ``/static/``. Who may
-see what is the API's own decision (``Gateway.access``: TokenReview, then
-SubjectAccessReview per kind and project), and every page is audited like an API call.
+:mod:`~reconciler.console.terminal`), a member cluster's rotation actions at
+``/clusters/NAME/rotation/`` (:mod:`~reconciler.console.actionroutes`) and the vendored
+assets at ``/static/``. Who may see what is the API's own decision (``Gateway.access``:
+TokenReview, then SubjectAccessReview per kind and project), and every page is audited
+like an API call.
 With JavaScript on, htmx refreshes the grid and the app's status every few seconds.
 """
 
@@ -17,6 +19,7 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.responses import RedirectResponse, Response
 from starlette.staticfiles import StaticFiles
 
+from reconciler.api import rotations
 from reconciler.api.access import AccessError, Audited, allowed
 from reconciler.api.app import Gateway, token_caller
 from reconciler.api.insight import CLUSTER_KIND
@@ -31,15 +34,17 @@ from reconciler.console.respond import (
     Sources,
     form_of,
     gateway_of,
+    outcome_of,
     problem_page,
     render_page,
     signed_in,
     sources_of,
 )
+from reconciler.console.rotation import RotationAction, offered_rotation
 from reconciler.console.terminal import add_terminal_route
 from reconciler.console.views import PAGE_SIZES, Filters, grid
 
-CONSOLE_PATHS = ("/", "/login", "/logout", "/apps/", "/projects/")
+CONSOLE_PATHS = ("/", "/login", "/logout", "/apps/", "/projects/", "/clusters/")
 
 
 def mount_console(app: FastAPI, *, members: MemberSource | None = None,
@@ -78,7 +83,8 @@ async def overview(request: Request) -> Response:
 
     page = await run_in_threadpool(grid, gateway.apps.statuses(), filters, may_list)
     source = sources_of(request).members
-    members = capacity = None
+    members = capacity = outcome = None
+    rotation_actions: dict[str, list[RotationAction]] = {}
     if source is not None and page.visible:  # only clusters the caller's apps are in
         placed = set(page.options["cluster"])
         members = [m for m in await run_in_threadpool(source.health) if m.name in placed]
@@ -86,9 +92,14 @@ async def overview(request: Request) -> Response:
                                                          CLUSTER_KIND, ""):
             capacity = await run_in_threadpool(sources_of(request).capacity.panel,
                                                gateway.insight)
+        rotation_actions = {m.name: offered_rotation(m) for m in members
+                            if await rotations.may(gateway.access, who, "rotate", m.name)}
+        outcome = next(filter(None, (outcome_of(request, who, (CLUSTER_KIND, m.name))
+                                     for m in members)), None)
     partial = request.headers.get("hx-request") == "true"
     return await render_page(request, "grid.html" if partial else "overview.html", who,
-                             grid=page, sizes=PAGE_SIZES, members=members, capacity=capacity)
+                             grid=page, sizes=PAGE_SIZES, members=members, capacity=capacity,
+                             rotation_actions=rotation_actions, outcome=outcome)
 
 
 async def app_view(request: Request, kind: str, project: str, name: str) -> Response:

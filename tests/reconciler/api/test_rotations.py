@@ -5,7 +5,6 @@ tests/reconciler/serve/test_nodes_e2e.py."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -16,40 +15,14 @@ from fastapi.testclient import TestClient
 from pincompile.cli import cli
 from reconciler.api.access import RateLimits
 from reconciler.api.app import Gateway, create_app
-from reconciler.clients import read, write
 from reconciler.rotation import plan
 from reconciler.store import Store
-from tests.support.api_fakes import Statuses, TablePolicy
-
-
-class FakeHost:
-    """One Cluster resource; a server-side apply's annotations per field manager."""
-
-    def __init__(self) -> None:
-        self.cr: dict[str, Any] = {"apiVersion": "pincompute.io/v1", "kind": "Cluster",
-                                   "metadata": {"name": "east", "annotations": {}},
-                                   "spec": {}, "status": {}}
-        self.owned: dict[str, set[str]] = {}
-
-    def get(self, _conn: Any, obj: Any) -> Any:
-        return json.loads(json.dumps(self.cr)) if obj["metadata"]["name"] == "east" else None
-
-    def apply(self, _conn: Any, obj: Any, *, manager: str, **_: Any) -> Any:
-        annotations = self.cr["metadata"]["annotations"]
-        wanted = obj["metadata"].get("annotations") or {}
-        for key in self.owned.get(manager, set()) - set(wanted):
-            annotations.pop(key, None)
-        annotations.update(wanted)
-        self.owned[manager] = set(wanted)
-        return self.cr
+from tests.support.api_fakes import FakeHost, Statuses, TablePolicy
 
 
 @pytest.fixture
 def host(monkeypatch: pytest.MonkeyPatch) -> FakeHost:
-    fake = FakeHost()
-    monkeypatch.setattr(read, "get", fake.get)
-    monkeypatch.setattr(write, "apply", fake.apply)
-    return fake
+    return FakeHost().install(monkeypatch)
 
 
 @pytest.fixture
