@@ -5,13 +5,16 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
+#: what outlives a clone: the fleet's binaries, the scanner, mypy's cache (as pincompile's)
+CACHE  := $(or $(PINCOMPILE_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/pincompile)
 
 .PHONY: demo test setup packages scanner lint schemas openapi console-assets screenshots fleet-up fleet-down promtool clean
 
 $(BIN)/pincompile: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	@# uv installs the same requirements as pip does, in a sixth of the time (9 s, not 59 s)
+	$(BIN)/pip install --quiet uv
+	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[test]'
 	@# bytecode now, once: where PYTHONDONTWRITEBYTECODE is set nothing else writes it, and
 	@# every command would compile its imports again (--help took 1.6-2.3 s)
 	$(BIN)/python -m compileall -q -j 0 pincompile reconciler $(VENV)/lib > /dev/null
@@ -29,7 +32,7 @@ demo: setup
 
 lint: setup
 	$(BIN)/ruff check pincompile reconciler tests bench
-	$(BIN)/mypy pincompile reconciler
+	MYPY_CACHE_DIR=$(CACHE)/mypy $(BIN)/mypy pincompile reconciler
 
 packages:
 	sh hack/packages.sh

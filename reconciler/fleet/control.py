@@ -137,27 +137,37 @@ def start_component(state: FleetState, cluster: str, component: str,
             state.procs[:] = current.procs
             return
         try:
-            _relaunch(current, runtime, index, component, timeout)
+            _relaunch(current, runtime, [(index, component)], timeout)
             if component == "kube-apiserver":
-                for watcher in WATCHERS:  # one stopped on purpose stays stopped
-                    if watcher not in runtime.components:
-                        continue
-                    _, at = _component_proc(current, cluster, watcher)
-                    if not is_alive(current.procs[at]):
-                        continue
-                    if stop([current.procs[at]]):
-                        raise FleetError(f"could not restart {current.procs[at].name} (pid "
-                                         f"{current.procs[at].pid})")
-                    _relaunch(current, runtime, at, watcher, timeout)
+                _restart_watchers(current, runtime, timeout)
         finally:
             state.procs[:] = current.procs
 
 
-def _relaunch(current: FleetState, runtime: ClusterRuntime, index: int, component: str,
-              timeout: float) -> None:
-    """Launch ``current.procs[index]`` anew (it is stopped) and wait until it is ready."""
-    proc, url, ctx = launch(current, runtime, component, environment())
-    current.procs[index] = proc
+def _restart_watchers(current: FleetState, runtime: ClusterRuntime, timeout: float) -> None:
+    """Restart, side by side, the running :data:`WATCHERS` of ``runtime`` (one stopped on
+    purpose stays stopped)."""
+    running = []
+    for name in WATCHERS:
+        if name in runtime.components:
+            _, at = _component_proc(current, runtime.name, name)
+            if is_alive(current.procs[at]):
+                running.append((at, name))
+    left = stop([current.procs[at] for at, _ in running])
+    if left:
+        raise FleetError(f"could not restart {left[0].name} (pid {left[0].pid})")
+    _relaunch(current, runtime, running, timeout)
+
+
+def _relaunch(current: FleetState, runtime: ClusterRuntime,
+              components: list[tuple[int, str]], timeout: float) -> None:
+    """Launch each (index in ``current.procs``, component) anew (each is stopped) and wait
+    until they are all ready."""
+    waits = []
+    for index, component in components:
+        proc, url, ctx = launch(current, runtime, component, environment())
+        current.procs[index] = proc
+        waits.append((proc, url, ctx))
     current.save()
-    wait_until_ready([(proc, url, ctx)], timeout=timeout)
+    wait_until_ready(waits, timeout=timeout)
 

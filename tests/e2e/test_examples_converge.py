@@ -90,13 +90,13 @@ def test_every_example_app_ends_healthy_completed_or_suspended_and_stays_so(
     passes: list[list[dict[str, Any]]] = []
     try:
         deadline = time.monotonic() + window
-        while time.monotonic() < deadline:
+        # the whole window, and 5 passes at least however long a loaded machine takes
+        while time.monotonic() < deadline or len(passes) < 5:
             time.sleep(demo.INTERVAL)
             demo.one_pass(kubeconfig, root)
             passes.append(demo.not_ok(demo.read_rows(kubeconfig)))
     finally:
         watch.stop()
-    assert len(passes) >= 5, passes
     for before, now in zip([[], *passes], passes, strict=False):
         not_progressing = [r for r in now
                            if r["status"].get("phase") != Phase.PROGRESSING.value]
