@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import time
 import uuid
 from collections.abc import Callable
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,12 +17,10 @@ from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.cli import fleet as fleet_cli
 from reconciler.fleet.clusters import ClusterSpec
 from reconciler.fleet.nodes import GPU, GPU_TYPE_LABEL, POOL_LABEL, parse_quantity
-from reconciler.fleet.processes import is_alive
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.e2e
 
-SINGLE = Path(__file__).parent / "fixtures" / "single"
 IMAGE = "registry.internal/e2e/app:1.0"
 Kube = Callable[[str], Any]
 
@@ -280,47 +275,3 @@ def test_second_up_is_a_noop_and_status_reports(fleet: fleet_mod.FleetState) -> 
     assert result.exit_code == 0, result.output
     info = json.loads(result.output)
     assert info["healthy"] and {c["context"] for c in info["clusters"]} >= {"host"}
-
-
-def _processes_mentioning(text: str) -> list[int]:
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit() or int(proc.name) == os.getpid():
-            continue
-        try:
-            cmdline = (proc / "cmdline").read_bytes().decode(errors="replace")
-            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if text in cmdline and state not in "ZX":
-            found.append(int(proc.name))
-    return found
-
-
-def test_up_down_up_leaves_nothing_behind(e2e_toolchain: Path) -> None:
-    runner = CliRunner()
-    directory = fleet_mod.default_dir().parent / f"fleet-e2e-updown-{os.getpid()}"
-    args = ["--dir", str(directory)]
-    try:
-        for round_ in range(2):
-            result = runner.invoke(fleet_cli, ["up", "--clusters", str(SINGLE), *args])
-            assert result.exit_code == 0, result.output
-            state = fleet_mod.read_state(directory)
-            assert state is not None and fleet_mod.is_running(state), round_
-            assert {c.context for c in state.clusters} == {"host", "solo"}
-            procs = state.procs
-            assert all(is_alive(p) for p in procs)
-
-            result = runner.invoke(fleet_cli, ["down", *args])
-            assert result.exit_code == 0, result.output
-            assert not [p for p in procs if is_alive(p)]
-            assert not [p.pid for p in procs if Path(f"/proc/{p.pid}").exists()
-                        and is_alive(p)]
-            assert not _processes_mentioning(str(directory))
-            assert not Path(state.exec_dir).exists()  # the pods' scratch directories
-            assert fleet_mod.read_state(directory) is None
-            result = runner.invoke(fleet_cli, ["status", *args])
-            assert result.exit_code == 3 and "down" in result.output
-    finally:
-        fleet_mod.down(directory, echo=lambda _m: None)
-        shutil.rmtree(directory, ignore_errors=True)
