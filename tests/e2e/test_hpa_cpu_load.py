@@ -35,8 +35,8 @@ pytestmark = pytest.mark.e2e
 
 PROJECT = "cpu-e2e"
 APP = "api"
-TARGET = 50  # targetUtilization (% of the CPU request)
-MAX = 4
+TARGET = 35  # targetUtilization (% of the CPU request)
+MAX = 3
 SCALE_DOWN_WINDOW = 30  # cooldown.scaleDown, seconds
 Kube = Callable[[str], Any]
 
@@ -141,10 +141,11 @@ def test_hpa_scales_up_on_cpu_load_and_back_down_after_its_window(
     assert conditions["ScalingActive"].status == "True"
     wait_for(lambda: seen.latest() == 1, 60, "1 replica")
 
-    # 90% of the request on every pod, new ones included: ceil(n * 90 / 50) until the max
-    load(fleet, cluster, 90)
+    # 100% of the request on every pod, new ones included: ceil(1 * 100 / 35) = 3, the
+    # max, in one step
+    load(fleet, cluster, 100)
     wait_for(lambda: seen.latest() == MAX, 5 * cycle, f"{MAX} replicas")
-    # once every pod has metrics the HPA wants ceil(4 * 90 / 50) = 8: held at the max
+    # once every pod has metrics the HPA wants ceil(3 * 100 / 35) = 9: held at the max
     limited = wait_for(lambda: (c := cpu_reading(kube, context)[1].get(
         "ScalingLimited")) is not None and c.status == "True" and c, 3 * cycle,
         "ScalingLimited")
