@@ -146,18 +146,6 @@ class ReadyWatch:
         self._stop.set()
 
 
-def wait_until(condition: Callable[[], Any], timeout: float, what: str,
-               every: float = 0.2) -> Any:
-    """Poll ``condition`` until it is true (its value), else fail saying ``what``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-
-
 def events(api: Any, namespace: str, *, name: str | None = None,
            reason: str | None = None) -> list[Any]:
     """Events in ``namespace`` (of the object ``name``, with ``reason``), oldest first."""

@@ -33,8 +33,9 @@ from reconciler.fleet.replacement import add_nodes, heal, replacing, set_conditi
 from reconciler.remediation import drain
 from reconciler.serve.webhooks import GENERIC_SIGNATURE_HEADER, sign
 from tests.conftest import api_clients
-from tests.support.nodes import NodeWatch, ReadyWatch, events, wait_until
+from tests.support.nodes import NodeWatch, ReadyWatch, events
 from tests.support.serve import REPO_ROOT, ServeProcess, SpecRepo, http
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.e2e
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "nodes"
@@ -111,7 +112,7 @@ def serve(nodes_fleet: fleet_mod.FleetState, kube: Callable[[str], Any], general
     process = start_serve(nodes_fleet, repo, workdir)
     try:
         web = ReadyWatch(member, "shop", WEB)
-        wait_until(lambda: web.ready_now == 3, 240, "web's 3 pods Ready")
+        wait_for(lambda: web.ready_now == 3, 240, "web's 3 pods Ready")
         web.stop()
         for name in general[1:]:
             core.patch_node(name, {"spec": {"unschedulable": None}})
@@ -137,29 +138,29 @@ def test_an_unhealthy_node_is_drained_in_time_and_the_next_one_in_its_zone_waits
     member, host = kube(CLUSTER), kube("host")
     first, second = general[0], general[1]
     web = ReadyWatch(member, "shop", WEB)
-    wait_until(lambda: web.ready_now == 3 and set(web.nodes.values()) == {first}, 60,
-               f"web's 3 pods Ready on {first}")
+    wait_for(lambda: web.ready_now == 3 and set(web.nodes.values()) == {first}, 60,
+             f"web's 3 pods Ready on {first}")
     web.reset()
     nodes = NodeWatch(member)
     signalled = time.monotonic()
     set_condition(member, first, "KernelDeadlock", "True")
     set_condition(member, second, "KernelDeadlock", "True")
 
-    wait_until(lambda: first in nodes.cordoned, 60, f"{first} cordoned")
+    wait_for(lambda: first in nodes.cordoned, 60, f"{first} cordoned")
     took = nodes.cordoned[first] - signalled
     # after: 5s, from the condition's lastTransitionTime (to the second), then one round
     assert 4 <= took < 5 + 10, f"cordoned {took:.1f}s after the signal (after: 5s)"
     print(f"{first} cordoned {took:.1f}s after its signal (after: 5s)")
-    drained = wait_until(lambda: nodes.phase_since(first, "drained"), 180,
-                         f"{first} drained")
-    wait_until(lambda: second in nodes.cordoned, 60, f"{second} cordoned next")
+    drained = wait_for(lambda: nodes.phase_since(first, "drained"), 180,
+                       f"{first} drained")
+    wait_for(lambda: second in nodes.cordoned, 60, f"{second} cordoned next")
     assert nodes.cordoned[second] >= drained, "the second drain started before the first ended"
     waited = [e.message for e in events(member, "default", name=second,
                                         reason="RemediationWaiting")]
     assert any(f"node {first} in zone heal-1a is being drained" in m for m in waited), waited
-    wait_until(lambda: nodes.phase_since(second, "drained"), 180, f"{second} drained")
-    wait_until(lambda: web.ready_now == 3 and not {first, second} & set(web.nodes.values()),
-               120, "web's 3 pods Ready on the other nodes")
+    wait_for(lambda: nodes.phase_since(second, "drained"), 180, f"{second} drained")
+    wait_for(lambda: web.ready_now == 3 and not {first, second} & set(web.nodes.values()),
+             120, "web's 3 pods Ready on the other nodes")
     assert web.fewest is not None and web.fewest >= 2, \
         f"{web.fewest} Ready: the budget (maxUnavailable 1) did not hold"
     for name in (first, second):
@@ -168,15 +169,15 @@ def test_an_unhealthy_node_is_drained_in_time_and_the_next_one_in_its_zone_waits
     moved = [e.message for e in events(host, "shop", name="web", reason="MovedOffNode")]
     assert sum(f"moved off node {first}: remediation" in m for m in moved) >= 3, moved
     store = f"sqlite:///{serve.log.with_suffix('.db')}"
-    wait_until(lambda: f"moved off node {first}: remediation" in subprocess.run(
+    wait_for(lambda: f"moved off node {first}: remediation" in subprocess.run(
         [sys.executable, "-m", "pincompile.cli", "events", "PinApp/shop/web", "-o", "json",
          "--kubeconfig", str(nodes_fleet.kubeconfig), "--store", store],
         capture_output=True, text=True, cwd=REPO_ROOT, timeout=120).stdout, 120,
-        "the app's timeline (pincompile events) to show the move", every=2.0)
+        "the app's timeline (pincompile events) to show the move", interval=2.0)
 
     heal(member, first, "KernelDeadlock")
     heal(member, second, "KernelDeadlock")
-    wait_until(lambda: {first, second} <= set(nodes.uncordoned), 60, "both uncordoned")
+    wait_for(lambda: {first, second} <= set(nodes.uncordoned), 60, "both uncordoned")
     web.stop()
     nodes.stop()
 
@@ -191,20 +192,20 @@ def test_sixty_percent_unhealthy_opens_the_circuit_and_recovery_closes_it(
     nodes = NodeWatch(member)
     _all_at_once(lambda n: set_condition(member, n, "Ready", "False"), broken)
 
-    opened = wait_until(lambda: events(host, "default", name=CLUSTER,
-                                       reason="RemediationCircuitOpen"), 60, "the Warning")
+    opened = wait_for(lambda: events(host, "default", name=CLUSTER,
+                                     reason="RemediationCircuitOpen"), 60, "the Warning")
     assert opened[-1].type == "Warning" and "3 of 5 nodes" in opened[-1].message
     scope = 'pincompile_serve_remediation_circuit_open{cluster="heal-a",scope="cluster"}'
-    wait_until(lambda: metric(serve.base, scope) == 1.0, 30, "the circuit metric")
+    wait_for(lambda: metric(serve.base, scope) == 1.0, 30, "the circuit metric")
     for name in broken:  # each held its 10 s, and the breaker held it back
-        wait_until(lambda n=name: any("maxUnhealthy" in e.message for e in events(
+        wait_for(lambda n=name: any("maxUnhealthy" in e.message for e in events(
             member, "default", name=n, reason="RemediationWaiting")), 60, f"{name} waits")
     assert not nodes.cordoned, nodes.cordoned
 
     _all_at_once(lambda n: heal(member, n, "Ready"), broken)
-    wait_until(lambda: events(host, "default", name=CLUSTER,
-                              reason="RemediationCircuitClosed"), 60, "the circuit closed")
-    wait_until(lambda: metric(serve.base, scope) == 0.0, 30, "the circuit metric back to 0")
+    wait_for(lambda: events(host, "default", name=CLUSTER,
+                            reason="RemediationCircuitClosed"), 60, "the circuit closed")
+    wait_for(lambda: metric(serve.base, scope) == 0.0, 30, "the circuit metric back to 0")
     assert not nodes.cordoned, nodes.cordoned
     assert metric(serve.base, 'pincompile_serve_remediation_actions_total{action="drain"') \
         == drains
@@ -220,9 +221,9 @@ def test_rotating_the_cluster_replaces_each_node_once_while_apps_keep_their_budg
                       {"apps/shop/train.yaml": TRAIN})
     _push(serve.base, sha)
     batch = k8s.BatchV1Api(member)
-    wait_until(lambda: (_job(batch, "train").status.active or 0) == 3, 120, "train running")
+    wait_for(lambda: (_job(batch, "train").status.active or 0) == 3, 120, "train running")
     web = ReadyWatch(member, "shop", WEB)
-    wait_until(lambda: web.ready_now == 3, 60, "web Ready")
+    wait_for(lambda: web.ready_now == 3, 60, "web Ready")
     web.reset()
     nodes = NodeWatch(member)
     restarted: list[ServeProcess] = []
@@ -234,13 +235,13 @@ def test_rotating_the_cluster_replaces_each_node_once_while_apps_keep_their_budg
             timeout=120)
         assert asked.returncode == 0, asked
         try:
-            wait_until(lambda: _states(host).count("Replaced") == 1
-                       and any(s in ("Draining", "Drained", "Removed") for s in _states(host)),
-                       300, "one node replaced and the next under way")
+            wait_for(lambda: _states(host).count("Replaced") == 1
+                     and any(s in ("Draining", "Drained", "Removed") for s in _states(host)),
+                     300, "one node replaced and the next under way")
             serve.stop()  # SIGKILL, halfway
             restarted.append(start_serve(nodes_fleet, repo, workdir))
-            wait_until(lambda: _rotation(host).get("phase") == "Complete", 600,
-                       "the rotation complete")
+            wait_for(lambda: _rotation(host).get("phase") == "Complete", 600,
+                     "the rotation complete")
         except AssertionError as exc:
             raise AssertionError(f"{exc}; rotation: {_rotation(host)}; replaced: "
                                  f"{replacer.replaced}; replacer errors: {replacer.errors}; "
@@ -256,8 +257,8 @@ def test_rotating_the_cluster_replaces_each_node_once_while_apps_keep_their_budg
     assert sorted(replacer.replaced) == general
     assert sorted(n["replacement"] for n in status["nodes"]) == sorted(replacer.replaced.values())
     assert web.fewest is not None and web.fewest >= 2, f"web fell to {web.fewest} Ready"
-    wait_until(lambda: (_job(batch, "train").status.succeeded or 0) == 3, 300,
-               "train completed")
+    wait_for(lambda: (_job(batch, "train").status.succeeded or 0) == 3, 300,
+             "train completed")
     print(f"rotated {len(general)} nodes in {took:.1f}s (serve killed once); per node: "
           + ", ".join(f"{n['name']} {_seconds(n):.1f}s" for n in status["nodes"]))
     web.stop()
@@ -337,8 +338,8 @@ def _retire_extra_nodes(fleet: fleet_mod.FleetState, member: Any, general: list[
         for name in extra:
             drain.cordon(conn, name, {})
         for name in extra:
-            wait_until(lambda n=name: drain.drain_step(conn, n).done, 120, f"{name} drained",
-                       every=1.0)
+            wait_for(lambda n=name: drain.drain_step(conn, n).done, 120, f"{name} drained",
+                     interval=1.0)
             drain.delete_node(conn, name)
     finally:
         conn.close()
