@@ -285,6 +285,10 @@ def test_a_reconciler_that_raises_does_not_stop_the_worker(spec_repo: SpecRepo,
         app.stop()
 
 
+#: the slow clients' test: how long serve waits for a request's head and body
+READ_TIMEOUT = 4.0
+
+
 def test_slow_clients_hold_no_thread_and_are_dropped(serve: Serve, spec_repo: SpecRepo) -> None:
     """200 connections from one address (its whole share, --max-client-connections) that
     send headers announcing a body and never send it: serve's threads stay bounded,
@@ -293,7 +297,7 @@ def test_slow_clients_hold_no_thread_and_are_dropped(serve: Serve, spec_repo: Sp
     import socket
     import threading
 
-    _app, recorder, base = serve(read_timeout=2.0)
+    _app, recorder, base = serve(read_timeout=READ_TIMEOUT)
     wait_for(lambda: recorder.applied == [spec_repo.first], 120, "the start-up pass")
     host, port = base.removeprefix("http://").split(":")
     before = threading.active_count()
@@ -310,7 +314,9 @@ def test_slow_clients_hold_no_thread_and_are_dropped(serve: Serve, spec_repo: Sp
         threads.append(threading.active_count())
         t0 = time.monotonic()
         assert http("GET", f"{base}/healthz")[0] == 200
-        assert time.monotonic() - t0 < 1.0, "/healthz waited behind the slow clients"
+        # behind them, it would wait until they are dropped (the read timeout); a loaded
+        # machine took 1.2 s to answer a free /healthz
+        assert time.monotonic() - t0 < READ_TIMEOUT / 2, "/healthz waited behind the slow clients"
     assert max(threads) <= before + 2, f"threads grew with slow clients: {before} -> {threads}"
     dropped = 0
     for s in slow:  # each is answered 408 and closed by the server (or reset)
