@@ -20,7 +20,8 @@ from reconciler.api.app import Gateway, create_app
 from reconciler.api.cost_routes import window
 from reconciler.commands.direct import _served
 from reconciler.store import Store
-from reconciler.store.usage import ClusterSample, UsageSample, add_usage
+from reconciler.store.records import ClusterSample, UsageSample
+from reconciler.store.usage import add_usage
 from tests.support.api_fakes import Statuses, TablePolicy
 
 GIB = 2**30

@@ -18,7 +18,8 @@ from reconciler.api.app import Gateway, create_app
 from reconciler.clock import iso_time
 from reconciler.commands.direct import _served
 from reconciler.store import Store
-from reconciler.store.usage import ClusterSample, UsageSample, add_usage
+from reconciler.store.records import ClusterSample, UsageSample
+from reconciler.store.usage import add_usage
 from tests.reconciler.insight.insight_helpers import FixedInsight, project_cr
 from tests.support.api_fakes import Statuses, TablePolicy
 

@@ -38,7 +38,8 @@ from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.clusters import ClusterSpec
 from reconciler.host import write_cluster_status, write_status
 from reconciler.store import EventRecord, RevisionRecord, Store
-from reconciler.store.usage import UsageSample, add_usage
+from reconciler.store.records import UsageSample
+from reconciler.store.usage import add_usage
 from tests.support import api_fleet
 from tests.support.wait import wait_for
 

@@ -22,7 +22,8 @@ from reconciler.console import projectpage
 from reconciler.console.projectpage import APPS_SHOWN, app_path, project_page
 from reconciler.console.routes import mount_console
 from reconciler.store import Store
-from reconciler.store.usage import ClusterSample, UsageSample, add_usage
+from reconciler.store.records import ClusterSample, UsageSample
+from reconciler.store.usage import add_usage
 from tests.reconciler.console.conftest import logged_in, status
 from tests.reconciler.insight.insight_helpers import FixedInsight, project_cr
 from tests.support.api_fakes import Statuses, TablePolicy

@@ -8,9 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from reconciler.store import Store
+from reconciler.store.records import ClusterSample, UsageSample
 from reconciler.store.usage import (
-    ClusterSample,
-    UsageSample,
     add_usage,
     app_costs,
     cluster_costs,
