@@ -129,7 +129,12 @@ def test_every_container_is_counted_listed_and_reached(day2: Day2) -> None:
         assert pod["ready"] == "2/2", pod  # main and the traffic sidecar, as kubectl
         assert {(c["name"], c["type"]) for c in pod["containers"]} >= {
             ("main", "container"), ("traffic", "sidecar"), ("config-sync", "init")}
-    sidecar = run(day2, "logs", REF, "-c", "traffic", "--tail", "1").stdout.splitlines()
+    # a new pod's log is served a few seconds after it is Ready (the fleet's Logs object)
+    def traffic_lines() -> list[str] | None:
+        lines = run(day2, "logs", REF, "-c", "traffic", "--tail", "1").stdout.splitlines()
+        return lines if len(lines) >= 2 else None
+
+    sidecar = wait_for(traffic_lines, 30, "a traffic log line from each pod", interval=1.0)
     assert len(sidecar) == 2 and all(line.split(" ")[0].endswith("/traffic")
                                      for line in sidecar), sidecar
     every = run(day2, "logs", REF, "--all-containers", "--tail", "1").stdout
