@@ -107,9 +107,11 @@ def run_pass(kubeconfig: str, root: Path) -> dict[str, Any]:
     result = compile_path(root, revision="bench")
     compiled = time.monotonic() - compiling
     assert result.ok, result.diagnostics[:3]
-    reconciler = Reconciler(kubeconfig, wait=False)
+    reconciler = Reconciler(kubeconfig)
     started, cpu = time.monotonic(), cpu_seconds()
-    report = reconciler.run(result)
+    with reconciler.pass_of(result) as flight:
+        pass  # no wait for health
+    report = flight.report
     seconds, cpu = time.monotonic() - started, cpu_seconds() - cpu
     stats = {n: c.stats for n, c in reconciler.connections.items()}
     reconciler.close()

@@ -8,17 +8,18 @@ it to say where push-to-applied time goes; nothing else changes."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from reconciler.engine import Reconciler
-from reconciler.model import PassReport
+from reconciler.clock import Clock
+from reconciler.engine import Flight, Reconciler
 from reconciler.plan import cluster_plan as sync
 
 DRY_RUNS = Counter[str]()
@@ -113,25 +114,29 @@ class ProfiledReconciler(Reconciler):
                     span[0], span[1] = min(span[0], start), max(span[1], end)
         return timed
 
-    def run(self, result: Any) -> PassReport:
+    @contextlib.contextmanager
+    def pass_of(self, result: Any) -> Iterator[Flight]:
+        """The pass and the caller's health wait inside it, profiled."""
         self.spans = {}
         DRY_RUNS.clear()
         started = time.time()
-        with Sampler(float(os.environ.get("SERVE_SAMPLE", "0.01"))) as sampler:
-            report = super().run(result)
+        with (Sampler(float(os.environ.get("SERVE_SAMPLE", "0.01"))) as sampler,
+              super().pass_of(result) as flight):
+            yield flight
         path = os.environ.get("SERVE_PROFILE")
         if path:
             with open(path, "a", encoding="utf-8") as out:
-                out.write(json.dumps({"revision": report.revision, "run": [started, time.time()],
+                out.write(json.dumps({"revision": flight.report.revision,
+                                      "run": [started, time.time()],
                                       "dry_runs": dict(DRY_RUNS), "sampled": sampler.top(),
                                       **self.spans}) + "\n")
-        return report
 
 
-def factory() -> Callable[[frozenset[str] | None], ProfiledReconciler]:
+def factory() -> Callable[[frozenset[str] | None, Clock], ProfiledReconciler]:
     kubeconfig = os.environ.get("KUBECONFIG")
 
-    def build(clusters: frozenset[str] | None) -> ProfiledReconciler:
-        return ProfiledReconciler(kubeconfig, "host", clusters=clusters, watch=True)
+    def build(clusters: frozenset[str] | None, clock: Clock) -> ProfiledReconciler:
+        return ProfiledReconciler(kubeconfig, "host", clusters=clusters, watch=True,
+                                  failover_clock=clock)
 
     return build

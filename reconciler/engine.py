@@ -1,6 +1,6 @@
 """One reconcile pass over the fleet: compile result in, clusters converged, status out.
 
-The pass (:meth:`Reconciler.run`) is a sequence of steps, each in the folder of its
+The pass (:meth:`Reconciler.pass_of`) is a sequence of steps, each in the folder of its
 concern with its pure decision beside it: the host first (CRDs, every spec as its custom
 resource, stored state), then every member cluster in parallel is read (one LIST per
 kind); failover (``failover/``) and PinScaler rebalancing (``scaling/``) rewrite the
@@ -8,9 +8,9 @@ desired objects; zone-by-zone rollouts (``rollout/``) hold later zones; every me
 planned through server-side dry-runs and applied in dependency order, with pruning; the
 rollouts advance; and one aggregated status per app is written to the host
 (``publish.py``). Between the writes and the statuses the caller may wait for health:
-:meth:`Reconciler.pass_of` hands it the pass in flight, whose checks it repeats
-(``health/wait.py``); :meth:`Reconciler.run` does so for ``timeout`` when ``wait``. A
-cluster that fails is reported (its apps say Unknown) and never stops the others.
+:meth:`Reconciler.pass_of` hands it the pass in flight, whose checks it repeats on its
+clock (:meth:`Reconciler.settle`, ``health/wait.py``). A cluster that fails is reported
+(its apps say Unknown) and never stops the others.
 """
 
 from __future__ import annotations
@@ -90,11 +90,11 @@ class Reconciler:
 
     def __init__(self, kubeconfig: str | None, host_context: str = HOST, *,
                  clusters: Collection[str] | None = None, options: Options | None = None,
-                 wait: bool = True, timeout: float = 300.0, echo: Echo = lambda _m: None,
-                 watch: bool = False, clock: Callable[[], datetime] | None = None,
+                 echo: Echo = lambda _m: None, watch: bool = False,
+                 clock: Callable[[], datetime] | None = None,
                  failover_after: float = failover.DEFAULT_GRACE,
                  failback_step: str = failover.DEFAULT_STEP,
-                 failover_clock: Callable[[], float] = time.time,
+                 failover_clock: Callable[[], float] = SYSTEM_CLOCK,
                  progress: Progress | None = None, apps: narrow.Targets | None = None,
                  connect: Connect | None = None) -> None:
         self.kubeconfig, self.host_context = kubeconfig, host_context
@@ -105,7 +105,7 @@ class Reconciler:
         self.apps = apps if apps is not None and not apps.everything else None
         """Only these apps' objects are written and pruned (:mod:`reconciler.plan.narrow`)."""
         self.options = options or Options()
-        self.wait, self.timeout, self.echo = wait, timeout, echo
+        self.echo = echo
         self.connections: dict[str, ClusterAccess] = {}
         self.watch = watch
         """Keep a watch-based cache per cluster (a long-running reconciler)."""
@@ -124,6 +124,7 @@ class Reconciler:
         """How long a member may fail before it is lost; how much of an app moves back per
         pass once it returns."""
         self.failover_clock = failover_clock
+        """Whose epoch seconds a member's failure is timed by (serve: the process's clock)."""
         self.cluster_states: dict[str, failover.ClusterState] = {}
         """Each member's failover state after the last pass."""
         self.failover_notes: list[str] = []
@@ -190,20 +191,12 @@ class Reconciler:
         self._plan_all(found, self.rollouts, preview=True)
         return found
 
-    def run(self, result: Result) -> PassReport:
-        """One pass. Never raises for a cluster's failure: it is in the report. With
-        ``wait``, what it wrote has ``timeout`` seconds to turn healthy before the statuses
-        are written."""
-        with self.pass_of(result) as flight:
-            if self.wait:
-                self.settle(flight, self.timeout)
-        return flight.report
-
     @contextlib.contextmanager
     def pass_of(self, result: Result) -> Iterator[Flight]:
         """One pass up to its writes, the pass lock held: the caller may check their health
         (:meth:`check_health`, :meth:`settle`) as often as it likes; leaving the block
-        writes the statuses and completes ``flight.report`` (not after an exception)."""
+        writes the statuses and completes ``flight.report`` (not after an exception). Never
+        raises for a cluster's failure: it is in the report."""
         self.pass_wanted.set()
         with self.passing:
             self.pass_wanted.clear()

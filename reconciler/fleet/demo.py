@@ -82,9 +82,10 @@ def one_pass(kubeconfig: str | None, root: Path) -> None:
     from pincompile.contract import compile_path
     from reconciler.engine import Reconciler
 
-    reconciler = Reconciler(kubeconfig, wait=False, timeout=60)
+    reconciler = Reconciler(kubeconfig)
     try:
-        reconciler.run(compile_path(root))
+        with reconciler.pass_of(compile_path(root)):
+            pass  # the statuses as they are now: the next pass reads them again
     finally:
         reconciler.close()
 

@@ -2,8 +2,9 @@
 
 A pass fetches the branch head, compiles it (nothing is applied when the compile fails),
 hands the result to a :class:`~reconciler.serve.runner.PassRunner` scoped to this process's
-member clusters, and records the outcome in the metrics, the audit sinks and the status
-document that ``/status`` serves.
+member clusters, repeats its health checks on the process's clock until what it wrote is
+healthy (or ``health_timeout`` has passed), and records the outcome in the metrics, the
+audit sinks and the status document that ``/status`` serves.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ class Service:
                  audits: Sequence[AuditSink] = (), *, coalescer: Coalescer | None = None,
                  shards: int = 1, resync: float = 180.0, identity: str = "serve",
                  pass_deadline: float = 300.0, stuck_after: float = 0.0,
-                 clock: Clock = SYSTEM_CLOCK) -> None:
+                 health_timeout: float = 300.0, clock: Clock = SYSTEM_CLOCK) -> None:
         self.mirror = mirror
         self.runners = runners
         self.metrics = metrics
@@ -64,10 +65,12 @@ class Service:
         self.pass_deadline = pass_deadline
         self.stuck_after = stuck_after
         """A pass running this long is given up (``on_stuck``); 0: never."""
+        self.health_timeout = health_timeout
+        """How long a pass waits for what it wrote to turn healthy before its statuses."""
         self.on_stuck: Callable[[str], None] | None = None
         self.clock = clock
-        """The process's clock: the resync timer, the pass deadline and every reported
-        instant (``clock()``: epoch seconds)."""
+        """The process's clock: the resync timer, the pass deadline, the health wait, the
+        runners' failover grace and every reported instant (``clock()``: epoch seconds)."""
         self.state = ServiceState(leading=frozenset(range(shards)))
         self._lock = threading.Lock()
         self._runner: tuple[frozenset[str] | None, PassRunner] | None = None
@@ -198,7 +201,7 @@ class Service:
     def _runner_for(self, scope: frozenset[str] | None) -> PassRunner:
         if self._runner is None or self._runner[0] != scope:
             self.close()
-            self._runner = (scope, self.runners(scope))
+            self._runner = (scope, self.runners(scope, self.clock))
         return self._runner[1]
 
     def scope(self, clusters: Sequence[str], leading: frozenset[int]) -> frozenset[str] | None:
@@ -244,7 +247,10 @@ class Service:
             stage = None
             self.state.stage = "reconcile"
             scope = self.scope(sorted(result.catalog.clusters), leading)
-            report = self._runner_for(scope).run(result)
+            runner = self._runner_for(scope)
+            with runner.pass_of(result) as flight:
+                runner.settle(flight, self.health_timeout, self.clock)
+            report = flight.report
         except GitError as exc:
             report = PassReport(revision=sha, error=str(exc))
         except Exception as exc:  # a bug in the engine must not end the worker

@@ -21,14 +21,15 @@ from reconciler.fleet import fleet as fleet_mod
 from reconciler.fleet.watch import ReadinessWatch
 from reconciler.model import PassReport, Phase
 from tests.e2e.support import examples_copy
+from tests.support.fake_passes import one_pass
 
 pytestmark = pytest.mark.e2e
 
 
 def _pass(fleet: fleet_mod.FleetState, root: Path, *, wait: bool
           ) -> tuple[Reconciler, PassReport]:
-    reconciler = Reconciler(str(fleet.kubeconfig), wait=wait, timeout=120)
-    report = reconciler.run(compile_path(root))
+    reconciler = Reconciler(str(fleet.kubeconfig))
+    report = one_pass(reconciler, compile_path(root), 120 if wait else None)
     reconciler.close()
     return reconciler, report
 

@@ -1,4 +1,4 @@
-"""Whole reconcile passes (:meth:`Reconciler.run`) over a host and three member clusters
+"""Whole reconcile passes (:meth:`Reconciler.pass_of`) over a host and three member clusters
 held in memory (:mod:`tests.support.kube_fake`): what a pass writes where, how many
 requests it makes, and how it reports a cluster that fails. What only real control planes
 show (controllers converging, a pass after them finding nothing to change) is in
@@ -25,6 +25,7 @@ from tests.support.fake_passes import (
     edit,
     fake_fleet,
     live,
+    one_pass,
     settle,
     spec_repo,
 )
@@ -203,8 +204,8 @@ def test_a_pass_narrowed_to_a_project_on_a_new_host_converges_without_cluster_re
     result = compile_path(repo)
     fleet = fake_fleet(result)
     reconciler = Reconciler(None, clock=lambda: SUNDAY, connect=fleet.connect,
-                            apps=Targets(project="shop"), wait=False)
-    report = reconciler.run(result)
+                            apps=Targets(project="shop"))
+    report = one_pass(reconciler, result)
     reconciler.close()
     assert report.ok and report.converged, report.clusters["host"]
     assert not [k for k in fleet.clusters["host"].objects if k[0] == "Cluster"]

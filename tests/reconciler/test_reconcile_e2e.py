@@ -42,7 +42,7 @@ from reconciler.host import spec_kinds
 from reconciler.model import Obj, PassReport
 from reconciler.plan import applied
 from reconciler.plan.cluster_plan import Options
-from tests.support.fake_passes import commit, edit
+from tests.support.fake_passes import commit, edit, one_pass
 from tests.support.git import git
 
 pytestmark = pytest.mark.e2e
@@ -249,10 +249,10 @@ class Pass:
             echo(line)
 
         reconciler = Reconciler(str(project.fleet.kubeconfig), options=Options(**options),
-                                timeout=120, echo=told, clock=lambda: SUNDAY,
+                                echo=told, clock=lambda: SUNDAY,
                                 apps=Targets(project=project.name))
         try:
-            self.report: PassReport = reconciler.run(compile_path(project.repo))
+            self.report: PassReport = one_pass(reconciler, compile_path(project.repo), wait=120)
             connections = reconciler.connections
             self.writes = Counter({n: c.stats.writes for n, c in connections.items()})
             self.lists = Counter({(n, r): k for n, c in connections.items()

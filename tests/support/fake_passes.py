@@ -5,7 +5,6 @@ and a pass with its requests counted, as the e2e tests had them on a real fleet.
 from __future__ import annotations
 
 import shutil
-import time
 from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -18,12 +17,14 @@ import yaml
 from pincompile.compiler import compile_path
 from pincompile.contract import Result
 from reconciler import engine
+from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.engine import Reconciler
 from reconciler.model import Obj, PassReport
 from reconciler.plan.cluster_plan import Options
 from tests.support.git import git
 from tests.support.kube_controllers import Controllers
 from tests.support.kube_fake import FakeCluster, FakeFleet
+from tests.support.wait import wait_for
 
 FIXTURE_REPO = Path(__file__).parents[1] / "reconciler" / "fixtures" / "repo"
 MEMBERS = ("rt-a", "rt-b", "rt-c")
@@ -74,11 +75,22 @@ def fake_fleet(result: Result, controllers: Controllers | None = None) -> FakeFl
     return FakeFleet(clusters)
 
 
+def one_pass(reconciler: Reconciler, result: Result, wait: float | None = None,
+             clock: Clock = SYSTEM_CLOCK) -> PassReport:
+    """One pass of ``reconciler``, as ``apply`` runs it: with ``wait``, what it wrote has
+    that many seconds of ``clock`` to turn healthy before the statuses are written."""
+    with reconciler.pass_of(result) as flight:
+        if wait is not None:
+            reconciler.settle(flight, wait, clock)
+    return flight.report
+
+
 class FakePass:
     """One pass over a fake fleet by a new reconciler (or ``reconciler``), with every
     request counted. ``options``: the pass's :class:`Options`; ``engine``: more arguments
     of the :class:`Reconciler`; ``now``: the instant scaling windows are read at;
-    ``echo``: told each line the pass says, as it says it."""
+    ``echo``: told each line the pass says, as it says it; ``wait``: what the pass wrote
+    has 5 s to turn healthy."""
 
     def __init__(self, fleet: FakeFleet, repo: Path | Result, *, wait: bool = False,
                  now: datetime = SUNDAY, reconciler: Reconciler | None = None,
@@ -93,11 +105,11 @@ class FakePass:
             echo(line)
 
         self.reconciler = reconciler or Reconciler(
-            None, options=Options(**options), wait=wait, timeout=5, echo=told,
+            None, options=Options(**options), echo=told,
             clock=lambda: now, connect=fleet.connect, **(engine or {}))
         for access in self.reconciler.connections.values():
             access.stats.reset()
-        self.report: PassReport = self.reconciler.run(self.result)
+        self.report = one_pass(self.reconciler, self.result, 5.0 if wait else None)
         connections = self.reconciler.connections
         self.writes = Counter({n: c.stats.writes for n, c in connections.items()})
         self.lists = Counter({(n, r): k for n, c in connections.items()
@@ -135,10 +147,7 @@ def settle(reconciler: Reconciler, fleet: FakeFleet, timeout: float = 10.0) -> N
                 return False
         return True
 
-    deadline = time.monotonic() + timeout
-    while not caught_up():
-        assert time.monotonic() < deadline, "the watch caches did not catch up"
-        time.sleep(0.02)
+    wait_for(caught_up, timeout, "the watch caches to catch up", interval=0.02)
 
 
 def live(fleet: FakeFleet, cluster: str, kind: str, name: str, namespace: str = "shop",

@@ -60,6 +60,7 @@ from reconciler.rollout.restart import (
 )
 from reconciler.store import Store
 from tests.support import api_fleet
+from tests.support.fake_passes import one_pass
 from tests.support.fleet import spec_repo
 from tests.support.git import git
 from tests.support.wait import wait_for
@@ -124,11 +125,11 @@ def reconcile(served: Served, *, wait: bool = True,
               app: AppKey = APP) -> tuple[PassReport, dict[str, Any]]:
     """One pass of the spec repository (nothing pruned: the fleet is shared); ``app``'s
     status document."""
-    reconciler = Reconciler(served.kubeconfig, options=Options(prune=False), timeout=60,
-                            clusters=served.zone_of, wait=wait)
+    reconciler = Reconciler(served.kubeconfig, options=Options(prune=False),
+                            clusters=served.zone_of)
     try:
         started = time.monotonic()
-        report = reconciler.run(compile_path(served.repo))
+        report = one_pass(reconciler, compile_path(served.repo), 60 if wait else None)
         print(f"pass: {time.monotonic() - started:.1f}s, {report.writes} writes")
         return report, reconciler.statuses[app]
     finally:

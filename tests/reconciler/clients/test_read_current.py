@@ -42,10 +42,9 @@ def test_a_long_running_reconciler_waits_for_health_on_its_watch_cache(
         tmp_path: Path) -> None:
     repo = spec_repo(tmp_path / "repo")
     fleet = fake_fleet(compile_path(repo))
-    reconciler = Reconciler(None, watch=True, wait=True, timeout=5, clock=lambda: SUNDAY,
-                            connect=fleet.connect)
+    reconciler = Reconciler(None, watch=True, clock=lambda: SUNDAY, connect=fleet.connect)
     try:
-        run = FakePass(fleet, repo, reconciler=reconciler)
+        run = FakePass(fleet, repo, reconciler=reconciler, wait=True)
         assert run.report.converged and run.report.steps.get("wait") is not None
         gets = {n: c.stats.by_verb["get"] for n, c in reconciler.connections.items()}
     finally:

@@ -40,6 +40,7 @@ from reconciler.fleet import fleet as fleet_mod
 from reconciler.model import PassReport
 from reconciler.plan.cluster_plan import Options
 from tests.conftest import api_clients
+from tests.support.fake_passes import one_pass
 from tests.support.fleet import git, spec_repo, timer
 from tests.support.wait import wait_for
 
@@ -81,13 +82,13 @@ class Pass:
     def __init__(self, fleet: fleet_mod.FleetState, repo: Path, at: float,
                  **options: Any) -> None:
         self.lines: list[str] = []
-        reconciler = Reconciler(str(fleet.kubeconfig), options=Options(**options), wait=True,
-                                timeout=120, echo=self.lines.append, clock=lambda: SUNDAY,
+        reconciler = Reconciler(str(fleet.kubeconfig), options=Options(**options),
+                                echo=self.lines.append, clock=lambda: SUNDAY,
                                 failover_after=GRACE, failback_step="2",
                                 failover_clock=lambda: at)
         try:
             self.result = compile_path(repo)
-            self.report: PassReport = reconciler.run(self.result)
+            self.report: PassReport = one_pass(reconciler, self.result, wait=120)
             self.writes = Counter({n: c.stats.writes for n, c in reconciler.connections.items()})
             self.dry_runs = Counter({n: c.stats.by_verb["dry-run"]
                                      for n, c in reconciler.connections.items()})

@@ -7,19 +7,42 @@ the runner appends to ``$SERVE_FAKE_RECORD``; ``$SERVE_FAKE_DELAY`` makes each p
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from reconciler.clock import Clock
+from reconciler.engine import Flight
 from reconciler.model import ClusterReport, ObjectRef, PassReport
+from reconciler.step_timings import Steps
+
+
+class AtOnce:
+    """A runner whose pass is done when it begins (:meth:`report`): nothing to wait for."""
+
+    def report(self, result: Any) -> PassReport:
+        raise NotImplementedError
+
+    @contextlib.contextmanager
+    def pass_of(self, result: Any) -> Iterator[Flight]:
+        report = self.report(result)
+        yield Flight(report, Steps(report.steps), 0.0, 0.0)
+
+    def settle(self, flight: Flight, timeout: float, clock: Clock) -> None:
+        """Nothing is waited for."""
+
+    def close(self) -> None:
+        pass
 
 
 @dataclass
-class FakeRunner:
+class FakeRunner(AtOnce):
     """Counts calls, records revisions and scope; reports every manifest of a new revision
     as updated (created the first time) and of a repeated one as unchanged."""
 
@@ -31,7 +54,7 @@ class FakeRunner:
     _applied: str | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def run(self, result: Any) -> PassReport:
+    def report(self, result: Any) -> PassReport:
         revision = result.manifests[0].obj["metadata"]["annotations"][
             "pincompute.io/revision"] if result.manifests else "none"
         started = time.time()
@@ -80,7 +103,7 @@ class Recorder:
         self.record = record
         self.runners: list[FakeRunner] = []
 
-    def __call__(self, scope: frozenset[str] | None) -> FakeRunner:
+    def __call__(self, scope: frozenset[str] | None, _clock: Clock | None = None) -> FakeRunner:
         runner = FakeRunner(scope=scope, delay=self.delay, record=self.record)
         self.runners.append(runner)
         return runner

@@ -8,32 +8,33 @@ import logging
 from pathlib import Path
 
 import pytest
+from fake_runner import AtOnce
 
+from reconciler.clock import Clock
+from reconciler.engine import Flight, Reconciler
 from reconciler.model import PassReport
 from reconciler.serve.coalesce import Trigger
 from reconciler.serve.metrics import Metrics
 from reconciler.serve.mirror import Mirror
+from reconciler.serve.runner import reconciler_factory
 from reconciler.serve.service import Service
 from tests.support.clock import FakeClock
 from tests.support.serve import SpecRepo
 
 
-class StepsRunner:
+class StepsRunner(AtOnce):
     """Reports a pass with the steps a reconciler times (nothing applied)."""
 
-    def run(self, result: object) -> PassReport:
+    def report(self, result: object) -> PassReport:
         report = PassReport(revision="r")
         report.steps = {"host sync": 0.25, "plan": 1.5}
         return report
-
-    def close(self) -> None:
-        pass
 
 
 def test_a_pass_reports_its_queue_fetch_and_compile_time_before_the_reconcilers_steps(
         spec_repo: SpecRepo, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     mirror = Mirror(str(spec_repo.bare), "main", tmp_path / "mirror")
-    service = Service(mirror, lambda _scope: StepsRunner(), Metrics(),
+    service = Service(mirror, lambda _scope, _clock: StepsRunner(), Metrics(),
                       clock=FakeClock(start=1000.0))
     with caplog.at_level(logging.INFO, logger="pincompile.serve"):
         report = service.pass_once(Trigger("push", "x", received=997.5))
@@ -46,3 +47,35 @@ def test_a_pass_reports_its_queue_fetch_and_compile_time_before_the_reconcilers_
     assert line.startswith("pass r steps (s): queued 2.50, fetch ")
     assert line.endswith("host sync 0.25, plan 1.50")
 
+
+
+class Settling(StepsRunner):
+    """Records each health wait it is asked for."""
+
+    def __init__(self) -> None:
+        self.settled: list[tuple[float, Clock]] = []
+
+    def settle(self, flight: Flight, timeout: float, clock: Clock) -> None:
+        self.settled.append((timeout, clock))
+
+
+def test_a_pass_waits_for_health_and_times_failover_on_the_services_clock(
+        spec_repo: SpecRepo, tmp_path: Path) -> None:
+    clock = FakeClock(start=1000.0)
+    runner = Settling()
+    built: list[Clock] = []
+
+    def runners(_scope: frozenset[str] | None, runner_clock: Clock) -> Settling:
+        built.append(runner_clock)
+        return runner
+
+    mirror = Mirror(str(spec_repo.bare), "main", tmp_path / "mirror")
+    service = Service(mirror, runners, Metrics(), health_timeout=42.0, clock=clock)
+    service.pass_once(Trigger("push", "x", received=1000.0))
+    assert built == [clock]
+    assert runner.settled == [(42.0, clock)]
+    real = reconciler_factory(None, "host")(None, clock)
+    try:
+        assert isinstance(real, Reconciler) and real.failover_clock is clock
+    finally:
+        real.close()

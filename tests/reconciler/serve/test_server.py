@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_runner import Recorder
+from fake_runner import AtOnce, Recorder
 
 from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.serve.app import ServeApp, ServeOptions
@@ -251,15 +251,15 @@ def test_a_reconciler_that_raises_does_not_stop_the_worker(spec_repo: SpecRepo,
     recorder = Recorder()
     calls: list[str] = []
 
-    class Exploding:
-        def __init__(self, scope: frozenset[str] | None) -> None:
+    class Exploding(AtOnce):
+        def __init__(self, scope: frozenset[str] | None, _clock: Clock) -> None:
             self.inner = recorder(scope)
 
-        def run(self, result: Any) -> Any:
+        def report(self, result: Any) -> Any:
             calls.append("run")
             if len(calls) == 1:
                 raise RuntimeError("engine bug")
-            return self.inner.run(result)
+            return self.inner.report(result)
 
         def close(self) -> None:
             self.inner.close()

@@ -43,7 +43,7 @@ def test_every_process_computes_the_same_assignment() -> None:
 
 
 def test_the_canary_probes_what_this_replica_reconciles_and_nothing_on_a_standby() -> None:
-    service = Service(None, lambda _scope: None, Metrics(), shards=2)  # type: ignore[arg-type]
+    service = Service(None, lambda _scope, _clock: None, Metrics(), shards=2)  # type: ignore[arg-type]
     assert service.probed(FLEET) == frozenset(FLEET)  # leading both shards
     service.set_leading_shards(frozenset({1}))
     assert service.probed(FLEET) == frozenset(assign(FLEET, 2)[1])

@@ -47,7 +47,7 @@ def test_a_reconciler_repairing_the_same_drift_twice_keeps_one_event_counted_twi
     service = {"apiVersion": "v1", "kind": "Service",
                "metadata": {"name": "web", "namespace": "shop"}}
     before = len(events_of(fleet.clusters["host"]))
-    reconciler = Reconciler(None, clock=lambda: SUNDAY, connect=fleet.connect, wait=False)
+    reconciler = Reconciler(None, clock=lambda: SUNDAY, connect=fleet.connect)
     try:
         for _ in range(2):
             fleet.clusters[cluster].patch(service, {"spec": {"ports": [

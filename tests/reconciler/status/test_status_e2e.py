@@ -26,7 +26,9 @@ from pincompile.compiler import compile_path
 from reconciler.engine import Reconciler
 from reconciler.fleet import fleet as fleet_mod
 from tests.conftest import api_clients
+from tests.support.fake_passes import one_pass
 from tests.support.fleet import host_status_follows, scale_and_wait, spec_repo
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.e2e
 FIXTURE_REPO = Path(__file__).parents[1] / "fixtures" / "repo"
@@ -125,9 +127,9 @@ def test_apply_on_a_terminal_draws_its_progress_table(status_fleet: fleet_mod.Fl
 def test_the_long_running_reconciler_keeps_status_following_members(
         status_fleet: fleet_mod.FleetState, repo: Path,
         api: Callable[[str], k8s.ApiClient]) -> None:
-    reconciler = Reconciler(str(status_fleet.kubeconfig), watch=True, timeout=120)
+    reconciler = Reconciler(str(status_fleet.kubeconfig), watch=True)
     try:
-        report = reconciler.run(compile_path(repo))
+        report = one_pass(reconciler, compile_path(repo), wait=120)
         assert report.ok, report
         assert reconciler.follower is not None
         before = cluster_counts(reconciler.statuses[("PinApp", "shop", "web")])
@@ -148,10 +150,7 @@ def test_the_long_running_reconciler_keeps_status_following_members(
         # no pass ran: the follower wrote it (it counts the write once the host answered,
         # which can be after this watch saw it)
         follower = reconciler.follower
-        deadline = time.monotonic() + 5
-        while follower.rewrites < 1 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert follower.rewrites >= 1
+        wait_for(lambda: follower.rewrites >= 1, 5, "the follower's rewrite", interval=0.05)
     finally:
         reconciler.close()
 
