@@ -29,7 +29,8 @@ from kubernetes.dynamic.exceptions import DynamicApiError
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from reconciler.clients.connect import ClusterUnreachable, Connection, TokenBucket
+from reconciler.clients.access import ClusterAccess
+from reconciler.clients.connect import ClusterUnreachable, TokenBucket
 
 audit_log = logging.getLogger("pincompile.api.audit")
 
@@ -193,7 +194,7 @@ class Decisions:
 class HostAccess:
     """TokenReview and SubjectAccessReview on the host cluster."""
 
-    def __init__(self, host: Connection, *, ttl: float = 10.0, denied_ttl: float = 60.0
+    def __init__(self, host: ClusterAccess, *, ttl: float = 10.0, denied_ttl: float = 60.0
                  ) -> None:
         self.host = host
         self._callers: TtlCache[str, Caller | None] = TtlCache(ttl)
@@ -257,14 +258,13 @@ class HostAccess:
 
     def _create(self, api_version: str, kind: str, body: dict[str, Any]) -> dict[str, Any]:
         try:
-            created = self.host.resource(api_version, kind).create(
-                body={"apiVersion": api_version, "kind": kind, **body})
+            created = self.host.create({"apiVersion": api_version, "kind": kind, **body})
         except ClusterUnreachable as exc:
             raise AccessError(503, f"the host cluster cannot check access: {exc}") from None
         except DynamicApiError as exc:
             raise AccessError(503, f"the host cluster refused the {kind}: "
                                    f"{exc.summary()}") from None
-        return dict(created.to_dict())
+        return created
 
 
 def _digest(token: str) -> str:

@@ -8,15 +8,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 
-import orjson
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
 from pincompile.manifest import LABEL_APP, LABEL_KIND, LABEL_PROJECT
+from reconciler.clients.access import ClusterAccess
 from reconciler.clients.connect import Connection
 from reconciler.errors import CLUSTER_ERRORS, explain
 from reconciler.health import assess
 from reconciler.host import API_VERSION
-from reconciler.kinds import MANAGED_KINDS
+from reconciler.kinds import MANAGED_KINDS, KindInfo
 from reconciler.model import AppKey, Obj
 
 from .models import AppObject, ClusterProblem, ObjectList
@@ -31,27 +31,24 @@ TRAINING_GROUP = "kubeflow.org/"
 Members = Callable[[Iterable[str]], Mapping[str, Connection | str]]
 
 
-def project_namespace(host: Connection, project: str) -> str:
+def project_namespace(host: ClusterAccess, project: str) -> str:
     """The namespace of ``project``'s objects in the member clusters: its Project's
     ``spec.namespace``, the project's name by default (or when the host cannot say)."""
     try:
-        found = host.resource(API_VERSION, "Project").get(name=project)
-        spec = found.to_dict().get("spec") or {}
+        found = host.get({"apiVersion": API_VERSION, "kind": "Project",
+                          "metadata": {"name": project}})
     except CLUSTER_ERRORS:
-        spec = {}
-    return str(spec.get("namespace") or project)
+        found = None
+    return str(((found or {}).get("spec") or {}).get("namespace") or project)
 
 
-def list_in(conn: Connection, api_version: str, kind: str, namespace: str,
-            **selector: str | int) -> list[Obj]:
+def list_in(conn: ClusterAccess, api_version: str, kind: str, namespace: str, *,
+            label_selector: str | None = None, field_selector: str | None = None,
+            limit: int | None = None) -> list[Obj]:
     """One LIST in ``namespace``, the items as plain dicts with their kind."""
-    response = conn.resource(api_version, kind).get(namespace=namespace, serialize=False,
-                                                    **selector)
-    items: list[Obj] = orjson.loads(response.data).get("items") or []
-    for item in items:
-        item.setdefault("apiVersion", api_version)
-        item.setdefault("kind", kind)
-    return items
+    return conn.list(KindInfo(api_version, kind), namespace=namespace,
+                     label_selector=label_selector, field_selector=field_selector,
+                     limit=limit)["items"]
 
 
 def app_objects(members: Members, app: AppKey, clusters: Iterable[str], namespace: str

@@ -19,7 +19,6 @@ The objects carry ``app.kubernetes.io/managed-by: pincompile-canary`` instead of
 from __future__ import annotations
 
 import copy
-import json
 import secrets
 import time
 from collections.abc import Callable, Sequence
@@ -27,8 +26,6 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from kubernetes import client as k8s
-from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic.exceptions import DynamicApiError
 
@@ -41,9 +38,10 @@ from pincompile.contract import (
     Result,
     compile_probe,
 )
+from reconciler.clients.access import ClusterAccess
 from reconciler.clients.connect import CONNECT_ERRORS, ClusterUnreachable, Connection
 from reconciler.clients.write import apply, delete
-from reconciler.kinds import order
+from reconciler.kinds import KindInfo, order
 from reconciler.model import Obj
 
 CANARY_MANAGER = "pincompile-canary"
@@ -51,6 +49,7 @@ CANARY_MANAGER = "pincompile-canary"
 LABEL_CANARY = "pincompute.io/canary"
 STAGES = ("compile", "apply", "launch", "logs", "exec")
 PASSED = "passed"
+POD = KindInfo("v1", "Pod")
 FAILURES = (ApiException, DynamicApiError, ClusterUnreachable, *CONNECT_ERRORS, OSError,
              ValueError, LookupError)
 
@@ -226,12 +225,12 @@ def quota_changes(served: Sequence[Manifest], probed: Sequence[Manifest]
     return raised, restore
 
 
-def wait_ready(conn: Connection, namespace: str, app: str, replicas: int, seconds: float,
+def wait_ready(conn: ClusterAccess, namespace: str, app: str, replicas: int, seconds: float,
                clock: Callable[[], float] = time.monotonic) -> list[str]:
     """Watch the app's pods until ``replicas`` of them are Ready; their names. ProbeFailed
     after ``seconds``, saying what the pods were waiting for."""
-    core = k8s.CoreV1Api(conn.api)
     deadline = clock() + seconds
+    selector = f"{LABEL_APP}={app}"
     pods: dict[str, Obj] = {}
     version = ""
     while True:
@@ -239,34 +238,29 @@ def wait_ready(conn: Connection, namespace: str, app: str, replicas: int, second
         if left <= 0:
             raise ProbeFailed(f"{_waiting(pods, replicas)} after {seconds:.0f}s")
         if not version:
-            response: Any = core.list_namespaced_pod(
-                namespace, label_selector=f"{LABEL_APP}={app}", _preload_content=False,
-                _request_timeout=(3.0, 30.0))
-            listed = json.loads(response.data)
-            pods = {p["metadata"]["name"]: p for p in listed.get("items") or ()}
-            version = str(listed["metadata"].get("resourceVersion") or "")
+            listed = conn.list(POD, namespace=namespace, label_selector=selector)
+            pods = {p["metadata"]["name"]: p for p in listed["items"]}
+            version = listed["resourceVersion"]
         ready = sorted(n for n, p in pods.items() if _ready(p))
         if len(ready) >= replicas:
             return ready
-        stream = watch.Watch()
+        events = conn.watch(POD, namespace=namespace, label_selector=selector,
+                            resource_version=version, timeout_seconds=max(1, int(left + 0.999)))
         try:
-            for event in stream.stream(
-                    core.list_namespaced_pod, namespace, label_selector=f"{LABEL_APP}={app}",
-                    resource_version=version, timeout_seconds=max(1, int(left + 0.999)),
-                    _request_timeout=(3.0, left + 5.0)):
-                obj = event["raw_object"] if isinstance(event, dict) else None
-                if not isinstance(obj, dict) or event.get("type") == "ERROR":
+            for event in events:
+                obj = event["object"]
+                if event["type"] == "ERROR":
                     version = ""
                     break
                 version = obj["metadata"].get("resourceVersion", version)
                 if event["type"] == "DELETED":
                     pods.pop(obj["metadata"]["name"], None)
-                else:
+                elif event["type"] != "BOOKMARK":
                     pods[obj["metadata"]["name"]] = obj
                 if sum(_ready(p) for p in pods.values()) >= replicas or clock() >= deadline:
                     break
         finally:
-            stream.stop()
+            getattr(events, "close", lambda: None)()
 
 
 def _ready(pod: Obj) -> bool:

@@ -27,10 +27,13 @@ from reconciler.canary.probe import (
     ProbeResult,
     reason_of,
 )
+from reconciler.clients.access import ClusterAccess
 from reconciler.clients.connect import Connection, KubeconfigError
+from reconciler.kinds import KindInfo
 
 log = logging.getLogger("pincompile.serve.canary")
-SWEPT_KINDS = (("policy/v1", "PodDisruptionBudget"), ("apps/v1", "Deployment"))
+SWEPT_KINDS = (KindInfo("policy/v1", "PodDisruptionBudget"),
+               KindInfo("apps/v1", "Deployment"))
 Targets = list[tuple[str, str]]
 
 
@@ -206,28 +209,25 @@ def _namespace(result: Result, project: str) -> str | None:
     return None if entry is None else str(entry.resource.spec.namespace)
 
 
-def sweep(conn: Connection, namespace: str | None, older_than: float) -> int:
+def sweep(conn: ClusterAccess, namespace: str | None, older_than: float) -> int:
     """Delete probe objects in ``namespace`` created more than ``older_than`` seconds ago
     (a stopped process's); how many. Errors are logged, never raised."""
     if namespace is None:
         return 0
     swept = 0
     now = datetime.now(UTC)
-    for api_version, kind in SWEPT_KINDS:
+    for kind in SWEPT_KINDS:
         try:
-            listed = conn.resource(api_version, kind).get(
-                namespace=namespace, label_selector=f"{MANAGED_BY}={CANARY_MANAGER}")
-            for item in listed.items:
-                made = datetime.fromisoformat(str(item.metadata.creationTimestamp)
+            listed = conn.list(kind, namespace=namespace,
+                               label_selector=f"{MANAGED_BY}={CANARY_MANAGER}", lean=True)
+            for item in listed["items"]:
+                made = datetime.fromisoformat(str(item["metadata"]["creationTimestamp"])
                                               .replace("Z", "+00:00"))
-                if (now - made).total_seconds() > older_than:
-                    conn.resource(api_version, kind).delete(
-                        name=item.metadata.name, namespace=namespace,
-                        propagation_policy="Background")
+                if (now - made).total_seconds() > older_than and conn.delete(item):
                     swept += 1
         except FAILURES as exc:
-            log.warning("canary: could not sweep %s in %s/%s: %s", kind, conn.name, namespace,
-                        reason_of(exc))
+            log.warning("canary: could not sweep %s in %s/%s: %s", kind.kind, conn.name,
+                        namespace, reason_of(exc))
     if swept:
         log.info("canary: deleted %d objects of earlier probes in %s", swept, conn.name)
     return swept

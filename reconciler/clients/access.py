@@ -1,11 +1,13 @@
 """The one interface every request of a pass goes through: :class:`ClusterAccess`.
 
-A pass reads a cluster (LIST, GET, WATCH) and writes to it (server-side apply and its
-dry-run, create, delete) only through these verbs, as gitops-engine's resource operations
-and kopf's clients-by-verb do, so that its planning can run against an in-memory cluster
-(``tests/support/kube_fake.py``) as well as against a real one
-(:class:`reconciler.clients.connect.Connection`). A contract suite
-(``tests/reconciler/clients/test_access_contract.py``) holds the two to each other.
+A pass, and every other part of the reconciler, reads a cluster (LIST, GET, WATCH) and
+writes to it (server-side apply and its dry-run, merge patch, create, delete) only through
+these verbs, as gitops-engine's resource operations and kopf's clients-by-verb do, so that
+it can run against an in-memory cluster (``tests/support/kube_fake.py``) as well as
+against a real one (:class:`reconciler.clients.connect.Connection`). A contract suite
+(``tests/reconciler/clients/test_access_contract.py``) holds the two to each other. Pod
+logs and exec (:mod:`reconciler.api.logs`, :mod:`reconciler.api.exec`) are the one
+exception: they are streams, not objects.
 
 Failures are the ``kubernetes`` client's: :class:`~kubernetes.dynamic.exceptions.DynamicApiError`
 and its subclasses by status (``NotFoundError`` 404, ``ConflictError`` 409, 422 ...), with the
@@ -61,13 +63,16 @@ class ClusterAccess(Protocol):
     def serves(self, api_version: str, kind: str) -> bool:
         """Whether the cluster serves this kind (kubeflow kinds only where installed)."""
 
-    def list(self, kind: KindInfo, *, label_selector: str | None = None,
-             field_selector: str | None = None, lean: bool = False) -> Listed:
-        """One LIST of ``kind`` in every namespace; ``lean``: without
-        ``metadata.managedFields`` (:mod:`reconciler.clients.lean`)."""
+    def list(self, kind: KindInfo, *, namespace: str | None = None,
+             label_selector: str | None = None, field_selector: str | None = None,
+             limit: int | None = None, lean: bool = False) -> Listed:
+        """One LIST of ``kind`` in every namespace (``namespace``: in that one); ``limit``:
+        the first that many objects; ``lean``: without ``metadata.managedFields``
+        (:mod:`reconciler.clients.lean`)."""
 
     def get(self, ref: Obj) -> Obj | None:
-        """The live object ``ref`` names (with its managedFields), or None."""
+        """The live object ``ref`` names (with its managedFields; a cluster-scoped one
+        names no namespace), or None."""
 
     def apply(self, obj: Obj, *, manager: str = FIELD_MANAGER, dry_run: bool = False,
               subresource: str | None = None) -> Obj:
@@ -76,18 +81,28 @@ class ClusterAccess(Protocol):
         when the object is at another). ``dry_run``: the object as it would be, nothing
         persisted. ``subresource``: ``status`` (only the status is written)."""
 
-    def create(self, obj: Obj, *, subresource: str | None = None) -> Obj:
-        """Create ``obj`` (an Event; with ``subresource``, a POST to the named object's
-        subresource, such as a Pod's ``eviction``)."""
+    def patch(self, ref: Obj, patch: Obj, *, manager: str = FIELD_MANAGER,
+              subresource: str | None = None) -> Obj:
+        """A JSON merge patch (``None`` removes a key) of the object ``ref`` names, by
+        ``manager``; the object after (404 when there is none). A
+        ``metadata.resourceVersion`` in ``patch`` is a precondition: 409 when the object is
+        at another (a compare-and-swap)."""
+
+    def create(self, obj: Obj, *, subresource: str | None = None,
+               of: KindInfo | None = None) -> Obj:
+        """Create ``obj`` (an Event, a Lease, a review); the object as created. With
+        ``subresource``, a POST of ``obj`` (an Eviction) to that subresource of the
+        object of kind ``of`` it names by its ``metadata`` (a Pod's ``eviction``)."""
 
     def delete(self, ref: Obj, *, propagation: str = "Background") -> bool:
         """Delete the object ``ref`` names; False when it was already gone."""
 
     def watch(self, kind: KindInfo, *, resource_version: str, timeout_seconds: int,
-              label_selector: str | None = None, field_selector: str | None = None
-              ) -> Iterator[WatchEvent]:
-        """The changes to ``kind`` after ``resource_version``, for at most
-        ``timeout_seconds`` (with bookmarks). Closing the iterator ends the request."""
+              namespace: str | None = None, label_selector: str | None = None,
+              field_selector: str | None = None) -> Iterator[WatchEvent]:
+        """The changes to ``kind`` (in ``namespace``, or in all) after
+        ``resource_version``, for at most ``timeout_seconds`` (with bookmarks). Closing
+        the iterator ends the request."""
 
     def rediscover(self) -> None:
         """Forget which kinds the cluster serves (a CRD was installed since)."""

@@ -268,16 +268,17 @@ on 2 cores): every request over it opened a new TLS connection and threw it away
 
 
 class Connection:
-    """A client for one kubeconfig context: typed API client, dynamic client and stats;
-    the real :class:`~reconciler.clients.access.ClusterAccess` (its verbs below)."""
+    """A client for one kubeconfig context (or a ``configuration`` of its own: in-cluster):
+    typed API client, dynamic client and stats; the real
+    :class:`~reconciler.clients.access.ClusterAccess` (its verbs below)."""
 
     def __init__(self, name: str, context: str, kubeconfig: str | None, *,
                  qps: float = 100.0, burst: int = 200, retry: RetryPolicy | None = None,
-                 timeout: tuple[float, float] = (3.0, 30.0), pool_size: int = POOL_SIZE
-                 ) -> None:
+                 timeout: tuple[float, float] = (3.0, 30.0), pool_size: int = POOL_SIZE,
+                 configuration: k8s.Configuration | None = None) -> None:
         self.name, self.context = name, context
         self.stats = RequestStats()
-        cfg = load_configuration(kubeconfig, context)
+        cfg = configuration or load_configuration(kubeconfig, context)
         cfg.retries = 0  # retries happen in the hook, once, with back-off
         cfg.connection_pool_maxsize = max(pool_size, cfg.connection_pool_maxsize or 0)
         self.api = k8s.ApiClient(cfg)
@@ -362,17 +363,18 @@ class Connection:
             return False
         return True
 
-    def list(self, kind: KindInfo, *, label_selector: str | None = None,
-             field_selector: str | None = None, lean: bool = False) -> Listed:
+    def list(self, kind: KindInfo, *, namespace: str | None = None,
+             label_selector: str | None = None, field_selector: str | None = None,
+             limit: int | None = None, lean: bool = False) -> Listed:
         """One LIST, its body parsed by orjson, or ``lean`` by msgspec without
         managedFields (:mod:`reconciler.clients.lean`): both several times faster than
         the client's ``json.loads``, and no ``ResourceInstance`` per object. Timed in
         :attr:`stats`."""
         resource = self.resource(kind.api_version, kind.kind)
         started = time.monotonic()
-        selectors = {k: v for k, v in (("label_selector", label_selector),
-                                       ("field_selector", field_selector)) if v}
-        body = resource.get(**selectors, serialize=False).data
+        body = resource.get(**_query(namespace=namespace, label_selector=label_selector,
+                                     field_selector=field_selector, limit=limit),
+                            serialize=False).data
         asked = time.monotonic()
         data: Obj = decode_list(body) if lean else orjson.loads(body)
         items: list[Obj] = data.get("items") or []
@@ -405,17 +407,30 @@ class Connection:
             force_conflicts=True, serializer=plain, **extra)
         return result
 
-    def create(self, obj: Obj, *, subresource: str | None = None) -> Obj:
+    def patch(self, ref: Obj, patch: Obj, *, manager: str = FIELD_MANAGER,
+              subresource: str | None = None) -> Obj:
+        api_version, kind, name, namespace = ref_of(ref)
+        resource = self.resource(api_version, kind)
+        if subresource:
+            resource = resource.subresources[subresource]
+        patched: Obj = resource.patch(body=patch, name=name, namespace=namespace,
+                                      content_type="application/merge-patch+json",
+                                      field_manager=manager, serializer=plain)
+        return patched
+
+    def create(self, obj: Obj, *, subresource: str | None = None,
+               of: KindInfo | None = None) -> Obj:
         meta = obj.get("metadata") or {}  # an Event has a generateName, not a name
-        resource = self.resource(obj["apiVersion"], obj["kind"])
         created: Obj
         if subresource:
-            created = resource.subresources[subresource].create(
+            if of is None:
+                raise ValueError(f"a create of subresource {subresource} names no kind")
+            created = self.resource(of.api_version, of.kind).subresources[subresource].create(
                 body=obj, name=meta["name"], namespace=meta.get("namespace"),
                 serializer=plain)
         else:
-            created = resource.create(body=obj, namespace=meta.get("namespace"),
-                                      serializer=plain)
+            created = self.resource(obj["apiVersion"], obj["kind"]).create(
+                body=obj, namespace=meta.get("namespace"), serializer=plain)
         return created
 
     def delete(self, ref: Obj, *, propagation: str = "Background") -> bool:
@@ -428,23 +443,28 @@ class Connection:
         return True
 
     def watch(self, kind: KindInfo, *, resource_version: str, timeout_seconds: int,
-              label_selector: str | None = None, field_selector: str | None = None
-              ) -> Iterator[WatchEvent]:
+              namespace: str | None = None, label_selector: str | None = None,
+              field_selector: str | None = None) -> Iterator[WatchEvent]:
         """What ``DynamicClient.watch`` does, without wrapping each event's object in a
         ``ResourceInstance`` (nobody reads it: ~8x the cost of parsing the event, in the
         threads that share the GIL with a pass, for every status change of every
         object)."""
         resource = self.resource(kind.api_version, kind.kind)
-        selectors = {k: v for k, v in (("label_selector", label_selector),
-                                       ("field_selector", field_selector)) if v}
         stream = k8s_watch.Watch().stream(
-            resource.get, **selectors, resource_version=resource_version, serialize=False,
+            resource.get, **_query(namespace=namespace, label_selector=label_selector,
+                                   field_selector=field_selector),
+            resource_version=resource_version, serialize=False,
             timeout_seconds=timeout_seconds, allow_watch_bookmarks=True)
         for event in stream:
             yield {"type": str(event.get("type")), "object": event.get("raw_object") or {}}
 
     def close(self) -> None:
         self.api.close()
+
+
+def _query(**given: str | int | None) -> dict[str, str | int]:
+    """The query arguments of a LIST or WATCH that are given."""
+    return {k: v for k, v in given.items() if v}
 
 
 def plain(_client: Any, data: Obj) -> Obj:

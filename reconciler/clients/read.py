@@ -5,6 +5,7 @@ few objects a pass watches turn healthy (:func:`current`)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TypedDict
 
 from pincompile.manifest import MANAGED_BY, MANAGED_BY_VALUE
 from reconciler.clients.access import ClusterAccess
@@ -27,8 +28,15 @@ def served(access: ClusterAccess, kind: KindInfo) -> bool:
     return access.serves(kind.api_version, kind.kind)
 
 
+class Selector(TypedDict, total=False):
+    """The selector arguments of a LIST or WATCH."""
+
+    field_selector: str
+    label_selector: str
+
+
 def selector(field_selector: str | None = None, label_selector: str | None = None,
-             kind: KindInfo | None = None) -> dict[str, str]:
+             kind: KindInfo | None = None) -> Selector:
     """The LIST/WATCH selector: the one given, else pincompile's managed-by label (and
     ``kind``'s own selector)."""
     if field_selector:

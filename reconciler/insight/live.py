@@ -8,7 +8,6 @@ first read that names it; the metrics API, which cannot be watched, is read at m
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Iterable
@@ -18,6 +17,7 @@ from typing import Protocol
 from kubernetes.dynamic.exceptions import DynamicApiError, ResourceNotFoundError
 
 from reconciler.clients import read
+from reconciler.clients.access import ClusterAccess
 from reconciler.clients.cache import KindWatch
 from reconciler.clients.connect import ClusterUnreachable, Connection, KubeconfigError
 from reconciler.host import read_apps, spec_kinds
@@ -59,12 +59,10 @@ def _context(cr: Obj) -> str:
     return str((cr.get("spec") or {}).get("context") or _name(cr))
 
 
-def read_metrics(conn: Connection) -> tuple[list[Obj] | None, str | None]:
+def read_metrics(conn: ClusterAccess) -> tuple[list[Obj] | None, str | None]:
     """Every pod's metrics in the cluster (one LIST of ``metrics.k8s.io``), or why not."""
     try:
-        response = conn.resource(POD_METRICS.api_version, POD_METRICS.kind).get(
-            serialize=False)
-        return list(json.loads(response.data).get("items") or []), None
+        return conn.list(POD_METRICS)["items"], None
     except ResourceNotFoundError:
         return None, "the metrics API (metrics.k8s.io) is not served"
     except DynamicApiError as exc:

@@ -18,7 +18,7 @@ from typing import Any
 from kubernetes.dynamic.exceptions import DynamicApiError, NotFoundError
 
 from reconciler.clients import read
-from reconciler.clients.connect import Connection, plain
+from reconciler.clients.access import ClusterAccess
 from reconciler.kinds import KindInfo
 from reconciler.model import Obj
 
@@ -53,18 +53,18 @@ def evictable(pod: Mapping[str, Any]) -> bool:
     return (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
 
 
-def pods_on(conn: Connection, node: str) -> list[Obj]:
+def pods_on(conn: ClusterAccess, node: str) -> list[Obj]:
     """The pods bound to ``node`` that a drain moves (one LIST)."""
     found, _ = read.list_managed(conn, POD, field_selector=f"spec.nodeName={node}")
     return [pod for pod in found.values() if evictable(pod)]
 
 
-def cordon(conn: Connection, node: str, annotations: Mapping[str, str | None]) -> Obj:
+def cordon(conn: ClusterAccess, node: str, annotations: Mapping[str, str | None]) -> Obj:
     """Mark ``node`` unschedulable, with ``annotations`` (None removes one); the Node."""
     return patch(conn, node, unschedulable=True, annotations=annotations)
 
 
-def patch(conn: Connection, node: str, *, unschedulable: bool | None = None,
+def patch(conn: ClusterAccess, node: str, *, unschedulable: bool | None = None,
           annotations: Mapping[str, str | None] | None = None) -> Obj:
     """A merge patch of the Node (``spec.unschedulable``, annotations); the Node after."""
     body: dict[str, Any] = {}
@@ -72,20 +72,17 @@ def patch(conn: Connection, node: str, *, unschedulable: bool | None = None,
         body["spec"] = {"unschedulable": unschedulable or None}
     if annotations:
         body["metadata"] = {"annotations": dict(annotations)}
-    patched: Obj = conn.resource("v1", "Node").patch(
-        name=node, body=body, content_type="application/merge-patch+json", serializer=plain)
-    return patched
+    return conn.patch(node_ref(node), body)
 
 
-def evict(conn: Connection, pod: Mapping[str, Any]) -> str | None:
+def evict(conn: ClusterAccess, pod: Mapping[str, Any]) -> str | None:
     """Ask the API server to evict ``pod``; None when accepted (or gone already), else
     why not (a PodDisruptionBudget: 429)."""
     meta = pod["metadata"]
     body = {"apiVersion": "policy/v1", "kind": "Eviction",
             "metadata": {"name": meta["name"], "namespace": meta["namespace"]}}
     try:
-        conn.resource("v1", "Pod").subresources["eviction"].create(
-            body=body, name=meta["name"], namespace=meta["namespace"])
+        conn.create(body, subresource="eviction", of=POD)
     except NotFoundError:
         return None
     except DynamicApiError as exc:
@@ -95,7 +92,7 @@ def evict(conn: Connection, pod: Mapping[str, Any]) -> str | None:
     return None
 
 
-def drain_step(conn: Connection, node: str, *, pods: Sequence[Obj] | None = None
+def drain_step(conn: ClusterAccess, node: str, *, pods: Sequence[Obj] | None = None
                ) -> DrainStep:
     """Evict every pod on ``node`` that is not terminating yet (``pods``: as just
     listed); how far the drain is."""
@@ -113,10 +110,11 @@ def drain_step(conn: Connection, node: str, *, pods: Sequence[Obj] | None = None
     return step
 
 
-def delete_node(conn: Connection, node: str) -> bool:
+def delete_node(conn: ClusterAccess, node: str) -> bool:
     """Delete the Node (its machine goes back to the provider); False if it was gone."""
-    try:
-        conn.resource("v1", "Node").delete(name=node)
-    except NotFoundError:
-        return False
-    return True
+    return conn.delete(node_ref(node))
+
+
+def node_ref(node: str) -> Obj:
+    """The Node named ``node``, as the cluster's verbs name an object."""
+    return {"apiVersion": NODE.api_version, "kind": NODE.kind, "metadata": {"name": node}}

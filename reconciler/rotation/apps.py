@@ -9,11 +9,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from reconciler.clients import read
-from reconciler.clients.connect import Connection, plain
+from reconciler.clients.access import ClusterAccess
+from reconciler.kinds import KindInfo
 from reconciler.model import Obj
 from reconciler.status.document import counts
 
-PDB_API = ("policy/v1", "PodDisruptionBudget")
+PDB = KindInfo("policy/v1", "PodDisruptionBudget")
 WAITED_KINDS = {"Deployment": "apps/v1", "StatefulSet": "apps/v1"}
 """Workloads a rotation waits for; a Job's pods are recreated by it and run to their end."""
 
@@ -35,10 +36,9 @@ def _holds(expression: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
             "DoesNotExist": value is None}.get(str(op), False)
 
 
-def budgets(conn: Connection) -> list[Obj]:
+def budgets(conn: ClusterAccess) -> list[Obj]:
     """Every PodDisruptionBudget of the cluster (one LIST)."""
-    found: Obj = conn.resource(*PDB_API).get(serializer=plain)
-    return list(found.get("items") or [])
+    return conn.list(PDB)["items"]
 
 
 def blocking(pods: Iterable[Obj], pdbs: Sequence[Obj]) -> list[str]:
@@ -75,7 +75,7 @@ def workload_of(pod: Mapping[str, Any]) -> str | None:
     return None
 
 
-def not_back(conn: Connection, affected: Iterable[str]) -> list[str]:
+def not_back(conn: ClusterAccess, affected: Iterable[str]) -> list[str]:
     """The workloads of ``affected`` not back to their desired Ready replicas, each as
     ``Kind/namespace/name ready/desired`` (a deleted one is back: nothing to wait for)."""
     waiting = []

@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pincompile.contract import Result
-from reconciler.clients.connect import load_configuration
-from reconciler.clients.record import record_requests
+from reconciler.clients.connect import Connection
 from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.serve.audit import AuditSink, EventAudit, JsonLinesAudit
 from reconciler.serve.coalesce import Coalescer
@@ -96,18 +95,16 @@ class ServeOptions:
     """Probe the member clusters while leading (the policy in ``pincompile.yaml``)."""
 
 
-def host_client(kubeconfig: str | None, context: str) -> Any:
-    """An ApiClient for the host cluster: the kubeconfig context, or in-cluster config."""
+def host_connection(kubeconfig: str | None, context: str) -> Connection:
+    """The host cluster's connection: the kubeconfig context, or in-cluster config."""
     from kubernetes import client, config
 
     if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST") \
             and not Path(os.path.expanduser(config.KUBE_CONFIG_DEFAULT_LOCATION)).exists():
-        config.load_incluster_config()
-        api = client.ApiClient()
-    else:
-        api = client.ApiClient(load_configuration(kubeconfig, context))
-    record_requests(api, "host")
-    return api
+        configuration = client.Configuration()
+        config.load_incluster_config(client_configuration=configuration)
+        return Connection("host", context, None, configuration=configuration)
+    return Connection("host", context, kubeconfig)
 
 
 class ServeApp:
@@ -120,17 +117,15 @@ class ServeApp:
         directory = options.mirror_dir or Path(tempfile.mkdtemp(prefix="pincompile-serve-"))
         self.mirror = Mirror(options.repo, options.branch, directory, options.path)
         self.metrics = Metrics()
-        self.api: Any = None
+        self.host: Connection | None = None
         audits: list[AuditSink] = []
         if options.audit_log is not None:
             audits.append(JsonLinesAudit(options.audit_log))
         needs_host = options.leader_election or options.events
         if needs_host:
-            self.api = host_client(options.kubeconfig, options.host_context)
-        if options.events:
-            from kubernetes import client
-
-            audits.append(EventAudit(client.CoreV1Api(self.api), options.namespace,
+            self.host = host_connection(options.kubeconfig, options.host_context)
+        if options.events and self.host is not None:
+            audits.append(EventAudit(self.host, options.namespace,
                                      lease_name(LEASE_BASE, 0, options.shards),
                                      options.identity))
         self.service = Service(self.mirror, runners, self.metrics, audits,
@@ -142,9 +137,7 @@ class ServeApp:
         self.stuck: str | None = None
         """Why this process gave its pass up (None: it did not)."""
         self.campaign: Campaign | None = None
-        if options.leader_election:
-            from kubernetes import client
-
+        if options.leader_election and self.host is not None:
             self.service.state = ServiceState(leading=frozenset())
             self.metrics.set_leading(options.shards, frozenset())
             electors = [Elector(lease_name(LEASE_BASE, i, options.shards), options.namespace,
@@ -152,7 +145,7 @@ class ServeApp:
                         for i in range(options.shards)]
             roster = (Roster(LEASE_BASE, options.namespace, options.identity, options.timing,
                              clock=clock) if options.shards > 1 else None)
-            self.campaign = Campaign(client.CoordinationV1Api(self.api), electors,
+            self.campaign = Campaign(self.host, electors,
                                      options.timing, on_change=self.service.set_leading_shards,
                                      on_request=self.service.relayed, roster=roster,
                                      pass_lock=self.service.pass_lock, clock=clock)
@@ -263,8 +256,8 @@ class ServeApp:
         self.http.server_close()
         if finished:
             self.service.close()
-        if self.api is not None:
-            self.api.close()
+        if self.host is not None:
+            self.host.close()
         if self.apps is not None:
             self.apps.close()
         self.slo.close()

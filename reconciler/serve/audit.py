@@ -11,12 +11,17 @@ import datetime as dt
 import json
 import logging
 import threading
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from reconciler.clock import iso_time
 from reconciler.model import PassReport
 from reconciler.serve.redact import redact, redact_data
+
+if TYPE_CHECKING:
+    from reconciler.clients.access import ClusterAccess
 
 log = logging.getLogger("pincompile.serve.audit")
 EVENT_ANNOTATION = "pincompute.io/audit"
@@ -100,32 +105,30 @@ class JsonLinesAudit:
 class EventAudit:
     """Creates a core/v1 Event in the host cluster about the serve Lease, per record."""
 
-    def __init__(self, core_api: Any, namespace: str, lease: str, identity: str) -> None:
-        self.api = core_api
+    def __init__(self, host: ClusterAccess, namespace: str, lease: str, identity: str) -> None:
+        self.host = host
         self.namespace = namespace
         self.lease = lease
         self.identity = identity
 
     def write(self, record: AuditRecord) -> None:
-        from kubernetes import client
-
-        now = dt.datetime.now(dt.UTC)
+        now = iso_time(time.time())
         reason = {"applied": "PassApplied", "unconverged": "PassUnconverged",
                   "failed": "PassFailed",
                   "compile-failed": "CompileFailed", "fetch-failed": "FetchFailed"
                   }.get(record.outcome, "ReconcileFailed")
-        event = client.CoreV1Event(
-            metadata=client.V1ObjectMeta(generate_name=f"{self.lease}.",
-                                         annotations={EVENT_ANNOTATION: record.to_json()}),
-            involved_object=client.V1ObjectReference(
-                api_version="coordination.k8s.io/v1", kind="Lease", name=self.lease,
-                namespace=self.namespace),
-            reason=reason, message=record.summary(),
-            type="Normal" if record.outcome == "applied" else "Warning",
-            source=client.V1EventSource(component=COMPONENT, host=self.identity),
-            reporting_component=COMPONENT, reporting_instance=self.identity,
-            first_timestamp=now, last_timestamp=now, count=1)
+        event = {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"generateName": f"{self.lease}.", "namespace": self.namespace,
+                         "annotations": {EVENT_ANNOTATION: record.to_json()}},
+            "involvedObject": {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                               "name": self.lease, "namespace": self.namespace},
+            "reason": reason, "message": record.summary(),
+            "type": "Normal" if record.outcome == "applied" else "Warning",
+            "source": {"component": COMPONENT, "host": self.identity},
+            "reportingComponent": COMPONENT, "reportingInstance": self.identity,
+            "firstTimestamp": now, "lastTimestamp": now, "count": 1}
         try:
-            self.api.create_namespaced_event(self.namespace, event)
+            self.host.create(event)
         except Exception as exc:  # an audit Event must never stop reconciling
             log.warning("could not record the audit Event: %s", exc)

@@ -28,22 +28,40 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reconciler.clock import SYSTEM_CLOCK, Clock
+from reconciler.kinds import KindInfo
+from reconciler.model import Obj
+
+if TYPE_CHECKING:
+    from reconciler.clients.access import ClusterAccess
 
 log = logging.getLogger("pincompile.serve.leader")
 #: a replica that received a push but does not lead a shard writes ``<sha> <time>`` here;
 #: that shard's leader sees it on its next renewal and runs a pass
 REQUEST_ANNOTATION = "pincompute.io/requested-revision"
-MERGE = "application/merge-patch+json"
+LEASE = KindInfo("coordination.k8s.io/v1", "Lease")
 #: label of the per-replica member Leases (value: the shard Leases' base name)
 MEMBER_LABEL = "pincompute.io/serve-members"
 
 
-def _stamp(clock: Clock) -> dt.datetime:
-    """The clock's instant as the Lease's ``renewTime`` carries it."""
-    return dt.datetime.fromtimestamp(clock(), dt.UTC)
+def _stamp(clock: Clock) -> str:
+    """The clock's instant as the Lease's ``renewTime`` carries it (a MicroTime)."""
+    return dt.datetime.fromtimestamp(clock(), dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def lease_ref(name: str, namespace: str) -> Obj:
+    """The Lease ``namespace/name``, as the cluster's verbs name an object."""
+    return {"apiVersion": LEASE.api_version, "kind": LEASE.kind,
+            "metadata": {"name": name, "namespace": namespace}}
+
+
+def _versioned(lease: Obj, spec: Obj) -> Obj:
+    """A merge patch of ``lease``'s spec that only applies at the version it was read at
+    (409 when another candidate wrote it since)."""
+    return {"metadata": {"resourceVersion": lease["metadata"]["resourceVersion"]},
+            "spec": spec}
 
 
 @dataclass
@@ -81,7 +99,7 @@ class Elector:
     """This candidate's own clock: how long a record went unchanged, how long since it
     last renewed."""
 
-    def tick(self, api: Any, extra_wait: float) -> bool:
+    def tick(self, api: ClusterAccess, extra_wait: float) -> bool:
         """Try to acquire or renew once; return whether this candidate leads afterwards."""
         now = self.clock.monotonic()
         try:
@@ -101,79 +119,65 @@ class Elector:
             self.leading = False
         return self.leading
 
-    def _try(self, api: Any, now: float, extra_wait: float) -> bool:
-        from kubernetes import client
-        from kubernetes.client.exceptions import ApiException
-
-        try:
-            lease = api.read_namespaced_lease(self.name, self.namespace)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
-            body = client.V1Lease(metadata=client.V1ObjectMeta(name=self.name),
-                                  spec=self._spec(None))
-            api.create_namespaced_lease(self.namespace, body)  # 409 if another was faster
+    def _try(self, api: ClusterAccess, now: float, extra_wait: float) -> bool:
+        ref = lease_ref(self.name, self.namespace)
+        lease = api.get(ref)
+        if lease is None:
+            api.create({**ref, "spec": self._spec(None)})  # 409 if another was faster
             return True
-        requested = ((lease.metadata.annotations or {}).get(REQUEST_ANNOTATION)
-                     if lease.metadata is not None else None)
+        requested = (lease["metadata"].get("annotations") or {}).get(REQUEST_ANNOTATION)
         if requested != self._request:
             self._request = requested
             self.request = requested.split(" ", 1)[0] if requested else None
-        spec = lease.spec or client.V1LeaseSpec()
-        record = (spec.holder_identity, spec.lease_duration_seconds, spec.renew_time,
-                  spec.lease_transitions)
+        spec = lease.get("spec") or {}
+        record = (spec.get("holderIdentity"), spec.get("leaseDurationSeconds"),
+                  spec.get("renewTime"), spec.get("leaseTransitions"))
         if record != self._seen:
             self._seen, self._seen_at = record, now
-        holder = spec.holder_identity or ""
+        holder = spec.get("holderIdentity") or ""
         if holder != self.identity:
-            duration = spec.lease_duration_seconds or self.timing.duration
+            duration = spec.get("leaseDurationSeconds") or self.timing.duration
             free_after = self._seen_at + extra_wait + (duration if holder else 0.0)
             if now < free_after:
                 self.leading = False
                 return False
-        lease.spec = self._spec(spec)
-        api.replace_namespaced_lease(self.name, self.namespace, lease)  # 409 if it changed
+        api.patch(ref, _versioned(lease, self._spec(spec)))  # 409 if it changed
         return True
 
-    def _spec(self, old: Any) -> Any:
-        from kubernetes import client
-
+    def _spec(self, old: Obj | None) -> Obj:
         now = _stamp(self.clock)
-        mine = old is not None and old.holder_identity == self.identity
-        transitions = (old.lease_transitions or 0) if old is not None else 0
-        return client.V1LeaseSpec(
-            holder_identity=self.identity,
-            lease_duration_seconds=int(self.timing.duration),
-            acquire_time=old.acquire_time if mine else now,
-            renew_time=now,
-            lease_transitions=transitions if mine or old is None else transitions + 1)
+        mine = old is not None and old.get("holderIdentity") == self.identity
+        transitions = int((old or {}).get("leaseTransitions") or 0)
+        return {"holderIdentity": self.identity,
+                "leaseDurationSeconds": int(self.timing.duration),
+                "acquireTime": (old or {}).get("acquireTime") if mine else now,
+                "renewTime": now,
+                "leaseTransitions": transitions if mine or old is None else transitions + 1}
 
-    def relay(self, api: Any, revision: str) -> bool:
+    def relay(self, api: ClusterAccess, revision: str) -> bool:
         """Ask this Lease's holder for a pass at ``revision``; whether the note was written."""
 
         note = {"metadata": {"annotations": {REQUEST_ANNOTATION: f"{revision} {self.clock()}"}}}
         try:
-            api.patch_namespaced_lease(self.name, self.namespace, note, _content_type=MERGE)
+            api.patch(lease_ref(self.name, self.namespace), note)
             return True
         except Exception as exc:  # API, connection (urllib3) or decoding errors
             log.warning("lease %s/%s: could not relay %s: %s", self.namespace, self.name,
                         revision[:12], getattr(exc, "status", None) or exc)
             return False
 
-    def release(self, api: Any) -> bool:
+    def release(self, api: ClusterAccess) -> bool:
         """Give the Lease up (only if this candidate still holds it); whether it did."""
 
         was_leading, self.leading = self.leading, False
         if not was_leading:
             return False
         try:
-            lease = api.read_namespaced_lease(self.name, self.namespace)
-            if lease.spec is None or lease.spec.holder_identity != self.identity:
+            lease = api.get(lease_ref(self.name, self.namespace))
+            if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.identity:
                 return False
-            lease.spec.holder_identity = ""
-            lease.spec.lease_duration_seconds = 1
-            lease.spec.renew_time = _stamp(self.clock)
-            api.replace_namespaced_lease(self.name, self.namespace, lease)
+            api.patch(lease, _versioned(lease, {"holderIdentity": "", "leaseDurationSeconds": 1,
+                                                "renewTime": _stamp(self.clock)}))
             return True
         except Exception as exc:  # API, connection (urllib3) or decoding errors
             log.warning("lease %s/%s: release failed: %s", self.namespace, self.name, exc)
@@ -211,37 +215,30 @@ class Roster:
         self._seen: dict[str, tuple[Any, float]] = {}
         self.members = 1
 
-    def count(self, api: Any) -> int:
+    def count(self, api: ClusterAccess) -> int:
         """Renew this replica's member Lease and count the live members (itself included)."""
-        from kubernetes import client
-        from kubernetes.client.exceptions import ApiException
+        from kubernetes.dynamic.exceptions import NotFoundError
 
         now = self.clock.monotonic()
-        spec = {"holderIdentity": self.identity,
-                "renewTime": _stamp(self.clock).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        ref = lease_ref(self.name, self.namespace)
+        spec = {"holderIdentity": self.identity, "renewTime": _stamp(self.clock),
                 "leaseDurationSeconds": int(self.timing.duration)}
         try:
             try:
-                api.patch_namespaced_lease(self.name, self.namespace, {"spec": spec},
-                                           _content_type=MERGE)
-            except ApiException as exc:
-                if exc.status != 404:
-                    raise
-                api.create_namespaced_lease(self.namespace, client.V1Lease(
-                    metadata=client.V1ObjectMeta(name=self.name,
-                                                 labels={MEMBER_LABEL: self.base}),
-                    spec=client.V1LeaseSpec(holder_identity=self.identity,
-                                            renew_time=_stamp(self.clock),
-                                            lease_duration_seconds=int(self.timing.duration))))
-            leases = api.list_namespaced_lease(
-                self.namespace, label_selector=f"{MEMBER_LABEL}={self.base}").items
+                api.patch(ref, {"spec": spec})
+            except NotFoundError:
+                api.create({**ref, "metadata": {**ref["metadata"],
+                                                "labels": {MEMBER_LABEL: self.base}},
+                            "spec": spec})
+            leases = api.list(LEASE, namespace=self.namespace,
+                              label_selector=f"{MEMBER_LABEL}={self.base}")["items"]
         except Exception as exc:  # API, connection (urllib3) or decoding errors
             log.debug("member lease %s: %s", self.name, getattr(exc, "status", None) or exc)
             return self.members
         alive = 0
         for lease in leases:
-            name = lease.metadata.name
-            renewed = lease.spec.renew_time if lease.spec is not None else None
+            name = lease["metadata"]["name"]
+            renewed = (lease.get("spec") or {}).get("renewTime")
             if self._seen.get(name, (None, 0.0))[0] != renewed:
                 self._seen[name] = (renewed, now)
             if name == self.name or now - self._seen[name][1] < self.timing.duration:
@@ -249,10 +246,10 @@ class Roster:
         self.members = max(1, alive)
         return self.members
 
-    def leave(self, api: Any) -> None:
+    def leave(self, api: ClusterAccess) -> None:
 
         try:
-            api.delete_namespaced_lease(self.name, self.namespace)
+            api.delete(lease_ref(self.name, self.namespace))
         except Exception as exc:  # API, connection (urllib3) or decoding errors
             log.debug("member lease %s: %s", self.name, exc)
 
@@ -260,7 +257,7 @@ class Roster:
 class Campaign:
     """Runs the electors of every shard in one thread and reports which shards it leads."""
 
-    def __init__(self, api: Any, electors: Sequence[Elector], timing: LeaseTiming,
+    def __init__(self, api: ClusterAccess, electors: Sequence[Elector], timing: LeaseTiming,
                  on_change: Callable[[frozenset[int]], None] = lambda _leading: None,
                  on_request: Callable[[str], None] = lambda _revision: None, *,
                  roster: Roster | None = None, pass_lock: threading.Lock | None = None,

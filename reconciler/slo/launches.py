@@ -21,7 +21,8 @@ from typing import Any
 
 from pincompile.contract import LABEL_TIER
 from reconciler.canary.probe import FAILURES, reason_of
-from reconciler.clients.connect import Connection
+from reconciler.clients.access import ClusterAccess, api_error
+from reconciler.kinds import KindInfo
 from reconciler.model import PassReport
 
 log = logging.getLogger("pincompile.serve.slo")
@@ -29,6 +30,7 @@ LIMIT = 600.0
 EVERY = 2.0
 MOST = 50
 FIELD_MANAGER = "pincompile"
+POD = KindInfo("v1", "Pod")
 
 
 @dataclass
@@ -43,7 +45,7 @@ class Rollout:
 class LaunchTracker:
     """Follows the reserved-tier rollouts of each pass (:meth:`observe`) in a thread."""
 
-    def __init__(self, connection: Callable[[str], Connection | None],
+    def __init__(self, connection: Callable[[str], ClusterAccess | None],
                  record: Callable[[str, str, float | None], object],
                  tiers: frozenset[str] = frozenset({"reserved"})) -> None:
         self.connection = connection
@@ -96,8 +98,11 @@ class LaunchTracker:
         if conn is None:
             return True
         try:
-            deployment = conn.resource("apps/v1", "Deployment").get(
-                name=rollout.name, namespace=rollout.namespace).to_dict()
+            deployment = conn.get({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {
+                "name": rollout.name, "namespace": rollout.namespace}})
+            if deployment is None:
+                raise api_error(404, f'deployments.apps "{rollout.name}" not found',
+                                "NotFound")
             tier = (deployment["metadata"].get("labels") or {}).get(LABEL_TIER)
             if tier not in self.tiers:
                 return True
@@ -140,14 +145,14 @@ def complete(deployment: dict[str, Any]) -> bool:
             and status.get("availableReplicas", 0) >= want)
 
 
-def first_ready(conn: Connection, deployment: dict[str, Any], since: float) -> float | None:
+def first_ready(conn: ClusterAccess, deployment: dict[str, Any], since: float) -> float | None:
     """When the first pod created at or after ``since`` became Ready (None: none yet)."""
     labels = ((deployment.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
     selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
-    pods = conn.resource("v1", "Pod").get(namespace=deployment["metadata"]["namespace"],
-                                          label_selector=selector).to_dict()
+    pods = conn.list(POD, namespace=deployment["metadata"]["namespace"],
+                     label_selector=selector, lean=True)
     times = []
-    for pod in pods.get("items") or ():
+    for pod in pods["items"]:
         made = _epoch(pod["metadata"].get("creationTimestamp"))
         if made is None or made < since - 1:
             continue

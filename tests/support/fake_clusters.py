@@ -1,38 +1,18 @@
-"""A member or host cluster as the API's one-shot reads see it: LISTs in a namespace with
-label and field selectors (equality terms), one GET by name, kinds it does not serve."""
+"""A member or host cluster as the API's one-shot reads see it, through the
+:class:`~reconciler.clients.access.ClusterAccess` verbs they use: LISTs in a namespace with
+label and field selectors (equality terms) and a limit, one GET by name, kinds it does not
+serve (objects as given: no server-set metadata, unlike :mod:`tests.support.kube_fake`)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
-
-@dataclass
-class Answer:
-    data: bytes
-
-
-class Resource:
-    """One kind of a :class:`FakeCluster`."""
-
-    def __init__(self, cluster: FakeCluster, api_version: str, kind: str) -> None:
-        self.cluster, self.api_version, self.kind = cluster, api_version, kind
-
-    def get(self, *, namespace: str | None = None, name: str | None = None,
-            label_selector: str = "", field_selector: str = "", **_: Any) -> Any:
-        self.cluster.lists.append((self.kind, label_selector or field_selector))
-        items = [o for o in self.cluster.objects
-                 if (o.get("apiVersion", "v1"), o["kind"]) == (self.api_version, self.kind)
-                 and (namespace is None or o["metadata"].get("namespace") == namespace)
-                 and _matches(o, label_selector, field_selector)]
-        if name is not None:
-            found = next(o for o in items if o["metadata"]["name"] == name)
-            return type("Instance", (), {"to_dict": lambda _self: found})()
-        return Answer(json.dumps({"items": items}).encode())
+from reconciler.clients.access import Listed
+from reconciler.kinds import KindInfo
+from reconciler.model import Obj
 
 
 def _matches(obj: Mapping[str, Any], labels: str, fields: str) -> bool:
@@ -60,9 +40,25 @@ class FakeCluster:
         self.name, self.objects, self.served = name, list(objects), set(served)
         self.lists: list[tuple[str, str]] = []
 
-    def resource(self, api_version: str, kind: str) -> Resource:
+    def _of(self, api_version: str, kind: str) -> list[Obj]:
         if api_version not in self.served:
             raise ResourceNotFoundError(f"{api_version} {kind}")
-        return Resource(self, api_version, kind)
+        return [o for o in self.objects
+                if (o.get("apiVersion", "v1"), o["kind"]) == (api_version, kind)]
+
+    def list(self, kind: KindInfo, *, namespace: str | None = None,
+             label_selector: str | None = None, field_selector: str | None = None,
+             limit: int | None = None, lean: bool = False) -> Listed:
+        self.lists.append((kind.kind, label_selector or field_selector or ""))
+        items = [o for o in self._of(kind.api_version, kind.kind)
+                 if (namespace is None or o["metadata"].get("namespace") == namespace)
+                 and _matches(o, label_selector or "", field_selector or "")]
+        return {"items": items[:limit] if limit else items, "resourceVersion": "1"}
+
+    def get(self, ref: Obj) -> Obj | None:
+        meta = ref["metadata"]
+        return next((o for o in self._of(ref["apiVersion"], ref["kind"])
+                     if o["metadata"]["name"] == meta["name"]
+                     and o["metadata"].get("namespace") == meta.get("namespace")), None)
 
 

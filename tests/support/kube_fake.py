@@ -69,6 +69,13 @@ class FakeCluster:
         """Bumped to end the open watches."""
         self.kinds = kube_rules.builtin_kinds(kubeflow=kubeflow)
         self.admission: list[Admission] = []
+        self.reviewers: dict[str, Callable[[Obj], Obj]] = {
+            "TokenReview": lambda _review: {"authenticated": False},
+            "SubjectAccessReview": lambda _review: {"allowed": False}}
+        """The status a create of a review kind is answered with (nothing is stored)."""
+        self.evicting: list[Callable[[Obj], None]] = []
+        """Called with the Pod an eviction asks for: raise to refuse it (a
+        PodDisruptionBudget's 429)."""
         self.controllers: list[Controller] = []
         self.down: str | None = None
         """While set, every request fails as a cluster that does not answer."""
@@ -98,25 +105,28 @@ class FakeCluster:
             found = self.objects.get(self._key(kind, ref))
             return clone(found) if found is not None else None
 
-    def list(self, info: KindInfo, *, label_selector: str | None = None,
-             field_selector: str | None = None, lean: bool = False) -> Listed:
+    def list(self, info: KindInfo, *, namespace: str | None = None,
+             label_selector: str | None = None, field_selector: str | None = None,
+             limit: int | None = None, lean: bool = False) -> Listed:
         kind = self.kind(info.api_version, info.kind)
-        match = self._matcher(label_selector, field_selector)
+        match = self._matcher(namespace, label_selector, field_selector)
         with self.lock:
             items = [clone(o) for k, o in sorted(self.objects.items())
                      if k[0] == kind.kind and o["apiVersion"] == kind.api_version and match(o)]
             version = str(self.version)
+        items = items[:limit] if limit else items
         if lean:
             for item in items:
                 item["metadata"].pop("managedFields", None)
         return {"items": items, "resourceVersion": version}
 
     @staticmethod
-    def _matcher(label_selector: str | None, field_selector: str | None
-                 ) -> Callable[[Obj], bool]:
+    def _matcher(namespace: str | None, label_selector: str | None,
+                 field_selector: str | None) -> Callable[[Obj], bool]:
         by_labels = kube_selectors.labels(label_selector)
         by_fields = kube_selectors.fields(field_selector)
-        return lambda obj: by_labels(obj) and by_fields(obj)
+        return lambda obj: (not namespace or obj["metadata"].get("namespace") == namespace) \
+            and by_labels(obj) and by_fields(obj)
 
     # --- writes ---------------------------------------------------------------------------
 
@@ -143,15 +153,16 @@ class FakeCluster:
             return self._write(kind, key, live, new, dry_run=dry_run,
                                subresource=subresource)
 
-    def create(self, obj: Obj, *, manager: str | None = None, subresource: str | None = None
-               ) -> Obj:
-        """A create (an ``Update`` in managedFields); ``eviction`` of a Pod deletes it."""
+    def create(self, obj: Obj, *, manager: str | None = None, subresource: str | None = None,
+               of: KindInfo | None = None) -> Obj:
+        """A create (an ``Update`` in managedFields); an ``eviction`` of a Pod deletes it
+        (the ``evicting`` admissions may refuse it first)."""
+        if subresource:
+            return self._create_subresource(obj, subresource, of)
         kind = self.kind(obj["apiVersion"], obj["kind"])
+        if kind.kind in self.reviewers:
+            return {**clone(obj), "status": self.reviewers[kind.kind](clone(obj))}
         with self.lock:
-            if subresource == "eviction":
-                if not self.delete(obj):
-                    raise self._not_found(kind, self._key(kind, obj))
-                return {"kind": "Status", "apiVersion": "v1", "status": "Success"}
             meta = obj.get("metadata") or {}
             if not meta.get("name") and meta.get("generateName"):
                 obj = {**obj, "metadata": {**meta, "name": meta["generateName"]
@@ -170,16 +181,35 @@ class FakeCluster:
                                       stamp=self._stamp())
             return self._write(kind, key, None, new, dry_run=False)
 
-    def patch(self, ref: Obj, patch: Obj, *, manager: str, subresource: str | None = None
-              ) -> Obj:
+    def _create_subresource(self, obj: Obj, subresource: str, of: KindInfo | None) -> Obj:
+        if subresource != "eviction" or of is None or of.kind != "Pod":
+            raise api_error(404, f"the server could not find the requested resource "
+                                 f"({subresource})", "NotFound")
+        kind = self.kind(of.api_version, of.kind)
+        ref = {"apiVersion": of.api_version, "kind": of.kind, "metadata": obj["metadata"]}
+        with self.lock:
+            pod = self.get(ref)
+            if pod is None:
+                raise self._not_found(kind, self._key(kind, ref))
+            for refuse in self.evicting:
+                refuse(pod)
+            self.delete(ref)
+        return {"kind": "Status", "apiVersion": "v1", "status": "Success"}
+
+    def patch(self, ref: Obj, patch: Obj, *, manager: str = FIELD_MANAGER,
+              subresource: str | None = None) -> Obj:
         """A JSON merge patch by ``manager`` (``None`` removes a key): what ``kubectl
-        edit``, ``kubectl scale`` or a controller writing status does."""
+        edit``, ``kubectl scale`` or a controller writing status does; its
+        ``metadata.resourceVersion`` is a precondition."""
         kind = self.kind(ref["apiVersion"], ref["kind"])
         with self.lock:
             key = self._key(kind, ref)
             live = self.objects.get(key)
             if live is None:
                 raise self._not_found(kind, key)
+            precondition = (patch.get("metadata") or {}).get("resourceVersion")
+            if precondition and live["metadata"]["resourceVersion"] != precondition:
+                raise self._modified(kind, key)
             if subresource == "status":
                 patch = {"status": patch.get("status")}
             elif kind.status:
@@ -208,6 +238,16 @@ class FakeCluster:
             else:
                 self._remove(key)
             return True
+
+    def put(self, obj: Obj) -> Obj:
+        """Store ``obj`` as it is given, its metadata (creationTimestamp, managedFields)
+        included: an object as earlier writes and controllers left it. The object stored."""
+        kind = self.kind(obj["apiVersion"], obj["kind"])
+        with self.lock:
+            key = self._key(kind, obj)
+            new = clone(obj)
+            new["metadata"].setdefault("uid", str(uuid.uuid4()))
+            return clone(self._store(key, self.objects.get(key), new))
 
     def forget_history(self) -> None:
         """Changes made so far can no longer be watched (a compacted etcd: 410 Gone for a
@@ -348,11 +388,12 @@ class FakeAccess:
         self.cluster.reachable()
         return (api_version, kind) in self.cluster.kinds
 
-    def list(self, kind: KindInfo, *, label_selector: str | None = None,
-             field_selector: str | None = None, lean: bool = False) -> Listed:
+    def list(self, kind: KindInfo, *, namespace: str | None = None,
+             label_selector: str | None = None, field_selector: str | None = None,
+             limit: int | None = None, lean: bool = False) -> Listed:
         self._count("list", kind.api_version, kind.kind)
-        return self.cluster.list(kind, label_selector=label_selector,
-                                 field_selector=field_selector, lean=lean)
+        return self.cluster.list(kind, namespace=namespace, label_selector=label_selector,
+                                 field_selector=field_selector, limit=limit, lean=lean)
 
     def get(self, ref: Obj) -> Obj | None:
         self._count("get", ref["apiVersion"], ref["kind"])
@@ -364,19 +405,27 @@ class FakeAccess:
         return self.cluster.apply(obj, manager=manager, dry_run=dry_run,
                                   subresource=subresource)
 
-    def create(self, obj: Obj, *, subresource: str | None = None) -> Obj:
-        self._count("create", obj["apiVersion"], obj["kind"])
-        return self.cluster.create(obj, subresource=subresource)
+    def patch(self, ref: Obj, patch: Obj, *, manager: str = FIELD_MANAGER,
+              subresource: str | None = None) -> Obj:
+        self._count("patch", ref["apiVersion"], ref["kind"])
+        return self.cluster.patch(ref, patch, manager=manager, subresource=subresource)
+
+    def create(self, obj: Obj, *, subresource: str | None = None,
+               of: KindInfo | None = None) -> Obj:
+        named = of if subresource and of is not None else KindInfo(obj["apiVersion"],
+                                                                   obj["kind"])
+        self._count("create", named.api_version, named.kind)
+        return self.cluster.create(obj, subresource=subresource, of=of)
 
     def delete(self, ref: Obj, *, propagation: str = "Background") -> bool:
         self._count("delete", ref["apiVersion"], ref["kind"])
         return self.cluster.delete(ref, propagation=propagation)
 
     def watch(self, kind: KindInfo, *, resource_version: str, timeout_seconds: int,
-              label_selector: str | None = None, field_selector: str | None = None
-              ) -> Iterator[WatchEvent]:
+              namespace: str | None = None, label_selector: str | None = None,
+              field_selector: str | None = None) -> Iterator[WatchEvent]:
         self._count("watch", kind.api_version, kind.kind)
-        match = self.cluster._matcher(label_selector, field_selector)
+        match = self.cluster._matcher(namespace, label_selector, field_selector)
         return _events(self.cluster, kind.kind, int(resource_version or 0), match,
                        time.monotonic() + timeout_seconds, self.closed)
 

@@ -58,6 +58,11 @@ _BUILTIN = (
     Kind("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets", generation=True),
     Kind("networking.k8s.io/v1", "Ingress", "ingresses", generation=True),
     Kind("v1", "Event", "events", status=False),
+    Kind("v1", "Node", "nodes", namespaced=False),
+    Kind("coordination.k8s.io/v1", "Lease", "leases", status=False),
+    Kind("authentication.k8s.io/v1", "TokenReview", "tokenreviews", namespaced=False),
+    Kind("authorization.k8s.io/v1", "SubjectAccessReview", "subjectaccessreviews",
+         namespaced=False),
     Kind("apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions",
          namespaced=False, generation=True),
 )

@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
 from reconciler.api.access import REVIEWS, Caller, HostAccess, RateLimits
 from reconciler.api.app import Gateway, create_app
+from reconciler.model import Obj
 from reconciler.store import Store
 from tests.support.api_fakes import Statuses, TablePolicy
+from tests.support.kube_fake import FakeAccess, FakeCluster
 
 APPS = {("PinApp", "shop", "web"): {"phase": "Healthy"}}
 
@@ -57,55 +58,32 @@ def test_a_flood_of_made_up_tokens_costs_the_host_a_bounded_number_of_reviews(
     assert ok.status_code == 200 and [i["name"] for i in ok.json()["items"]] == ["web"]
 
 
-class ReviewingHost:
-    """A host that accepts only ``alice-token`` and allows every review, counting them."""
+def host_of(token: Callable[[Obj], Obj], access: Callable[[Obj], Obj]) -> FakeAccess:
+    """An in-memory host cluster answering TokenReviews with ``token`` and
+    SubjectAccessReviews with ``access``."""
+    cluster = FakeCluster("host")
+    cluster.reviewers.update(TokenReview=token, SubjectAccessReview=access)
+    return FakeAccess("host", cluster)
 
-    def __init__(self) -> None:
-        self.reviews = 0
 
-    def resource(self, _api_version: str, kind: str) -> Any:
-        def create(body: dict[str, Any]) -> Any:
-            self.reviews += 1
-            status = {"allowed": True} if kind == "SubjectAccessReview" else \
-                {"authenticated": True, "user": {"username": "alice"}} \
-                if body["spec"]["token"] == "alice-token" else {"authenticated": False}
-            return SimpleNamespace(to_dict=lambda: {"status": status})
-
-        return SimpleNamespace(create=create)
+def alice_only(review: Obj) -> Obj:
+    """Only ``alice-token`` is someone: alice."""
+    if review["spec"]["token"] == "alice-token":
+        return {"authenticated": True, "user": {"username": "alice"}}
+    return {"authenticated": False}
 
 
 def test_a_refused_token_sent_again_costs_neither_a_review_nor_the_addresss_budget(
         store: Store) -> None:
-    host = ReviewingHost()
-    app = create_app(Gateway(apps=Statuses(APPS), store=store,
-                             access=HostAccess(host),  # type: ignore[arg-type]
+    host = host_of(alice_only, lambda _review: {"allowed": True})
+    app = create_app(Gateway(apps=Statuses(APPS), store=store, access=HostAccess(host),
                              limits=RateLimits(1000, 1000)))
     client = TestClient(app)
     answers = {client.get("/api/v1/apps", headers={"Authorization": "Bearer stolen"}
                           ).status_code for _ in range(100)}
-    assert answers == {401} and host.reviews == 1
+    assert answers == {401} and host.stats.by_verb["create"] == 1
     assert client.get("/api/v1/apps", headers={"Authorization": "Bearer alice-token"}
                       ).status_code == 200
-
-
-class ProjectHost:
-    """A host that accepts ``alice-token`` and allows alice anything in project shop only,
-    recording the SubjectAccessReviews it is asked."""
-
-    def __init__(self) -> None:
-        self.reviews: list[str] = []
-
-    def resource(self, _api_version: str, kind: str) -> Any:
-        def create(body: dict[str, Any]) -> Any:
-            if kind == "TokenReview":
-                status = {"authenticated": True, "user": {"username": "alice"}}
-            else:
-                namespace = body["spec"]["resourceAttributes"]["namespace"]
-                self.reviews.append(namespace)
-                status = {"allowed": namespace == "shop"}
-            return SimpleNamespace(to_dict=lambda: {"status": status})
-
-        return SimpleNamespace(create=create)
 
 
 def test_a_tenants_repeated_overviews_ask_again_only_about_what_it_may_see(
@@ -115,15 +93,21 @@ def test_a_tenants_repeated_overviews_ask_again_only_about_what_it_may_see(
     apps = {(kind, project, "web"): {"phase": "Healthy"}
             for kind in ("PinApp", "PinterestService", "PinScaler")
             for project in ("shop", "ads", "search", "maps")}
-    host = ProjectHost()
+    reviews: list[str] = []
+
+    def shop_only(review: Obj) -> Obj:
+        namespace = review["spec"]["resourceAttributes"]["namespace"]
+        reviews.append(namespace)
+        return {"allowed": namespace == "shop"}
+
+    host = host_of(alice_only, shop_only)
     app = create_app(Gateway(apps=Statuses(apps), store=store,
-                             access=HostAccess(host, ttl=0.2),  # type: ignore[arg-type]
-                             limits=RateLimits(1000, 1000)))
+                             access=HostAccess(host, ttl=0.2), limits=RateLimits(1000, 1000)))
     client = TestClient(app)
     auth = {"Authorization": "Bearer alice-token"}
     first = client.get("/api/v1/apps", headers=auth).json()["items"]
-    assert {a["project"] for a in first} == {"shop"} and len(host.reviews) == 12
+    assert {a["project"] for a in first} == {"shop"} and len(reviews) == 12
     time.sleep(0.3)  # the allows' ttl passes; the denials' does not
-    host.reviews.clear()
+    reviews.clear()
     assert client.get("/api/v1/apps", headers=auth).json()["items"] == first
-    assert host.reviews == ["shop"] * 3
+    assert reviews == ["shop"] * 3

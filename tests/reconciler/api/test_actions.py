@@ -21,6 +21,7 @@ from reconciler.api.actions import Operations
 from reconciler.api.app import Gateway, create_app
 from reconciler.store import Store
 from tests.support.api_fakes import Statuses, TablePolicy
+from tests.support.kube_fake import FakeAccess, FakeCluster
 
 APPS = {("PinApp", "shop", "web"): {"phase": "Healthy", "clusters": [{"name": "east"}]},
         ("PinterestJobSet", "shop", "index"): {"phase": "Healthy"},
@@ -125,19 +126,13 @@ def test_a_body_is_judged_only_for_a_caller_who_may_act_and_never_with_a_500(
 
 def test_a_name_no_app_can_have_is_a_422_naming_the_field_before_the_host_is_asked(
         tmp_path: Path) -> None:
-    class Host:
-        asked = 0
-
-        def resource(self, *_args: Any) -> Any:
-            Host.asked += 1
-            raise AssertionError("the host was asked")
-
+    host = FakeAccess("host", FakeCluster("host"))
     store = Store.open(f"sqlite:///{tmp_path / 'insight.db'}")
     policy = TablePolicy({"alice-token": "alice"},
                          {("alice", action, "PinApp", "shop")
                           for action in ("read", "restart", "rollout")})
     app = create_app(Gateway(apps=Statuses(APPS), store=store, access=policy,
-                             limits=RateLimits(1000, 1000), host=Host(),  # type: ignore[arg-type]
+                             limits=RateLimits(1000, 1000), host=host,  # type: ignore[arg-type]
                              pods=object()))
     client = TestClient(app)
     for action in ("restart", "rollout/pause", "stop"):
@@ -145,7 +140,7 @@ def test_a_name_no_app_can_have_is_a_422_naming_the_field_before_the_host_is_ask
                              headers={"Authorization": "Bearer alice-token"})
         assert answer.status_code == 422, answer.text
         assert answer.json()["detail"].startswith("name: 'x%y' is not")
-    assert Host.asked == 0
+    assert not host.stats.by_verb, "the host was asked"
 
 
 def test_one_tenant_cannot_take_every_place_for_restarts_in_a_server() -> None:

@@ -19,7 +19,7 @@ from reconciler.api.timeline import ClustersTimeline, app_events, merged, revisi
 from reconciler.clients.connect import ClusterUnreachable, Connection
 from reconciler.store import EventRecord, RevisionRecord, Store
 from tests.support.api_fakes import Statuses, TablePolicy
-from tests.support.fake_clusters import FakeCluster, Resource
+from tests.support.fake_clusters import FakeCluster
 
 APP = ("PinApp", "search", "search-api")
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
@@ -92,7 +92,7 @@ def test_an_apps_events_are_its_objects_in_every_member_and_its_own_on_the_host(
 
 def test_a_member_that_cannot_be_read_is_a_warning_in_the_timeline_not_a_failure() -> None:
     class Down(FakeCluster):
-        def resource(self, api_version: str, kind: str) -> Resource:
+        def list(self, *_args: Any, **_query: Any) -> Any:
             raise ClusterUnreachable("connection refused")
 
     found = timeline({"use1a": MEMBER, "usw2a": Down("usw2a", [])}).events(

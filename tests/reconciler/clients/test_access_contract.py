@@ -9,7 +9,10 @@ removed from an apply, a forced apply taking a field back, the resourceVersion
 precondition (and a create-only apply: a precondition no object meets), 404 in a missing
 namespace, 422 on immutable fields (saying which), a status subresource kept apart,
 deletes with a finalizer, label-selector LISTs and WATCH events, Events with a generated
-name, and which kinds are served.
+name, and which kinds are served; merge patches (a key removed, a cluster-scoped object,
+404 on a missing one, the resourceVersion compare-and-swap of a Lease as leader election
+writes it), LISTs and WATCHes narrowed to one namespace (and a limit), GETs of
+cluster-scoped objects, a Pod's eviction, and the requests each new verb is counted as.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ from tests.support.kube_fake import FakeAccess, FakeCluster
 from tests.support.wait import wait_for
 
 CONFIG_MAP = KindInfo("v1", "ConfigMap")
+LEASE = KindInfo("coordination.k8s.io/v1", "Lease")
+POD = KindInfo("v1", "Pod")
 WIDGET = KindInfo("contract.pincompute.io/v1", "Widget")
 """A custom resource with a status subresource (as the host's spec resources have)."""
 WIDGET_CRD: Obj = {
@@ -352,6 +357,96 @@ class Contract:
             "reason": "Applied", "message": "contract", "type": "Normal",
             "source": {"component": "pincompile"}})
         assert created["metadata"]["name"].startswith("w.") and created["reason"] == "Applied"
+
+    # --- merge patches, namespaced reads, subresources -------------------------------------
+
+    def test_a_merge_patch_changes_what_it_names_and_null_removes_a_key(
+            self, side: Side) -> None:
+        live = side.access.apply(side.config_map("merge", {"a": "1", "b": "2"},
+                                                 labels={"keep": "x"}))
+        before = side.access.stats.by_verb["patch"]
+        patched = side.access.patch(live, {"data": {"a": "9", "b": None},
+                                           "metadata": {"labels": {"new": "y"}}},
+                                    manager=OTHER)
+        assert side.access.stats.by_verb["patch"] == before + 1
+        assert patched["data"] == {"a": "9"}
+        assert patched["metadata"]["labels"] == {"keep": "x", "new": "y"}
+        assert (OTHER, "Update") in {(m["manager"], m["operation"])
+                                     for m in patched["metadata"]["managedFields"]}
+        assert side.access.get(live) == patched
+
+    def test_a_merge_patch_of_a_missing_object_is_404(self, side: Side) -> None:
+        error = rejection(lambda: side.access.patch(side.config_map("absent", {}),
+                                                    {"data": {"a": "1"}}))
+        assert isinstance(error, NotFoundError), error
+
+    def test_a_merge_patch_with_a_resource_version_is_a_compare_and_swap(
+            self, side: Side) -> None:
+        lease = side.access.create({
+            "apiVersion": LEASE.api_version, "kind": LEASE.kind,
+            "metadata": {"name": "election", "namespace": side.namespace},
+            "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15}})
+        seen = lease["metadata"]["resourceVersion"]
+        again = rejection(lambda: side.access.create(lease))
+        assert isinstance(again, ConflictError), again  # another candidate created it first
+        won = side.access.patch(lease, {"metadata": {"resourceVersion": seen},
+                                        "spec": {"holderIdentity": "b"}})
+        assert won["spec"] == {"holderIdentity": "b", "leaseDurationSeconds": 15}
+        assert won["metadata"]["resourceVersion"] != seen
+        lost = rejection(lambda: side.access.patch(
+            lease, {"metadata": {"resourceVersion": seen}, "spec": {"holderIdentity": "c"}}))
+        assert isinstance(lost, ConflictError), lost
+        held = side.access.get(lease)
+        assert held is not None and held["spec"]["holderIdentity"] == "b"
+
+    def test_a_cluster_scoped_object_is_got_and_patched_without_a_namespace(
+            self, side: Side) -> None:
+        ref = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": side.namespace}}
+        live = side.access.get(ref)
+        assert live is not None and live["metadata"]["name"] == side.namespace
+        assert "namespace" not in live["metadata"]
+        patched = side.access.patch(ref, {"metadata": {"labels": {"contract": "yes"}}})
+        assert patched["metadata"]["labels"]["contract"] == "yes"
+        missing = {"apiVersion": "v1", "kind": "Namespace",
+                   "metadata": {"name": f"{side.namespace}-none"}}
+        assert side.access.get(missing) is None
+
+    def test_a_list_and_a_watch_narrowed_to_a_namespace_see_only_it(self, side: Side) -> None:
+        for other in namespace_of(side.access):
+            theirs = Side(side.access, other).config_map("x", {}, labels={"pick": "ns"})
+            side.access.apply(theirs)
+            for name in ("one", "two"):
+                side.access.apply(side.config_map(name, {}, labels={"pick": "ns"}))
+            listed = side.access.list(CONFIG_MAP, namespace=side.namespace,
+                                      label_selector="pick=ns")
+            assert [o["metadata"]["name"] for o in listed["items"]] == ["one", "two"]
+            assert {o["metadata"]["namespace"] for o in side.access.list(
+                CONFIG_MAP, label_selector="pick=ns")["items"]} >= {other, side.namespace}
+            assert len(side.access.list(CONFIG_MAP, namespace=side.namespace,
+                                        label_selector="pick=ns", limit=1)["items"]) == 1
+            events = side.access.watch(CONFIG_MAP, namespace=side.namespace,
+                                       label_selector="pick=ns",
+                                       resource_version=listed["resourceVersion"],
+                                       timeout_seconds=30)
+            side.access.apply({**theirs, "data": {"a": "1"}})
+            side.access.apply(side.config_map("three", {}, labels={"pick": "ns"}))
+            first = next(e for e in events if e["type"] != "BOOKMARK")
+            getattr(events, "close", lambda: None)()
+            assert (first["type"], first["object"]["metadata"]["name"]) == ("ADDED", "three")
+
+    def test_an_eviction_of_a_pod_deletes_it_and_of_a_missing_pod_is_404(
+            self, side: Side) -> None:
+        side.access.apply(pod_of(side, "evicted", "app:1"))
+        eviction = {"apiVersion": "policy/v1", "kind": "Eviction",
+                    "metadata": {"name": "evicted", "namespace": side.namespace}}
+        before = side.access.stats.writes_by_resource["pods"]
+        side.access.create(eviction, subresource="eviction", of=POD)
+        assert side.access.stats.writes_by_resource["pods"] == before + 1
+        live = side.access.get(pod_of(side, "evicted", "app:1"))
+        assert live is None or live["metadata"].get("deletionTimestamp")
+        gone = {**eviction, "metadata": {**eviction["metadata"], "name": "never"}}
+        error = rejection(lambda: side.access.create(gone, subresource="eviction", of=POD))
+        assert isinstance(error, NotFoundError), error
 
     def test_only_kinds_the_cluster_serves_are_served(self, side: Side) -> None:
         assert side.access.serves("apps/v1", "Deployment")

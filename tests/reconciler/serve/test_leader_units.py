@@ -6,6 +6,7 @@ import socket
 
 import pytest
 
+from reconciler.clients.connect import Connection, RetryPolicy
 from reconciler.serve.leader import Campaign, Elector, LeaseTiming, Roster, lease_name
 
 
@@ -34,8 +35,8 @@ def test_an_unreachable_host_cluster_leads_nothing_and_is_not_ready() -> None:
         port = s.getsockname()[1]
     config = client.Configuration()
     config.host = f"http://127.0.0.1:{port}"
-    config.retries = 0
-    api = client.CoordinationV1Api(client.ApiClient(config))
+    api = Connection("host", "host", None, configuration=config,
+                     retry=RetryPolicy(attempts=1))
     timing = LeaseTiming(3, 2, 1)
     changes: list[frozenset[int]] = []
     campaign = Campaign(api, [Elector("l", "ns", "me", timing)], timing,

@@ -4,6 +4,7 @@ never gets a pod Ready is a failure; other tiers are not followed."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -11,11 +12,15 @@ import pytest
 from reconciler.model import ClusterReport, ObjectRef, PassReport
 from reconciler.slo import launches
 from reconciler.slo.launches import LaunchTracker, Rollout
+from tests.support.kube_fake import FakeAccess, FakeCluster
+
+NAMES = itertools.count()
 
 
 def deployment(tier: str = "reserved", applied: str = "2026-11-28T12:00:00Z", replicas: int = 2,
                status: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"metadata": {"name": "api", "namespace": "shop", "generation": 3,
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "api", "namespace": "shop", "generation": 3,
                          "labels": {"pincompute.io/tier": tier},
                          "managedFields": [
                              {"manager": "kube-controller-manager", "operation": "Update",
@@ -28,53 +33,38 @@ def deployment(tier: str = "reserved", applied: str = "2026-11-28T12:00:00Z", re
 def pod(created: str, ready: str | None) -> dict[str, Any]:
     conditions = [{"type": "Ready", "status": "True", "lastTransitionTime": ready}] if ready \
         else [{"type": "Ready", "status": "False"}]
-    return {"metadata": {"name": "api-x", "creationTimestamp": created},
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"api-{next(NAMES)}", "namespace": "shop",
+                         "labels": {"app": "api"}, "creationTimestamp": created},
             "status": {"conditions": conditions}}
 
 
-class Fake:
-    """A member connection whose GET of the Deployment and LIST of pods answer fixed."""
-
-    def __init__(self, obj: dict[str, Any], pods: list[dict[str, Any]]) -> None:
-        self.obj, self.pods = obj, pods
-        self.asked: list[str] = []
-
-    def resource(self, _api_version: str, kind: str) -> Any:
-        fake = self
-
-        class Answer:
-            def __init__(self, document: dict[str, Any]) -> None:
-                self.document = document
-
-            def to_dict(self) -> dict[str, Any]:
-                return self.document
-
-        class Resource:
-            def get(self, **query: Any) -> Answer:
-                fake.asked.append(f"{kind} {query.get('label_selector', query.get('name'))}")
-                return Answer(fake.obj if kind == "Deployment" else {"items": fake.pods})
-
-        return Resource()
+def member(obj: dict[str, Any], pods: list[dict[str, Any]]) -> FakeAccess:
+    """A member cluster holding the Deployment and its pods as given."""
+    cluster = FakeCluster("use1a")
+    for stored in (obj, *pods):
+        cluster.put(stored)
+    return FakeAccess("use1a", cluster)
 
 
-def follow(conn: Fake, seen_ago: float = 0.0) -> tuple[bool, list[Any]]:
+def follow(conn: FakeAccess, seen_ago: float = 0.0) -> tuple[bool, list[Any]]:
     recorded: list[Any] = []
-    tracker = LaunchTracker(lambda _c: conn, lambda *a: recorded.append(a))  # type: ignore[arg-type,return-value]
+    tracker = LaunchTracker(lambda _c: conn, lambda *a: recorded.append(a))
     rollout = Rollout("use1a", "shop", "api", launches.time.monotonic() - seen_ago)
     return tracker.check(rollout), recorded
 
 
 def test_the_first_new_pod_ready_ends_the_launch() -> None:
-    conn = Fake(deployment(), [pod("2026-11-28T11:00:00Z", "2026-11-28T11:00:05Z"),  # old pod
+    conn = member(deployment(), [pod("2026-11-28T11:00:00Z", "2026-11-28T11:00:05Z"),  # old pod
                                pod("2026-11-28T12:00:01Z", "2026-11-28T12:00:14Z"),
                                pod("2026-11-28T12:00:01Z", "2026-11-28T12:00:21Z")])
     done, recorded = follow(conn)
     assert done and recorded == [("use1a", "reserved", 14.0)]
-    assert conn.asked == ["Deployment api", "Pod app=api"]
+    assert conn.stats.by_verb == {"get": 1, "list": 1} and conn.stats.lists == {"pods": 1}
 
 
 def test_no_new_pod_yet_is_followed_on_then_a_failure_past_the_limit() -> None:
-    conn = Fake(deployment(), [pod("2026-11-28T12:00:01Z", None)])
+    conn = member(deployment(), [pod("2026-11-28T12:00:01Z", None)])
     assert follow(conn) == (False, [])
     done, recorded = follow(conn, seen_ago=launches.LIMIT + 1)
     assert done and recorded == [("use1a", "reserved", None)]
@@ -85,13 +75,13 @@ def test_no_new_pod_yet_is_followed_on_then_a_failure_past_the_limit() -> None:
     deployment(replicas=0),
 ])
 def test_a_change_that_needs_no_new_pod_is_no_launch(obj: dict[str, Any]) -> None:
-    assert follow(Fake(obj, [pod("2026-11-28T11:00:00Z", "2026-11-28T11:00:05Z")])) == (
+    assert follow(member(obj, [pod("2026-11-28T11:00:00Z", "2026-11-28T11:00:05Z")])) == (
         True, [])
 
 
 def test_other_tiers_are_not_followed() -> None:
-    conn = Fake(deployment(tier="ondemand"), [])
-    assert follow(conn) == (True, []) and conn.asked == ["Deployment api"]
+    conn = member(deployment(tier="ondemand"), [])
+    assert follow(conn) == (True, []) and conn.stats.by_verb == {"get": 1}
 
 
 def test_a_pass_hands_over_its_written_deployments_only() -> None:
