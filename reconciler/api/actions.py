@@ -23,7 +23,6 @@ import os
 import re
 import socket
 import threading
-import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
@@ -39,6 +38,7 @@ from reconciler.api.access import Caller
 from reconciler.api.models import ActionAnswer, Problem, ZoneStep
 from reconciler.clients import read, write
 from reconciler.clients.connect import Connection
+from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.clock import iso_time as _iso
 from reconciler.errors import CLUSTER_ERRORS, explain
 from reconciler.host import cr_ref, read_apps, spec_kinds
@@ -60,12 +60,14 @@ class Operations:
     """Restarts and reruns running in this server: one per app at a time, at most
     ``per_user`` of one user and ``per_project`` of one project, ``most`` in all (so no
     tenant fills the server's share alone); ``identity`` names this server in the
-    restarts' claims."""
+    restarts' claims; ``clock`` stamps and ages the claims and pauses and times the
+    restarts' waits."""
 
     def __init__(self, most: int = 8, identity: str | None = None, *, per_user: int = 2,
-                 per_project: int = 4) -> None:
+                 per_project: int = 4, clock: Clock = SYSTEM_CLOCK) -> None:
         self.most, self.per_user, self.per_project = most, per_user, per_project
         self.identity = identity or f"{socket.gethostname()}/{os.getpid()}"
+        self.clock = clock
         self._running: dict[AppKey, tuple[str, str]] = {}
         """app → (what runs, for whom)"""
         self._lock = threading.Lock()
@@ -227,11 +229,12 @@ def start_restart(gateway: ActionGateway, app: AppKey, user: str) -> ActionAnswe
     if who:
         raise HTTPException(409, f"the rollout of {'/'.join(app)} is paused by {who}: "
                                  "`rollout resume` it first")
+    clock = gateway.operations.clock
     running = restart.claim_of(cr)
-    if running is not None and not restart.stale(running, time.time()):
+    if running is not None and not restart.stale(running, clock()):
         raise HTTPException(409, f"a restart of {'/'.join(app)} by {running.by} "
                                  f"({running.at}) is running in {running.holder}")
-    plan, members = _plan_restart(gateway, host, app, _iso(time.time()))
+    plan, members = _plan_restart(gateway, host, app, _iso(clock()))
     claim = Claim(plan.at, user, gateway.operations.identity, plan.at)
     order = " then ".join(z for z, _ in plan.zones)
     message = (f"restarting zone by zone ({order}): each zone's workloads get "
@@ -249,13 +252,14 @@ def resume_restart(gateway: ActionGateway, app: AppKey, left: Claim) -> None:
     run it again from its first zone: zones it restarted pass at once."""
     host = _host(gateway)
     cr = app_resource(host, app)
+    clock = gateway.operations.clock
     current = restart.claim_of(cr)
-    if current != left or not restart.stale(left, time.time()):
+    if current != left or not restart.stale(left, clock()):
         return  # ended, renewed or taken over meanwhile
     plan, members = _plan_restart(gateway, host, app, left.at)
-    claim = Claim(left.at, left.by, gateway.operations.identity, _iso(time.time()))
+    claim = Claim(left.at, left.by, gateway.operations.identity, _iso(clock()))
     message = (f"{claim.holder} took over the restart by {left.by} at {left.at} from "
-               f"{left.holder} (its claim was last renewed {left.age(time.time()):.0f}s "
+               f"{left.holder} (its claim was last renewed {left.age(clock()):.0f}s "
                "ago); zones already restarted pass at once")
     _run_restart(gateway, host, app, plan, members, claim, cr,
                  announce=lambda: record(gateway.store, app, "RestartResumed", message))
@@ -281,7 +285,7 @@ def _run_restart(gateway: ActionGateway, host: Connection, app: AppKey,
                  cr: Obj, announce: Callable[[], None]) -> None:
     """Claim the restart, ``announce()`` it and run it in the background (409 when
     another server claimed the app first)."""
-    store = gateway.store
+    store, clock = gateway.store, gateway.operations.clock
 
     def note(reason: str, message: str) -> None:
         record(store, app, reason, f"{message} (restart by {claim.by} at {plan.at})",
@@ -294,7 +298,8 @@ def _run_restart(gateway: ActionGateway, host: Connection, app: AppKey,
                 apply=lambda w, body: write.apply(members[w.cluster], body,
                                                   manager=restart.RESTART_MANAGER),
                 fetch=lambda w: read.get(members[w.cluster], w.ref),
-                paused=lambda: pause.paused_by(read.get(host, cr_ref(app))))
+                paused=lambda: pause.paused_by(read.get(host, cr_ref(app))),
+                clock=clock.monotonic, sleep=clock.sleep)
         except CLUSTER_ERRORS as exc:
             note("RestartHalted", f"a cluster failed: {explain(exc)}; later zones keep "
                                   "their pods")
@@ -310,7 +315,8 @@ def _run_restart(gateway: ActionGateway, host: Connection, app: AppKey,
         raise HTTPException(409, f"another restart of {'/'.join(app)} started meanwhile")
     announce()
     busy = gateway.operations.start(
-        app, "restart", lambda: restarts.run_claimed(host, app, claim, work), claim.by)
+        app, "restart", lambda: restarts.run_claimed(host, app, claim, work, clock=clock),
+        claim.by)
     if busy:
         restarts.release(host, app, claim)
         raise HTTPException(409, busy)
@@ -380,7 +386,7 @@ def set_paused(gateway: ActionGateway, app: AppKey, user: str, paused: bool) -> 
         message = f"the rollout of {name} is not paused"
     else:
         ref = cr_ref(app)
-        body = pause.pause_patch(ref, user, _iso(time.time())) if paused \
+        body = pause.pause_patch(ref, user, _iso(gateway.operations.clock())) if paused \
             else pause.resume_patch(ref)
         try:
             write.apply(host, body, manager=pause.PAUSE_MANAGER)

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 
 from kubernetes.dynamic.exceptions import ConflictError
 
 from reconciler.clients import read, write
 from reconciler.clients.connect import Connection
+from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.clock import iso_time as _iso
 from reconciler.errors import CLUSTER_ERRORS
 from reconciler.host import cr_ref
@@ -44,12 +44,13 @@ def _still_claimed(host: Connection, app: AppKey, claim: Claim) -> bool:
     return current is not None and (current.at, current.holder) == (claim.at, claim.holder)
 
 
-def renew(host: Connection, app: AppKey, claim: Claim) -> bool:
-    """Say the restart still runs here; False when another server holds it now."""
+def renew(host: Connection, app: AppKey, claim: Claim, now: float) -> bool:
+    """Say the restart still runs here (renewed at epoch ``now``); False when another
+    server holds it now."""
     if not _still_claimed(host, app, claim):
         return False
     write.apply(host, restart.claim_patch(cr_ref(app), Claim(
-        claim.at, claim.by, claim.holder, _iso(time.time()))), manager=restart.RESTART_MANAGER)
+        claim.at, claim.by, claim.holder, _iso(now))), manager=restart.RESTART_MANAGER)
     return True
 
 
@@ -62,15 +63,15 @@ def release(host: Connection, app: AppKey, claim: Claim) -> None:
 
 def run_claimed(host: Connection, app: AppKey, claim: Claim,
                 work: Callable[[Callable[[], bool]], None],
-                every: float = restart.RENEW_SECONDS) -> None:
-    """``work(claimed)`` with the claim renewed every ``every`` seconds beside it (``claimed()``
-    turns False once another server holds it), then released."""
+                every: float = restart.RENEW_SECONDS, clock: Clock = SYSTEM_CLOCK) -> None:
+    """``work(claimed)`` with the claim renewed every ``every`` seconds of ``clock`` beside
+    it (``claimed()`` turns False once another server holds it), then released."""
     stop, lost = threading.Event(), threading.Event()
 
     def keep() -> None:
-        while not stop.wait(every):
+        while not clock.wait_event(stop, every):
             try:
-                if not renew(host, app, claim):
+                if not renew(host, app, claim, clock()):
                     lost.set()
                     return
             except CLUSTER_ERRORS as exc:  # the host is away: try again, the claim ages

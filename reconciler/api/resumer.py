@@ -1,12 +1,12 @@
 """Restarts left by a server that stopped: every ``every`` seconds, each app whose restart
 claim has not been renewed for :data:`~reconciler.rollout.restart.STALE_SECONDS` is taken
-over by this server (:func:`reconciler.api.actions.resume_restart`)."""
+over by this server (:func:`reconciler.api.actions.resume_restart`). Both times are read
+on the clock of the gateway's :class:`~reconciler.api.actions.Operations`."""
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Mapping
 from typing import Protocol
 
@@ -38,7 +38,7 @@ class RestartResumer:
         self._thread.start()
 
     def _run(self) -> None:
-        while not self._stop.wait(self.every):
+        while not self.gateway.operations.clock.wait_event(self._stop, self.every):
             try:
                 self.scan()
             except Exception:  # a bug must not end the scans for good: logged, tried again
@@ -49,7 +49,7 @@ class RestartResumer:
         taken = []
         for app, noted in self.apps.annotated(restart.CLAIM_AT).items():
             claim = restart.claim_of({"metadata": {"annotations": noted}})
-            if claim is None or not restart.stale(claim, time.time()) \
+            if claim is None or not restart.stale(claim, self.gateway.operations.clock()) \
                     or self.gateway.operations.running(app):
                 continue
             try:

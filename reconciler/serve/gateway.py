@@ -9,11 +9,13 @@ from dataclasses import dataclass
 
 from pincompile.contract import GitError, cache_root
 from reconciler.api.access import HostAccess, RateLimits
+from reconciler.api.actions import Operations
 from reconciler.api.app import Gateway
 from reconciler.api.pods import MemberPods
 from reconciler.api.resumer import RestartResumer
 from reconciler.api.sources import HostApps
 from reconciler.clients.connect import ClusterUnreachable, Connection, KubeconfigError
+from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.console.members import MemberClusters
 from reconciler.insight.live import WatchedInsight
 from reconciler.insight.sampler import UsageSampler
@@ -57,9 +59,10 @@ class ServedAPI:
 
 
 def open_api(kubeconfig: str | None, context: str, mirror: Mirror, *, store_url: str | None,
-             retention: float, rate: float) -> ServedAPI | None:
+             retention: float, rate: float, clock: Clock = SYSTEM_CLOCK) -> ServedAPI | None:
     """The API's parts, started; ``None`` (the API answers 503) when the host cannot be
-    read now. A store that cannot be opened is an error (``StoreError``)."""
+    read now. A store that cannot be opened is an error (``StoreError``). ``clock``: what
+    the restarts' claims and the rollout pauses are stamped and aged by."""
     from datetime import timedelta
 
     try:
@@ -101,7 +104,7 @@ def open_api(kubeconfig: str | None, context: str, mirror: Mirror, *, store_url:
     insight = WatchedInsight(host, kubeconfig)
     gateway = Gateway(apps=apps, store=store, access=HostAccess(host), host=host,
                       limits=RateLimits(rate, max(1, round(rate * 2))), pods=pods,
-                      insight=insight)
+                      insight=insight, operations=Operations(clock=clock))
     resumer = RestartResumer(gateway, apps)
     resumer.start()
     sampler = UsageSampler(insight, store)
