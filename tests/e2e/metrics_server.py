@@ -32,6 +32,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from tests.support.wait import wait_for
+
 GROUP = "external.metrics.k8s.io"
 VERSION = "v1beta1"
 GROUP_VERSION = f"{GROUP}/{VERSION}"
@@ -232,17 +234,17 @@ def register(api: Any, server: ExternalMetricsServer, service: str, namespace: s
                  "caBundle": base64.b64encode(server.ca_pem).decode(),
                  "service": {"namespace": namespace, "name": service, "port": server.port}},
     })
-    deadline = time.monotonic() + timeout
-    why = ""
-    while time.monotonic() < deadline:
+    why = [""]
+
+    def available() -> bool:
         status = registration.read_api_service_status(APISERVICE).status
         conditions = {c.type: c for c in (status.conditions if status else None) or []}
-        available = conditions.get("Available")
-        if available is not None and available.status == "True":
-            return
-        why = f"{available.reason}: {available.message}" if available else "no condition yet"
-        time.sleep(1)
-    raise TimeoutError(f"APIService {APISERVICE} not Available after {timeout:.0f}s ({why})")
+        found = conditions.get("Available")
+        why[0] = f"{found.reason}: {found.message}" if found else "no condition yet"
+        return found is not None and found.status == "True"
+
+    wait_for(available, timeout, f"APIService {APISERVICE} to be Available", interval=1.0,
+             describe=lambda: why[0])
 
 
 def unregister(api: Any, service: str, namespace: str) -> None:

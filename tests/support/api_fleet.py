@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from reconciler.clients.connect import Connection
 from reconciler.fleet import fleet as fleet_mod
 from reconciler.host import ensure_crds
 from reconciler.model import AppKey
+from tests.support.wait import wait_for
 
 TOKEN_SECONDS = 3600
 TENANT_ROLES = Path(__file__).resolve().parents[2] / "contrib/api/rbac-tenant.yaml"
@@ -125,10 +125,11 @@ def served_locally(app: Any, start_timeout: float = 10.0) -> Iterator[str]:
                               daemon=True, name="uvicorn-e2e")
     thread.start()
     try:
-        deadline = time.monotonic() + start_timeout
-        while not server.started:
-            assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.05)
+        def started() -> bool:
+            assert thread.is_alive(), "uvicorn ended before it started"
+            return bool(server.started)
+
+        wait_for(started, start_timeout, "uvicorn to start", interval=0.05)
         yield f"http://127.0.0.1:{sock.getsockname()[1]}"
     finally:
         server.should_exit = True

@@ -10,10 +10,10 @@ placement's choices::
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import re
-import time
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from pathlib import Path
@@ -32,6 +32,7 @@ from pincompile.models.types import parse_quantity
 from pincompile.parse import parse
 from pincompile.placement import Decision, Plan, Shard
 from pincompile.source.loader import LoadResult, load_tree
+from tests.support.wait import wait_for
 
 TESTS = Path(__file__).resolve().parent.parent
 REPO = TESTS.parent
@@ -206,9 +207,10 @@ def _dupes(values: list[Any], where: str) -> Iterable[str]:
 def siblings_left(out: Path, wait: float = 30.0) -> list[str]:
     """Names beside ``out`` that a compile left (a replaced output tree is deleted in the
     background: give it ``wait`` seconds)."""
-    deadline = time.monotonic() + wait
-    while True:
-        left = sorted(p.name for p in out.parent.iterdir() if p.name.startswith(f".{out.name}."))
-        if not left or time.monotonic() > deadline:
-            return left
-        time.sleep(0.05)
+    def left() -> list[str]:
+        return sorted(p.name for p in out.parent.iterdir() if p.name.startswith(f".{out.name}."))
+
+    with contextlib.suppress(AssertionError):
+        wait_for(lambda: not left(), wait, f"what a compile left beside {out.name} to go",
+                 interval=0.05)
+    return left()

@@ -3,6 +3,7 @@ child process, and HTTP calls."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -20,6 +21,7 @@ from typing import Any
 import yaml
 
 from tests.support.git import git
+from tests.support.wait import wait_for
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO_ROOT / "examples"
@@ -127,15 +129,16 @@ class ServeProcess:
         self.proc = subprocess.Popen(command, env=environment, stdout=subprocess.DEVNULL,
                                      stderr=self.log.open("w"), cwd=REPO_ROOT)
         pattern = re.compile(r"on (http://127\.0\.0\.1:\d+) as")
-        deadline = time.monotonic() + 420  # the shared test machine can be very slow
-        while time.monotonic() < deadline:
-            found = pattern.search(self.log.read_text())
-            if found:
+
+        def listening() -> re.Match[str] | bool:
+            """Where serve listens, once it says so; True once it ended without."""
+            return pattern.search(self.log.read_text()) or self.proc.poll() is not None
+
+        with contextlib.suppress(AssertionError):  # the shared test machine can be very slow
+            found = wait_for(listening, 420, "serve to listen")
+            if isinstance(found, re.Match):
                 self.base = found.group(1)
                 return
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.1)
         self.proc.kill()
         raise AssertionError(f"serve did not start:\n{self.log.read_text()}")
 

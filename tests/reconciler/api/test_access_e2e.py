@@ -107,11 +107,9 @@ def test_a_tenant_sees_and_reads_only_its_project_from_a_warm_cache(
                           ).status_code == 401
 
         write_status(host, ("PinApp", "api-shop", "web"), ready("Degraded"))
-        deadline = time.monotonic() + 10
-        while client.get("/api/v1/apps/PinApp/api-shop/web", headers=auth
-                         ).json()["phase"] != "Degraded":
-            assert time.monotonic() < deadline, "the watch did not bring the new status"
-            time.sleep(0.2)
+        wait_for(lambda: client.get("/api/v1/apps/PinApp/api-shop/web", headers=auth
+                                    ).json()["phase"] == "Degraded", 10,
+                 "the watch to bring the new status", interval=0.2)
 
         before = sum(host.stats.by_verb.values())
         for _ in range(20):

@@ -17,6 +17,7 @@ import urllib3
 from reconciler.api.logs import LogLimits, LogQuery, LogTarget, MergedLogs, pod_log_opener
 from reconciler.clients.connect import Connection
 from tests.support.member_logs import LINE, TOKEN, member_logs
+from tests.support.wait import wait_for
 
 HOLD_SECONDS = 10.0
 
@@ -73,10 +74,9 @@ def test_a_consumer_that_goes_ends_every_upstream_at_once(quiet_server: str) -> 
     # it used to wait for each quiet container's next line (here HOLD_SECONDS), on the
     # event loop's thread
     assert closing < 1.0
-    deadline = time.monotonic() + 2.0
-    while logs.upstreams_open or any(t.name.startswith("logs-c") for t in threading.enumerate()):
-        assert time.monotonic() < deadline, "a log thread outlived its consumer"
-        time.sleep(0.02)
+    wait_for(lambda: not logs.upstreams_open and not any(
+        t.name.startswith("logs-c") for t in threading.enumerate()), 2.0,
+        "every log thread to end with its consumer", interval=0.02)
 
 
 def test_a_stream_ends_soon_after_its_caller_may_no_longer_read_the_logs(

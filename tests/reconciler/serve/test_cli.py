@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from pincompile.cli import cli
 from tests.support.serve import ServeProcess, SpecRepo
+from tests.support.wait import wait_for
 
 
 def test_help_teaches_endpoints_and_examples() -> None:
@@ -44,10 +45,8 @@ def test_sigterm_lets_the_pass_in_flight_finish(spec_repo: SpecRepo, tmp_path: P
     serve = ServeProcess(spec_repo.bare, tmp_path / "passes.jsonl", "--no-leader-election",
                          "--no-events", delay=3.0)
     try:
-        deadline = time.monotonic() + 60
-        while not serve.passes("start") and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert serve.passes("start"), serve.log.read_text()
+        wait_for(lambda: serve.passes("start"), 60, "the first pass to start",
+                 interval=0.05, describe=serve.log.read_text)
         serve.proc.send_signal(signal.SIGTERM)
         assert serve.proc.wait(timeout=60) == 0, serve.log.read_text()
         assert [p["revision"] for p in serve.passes()] == [spec_repo.first], \
@@ -61,9 +60,8 @@ def test_sigterm_does_not_wait_longer_than_the_shutdown_timeout(spec_repo: SpecR
     serve = ServeProcess(spec_repo.bare, tmp_path / "passes.jsonl", "--no-leader-election",
                          "--no-events", "--shutdown-timeout", "1s", delay=60.0)
     try:
-        deadline = time.monotonic() + 60
-        while not serve.passes("start") and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for(lambda: serve.passes("start"), 60, "the first pass to start",
+                 interval=0.05, describe=serve.log.read_text)
         start = time.monotonic()
         serve.proc.send_signal(signal.SIGTERM)
         assert serve.proc.wait(timeout=30) == 1

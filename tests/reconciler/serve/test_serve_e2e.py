@@ -345,10 +345,9 @@ def test_the_api_serves_a_tenant_its_apps_history_and_events(
     auth = {"Authorization": f"Bearer {shop_token}"}
 
     def listed() -> Any:  # the first pass installed the CRDs: the API's watch finds them
-        time.sleep(0.5)
         return json.loads(http("GET", f"{serve.base}/api/v1/apps", headers=auth)[1])["items"]
 
-    listed = wait_for(listed, 30, "the API lists the tenant's apps")
+    listed = wait_for(listed, 30, "the API lists the tenant's apps", interval=0.5)
     assert {a["project"] for a in listed} == {"shop"}
     assert {"api", "web"} <= {a["name"] for a in listed if a["kind"] == "PinApp"}
     assert http("GET", f"{serve.base}/api/v1/apps")[0] == 401
@@ -364,12 +363,10 @@ def test_the_api_serves_a_tenant_its_apps_history_and_events(
         assert status == 200, body
         return [r for r in json.loads(body) if r["revision"] == applied]
 
-    (revision,) = wait_for(lambda: time.sleep(0.2) or history(), 30,
-                           "the applied revision in the history")
+    (revision,) = wait_for(history, 30, "the applied revision in the history", interval=0.2)
     assert revision["commit"] == applied and revision["author"]
 
     def pod_events() -> Any:
-        time.sleep(0.5)
         status, body = http("GET", f"{serve.base}/api/v1/apps/PinApp/shop/api/events",
                             headers=auth)
         assert status in (200, 429), body
@@ -379,7 +376,7 @@ def test_the_api_serves_a_tenant_its_apps_history_and_events(
     # the scheduler's Events of api's pods, from each member cluster it runs in
     scheduled = wait_for(lambda: (found := pod_events()) and {
         e["cluster"] for e in found} == set(API_CLUSTERS) and found, 60,
-                         "the scheduler's Events of api's pods in the timeline")
+                         "the scheduler's Events of api's pods in the timeline", interval=0.5)
     assert all(e["object"].startswith("Pod/shop/api-") for e in scheduled), scheduled
     # the API servers drop Events after their TTL (here: deleted at once); the store keeps them
     for cluster in API_CLUSTERS:
@@ -417,7 +414,6 @@ def test_host_status_follows_member_objects_between_passes(
     def scaling() -> Any:
         """web's Events in rt-a: the Deployment's scaling to ``replicas`` and its
         ReplicaSet's pods created."""
-        time.sleep(0.5)
         status, body = http("GET", f"{serve.base}/api/v1/apps/PinApp/shop/web/events",
                             headers={"Authorization": f"Bearer {shop_token}"})
         assert status in (200, 429), body
@@ -430,7 +426,7 @@ def test_host_status_follows_member_objects_between_passes(
                    and e["object"].startswith("ReplicaSet/shop/web-")]
         return scaled and created
 
-    wait_for(scaling, 30, "web's scaling in rt-a in its timeline")
+    wait_for(scaling, 30, "web's scaling in rt-a in its timeline", interval=0.5)
 
 
 def _check_requests(path: Path) -> list[AccessRequest]:
@@ -487,6 +483,9 @@ IDLE_GRANTS: dict[tuple[str, str, str], str] = {
                                                 "shard's leader is a note on its Lease",
     ("create", "", "pods/exec"): "the API's exec sessions (`pincompile exec`; a WebSocket "
                                  "exec is authorized as create): this run opens none",
+    ("create", "", "pods/portforward"): "the API's forwarded connections (`pincompile "
+                                        "port-forward`; a WebSocket is authorized as "
+                                        "create): this run opens none",
     ("get", "apps", "replicasets"): "the insight store's lookup of the app of a ReplicaSet "
                                     "an Event names, once none of its pods is left to say "
                                     "(this run's pods say)",
@@ -599,7 +598,6 @@ def test_history_is_one_postgresql_store_that_outlives_the_replica_that_wrote_it
     auth = {"Authorization": f"Bearer {shop_token}"}
 
     def history(base: str) -> list[dict[str, Any]] | None:
-        time.sleep(0.3)
         status, body = http("GET", f"{base}/api/v1/apps/PinApp/shop/api/history",
                             headers=auth)
         return json.loads(body) if status == 200 else None  # 404/503: still warming up
@@ -614,7 +612,7 @@ def test_history_is_one_postgresql_store_that_outlives_the_replica_that_wrote_it
 
     try:
         written = wait_for(lambda: (h := history(restricted_serve.base)) and every_revision(h)
-                           and h, 60, f"the {len(changed)} revisions of api")
+                           and h, 60, f"the {len(changed)} revisions of api", interval=0.3)
     except AssertionError as exc:
         raise AssertionError(f"{exc}; last seen {seen[0]} of {[c[:8] for c in changed]}") \
             from None
@@ -627,7 +625,8 @@ def test_history_is_one_postgresql_store_that_outlives_the_replica_that_wrote_it
         "--namespace", host_ns, identity="serve-again", real=True,
         env={"PINCOMPILE_WEBHOOK_SECRET": SECRET, "PINCOMPILE_STORE": store_url})
     try:
-        read = wait_for(lambda: history(again.base), 120, "a new replica serves the app's history")
+        read = wait_for(lambda: history(again.base), 120, "a new replica serves the app's history",
+                        interval=0.3)
     finally:
         again.stop()
     assert read == written

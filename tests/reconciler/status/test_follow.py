@@ -11,6 +11,7 @@ from typing import Any
 from pincompile.manifest import LABEL_APP, LABEL_KIND, LABEL_PROJECT
 from reconciler.status.follow import StatusFollower
 from tests.support.clock import FakeClock
+from tests.support.wait import wait_for
 
 WEB = ("PinApp", "shop", "web")
 KEY = ("apps/v1/Deployment", "shop", "web")
@@ -91,10 +92,15 @@ def test_a_running_pass_holds_rewrites_back() -> None:
 def test_an_app_in_a_cluster_not_followed_here_is_left_to_the_passes() -> None:
     fleet = Fleet({"a": {KEY: _deployment(2)}})  # b is another shard's
     statuses = {WEB: {"phase": "Progressing", "clusters": [{"name": "a"}, {"name": "b"}]}}
-    follower = _follower(fleet, statuses, threading.Lock())
+    clock = FakeClock()
+    follower = StatusFollower(lambda: statuses, fleet.snapshot, fleet.write,
+                              threading.Lock(), delay=0.3, clock=clock)
     try:
+        clock.settle()
         follower.changed(_deployment(2))
-        assert not fleet.wrote.wait(1.0)
+        clock.advance(10 * 0.3)  # well past its delay: it looked, and waits again
+        clock.settle()
+        assert not fleet.wrote.is_set()
     finally:
         follower.close()
 
@@ -129,10 +135,9 @@ def test_a_pass_that_wants_to_start_does_not_wait_for_a_long_batch_of_rewrites()
             time.sleep(0.5)
             assert len(slow.written) == during, "no rewrite while the pass runs"
         assert waited < 0.5 and during < len(apps), (waited, during)
-        deadline = time.monotonic() + 10
-        while len(slow.written) < len(apps) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert sorted(app for app, _ in slow.written) == apps  # the rest, after the pass
+        wait_for(lambda: len(slow.written) >= len(apps), 10, "the rest written after the pass",
+                 interval=0.05)
+        assert sorted(app for app, _ in slow.written) == apps
     finally:
         follower.close()
 
