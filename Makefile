@@ -1,6 +1,6 @@
 # Two entry points for a fresh machine (see README):
 #   make demo   — set up, start the local fleet, validate, compile and apply examples/
-#   make test   — set up and run every test on 2 workers (the e2e tests build a local
+#   make test   — set up and run every test on 4 workers (the e2e tests build a local
 #                 Kubernetes fleet once; each run starts two fleets, side by side)
 PYTHON ?= python3
 VENV   ?= .venv
@@ -41,7 +41,7 @@ scanner: setup
 	PYTHON=$(BIN)/python sh hack/scanner.sh >/dev/null
 
 test: setup packages scanner lint
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -q -n 4 --dist loadgroup
 
 schemas: setup
 	$(BIN)/pincompile schema --out-dir schemas

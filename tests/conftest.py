@@ -4,7 +4,10 @@ per run, each fleet down once its last test is done.
 - ``fleet``: the session fleet, for every e2e test that can share one: each works in
   namespaces or projects of its own. It uses the Cluster specs in
   ``$PINCOMPILE_E2E_CLUSTERS`` (default: ``examples/platform`` when present, else
-  ``tests/e2e/fixtures/clusters``).
+  ``tests/e2e/fixtures/clusters``). Under xdist its modules are two groups of work, run
+  side by side on the one fleet (the first process to need it starts it, the last to be
+  done with it stops it); a module marked ``fleet_alone("why")`` (it stops a component,
+  or prunes what is not its own) has the fleet to itself while it runs.
 - ``exclusive_fleet``: for a module that must be the only reconciler of its fleet (it
   reconciles a whole spec tree, prunes included, and reads back everything on the host)
   or that stops its clusters or breaks their nodes. Its member clusters are those of
@@ -14,14 +17,16 @@ per run, each fleet down once its last test is done.
 Both run the ``test`` timer profile (``$PINCOMPILE_FLEET_PROFILE``: short controller
 timers; tests read them with :func:`tests.support.fleet.timer`). The modules that use a
 fleet come one after another (``pytest_collection_modifyitems``); under ``make test``'s
-two xdist workers the two fleets' modules run side by side. The first run builds the
-binaries (cached afterwards). Without Go (and without cached binaries) the e2e tests are
-skipped; with ``CI=true`` that is an error instead.
+xdist workers the groups run side by side (their tests mostly wait), with the unit tests
+filling the workers' time around them. The first run builds the binaries (cached
+afterwards). Without Go (and without cached binaries) the e2e tests are skipped; with
+``CI=true`` that is an error instead.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -56,6 +61,10 @@ STARTED: dict[Path, str] = {}
 RUN_ENV = "PINCOMPILE_E2E_RUN"
 #: per fleet fixture, the modules that use it
 USERS: dict[str, set[object]] = {"exclusive_fleet": set(), "fleet": set()}
+#: each e2e module's xdist group, by path (``_groups``)
+GROUP_OF: dict[str, str] = {}
+#: the session fleet's groups this process ran modules of (since it last said so)
+RAN: set[str] = set()
 ENABLE = ("e2e tests need Go >= 1.26 to build the fleet once (or cached binaries): "
           + build.ENABLE_HINT + "; CI=true makes this an error")
 
@@ -121,9 +130,47 @@ def _fleet_order(module: list[pytest.Item]) -> int:
     return 2 if any(_uses(item, "exclusive_fleet") for item in module) else 1
 
 
-#: the xdist group of each fleet order (see ``_fleet_order``): one worker runs the modules
-#: on the session fleet, the other those on the exclusive fleet or fleets of their own
-GROUPS = {1: "exclusive-fleet", 2: "exclusive-fleet", 3: "session-fleet"}
+#: the xdist group of the exclusive fleet's modules and of those with fleets of their own
+EXCLUSIVE_GROUP = "exclusive-fleet"
+#: the session fleet's modules are this many groups, run side by side on the one fleet
+SESSION_GROUPS = 2
+#: seconds each e2e module took in the last runs on this machine (what the session
+#: fleet's modules are divided by); a module not in it counts this many per test
+SECONDS_FILE = "e2e-module-seconds.json"
+UNKNOWN_SECONDS_PER_TEST = 10.0
+
+
+def _module_seconds() -> dict[str, float]:
+    try:
+        found = json.loads((build.cache_root() / SECONDS_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return {str(k): float(v) for k, v in found.items()} if isinstance(found, dict) else {}
+
+
+def _groups(ordered: list[list[pytest.Item]]) -> dict[str, str]:
+    """Each e2e module's xdist group, by path: the session fleet's modules divided into
+    :data:`SESSION_GROUPS` groups of about equal time (by the seconds they took last time;
+    a ``fleet_alone`` module holds both groups up, so only the others are balanced), the
+    rest in :data:`EXCLUSIVE_GROUP`."""
+    known = _module_seconds()
+    groups: dict[str, str] = {}
+    session: list[tuple[float, str]] = []
+    for module in ordered:
+        path, order = module[0].nodeid.split("::", 1)[0], _fleet_order(module)
+        if order == 3:
+            alone = any(i.get_closest_marker("fleet_alone") for i in module)
+            seconds = known.get(path, UNKNOWN_SECONDS_PER_TEST
+                                * sum(_uses(item, "fleet") for item in module))
+            session.append((0.0 if alone else seconds, path))
+        elif order:
+            groups[path] = EXCLUSIVE_GROUP
+    loads = [0.0] * SESSION_GROUPS
+    for seconds, path in sorted(session, key=lambda s: (-s[0], s[1])):
+        lightest = loads.index(min(loads))
+        loads[lightest] += seconds
+        groups[path] = f"session-fleet-{lightest + 1}"
+    return groups
 
 
 def _groups_file() -> Path:
@@ -134,7 +181,7 @@ def _groups_file() -> Path:
 
 @pytest.hookimpl(optionalhook=True)  # an xdist hook: without xdist it is never called
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """``--dist loadgroup``: each e2e module's group (:data:`GROUPS`) is one unit of work,
+    """``--dist loadgroup``: each e2e module's group (:func:`_groups`) is one unit of work,
     run by one worker in collection order; every other test is a unit of its own. (xdist's
     own ``xdist_group`` marks rename the test ids, which pytest 9 ignores.)"""
     if config.getvalue("dist") != "loadgroup":
@@ -153,6 +200,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return FleetGroups(config, log)
 
 
+@pytest.hookimpl(trylast=True)  # after -k and -m have deselected what they do
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Order the modules, a module's tests together and in file order.
 
@@ -161,18 +209,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     collection order): no fleet runs idle beside the unit tests, and each fleet (started
     by its first user, stopped after its last) runs beside no other fleet.
 
-    Under ``pytest -n 2 --dist loadgroup`` (``make test``): the session fleet's modules
-    are one group of work and the others' another (``pytest_xdist_make_scheduler``), each
-    run by one worker in that order, the largest first, while the unit tests fill the
-    workers' time after them (the two fleets run side by side: their tests mostly
-    wait)."""
+    Under ``pytest -n N --dist loadgroup`` (``make test``): each group of e2e modules
+    (:func:`_groups`) is one unit of work, run by one worker in that order, the largest
+    first (``pytest_xdist_make_scheduler``), while the unit tests fill the workers' time
+    around them."""
     modules: dict[object, list[pytest.Item]] = {}
     for item in items:
         modules.setdefault(item.getparent(pytest.Module) or item, []).append(item)
     ordered = sorted(modules.values(), key=_fleet_order)
+    groups = _groups(ordered)
+    GROUP_OF.update(groups)
     if hasattr(config, "workerinput"):  # an xdist worker: tell the scheduler the groups
-        groups = {m[0].nodeid.split("::", 1)[0]: GROUPS[_fleet_order(m)] for m in ordered
-                  if _fleet_order(m) in GROUPS}
         path = _groups_file()
         scratch = path.with_name(f"{path.name}.{os.getpid()}")
         scratch.write_text(json.dumps(groups))
@@ -189,10 +236,17 @@ def _module(item: pytest.Item | None) -> object:
 @pytest.hookimpl(trylast=True)  # after pytest's own: the module's fixtures are torn down
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
     """Stop a fleet once the last module that uses it is done and its fixtures are torn
-    down (those modules come one after another: ``pytest_collection_modifyitems``)."""
-    for fixture, users in USERS.items():
-        if _module(item) in users and _module(nextitem) not in users:
-            _stop_started(fixture)
+    down (those modules come one after another: ``pytest_collection_modifyitems``). The
+    session fleet is shared: this process says which of its groups it is done with, and
+    the last to be done stops it."""
+    if _module(item) in USERS["exclusive_fleet"] and \
+            _module(nextitem) not in USERS["exclusive_fleet"]:
+        _stop_started("exclusive_fleet")
+    if _module(item) in USERS["fleet"]:
+        RAN.add(GROUP_OF.get(item.nodeid.split("::", 1)[0], ""))
+        if _module(nextitem) not in USERS["fleet"]:
+            _done_with_shared(RAN)
+            RAN.clear()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -202,6 +256,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):
         _groups_file().unlink(missing_ok=True)
+        _stop_shared()  # a worker died before it was done with it: nobody else will
 
 
 def _starts_file() -> Path:
@@ -215,11 +270,65 @@ def _note(tag: str, what: str) -> None:
         out.write(f"{tag} {what} {time.time():.0f}\n")
 
 
+#: seconds spent per test module (setup, call and teardown), as the reports arrive
+MODULE_SECONDS: dict[str, float] = {}
+#: the worker that ran each module (``gw0`` ...), under xdist
+MODULE_WORKER: dict[str, str] = {}
+
+
+#: the e2e modules among them
+E2E_MODULES: set[str] = set()
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    module = report.nodeid.split("::", 1)[0]
+    MODULE_SECONDS[module] = MODULE_SECONDS.get(module, 0.0) + report.duration
+    worker = getattr(report, "node", None)
+    if worker is not None:
+        MODULE_WORKER[module] = worker.gateway.id
+    if "e2e" in report.keywords:
+        E2E_MODULES.add(module)
+
+
+def _keep_module_seconds() -> None:
+    """Note what each e2e module took, for the next run's groups (:func:`_groups`)."""
+    if not E2E_MODULES:
+        return
+    known = _module_seconds() | {m: round(MODULE_SECONDS[m], 1) for m in E2E_MODULES}
+    path = build.cache_root() / SECONDS_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    scratch = path.with_name(f"{path.name}.{os.getpid()}")
+    scratch.write_text(json.dumps(known, indent=1, sort_keys=True))
+    scratch.replace(path)
+
+
+def _module_times(terminalreporter: Any, slowest: int = 15) -> None:
+    """Seconds per worker and the slowest modules (each fleet's modules run one after
+    another on one worker: that worker's total is the run's critical path)."""
+    if not MODULE_SECONDS:
+        return
+    by_worker: dict[str, float] = {}
+    for module, seconds in MODULE_SECONDS.items():
+        worker = MODULE_WORKER.get(module, "main")
+        by_worker[worker] = by_worker.get(worker, 0.0) + seconds
+    terminalreporter.write_line("test seconds per worker: " + ", ".join(
+        f"{worker} {seconds:.0f} s" for worker, seconds in sorted(by_worker.items())))
+    ranked = sorted(MODULE_SECONDS.items(), key=lambda item: -item[1])[:slowest]
+    terminalreporter.write_line("slowest modules: " + ", ".join(
+        f"{module} {seconds:.0f} s ({MODULE_WORKER.get(module, 'main')})"
+        for module, seconds in ranked))
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """Say how many fleets this run started and how long each was up (the longest is the
-    run's critical path: its modules run one after another on one worker)."""
+    run's critical path: its modules run one after another on one worker), and where the
+    test time went."""
+    if hasattr(terminalreporter.config, "workerinput"):
+        return
+    _module_times(terminalreporter)
+    _keep_module_seconds()
     path = _starts_file()
-    if hasattr(terminalreporter.config, "workerinput") or not path.exists():
+    if not path.exists():
         return
     notes = [line.split() for line in path.read_text().splitlines() if line.strip()]
     path.unlink()
@@ -286,12 +395,13 @@ def new_fleet_dir(tag: str) -> Path:
     return root / f"fleet-e2e-{tag}-{os.getpid()}"
 
 
-def _start(clusters: Path | list[Path], tag: str, echo: Callable[[str], None]
-           ) -> fleet_mod.FleetState:
+def _start(clusters: Path | list[Path], tag: str, echo: Callable[[str], None],
+           directory: Path | None = None) -> fleet_mod.FleetState:
     """Start a fleet of ``clusters`` (a folder or file of Cluster specs, or several
-    files) for this session; stopped by :func:`_stop_started`."""
+    files) for this session, in ``directory`` (default: :func:`new_fleet_dir`); stopped
+    by :func:`_stop_started`."""
     _reap_leftover_fleets(build.cache_root())
-    directory = new_fleet_dir(tag)
+    directory = directory or new_fleet_dir(tag)
     if isinstance(clusters, list):  # one folder of the files
         folder = directory.with_name(directory.name + "-clusters")
         shutil.rmtree(folder, ignore_errors=True)
@@ -323,13 +433,89 @@ def _stop_started(tag: str) -> None:
         shutil.rmtree(directory.with_name(directory.name + "-clusters"), ignore_errors=True)
 
 
+def _shared_dir() -> Path:
+    """The session fleet's directory: one per run (named by the run's first process, which
+    outlives every worker), whichever process starts it."""
+    return build.cache_root() / f"fleet-e2e-fleet-{os.environ[RUN_ENV]}"
+
+
+@contextlib.contextmanager
+def _locked(path: Path, mode: int = fcntl.LOCK_EX) -> Iterator[None]:
+    """``path`` flock'ed (exclusive, or ``fcntl.LOCK_SH``) across this run's processes."""
+    with open(path, "a") as handle:
+        fcntl.flock(handle, mode)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _shared(echo: Callable[[str], None]) -> fleet_mod.FleetState:
+    """The session fleet: started by the first process that asks, found by the others (a
+    failed start is not tried again: every process fails with its reason)."""
+    directory = _shared_dir()
+    failed = directory.with_name(directory.name + ".failed")
+    with _locked(directory.with_name(directory.name + ".lock")):
+        if failed.exists():
+            pytest.fail(failed.read_text(), pytrace=False)
+        state = fleet_mod.read_state(directory) if directory.exists() else None
+        if state is not None:
+            return state
+        try:
+            return _start(clusters_path(), "fleet", echo, directory)
+        except BaseException as exc:
+            failed.write_text(f"the session fleet did not start: {exc}")
+            raise
+
+
+def _done_with_shared(groups: set[str]) -> None:
+    """This process ran its last module of ``groups`` on the session fleet: stop it once
+    every group of the run is done (under xdist another process may still use it)."""
+    directory = _shared_dir()
+    every = {g for g in GROUP_OF.values() if g.startswith("session-fleet")} | groups
+    with _locked(directory.with_name(directory.name + ".lock")):
+        done_file = directory.with_name(directory.name + ".done")
+        done = set(done_file.read_text().split()) if done_file.exists() else set()
+        done |= groups
+        done_file.write_text("\n".join(sorted(done)))
+        if done >= every:
+            _stop_shared()
+
+
+def _stop_shared() -> None:
+    directory = _shared_dir()
+    STARTED[directory] = "fleet"
+    _stop_started("fleet")
+    for suffix in (".failed", ".done", ".lock", ".gate", ".turn"):
+        directory.with_name(directory.name + suffix).unlink(missing_ok=True)
+
+
 @pytest.fixture(scope="session")
-def fleet(e2e_toolchain: Path, pytestconfig: pytest.Config) -> Iterator[fleet_mod.FleetState]:
-    """A running fleet (host + one control plane per Cluster spec) for the session."""
-    try:
-        yield _start(clusters_path(), "fleet", terminal_echo(pytestconfig))
-    finally:
-        _stop_started("fleet")
+def fleet(e2e_toolchain: Path, pytestconfig: pytest.Config) -> fleet_mod.FleetState:
+    """A running fleet (host + one control plane per Cluster spec) for the session,
+    shared by this run's processes."""
+    return _shared(terminal_echo(pytestconfig))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _fleet_turn(request: pytest.FixtureRequest) -> Iterator[None]:
+    """While a module on the session fleet runs: the fleet shared with the other group's
+    modules, or, for a module marked ``fleet_alone("why")``, to itself (it waits for the
+    module running beside it to end, and the next waits for it; one that waits to be
+    alone goes before those that come after it)."""
+    if request.node not in USERS["fleet"]:
+        yield
+        return
+    base = _shared_dir()
+    gate, turn = (base.with_name(base.name + suffix) for suffix in (".gate", ".turn"))
+    if request.node.get_closest_marker("fleet_alone"):
+        with _locked(gate), _locked(turn):
+            yield
+        return
+    with _locked(gate, fcntl.LOCK_SH):
+        pass
+    with _locked(turn, fcntl.LOCK_SH):
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -24,7 +24,8 @@ from reconciler.fleet.clusters import ClusterSpec
 from tests.support.serve import EXAMPLES, REPO_ROOT, ServeProcess, SpecRepo, http
 from tests.support.wait import wait_for
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.fleet_alone(
+    "stops a kube-scheduler, and its serve prunes what is not its own")]
 INTERVAL, TIMEOUT = 20, 15
 SRE = "canary-e2e-sre"
 

@@ -23,7 +23,8 @@ from reconciler.model import PassReport, Phase
 from tests.e2e.support import examples_copy
 from tests.support.fake_passes import one_pass
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.fleet_alone(
+    "reconciles the whole examples tree, pruning what is not its own")]
 
 
 def _pass(fleet: fleet_mod.FleetState, root: Path, *, wait: bool

@@ -24,7 +24,8 @@ from reconciler.fleet.watch import ReadinessWatch
 from tests.support.fleet import timer
 from tests.support.wait import wait_for
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.fleet_alone(
+    "stops a member cluster's kwok: its nodes go NotReady")]
 
 IMAGE = "registry.internal/e2e/app:1.0"
 NEVER_READY = "registry.internal/e2e/app:1.5-never-ready"
