@@ -11,9 +11,10 @@ from typing import Any
 
 class Clock:
     """Real time. One clock goes to everything in a process that reads the time or waits
-    for it to pass (serve's coalescer, resync timer and pass deadline, Lease election,
-    failover grace, ``apply``'s wait for health), so that a test can hand over a fake
-    one and advance it instead of sleeping (``tests/support/clock.py``)."""
+    for it to pass (serve's coalescer, resync timer, pass deadline and wait for health,
+    Lease election, failover grace, restart claims, ``apply``'s wait for health), so that
+    a test can hand over a fake one and advance it instead of sleeping
+    (``tests/support/clock.py``)."""
 
     def __call__(self) -> float:
         """Epoch seconds: the instant stamps and reports name."""

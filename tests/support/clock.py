@@ -1,7 +1,8 @@
 """A clock that moves only when the test says so.
 
 Hand a :class:`FakeClock` to what takes a :class:`reconciler.clock.Clock` (serve's
-coalescer and worker, the Lease electors, ``apply``'s wait for health), then
+coalescer and worker, the Lease electors, the status follower, the restarts' claims
+(:class:`reconciler.api.actions.Operations`), a pass's wait for health), then
 :meth:`~FakeClock.advance` it. The threads waiting on it wake to the new time;
 :meth:`~FakeClock.settle` returns once every one of them has read the new time and is
 waiting again, so "nothing happened" is proven after the time passed, not by sleeping.
