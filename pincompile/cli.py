@@ -54,6 +54,8 @@ COMMANDS = {
              "An app's container logs, merged across pods and clusters."),
     "exec": ("reconciler.commands.exec", "exec_",
              "Run a command in a container of an app."),
+    "port-forward": ("reconciler.commands.port_forward", "port_forward",
+                     "Forward local ports to a port of an app's Running pod."),
     "events": ("reconciler.commands.remote", "events",
                "An app's timeline: pincompile's and its objects' Kubernetes Events."),
     "history": ("reconciler.commands.remote", "history",

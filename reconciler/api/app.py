@@ -22,7 +22,6 @@ from fastapi import (
     Request,
     Response,
     WebSocket,
-    WebSocketDisconnect,
 )
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError, WebSocketRequestValidationError
@@ -44,7 +43,7 @@ from reconciler.api.access import (
 )
 from reconciler.api.actions import Operations, mount_actions
 from reconciler.api.cost_routes import mount_cost
-from reconciler.api.exec import Ending, Upstream, UpstreamRefused, run_session
+from reconciler.api.exec import Upstream, accepted, deny, open_member, run_session
 from reconciler.api.exec_protocol import (
     SUBPROTOCOL,
     ExecLimits,
@@ -54,9 +53,10 @@ from reconciler.api.exec_protocol import (
     NotFound,
     check_command,
     pick_target,
-    status_frame,
 )
 from reconciler.api.forecast_routes import mount_forecast
+from reconciler.api.forward_protocol import ForwardLimits
+from reconciler.api.forward_routes import mount_forward
 from reconciler.api.index import AppEntry, AppIndex, AppSource, list_json
 from reconciler.api.insight import mount_insight
 from reconciler.api.logs import (
@@ -116,6 +116,7 @@ class Gateway:
     operations: Operations = field(default_factory=Operations)
     """Restarts running in this server."""
     exec_limits: ExecLimits = field(default_factory=ExecLimits)
+    forward_limits: ForwardLimits = field(default_factory=ForwardLimits)
     reviews: RateLimits = field(default_factory=lambda: RateLimits(*REVIEWS))
     """Host reviews of tokens not known yet, per client address."""
     insight: InsightSource | None = None
@@ -131,6 +132,7 @@ class Gateway:
         self.index = AppIndex(self.apps)
         self.log_streams = StreamSlots(self.log_limits.streams_per_user)
         self.exec_sessions = StreamSlots(self.exec_limits.sessions_per_user)
+        self.forward_sessions = StreamSlots(self.forward_limits.connections_per_user)
 
 
 def create_app(gateway: Gateway | None) -> FastAPI:
@@ -273,16 +275,19 @@ def _routes(api: FastAPI) -> None:
 
     _pod_routes(api)
     _exec_route(api)
+    mount_forward(api, caller_of, _authorize, app_pods)
 
 
-def app_pods(gateway: Gateway, app: AppKey) -> PodList:
-    """``app``'s pods in every member cluster (HTTPException 404/503 when it cannot say)."""
+def app_pods(gateway: Gateway, app: AppKey, cluster: str | None = None) -> PodList:
+    """``app``'s pods in every member cluster (or in ``cluster`` alone; HTTPException
+    404/503 when it cannot say)."""
     status = gateway.apps.statuses().get(app)
     if status is None:
         raise HTTPException(404, f"{'/'.join(app)} not found")
     if gateway.pods is None:
         raise HTTPException(503, "the API cannot read the member clusters")
-    return gateway.pods.pods(app, [str(c.get("name")) for c in status.get("clusters") or []])
+    return gateway.pods.pods(app, [str(c.get("name")) for c in status.get("clusters") or []
+                                   if cluster is None or c.get("name") == cluster])
 
 
 def _pod_routes(api: FastAPI) -> None:
@@ -366,25 +371,19 @@ async def serve_exec(websocket: WebSocket, app: AppKey, query: ExecQuery,
         caller = await authenticate(websocket)
         upstream, target = await _open_exec(websocket, caller, app, query)
     except (AccessError, HTTPException) as exc:
-        status = exc.status if isinstance(exc, AccessError) else exc.status_code
-        audit(caller, "GET", path, status, command=list(query.command)[:20])
-        await websocket.send_denial_response(JSONResponse(
-            {"detail": str(exc) if isinstance(exc, AccessError) else exc.detail},
-            status_code=status, headers=getattr(exc, "headers", None)))
+        await deny(websocket, caller, exc, command=list(query.command)[:20])
         return
     gateway: Gateway = websocket.app.state.gateway
-    started, ending = asyncio.get_running_loop().time(), Ending("client closed")
-    try:
-        await websocket.accept(subprotocol=SUBPROTOCOL if SUBPROTOCOL in
-                               websocket.scope.get("subprotocols", ()) else None)
-        await websocket.send_bytes(status_frame({"type": "target", **target.document()}))
-        ending = await run_session(websocket, upstream, query, gateway.exec_limits,
-                                   f"{target.cluster}/{target.pod}")
-    except (WebSocketDisconnect, OSError):
-        pass  # gone before the session started
-    finally:
+    started = asyncio.get_running_loop().time()
+
+    def end() -> None:
         upstream.abort()
         gateway.exec_sessions.give_back(caller.user)
+
+    ending = await accepted(websocket, SUBPROTOCOL, {"type": "target", **target.document()},
+                            lambda: run_session(websocket, upstream, query,
+                                                gateway.exec_limits,
+                                                f"{target.cluster}/{target.pod}"), end)
     audit(caller, "GET", path, 101, **target.document(), command=list(query.command),
           tty=query.tty, ended=ending.reason, exitCode=ending.exit_code,
           seconds=round(asyncio.get_running_loop().time() - started, 3))
@@ -405,23 +404,12 @@ async def _open_exec(websocket: WebSocket, caller: Caller, app: AppKey, query: E
         raise HTTPException(404, f"{'/'.join(app)}: {exc}") from None
     except NoRunningPod as exc:
         raise HTTPException(409, f"{'/'.join(app)}: {exc}") from None
-    assert gateway.pods is not None  # app_pods said so
-    connection = gateway.pods.connection(target.cluster)
-    if connection is None:
-        raise HTTPException(503, f"no connection to member cluster {target.cluster}")
-    if not gateway.exec_sessions.take(caller.user):
-        raise HTTPException(429, f"{caller.user} has {gateway.exec_limits.sessions_per_user}"
-                                 " exec sessions open already", headers={"Retry-After": "5"})
-    try:
-        upstream = await run_in_threadpool(Upstream.open, connection, target, query,
-                                           gateway.exec_limits.connect_seconds)
-    except UpstreamRefused as exc:
-        gateway.exec_sessions.give_back(caller.user)
-        raise HTTPException(502, f"{target.cluster} did not start the exec in "
-                                 f"{target.namespace}/{target.pod}: {exc}") from None
-    except BaseException:
-        gateway.exec_sessions.give_back(caller.user)
-        raise
+    upstream = await open_member(
+        gateway.pods, target.cluster, gateway.exec_sessions, caller.user,
+        f"{caller.user} has {gateway.exec_limits.sessions_per_user} exec sessions open "
+        "already", lambda connection: Upstream.open(connection, target, query,
+                                                    gateway.exec_limits.connect_seconds),
+        f"{target.cluster} did not start the exec in {target.namespace}/{target.pod}")
     return upstream, target
 
 

@@ -26,6 +26,7 @@ from reconciler.api.exec_protocol import (
     frame,
     split,
 )
+from reconciler.api.forward_protocol import SUBPROTOCOL as FORWARD_SUBPROTOCOL
 from reconciler.api.models import (
     ActionAnswer,
     AppDetail,
@@ -163,26 +164,68 @@ class ApiClient:
         """Start ``command`` in a container of the app (a WebSocket: docs/api/README.md)."""
         params: dict[str, Any] = {"container": container, "cluster": cluster, "pod": pod,
                                   "stdin": stdin, "tty": tty}
-        query = urlencode([(k, _text(v)) for k, v in params.items() if v is not None]
-                          + [("command", arg) for arg in command])
-        url = ("ws" + self.server.removeprefix("http") + PREFIX
-               + _app_path(kind, project, name, "exec") + f"?{query}")
-        context = None
-        if url.startswith("wss://"):
-            context = ssl.create_default_context(cafile=self.ca_file)
-            if self.insecure:
-                context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
-        headers = {k: v for k, v in self._headers.items() if k == "Authorization"}
+        url = self._ws_url(_app_path(kind, project, name, "exec"), params,
+                           [("command", arg) for arg in command])
         try:
             conn = ExitStack().enter_context(connect(  # entered: the non-legacy way
-                url, additional_headers=headers, subprotocols=[Subprotocol(SUBPROTOCOL)],
-                open_timeout=self.timeout, ssl=context, max_size=2**24,
-                user_agent_header="pincompile", compression=None))
-        except InvalidStatus as exc:
-            raise ApiError(exc.response.status_code, _detail(_Answer(exc.response))) from None
-        except (OSError, TimeoutError, WebSocketException) as exc:
-            raise ServerUnreachable(f"{self.server}: {_reason(exc)}") from None
+                url, additional_headers=self._ws_headers(),
+                subprotocols=[Subprotocol(SUBPROTOCOL)], open_timeout=self.timeout,
+                ssl=self._ws_ssl(url), max_size=2**24, user_agent_header="pincompile",
+                compression=None))
+        except (InvalidStatus, OSError, TimeoutError, WebSocketException) as exc:
+            raise self._ws_failure(exc) from None
         return ExecSession(conn)
+
+    def forward_target(self, kind: str, project: str, name: str, port: int, *,
+                       cluster: str | None = None, pod: str | None = None) -> dict[str, Any]:
+        """The pod a port-forward of ``port`` reaches: ``cluster``, ``namespace``, ``pod``,
+        ``port`` (chosen as exec chooses)."""
+        pairs = [(k, str(v)) for k, v in (("port", port), ("cluster", cluster), ("pod", pod))
+                 if v is not None]
+        found = self.call_json(_app_path(kind, project, name, "portforward"), pairs)
+        if not isinstance(found, dict) or not {"cluster", "namespace", "pod"} <= set(found):
+            raise ApiError(502, f"{self.server} answered something that is not a target")
+        return found
+
+    async def forward(self, kind: str, project: str, name: str, port: int, *,
+                      cluster: str, pod: str) -> Any:
+        """One connection to ``port`` of the app's pod: an open asyncio WebSocket
+        (``websockets.asyncio.client.ClientConnection``; frames: reconciler/api/forward.py)."""
+        from websockets.asyncio.client import connect as connect_async
+
+        url = self._ws_url(_app_path(kind, project, name, "portforward"),
+                           {"port": port, "cluster": cluster, "pod": pod})
+        try:
+            return await connect_async(
+                url, additional_headers=self._ws_headers(),
+                subprotocols=[Subprotocol(FORWARD_SUBPROTOCOL)], open_timeout=self.timeout,
+                ssl=self._ws_ssl(url), max_size=2**20, user_agent_header="pincompile",
+                compression=None, ping_interval=None)
+        except (InvalidStatus, OSError, TimeoutError, WebSocketException) as exc:
+            raise self._ws_failure(exc) from None
+
+    def _ws_url(self, path: str, params: dict[str, Any],
+                more: Sequence[tuple[str, str]] = ()) -> str:
+        query = urlencode([(k, _text(v)) for k, v in params.items() if v is not None]
+                          + list(more))
+        return "ws" + self.server.removeprefix("http") + PREFIX + path + f"?{query}"
+
+    def _ws_headers(self) -> dict[str, str]:
+        return {k: v for k, v in self._headers.items() if k == "Authorization"}
+
+    def _ws_ssl(self, url: str) -> ssl.SSLContext | None:
+        if not url.startswith("wss://"):
+            return None
+        context = ssl.create_default_context(cafile=self.ca_file)
+        if self.insecure:
+            context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+        return context
+
+    def _ws_failure(self, exc: BaseException) -> ApiError | ServerUnreachable:
+        """What a refused or failed WebSocket handshake raises."""
+        if isinstance(exc, InvalidStatus):
+            return ApiError(exc.response.status_code, _detail(_Answer(exc.response)))
+        return ServerUnreachable(f"{self.server}: {_reason(exc)}")
 
     def call_json(self, path: str, pairs: Sequence[tuple[str, str]] = (), *,
                   method: str = "GET") -> Any:

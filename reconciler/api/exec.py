@@ -15,17 +15,19 @@ import asyncio
 import contextlib
 import ssl
 import threading
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import quote, urlencode
 
 import websocket as wsclient
-from fastapi import WebSocket, WebSocketDisconnect
+from fastapi import HTTPException, WebSocket, WebSocketDisconnect
 from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse
 
 from reconciler.clients.connect import Connection
 
+from .access import AccessError, Caller, audit
 from .exec_protocol import (
     CLOSE,
     RESIZE,
@@ -39,6 +41,7 @@ from .exec_protocol import (
     exit_status,
     status_frame,
 )
+from .logs import StreamSlots
 from .threads import hand_over
 
 V5, V4 = "v5.channel.k8s.io", "v4.channel.k8s.io"
@@ -63,12 +66,18 @@ class Upstream:
     @classmethod
     def open(cls, connection: Connection, target: ExecTarget, query: ExecQuery,
              timeout: float) -> Upstream:
-        cfg = connection.api.configuration
         params = [("container", target.container), ("stdout", "true"),
                   ("stdin", _flag(query.stdin)), ("stderr", _flag(not query.tty)),
                   ("tty", _flag(query.tty)), *(("command", arg) for arg in query.command)]
-        path = (f"/api/v1/namespaces/{quote(target.namespace, safe='')}/pods/"
-                f"{quote(target.pod, safe='')}/exec?{urlencode(params)}")
+        return cls.connect(connection, f"{pod_path(target)}/exec?{urlencode(params)}",
+                           [V5, V4], timeout)
+
+    @classmethod
+    def connect(cls, connection: Connection, path: str, subprotocols: list[str],
+                timeout: float) -> Upstream:
+        """A WebSocket to ``path`` on the member API server, with the connection's
+        credentials (UpstreamRefused: it did not answer, or not with an upgrade)."""
+        cfg = connection.api.configuration
         url = "ws" + str(cfg.host).removeprefix("http") + path
         header = []
         token = cfg.get_api_key_with_prefix("BearerToken", alias="authorization")
@@ -76,7 +85,7 @@ class Upstream:
             header.append(f"Authorization: {token}")
         ws = wsclient.WebSocket(sslopt=_ssl_options(cfg), skip_utf8_validation=True)
         try:
-            ws.connect(url, header=header, subprotocols=[V5, V4], timeout=timeout,
+            ws.connect(url, header=header, subprotocols=subprotocols, timeout=timeout,
                        suppress_origin=True)
         except wsclient.WebSocketBadStatusException as exc:
             body = (exc.resp_body or b"")[:300]
@@ -111,6 +120,59 @@ class Upstream:
         self.ws.shutdown()
 
 
+async def open_member(pods: Any, cluster: str, slots: StreamSlots, user: str, full: str,
+                      opener: Callable[[Connection], Upstream], refused: str) -> Upstream:
+    """What ``opener`` opens on ``cluster``'s connection, holding one of ``user``'s
+    ``slots`` (given back when it fails); HTTPException 503 (no connection), 429 (no slot
+    left: ``full`` says so) or 502 (the member did not accept: ``refused``, and why)."""
+    connection = pods.connection(cluster)
+    if connection is None:
+        raise HTTPException(503, f"no connection to member cluster {cluster}")
+    if not slots.take(user):
+        raise HTTPException(429, full, headers={"Retry-After": "5"})
+    try:
+        return await run_in_threadpool(opener, connection)
+    except UpstreamRefused as exc:
+        slots.give_back(user)
+        raise HTTPException(502, f"{refused}: {exc}") from None
+    except BaseException:
+        slots.give_back(user)
+        raise
+
+
+async def deny(websocket: WebSocket, caller: Caller | None, exc: AccessError | HTTPException,
+               **detail: Any) -> None:
+    """Refuse a WebSocket's handshake with the HTTP answer ``exc`` says; audited."""
+    status = exc.status if isinstance(exc, AccessError) else exc.status_code
+    audit(caller, "GET", websocket.url.path, status, **detail)
+    await websocket.send_denial_response(JSONResponse(
+        {"detail": str(exc) if isinstance(exc, AccessError) else exc.detail},
+        status_code=status, headers=getattr(exc, "headers", None)))
+
+
+async def accepted(websocket: WebSocket, subprotocol: str, first: dict[str, Any],
+                   run: Callable[[], Awaitable[Ending]], end: Callable[[], None]) -> Ending:
+    """Accept ``websocket`` (with ``subprotocol`` when the client offers it), send it
+    ``first`` as a status, then ``run`` the session; ``end`` once it is over, however."""
+    ending = Ending("client closed")
+    try:
+        await websocket.accept(subprotocol=subprotocol if subprotocol in
+                               websocket.scope.get("subprotocols", ()) else None)
+        await websocket.send_bytes(status_frame(first))
+        ending = await run()
+    except (WebSocketDisconnect, OSError):
+        pass  # gone before the session started
+    finally:
+        end()
+    return ending
+
+
+def pod_path(target: ExecTarget) -> str:
+    """The member API's path of the target's pod."""
+    return (f"/api/v1/namespaces/{quote(target.namespace, safe='')}/pods/"
+            f"{quote(target.pod, safe='')}")
+
+
 def _flag(value: bool) -> str:
     return "true" if value else "false"
 
@@ -139,7 +201,7 @@ class Ending:
 
     reason: str
     """exited, failed, client closed, idle timeout, time limit, upstream error,
-    message too big, bad channel"""
+    message too big, bad channel; a forwarded connection: closed, refused"""
     exit_code: int | None = None
     message: str = ""
     close_code: int = 1000
@@ -147,12 +209,32 @@ class Ending:
     def status(self) -> dict[str, Any]:
         if self.reason == "exited":
             return {"type": "exit", "exitCode": self.exit_code}
+        if self.reason == "closed":  # a forwarded connection the pod's side closed
+            return {"type": "closed"}
         return {"type": "error", "reason": self.reason, "message": self.message}
 
 
-class _Activity:
+class Activity:
+    """When a session started, and when a byte last passed either way."""
+
     def __init__(self, now: float) -> None:
         self.started = self.last = now
+
+
+class SessionLimits(Protocol):
+    @property
+    def idle_seconds(self) -> float: ...
+
+    @property
+    def seconds(self) -> float: ...
+
+    @property
+    def message_bytes(self) -> int: ...
+
+
+Queue = asyncio.Queue[bytes | Ending | None]
+"""The member's messages as the reader thread hands them over (None: it closed)."""
+Parts = Callable[[Queue, Activity], list[Coroutine[Any, Any, Ending]]]
 
 
 async def run_session(ws: WebSocket, upstream: Upstream, query: ExecQuery,
@@ -160,16 +242,23 @@ async def run_session(ws: WebSocket, upstream: Upstream, query: ExecQuery,
     """Pass frames between ``ws`` (accepted) and ``upstream`` until the session ends; send
     the client the last status and close it. The member's socket and its reader thread
     are gone when this returns."""
+    return await bridge(ws, upstream, f"exec-{name}", lambda queue, activity: [
+        _to_client(ws, queue, activity), _from_client(ws, upstream, query, limits, activity),
+        watchdog(activity, limits)])
+
+
+async def bridge(ws: WebSocket, upstream: Upstream, thread: str, parts: Parts) -> Ending:
+    """Run ``parts`` (given the queue the member's messages come on, read by a thread
+    named ``thread``) until the first ends; then end the others, the member's socket and
+    that thread, and send the client the last status (why it ended) and close it."""
     loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[bytes | Ending | None] = asyncio.Queue(maxsize=64)
+    queue: Queue = asyncio.Queue(maxsize=64)
     closed = threading.Event()
     reader = threading.Thread(target=_read_upstream, args=(upstream, loop, queue, closed),
-                              daemon=True, name=f"exec-{name}")
-    activity = _Activity(loop.time())
+                              daemon=True, name=thread)
+    activity = Activity(loop.time())
     reader.start()
-    tasks = [asyncio.create_task(_to_client(ws, queue, activity)),
-             asyncio.create_task(_from_client(ws, upstream, query, limits, activity)),
-             asyncio.create_task(_watchdog(activity, limits))]
+    tasks = [asyncio.create_task(part) for part in parts(queue, activity)]
     try:
         done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         first = next(iter(done))
@@ -190,9 +279,8 @@ async def run_session(ws: WebSocket, upstream: Upstream, query: ExecQuery,
     return ending
 
 
-def _read_upstream(upstream: Upstream, loop: asyncio.AbstractEventLoop,
-                   queue: asyncio.Queue[bytes | Ending | None], closed: threading.Event
-                   ) -> None:
+def _read_upstream(upstream: Upstream, loop: asyncio.AbstractEventLoop, queue: Queue,
+                   closed: threading.Event) -> None:
     ended = False
     try:
         for message in upstream.messages():
@@ -209,8 +297,7 @@ def _read_upstream(upstream: Upstream, loop: asyncio.AbstractEventLoop,
                                           close_code=1011), closed)
 
 
-async def _to_client(ws: WebSocket, queue: asyncio.Queue[bytes | Ending | None],
-                     activity: _Activity) -> Ending:
+async def _to_client(ws: WebSocket, queue: Queue, activity: Activity) -> Ending:
     status: tuple[int | None, str] | None = None
     while True:
         item = await queue.get()
@@ -227,17 +314,25 @@ async def _to_client(ws: WebSocket, queue: asyncio.Queue[bytes | Ending | None],
         if not payload:  # the member's empty frames (stream starts) carry nothing
             continue
         activity.last = asyncio.get_running_loop().time()
-        if channel in (STDOUT, STDERR):
-            try:
-                await ws.send_bytes(item)
-            except (WebSocketDisconnect, RuntimeError, OSError):
-                return Ending("client closed")
-        elif channel == STATUS:
+        if channel in (STDOUT, STDERR) and not await to_client(ws, item):
+            return Ending("client closed")
+        if channel == STATUS:
             status = exit_status(payload)
 
 
-async def _from_client(ws: WebSocket, upstream: Upstream, query: ExecQuery,
-                       limits: ExecLimits, activity: _Activity) -> Ending:
+async def to_client(ws: WebSocket, message: bytes) -> bool:
+    """Send ``message``; False when the client is gone."""
+    try:
+        await ws.send_bytes(message)
+    except (WebSocketDisconnect, RuntimeError, OSError):
+        return False
+    return True
+
+
+async def from_client(ws: WebSocket, limits: SessionLimits, activity: Activity
+                      ) -> bytes | Ending:
+    """The client's next message that is not empty (its time noted in ``activity``), or
+    why there is none: it went, or sent one over ``limits.message_bytes``."""
     while True:
         message = await ws.receive()
         if message["type"] == "websocket.disconnect":
@@ -246,9 +341,17 @@ async def _from_client(ws: WebSocket, upstream: Upstream, query: ExecQuery,
         if len(data) > limits.message_bytes:
             return Ending("message too big", message=f"a message is at most "
                           f"{limits.message_bytes} bytes", close_code=1009)
-        if not data:
-            continue
-        activity.last = asyncio.get_running_loop().time()
+        if data:
+            activity.last = asyncio.get_running_loop().time()
+            return data
+
+
+async def _from_client(ws: WebSocket, upstream: Upstream, query: ExecQuery,
+                       limits: ExecLimits, activity: Activity) -> Ending:
+    while True:
+        data = await from_client(ws, limits, activity)
+        if isinstance(data, Ending):
+            return data
         channel, payload = data[0], data[1:]
         if (channel, True) in ((STDIN, query.stdin), (RESIZE, query.tty)):
             await run_in_threadpool(upstream.send, data)
@@ -259,7 +362,8 @@ async def _from_client(ws: WebSocket, upstream: Upstream, query: ExecQuery,
                           "(0 stdin, 4 resize, 255 close)", close_code=1008)
 
 
-async def _watchdog(activity: _Activity, limits: ExecLimits) -> Ending:
+async def watchdog(activity: Activity, limits: SessionLimits) -> Ending:
+    """Ends a session at its time limit, or once no byte passed for its idle time."""
     loop = asyncio.get_running_loop()
     while True:
         now = loop.time()

@@ -1,8 +1,8 @@
-"""``kubectl logs`` and ``kubectl exec`` for the fleet's pods: where they lead.
+"""``kubectl logs``, ``exec`` and ``port-forward`` for the fleet's pods: where they lead.
 
-A kube-apiserver serves a pod's ``log`` and ``exec`` subresources by calling the kubelet
-of the pod's node: the fleet's kubelet front (:mod:`.kubelet_front`), which passes them to
-the cluster's kwok, which answers from this configuration:
+A kube-apiserver serves a pod's ``log``, ``exec`` and ``portforward`` subresources by
+calling the kubelet of the pod's node: the fleet's kubelet front (:mod:`.kubelet_front`),
+which passes them to the cluster's kwok, which answers from this configuration:
 
 - **logs**: every pod has its own log file per container, in the fleet directory
   (``pods/<cluster>/<namespace>/<pod>/<container>.log``, the CRI format a kubelet reads),
@@ -12,7 +12,14 @@ the cluster's kwok, which answers from this configuration:
   container — as an unprivileged user (:func:`exec_user`; ``nobody`` when the fleet runs
   as root), in the pod's own scratch directory outside the fleet directory, with a
   minimal environment; it cannot read the fleet's files (the fleet directory is private),
-  and its processes end with the session (:mod:`.sessions`, :mod:`.reaper`).
+  and its processes end with the session (:mod:`.sessions`, :mod:`.reaper`);
+- **port-forward** (kwok's ``ClusterPortForward``): every port of every pod reaches a
+  small responder run **on this machine** for each connection, the connection being its
+  stdin and stdout (:mod:`.forward_responder`: an HTTP ``GET`` gets a ``200`` naming it,
+  other bytes are echoed), as the exec user, in ``/``; it ends when the connection
+  closes, or after ten idle minutes. So ``kubectl port-forward POD 8080:80`` and
+  ``pincompile port-forward PinApp/PROJECT/NAME 8080:80`` reach something real on the
+  fleet, and ``curl localhost:8080`` answers.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from __future__ import annotations
 import os
 import pwd
 import re
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,13 +112,14 @@ def scratch_dir(exec_root: Path, user: ExecUser | None, cluster: str, namespace:
 
 
 def kwok_config(fleet_dir: Path) -> Path:
-    """kwok's ClusterExec configuration of the fleet."""
+    """kwok's ClusterExec and ClusterPortForward configuration of the fleet."""
     return fleet_dir / "pods" / "kwok-exec.yaml"
 
 
 def write_kwok_config(fleet_dir: Path, exec_root: Path, user: ExecUser | None) -> Path:
-    """Write :func:`kwok_config`; return its path. A command reaching kwok without the
-    front's wrapper runs in ``exec_root``, which the exec user cannot write."""
+    """Write :func:`kwok_config` (the ClusterExec, then the ClusterPortForward); return
+    its path. A command reaching kwok without the front's wrapper runs in ``exec_root``,
+    which the exec user cannot write."""
     local: dict[str, Any] = {"workDir": str(exec_root),
                              "envs": [{"name": "PATH", "value": PATH},
                                       {"name": "HOME", "value": str(exec_root)}]}
@@ -120,8 +129,21 @@ def write_kwok_config(fleet_dir: Path, exec_root: Path, user: ExecUser | None) -
            "metadata": {"name": "pincompute-exec"}, "spec": {"execs": [{"local": local}]}}
     path = kwok_config(fleet_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    path.write_text(yaml.safe_dump_all([doc, port_forward_config(user)], sort_keys=False))
     return path
+
+
+def port_forward_config(user: ExecUser | None) -> dict[str, Any]:
+    """kwok's ClusterPortForward of the fleet: every port of every pod (no selector, a
+    forward without ports) runs :mod:`.forward_responder` with this interpreter, which
+    becomes ``user`` first (when there is one: the fleet runs as root)."""
+    responder = Path(__file__).resolve().with_name("forward_responder.py")
+    command = [sys.executable, "-I", "-S", str(responder)]
+    if user is not None:
+        command += [str(user.uid), str(user.gid)]
+    return {"apiVersion": f"{KWOK_GROUP}/{KWOK_VERSION}", "kind": "ClusterPortForward",
+            "metadata": {"name": "pincompute-port-forward"},
+            "spec": {"forwards": [{"command": command}]}}
 
 
 def logs_crd() -> dict[str, Any]:

@@ -15,6 +15,9 @@ front passes each request on to kwok, one request per connection, with two chang
 - a log request for a pod whose log the fleet has not set up yet waits for it (up to
   :data:`LOG_WAIT` seconds), so a pod that just started has its own log, never an error.
 
+Any other request (``portForward``: SPDY or WebSocket alike) passes as it is, both ways,
+until either side closes.
+
 Only clients with a certificate of the fleet's CA get an answer (the API servers).
 """
 

@@ -37,10 +37,12 @@ from reconciler.api.pods import MemberPods
 from reconciler.api.sources import HostApps
 from reconciler.clients.connect import Connection
 from reconciler.fleet import fleet as fleet_mod
+from reconciler.fleet import forward_responder
 from reconciler.fleet.clusters import ClusterSpec
 from reconciler.host import write_status
 from reconciler.store import Store
 from tests.support import api_fleet
+from tests.support.forwarding import exchange, port_forwarding
 from tests.support.serve import REPO_ROOT
 from tests.support.wait import wait_for
 
@@ -342,3 +344,26 @@ def test_the_hosts_rbac_says_who_reads_serves_status_and_metrics(
     assert access.may_get(prometheus, "/metrics")
     assert not access.may_get(prometheus, "/status")
     assert not access.may_get(alice, "/metrics") and not access.may_get(alice, "/status")
+
+
+# -- port-forward -------------------------------------------------------------------------------
+def test_port_forward_reaches_a_pods_port_for_whoever_may_exec_and_for_no_one_else(
+        served: Served, alice_token: str, carol_token: str) -> None:
+    """kwok forwards every pod port to the fleet's responder: it echoes, and answers
+    HTTP (reconciler/fleet/forward_responder.py)."""
+    env: dict[str, str | None] = {"PINCOMPILE_SERVER": served.url,
+                                  "PINCOMPILE_TOKEN": alice_token}
+    with port_forwarding(["PinApp/api-shop/web", ":8080"], env) as port:
+        assert exchange(port, b"ping\n") == b"ping\n"
+        with urllib3.PoolManager() as http:
+            answered = http.request("GET", f"http://127.0.0.1:{port}/", timeout=20)
+        assert (answered.status, answered.data) == (200, forward_responder.BODY)
+    cli = CliRunner()
+    for token, status in ((carol_token, "403"), (None, "401")):
+        denied = cli.invoke(cli_main, ["port-forward", "PinApp/api-shop/web", ":8080"],
+                            env={**env, "PINCOMPILE_TOKEN": token})
+        assert denied.exit_code == 3 and status in denied.output, denied.output
+        assert "Forwarding" not in denied.output and "web-" not in denied.output
+    wait_for(lambda: served.gateway.forward_sessions.open(ALICE) == 0 and not [
+        t for t in threading.enumerate() if t.name.startswith("forward-")], 10,
+             "every forwarded connection's slot and thread to be freed")

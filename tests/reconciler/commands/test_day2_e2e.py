@@ -4,7 +4,8 @@ shows the real Kubernetes Events of its objects (a field selector and a controll
 ReplicaSets only a real API server gives) with pincompile's own on the host; `history`
 the revisions the passes recorded on its resource; `get pods` counts and lists every
 container as kubectl does, and logs and exec reach the sidecar through the members'
-kubelets; `describe` shows the objects' health in every cluster it runs in."""
+kubelets; `describe` shows the objects' health in every cluster it runs in, and
+`port-forward` reaches a port of one of its pods."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from click.testing import CliRunner
 from pincompile.cli import cli
 from reconciler.fleet import fleet as fleet_mod
 from tests.support.fleet import spec_repo
+from tests.support.forwarding import exchange, port_forwarding
 from tests.support.git import git
 from tests.support.wait import wait_for
 
@@ -152,3 +154,11 @@ def test_describe_shows_the_objects_health_in_every_cluster(day2: Day2) -> None:
     assert len(deployments) == 2 and all(d[3] == "Healthy" for d in deployments), shown
     assert "left out usw2a-general-01" in shown and "Revisions (last 5):" in shown
     assert day2.commits[0][:12] in shown and day2.commits[1][:12] in shown
+
+
+def test_port_forward_reaches_a_port_of_a_running_pod(day2: Day2) -> None:
+    """Straight to the clusters, as exec: kwok forwards the pod's port to the fleet's
+    responder, which echoes."""
+    with port_forwarding([REF, ":8080", "-q"], day2.env) as port:
+        assert exchange(port, b"ping\n") == b"ping\n"
+        assert exchange(port, b"pong\n") == b"pong\n"  # a second connection, the same pod

@@ -6,12 +6,13 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from reconciler.fleet import debugging
+from reconciler.fleet import debugging, forward_responder
 
 
 def test_exec_runs_as_nobody_when_the_fleet_runs_as_root(
@@ -28,7 +29,7 @@ def test_exec_runs_as_nobody_when_the_fleet_runs_as_root(
 def test_kwok_runs_commands_as_that_user_with_a_minimal_environment(tmp_path: Path) -> None:
     user = debugging.ExecUser("nobody", 65534, 65534)
     path = debugging.write_kwok_config(tmp_path, tmp_path / "exec", user)
-    (doc,) = yaml.safe_load_all(path.read_text())
+    doc, forward = yaml.safe_load_all(path.read_text())
     assert doc["kind"] == "ClusterExec"
     (local,) = [e["local"] for e in doc["spec"]["execs"]]
     assert local["securityContext"] == {"runAsUser": 65534, "runAsGroup": 65534}
@@ -36,6 +37,32 @@ def test_kwok_runs_commands_as_that_user_with_a_minimal_environment(tmp_path: Pa
     assert {e["name"] for e in local["envs"]} == {"PATH", "HOME"}
     unprivileged = debugging.write_kwok_config(tmp_path, tmp_path / "exec", None)
     assert "securityContext" not in unprivileged.read_text()
+    # every port of every pod: the responder, with this interpreter, as that user
+    assert forward["kind"] == "ClusterPortForward" and "selector" not in forward["spec"]
+    (command,) = [f["command"] for f in forward["spec"]["forwards"] if "ports" not in f]
+    assert command[:3] == [sys.executable, "-I", "-S"] and command[4:] == ["65534", "65534"]
+    assert Path(command[3]) == Path(forward_responder.__file__).resolve()
+    assert yaml.safe_load_all(unprivileged.read_text())
+
+
+def test_a_forwarded_port_answers_http_and_echoes_the_rest() -> None:
+    assert forward_responder.answer(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").endswith(
+        forward_responder.BODY)
+    assert forward_responder.answer(b"HEAD /x HTTP/1.0\r\n\r\n").endswith(b"\r\n\r\n")
+    assert forward_responder.answer(b"GET the milk") is None
+    for sent, back in ((b"ping\n", b"ping\n"), (b"GET / HTTP/1.1\r\n\r\n", b"HTTP/1.1 200")):
+        (stdin_r, stdin_w), (stdout_r, stdout_w) = os.pipe(), os.pipe()
+        os.write(stdin_w, sent)
+        os.close(stdin_w)  # the client closed: the responder ends
+        forward_responder.serve(stdin_r, stdout_w, idle=5)
+        os.close(stdout_w)
+        assert os.read(stdout_r, 1000).startswith(back)
+        os.close(stdin_r)
+        os.close(stdout_r)
+    idle_r, idle_w = os.pipe()
+    forward_responder.serve(idle_r, idle_w, idle=0.05)  # no byte: it gives up
+    os.close(idle_r)
+    os.close(idle_w)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving a directory to another user needs root")

@@ -1,0 +1,189 @@
+"""`pincompile port-forward`'s own parts: LOCAL:REMOTE as kubectl reads it, and the
+forwarder's bounds — at most so many connections at once, an idle one closed, a pod gone
+ending it all, nothing (task, socket, WebSocket) left once a connection ends — first
+against a fake WebSocket, then through the API on a real server whose member echoes.
+On the fleet: test_access_e2e.py and test_day2_e2e.py."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from pincompile.cli import cli
+from reconciler.api import forward_routes
+from reconciler.api.app import Gateway, create_app
+from reconciler.api.client import ApiClient, ApiError
+from reconciler.api.exec_protocol import status_frame
+from reconciler.commands.port_forward import (
+    Forwarder,
+    Limits,
+    PortPair,
+    _open,
+    listen,
+    parse_ports,
+)
+from tests.reconciler.api.test_forward import EchoingMember
+from tests.reconciler.api.test_forward import gateway as gateway
+from tests.support.api_fleet import served_locally
+
+
+@pytest.mark.parametrize(("text", "pair"), [
+    ("8080:80", PortPair(8080, 80)), (":80", PortPair(0, 80)), ("0:80", PortPair(0, 80)),
+    ("5432", PortPair(5432, 5432)), (" 1:65535 ", PortPair(1, 65535))])
+def test_ports_are_read_as_kubectl_reads_them(text: str, pair: PortPair) -> None:
+    assert parse_ports(text) == pair
+
+
+@pytest.mark.parametrize("text", ["", "a:80", "80:", "8080:0", "70000:80", "1:2:3", "-1:80"])
+def test_a_bad_port_is_a_usage_error(text: str) -> None:
+    with pytest.raises(ValueError, match=r"give LOCAL:REMOTE|a remote port is"):
+        parse_ports(text)
+    done = CliRunner().invoke(cli, ["port-forward", "PinApp/shop/web", text or "''"])
+    assert done.exit_code == 2, done.output
+
+
+class FakeWs:
+    """The API's side of one connection: the target first, then it echoes (``hold``: it
+    sends nothing back)."""
+
+    def __init__(self, hold: bool = False) -> None:
+        self.hold, self.closed = hold, False
+        self._queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self._queue.put_nowait(status_frame({"type": "target", "pod": "web-b"}))
+
+    async def send(self, message: bytes) -> None:
+        if not self.hold:
+            await self._queue.put(message)
+
+    async def close(self) -> None:
+        self.closed = True
+        await self._queue.put(None)
+
+    def __aiter__(self) -> FakeWs:
+        return self
+
+    async def __anext__(self) -> bytes:
+        item = await self._queue.get()
+        if item is None:
+            raise StopAsyncIteration
+        return item
+
+
+@contextlib.contextmanager
+def forwarding(forwarder: Forwarder, remote: int = 80) -> Iterator[tuple[int, Any]]:
+    """``forwarder`` serving a free local port in a thread of its own: (the port, the
+    thread's loop)."""
+    listeners = listen([PortPair(0, remote)])
+    loop = asyncio.new_event_loop()
+    done: list[int] = []
+    thread = threading.Thread(target=lambda: done.append(
+        loop.run_until_complete(forwarder.serve(listeners))), daemon=True)
+    thread.start()
+    try:
+        yield listeners[0][0].getsockname()[1], loop
+    finally:
+        loop.call_soon_threadsafe(forwarder.stop, forwarder.code, forwarder.message)
+        thread.join(10)
+        loop.close()
+        assert not thread.is_alive() and not forwarder.active
+
+
+def connect(port: int) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+    return sock
+
+
+def test_a_connection_echoes_and_ends_with_its_websocket_closed() -> None:
+    opened: list[FakeWs] = []
+
+    async def open_ws(remote: int) -> FakeWs:
+        opened.append(FakeWs())
+        return opened[-1]
+
+    said: list[str] = []
+    forwarder = Forwarder(open_ws, Limits(), said.append)
+    with forwarding(forwarder) as (port, _):
+        with connect(port) as sock:
+            sock.sendall(b"ping")
+            assert sock.recv(10) == b"ping"
+        for _ in range(50):
+            if opened[0].closed and not forwarder.active:
+                break
+            threading.Event().wait(0.1)
+        assert opened[0].closed and not forwarder.active
+    assert said == []
+
+
+def test_one_connection_over_the_limit_is_closed_and_an_idle_one_ends() -> None:
+    async def open_ws(remote: int) -> FakeWs:
+        return FakeWs(hold=True)
+
+    said: list[str] = []
+    forwarder = Forwarder(open_ws, Limits(connections=1, idle_seconds=1.0), said.append)
+    with forwarding(forwarder) as (port, _), connect(port) as first:
+        first.sendall(b"x")
+        threading.Event().wait(0.3)
+        with connect(port) as second:
+            assert second.recv(10) == b""  # closed at once
+        assert first.recv(10) == b""  # idle: closed after a second
+    assert said[0].startswith("refused a connection on port") and "1 open" in said[0]
+    assert "without a byte either way" in said[1]
+
+
+def test_a_pod_gone_ends_the_forward_with_exit_3() -> None:
+    async def open_ws(remote: int) -> FakeWs:
+        raise ApiError(404, "PinApp/shop/web: no pod named web-b")
+
+    said: list[str] = []
+    forwarder = Forwarder(open_ws, Limits(), said.append, "PinApp/shop/web")
+    listeners = listen([PortPair(0, 80)])
+    port = listeners[0][0].getsockname()[1]
+
+    async def run() -> int:
+        serving = asyncio.create_task(forwarder.serve(listeners))
+        await asyncio.sleep(0.1)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        assert await reader.read() == b""
+        writer.close()
+        return await asyncio.wait_for(serving, 5)
+
+    assert asyncio.run(run()) == 3
+    assert "no pod named web-b" in forwarder.message and "again" in forwarder.message
+    with pytest.raises(OSError):  # no longer listening
+        connect(port).close()
+
+
+def test_a_busy_local_port_is_a_usage_error() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as busy:
+        port = busy.getsockname()[1]
+        with pytest.raises(SystemExit) as exited:
+            listen([PortPair(0, 80), PortPair(port, 81)])
+    assert exited.value.code == 2
+
+
+def test_through_the_api_a_connection_reaches_the_members_port(
+        gateway: Gateway, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(forward_routes, "open_upstream", lambda *args: EchoingMember(8080))
+    with served_locally(create_app(gateway)) as url:
+        client = ApiClient(url, "alice-token")
+        app = ("PinApp", "shop", "web-00")
+        target = client.forward_target(*app, 8080)
+        assert (target["cluster"], target["pod"]) == ("west", "web-b")
+        with pytest.raises(ApiError) as denied:
+            ApiClient(url, "bob-token").forward_target(*app, 8080)
+        assert denied.value.status == 403
+        forwarder = Forwarder(functools.partial(_open, client, app, target), Limits(),
+                              print)
+        with forwarding(forwarder, 8080) as (port, _), connect(port) as sock:
+            sock.sendall(b"hello")
+            assert sock.recv(10) == b"hello"
+    assert json.dumps(target)  # a plain document
