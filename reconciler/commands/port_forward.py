@@ -138,7 +138,8 @@ class Forwarder:
             return
         self.active.add(task)
         try:
-            click.echo(f"Handling connection for {local}")
+            with contextlib.suppress(OSError):  # stdout gone (| head): forward on
+                click.echo(f"Handling connection for {local}")
             try:
                 ws = await self.open_ws(remote)
             except (ApiError, ServerUnreachable) as exc:

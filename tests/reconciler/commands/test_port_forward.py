@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-import json
 import socket
 import threading
 from collections.abc import Iterator
@@ -27,13 +25,13 @@ from reconciler.commands.port_forward import (
     Forwarder,
     Limits,
     PortPair,
-    _open,
     listen,
     parse_ports,
 )
 from tests.reconciler.api.test_forward import EchoingMember
 from tests.reconciler.api.test_forward import gateway as gateway
 from tests.support.api_fleet import served_locally
+from tests.support.forwarding import exchange, port_forwarding
 
 
 @pytest.mark.parametrize(("text", "pair"), [
@@ -172,18 +170,17 @@ def test_a_busy_local_port_is_a_usage_error() -> None:
 
 def test_through_the_api_a_connection_reaches_the_members_port(
         gateway: Gateway, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command as a user runs it, against a real server whose member echoes."""
     monkeypatch.setattr(forward_routes, "open_upstream", lambda *args: EchoingMember(8080))
     with served_locally(create_app(gateway)) as url:
         client = ApiClient(url, "alice-token")
-        app = ("PinApp", "shop", "web-00")
-        target = client.forward_target(*app, 8080)
+        target = client.forward_target("PinApp", "shop", "web-00", 8080)
         assert (target["cluster"], target["pod"]) == ("west", "web-b")
         with pytest.raises(ApiError) as denied:
-            ApiClient(url, "bob-token").forward_target(*app, 8080)
+            ApiClient(url, "bob-token").forward_target("PinApp", "shop", "web-00", 8080)
         assert denied.value.status == 403
-        forwarder = Forwarder(functools.partial(_open, client, app, target), Limits(),
-                              print)
-        with forwarding(forwarder, 8080) as (port, _), connect(port) as sock:
-            sock.sendall(b"hello")
-            assert sock.recv(10) == b"hello"
-    assert json.dumps(target)  # a plain document
+        env: dict[str, str | None] = {"PINCOMPILE_SERVER": url,
+                                      "PINCOMPILE_TOKEN": "alice-token"}
+        with port_forwarding(["PinApp/shop/web-00", ":8080"], env) as port:
+            assert exchange(port, b"hello") == b"hello"
+            assert exchange(port, b"again") == b"again"
