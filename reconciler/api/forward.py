@@ -11,7 +11,11 @@ server: first ``{"type": "target", ...}`` naming the pod and the port, last
 
 Bounded as exec sessions are (:mod:`.exec`'s bridge): one reader thread per connection,
 a bounded queue to the client, ``ForwardLimits.idle_seconds`` without a byte either way
-and ``ForwardLimits.seconds`` in all end it, ``connections_per_user`` at once."""
+and ``ForwardLimits.seconds`` in all end it, ``connections_per_user`` at once.
+
+Not ``kubernetes.stream.portforward``: its proxy thread buffers whatever the pod sends
+while the reader is slow (no bound, no back-pressure) and waits in a ``select`` that only
+closing every socket ends; the member side here is exec's, with a few lines of framing."""
 
 from __future__ import annotations
 
