@@ -170,6 +170,19 @@ def test_a_log_request_passes_once_the_pods_log_is_there(pki: Pki, tmp_path: Pat
     assert ran.got.startswith(b"HTTP/1.1 200 OK")
 
 
+def test_a_port_forward_passes_as_it_is_with_no_session(pki: Pki, tmp_path: Path) -> None:
+    forward = (b"GET /portForward/shop/web-0?port=8080 HTTP/1.1\r\nHost: x\r\n"
+               b"Connection: Upgrade\r\nUpgrade: websocket\r\n"
+               b"Sec-WebSocket-Protocol: v4.channel.k8s.io\r\n\r\n")
+    request = parse_head(forward)
+    assert request is not None and (request.kind, request.pod) == ("portForward", "web-0")
+    client = client_ssl_context(pki.ca_cert, pki.client_cert("admin"),
+                                pki.client_key("admin"))
+    ran = asyncio.run(_run(pki, tmp_path, client, forward, stream=True))
+    assert ran.kwok.heads == [forward] and not ran.ended and not ran.cluster.live
+    assert ran.got.startswith(b"HTTP/1.1 200 OK")
+
+
 def test_a_client_without_a_certificate_of_the_fleet_gets_nothing(
         pki: Pki, tmp_path: Path) -> None:
     anonymous = ssl.create_default_context(cafile=str(pki.ca_cert))
