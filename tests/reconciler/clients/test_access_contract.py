@@ -382,12 +382,12 @@ class Contract:
 
     def test_a_merge_patch_with_a_resource_version_is_a_compare_and_swap(
             self, side: Side) -> None:
-        lease = side.access.create({
-            "apiVersion": LEASE.api_version, "kind": LEASE.kind,
-            "metadata": {"name": "election", "namespace": side.namespace},
-            "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15}})
+        body = {"apiVersion": LEASE.api_version, "kind": LEASE.kind,
+                "metadata": {"name": "election", "namespace": side.namespace},
+                "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15}}
+        lease = side.access.create(body)
         seen = lease["metadata"]["resourceVersion"]
-        again = rejection(lambda: side.access.create(lease))
+        again = rejection(lambda: side.access.create(body))
         assert isinstance(again, ConflictError), again  # another candidate created it first
         won = side.access.patch(lease, {"metadata": {"resourceVersion": seen},
                                         "spec": {"holderIdentity": "b"}})
