@@ -11,11 +11,13 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.support.forked_cli import ForkedCli
 from tests.support.git import git
 from tests.support.wait import wait_for
 
@@ -47,11 +49,25 @@ def kubeconfig(path: Path, contexts: tuple[str, ...]) -> Path:
     return path
 
 
-def run(args: list[str], home: Path, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "PINCOMPILE_DEBUG")}
-    env |= {"HOME": str(home), "PINCOMPILE_CACHE": str(home / "cache")}
-    return subprocess.run([sys.executable, "-m", "pincompile.cli", *args], env=env,
-                          capture_output=True, text=True, timeout=timeout, cwd=REPO)
+def shared_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "PINCOMPILE_DEBUG")}
+
+
+@pytest.fixture(scope="module")
+def cli(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ForkedCli]:
+    """``python -m pincompile.cli``, each run a process of its own forked from one that
+    imported the commands this module runs (tests/support/forked_cli.py)."""
+    server = ForkedCli([f"reconciler.commands.{name}" for name in ("plan", "apply", "status",
+                                                                    "serve")],
+                       shared_env(), REPO, tmp_path_factory.mktemp("cli"))
+    yield server
+    server.close()
+
+
+def run(cli: ForkedCli, args: list[str], home: Path, timeout: float = 240
+        ) -> subprocess.CompletedProcess[str]:
+    env = shared_env() | {"HOME": str(home), "PINCOMPILE_CACHE": str(home / "cache")}
+    return cli.run(args, env, REPO, timeout)
 
 
 def assert_clean(proc: subprocess.CompletedProcess[str], code: int, needle: str) -> None:
@@ -62,31 +78,34 @@ def assert_clean(proc: subprocess.CompletedProcess[str], code: int, needle: str)
 
 
 @pytest.mark.parametrize("command", COMMANDS)
-def test_a_missing_kubeconfig_file_is_a_usage_error(command: str, tmp_path: Path) -> None:
-    proc = run([*COMMANDS[command], "--kubeconfig", str(tmp_path / "nope")], tmp_path)
+def test_a_missing_kubeconfig_file_is_a_usage_error(command: str, tmp_path: Path,
+        cli: ForkedCli) -> None:
+    proc = run(cli, [*COMMANDS[command], "--kubeconfig", str(tmp_path / "nope")], tmp_path)
     assert_clean(proc, 2, f"error: kubeconfig {tmp_path / 'nope'}: no such file")
     assert len(proc.stderr.strip().splitlines()[-1:]) == 1
 
 
 @pytest.mark.parametrize("command", COMMANDS)
-def test_no_kubeconfig_at_all_says_how_to_give_one(command: str, tmp_path: Path) -> None:
-    proc = run(COMMANDS[command], tmp_path)
+def test_no_kubeconfig_at_all_says_how_to_give_one(command: str, tmp_path: Path,
+        cli: ForkedCli) -> None:
+    proc = run(cli, COMMANDS[command], tmp_path)
     assert_clean(proc, 2, "~/.kube/config: no such file (pass --kubeconfig, set $KUBECONFIG")
 
 
 @pytest.mark.parametrize("command", COMMANDS)
-def test_a_malformed_kubeconfig_is_a_usage_error(command: str, tmp_path: Path) -> None:
+def test_a_malformed_kubeconfig_is_a_usage_error(command: str, tmp_path: Path,
+        cli: ForkedCli) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("clusters: [unclosed\n")
-    proc = run([*COMMANDS[command], "--kubeconfig", str(bad)], tmp_path)
+    proc = run(cli, [*COMMANDS[command], "--kubeconfig", str(bad)], tmp_path)
     assert_clean(proc, 2, f"kubeconfig {bad} is not a usable kubeconfig: not YAML: line 2")
 
 
 @pytest.mark.parametrize("command", ["status", "apply"])
 def test_a_host_context_missing_from_the_kubeconfig_is_a_usage_error(
-        command: str, tmp_path: Path) -> None:
+        command: str, tmp_path: Path, cli: ForkedCli) -> None:
     path = kubeconfig(tmp_path / "kubeconfig", ("host", *MEMBERS))
-    proc = run([*COMMANDS[command], "--kubeconfig", str(path), "--host-context", "nope"],
+    proc = run(cli, [*COMMANDS[command], "--kubeconfig", str(path), "--host-context", "nope"],
                tmp_path)
     assert_clean(proc, 2, f"error: context 'nope' is not in kubeconfig {path} (its contexts: "
                           "host, use1a-general-01")
@@ -94,9 +113,9 @@ def test_a_host_context_missing_from_the_kubeconfig_is_a_usage_error(
 
 @pytest.mark.parametrize("command", ["plan", "apply --dry-run"])
 def test_member_contexts_missing_from_the_kubeconfig_fail_those_clusters(
-        command: str, tmp_path: Path) -> None:
+        command: str, tmp_path: Path, cli: ForkedCli) -> None:
     path = kubeconfig(tmp_path / "kubeconfig", ("host",))
-    proc = run([*COMMANDS[command], "--kubeconfig", str(path)], tmp_path)
+    proc = run(cli, [*COMMANDS[command], "--kubeconfig", str(path)], tmp_path)
     assert_clean(proc, 3, "context 'use1a-general-01' is not in kubeconfig")
     for member in MEMBERS:
         assert f"context '{member}' is not in kubeconfig" in proc.stdout, proc.stdout
@@ -106,20 +125,22 @@ def test_member_contexts_missing_from_the_kubeconfig_fail_those_clusters(
 
 
 @pytest.mark.parametrize("command", COMMANDS)
-def test_an_unreachable_server_is_a_cluster_failure(command: str, tmp_path: Path) -> None:
+def test_an_unreachable_server_is_a_cluster_failure(command: str, tmp_path: Path,
+        cli: ForkedCli) -> None:
     path = kubeconfig(tmp_path / "kubeconfig", ("host", *MEMBERS))
     started = time.monotonic()
-    proc = run([*COMMANDS[command], "--kubeconfig", str(path)], tmp_path)
+    proc = run(cli, [*COMMANDS[command], "--kubeconfig", str(path)], tmp_path)
     assert_clean(proc, 3, "Connection refused")
     assert time.monotonic() - started < 120
 
 
-def test_the_local_fleets_kubeconfig_is_found_without_being_named(tmp_path: Path) -> None:
+def test_the_local_fleets_kubeconfig_is_found_without_being_named(tmp_path: Path,
+        cli: ForkedCli) -> None:
     """After ``make demo``, commands find the local fleet without --kubeconfig: the
     kubeconfig ``fleet up`` keeps in the cache folder (here one whose servers are down)."""
     (tmp_path / "cache" / "fleet").mkdir(parents=True)
     kubeconfig(tmp_path / "cache" / "fleet" / "kubeconfig", ("host", *MEMBERS))
-    assert_clean(run(COMMANDS["status"], tmp_path), 3, "Connection refused")
+    assert_clean(run(cli, COMMANDS["status"], tmp_path), 3, "Connection refused")
 
 
 @pytest.mark.parametrize("cache", ["", "elsewhere"])
@@ -156,14 +177,15 @@ def serve_args(tmp_path: Path, *more: str) -> list[str]:
 
 
 @pytest.mark.parametrize("case", ["missing", "malformed", "no such context"])
-def test_serve_refuses_a_kubeconfig_it_cannot_use(case: str, tmp_path: Path) -> None:
+def test_serve_refuses_a_kubeconfig_it_cannot_use(case: str, tmp_path: Path,
+        cli: ForkedCli) -> None:
     path = {"missing": tmp_path / "nope",
             "malformed": tmp_path / "bad.yaml",
             "no such context": kubeconfig(tmp_path / "kubeconfig", ("host",))}[case]
     if case == "malformed":
         path.write_text("clusters: [unclosed\n")
-    proc = run(serve_args(tmp_path, "--kubeconfig", str(path), "--host-context",
-                          "nope" if case == "no such context" else "host"), tmp_path)
+    proc = run(cli, serve_args(tmp_path, "--kubeconfig", str(path), "--host-context",
+                               "nope" if case == "no such context" else "host"), tmp_path)
     needle = {"missing": "no such file", "malformed": "not YAML: line 2",
               "no such context": "context 'nope' is not in kubeconfig"}[case]
     assert_clean(proc, 2, needle)
