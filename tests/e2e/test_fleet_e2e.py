@@ -264,7 +264,9 @@ def test_failing_pods_via_annotation_fail_the_job(
 
 def test_second_up_is_a_noop_and_status_reports(fleet: fleet_mod.FleetState) -> None:
     runner = CliRunner()
-    pids = [p.pid for p in fleet.procs]
+    before = fleet_mod.read_state(fleet.dir)  # as recorded now: another process of the run
+    assert before is not None                 # may have restarted a component since
+    pids = [p.pid for p in before.procs]
     result = runner.invoke(fleet_cli, ["up", "--dir", str(fleet.dir),
                                        "--clusters", fleet.clusters_path])
     assert result.exit_code == 0, result.output
