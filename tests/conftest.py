@@ -65,6 +65,8 @@ USERS: dict[str, set[object]] = {"exclusive_fleet": set(), "fleet": set()}
 GROUP_OF: dict[str, str] = {}
 #: the session fleet's groups this process ran modules of (since it last said so)
 RAN: set[str] = set()
+#: the session fleet, once this process has it (:func:`_shared`)
+SHARED: list[fleet_mod.FleetState] = []
 ENABLE = ("e2e tests need Go >= 1.26 to build the fleet once (or cached binaries): "
           + build.ENABLE_HINT + "; CI=true makes this an error")
 
@@ -459,13 +461,14 @@ def _shared(echo: Callable[[str], None]) -> fleet_mod.FleetState:
         if failed.exists():
             pytest.fail(failed.read_text(), pytrace=False)
         state = fleet_mod.read_state(directory) if directory.exists() else None
-        if state is not None:
-            return state
-        try:
-            return _start(clusters_path(), "fleet", echo, directory)
-        except BaseException as exc:
-            failed.write_text(f"the session fleet did not start: {exc}")
-            raise
+        if state is None:
+            try:
+                state = _start(clusters_path(), "fleet", echo, directory)
+            except BaseException as exc:
+                failed.write_text(f"the session fleet did not start: {exc}")
+                raise
+        SHARED.append(state)
+        return state
 
 
 def _done_with_shared(groups: set[str]) -> None:
@@ -510,12 +513,23 @@ def _fleet_turn(request: pytest.FixtureRequest) -> Iterator[None]:
     gate, turn = (base.with_name(base.name + suffix) for suffix in (".gate", ".turn"))
     if request.node.get_closest_marker("fleet_alone"):
         with _locked(gate), _locked(turn):
+            _refresh_shared()
             yield
         return
     with _locked(gate, fcntl.LOCK_SH):
         pass
     with _locked(turn, fcntl.LOCK_SH):
+        _refresh_shared()
         yield
+
+
+def _refresh_shared() -> None:
+    """This process's copy of the session fleet's processes as recorded now (a
+    ``fleet_alone`` module of another process may have restarted a component)."""
+    for state in SHARED:
+        current = fleet_mod.read_state(state.dir)
+        if current is not None:
+            state.procs[:] = current.procs
 
 
 @pytest.fixture(scope="session")
