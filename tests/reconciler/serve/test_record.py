@@ -62,10 +62,10 @@ def test_recording_appends_one_json_line_per_request(tmp_path: Path,
 
 def test_the_shipped_rbac_allows_what_serve_needs_and_nothing_broader() -> None:
     host, member = grants("rbac-host.yaml"), grants("rbac-member.yaml")
-    lease = AccessRequest("host", "update", "coordination.k8s.io", "leases",
+    lease = AccessRequest("host", "patch", "coordination.k8s.io", "leases",
                           namespace="pincompile-serve", name="pincompile-serve")
     assert allowed(host, lease)
-    assert not allowed(host, AccessRequest("host", "update", "coordination.k8s.io", "leases",
+    assert not allowed(host, AccessRequest("host", "patch", "coordination.k8s.io", "leases",
                                            namespace="kube-system", name="kube-scheduler"))
     status = AccessRequest("host", "patch", "pincompute.io", "pinapps", "status", "shop", "a")
     assert allowed(host, status)
