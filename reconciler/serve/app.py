@@ -154,7 +154,7 @@ class ServeApp:
                      if options.app_status else None)
         self.served_api = open_api(
             options.kubeconfig, options.host_context, self.mirror, store_url=options.store,
-            retention=options.store_retention, rate=options.api_rate,
+            retention=options.store_retention, rate=options.api_rate, clock=clock,
         ) if options.app_status else None
         self.slo = SLOService(
             self.metrics.registry, self.mirror.current, applied=self._applied,
