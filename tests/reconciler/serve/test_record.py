@@ -81,11 +81,13 @@ def test_the_shipped_rbac_allows_what_serve_needs_and_nothing_broader() -> None:
                                              "clusterroles", name="cluster-admin"))
     assert not allowed(member, AccessRequest("rt-a", "delete", "", "namespaces", name="shop",
                                              namespace="shop"))
-    # the API's exec sessions (GET .../exec); attaching or forwarding ports is not granted
-    assert allowed(member, AccessRequest("rt-a", "create", "", "pods", "exec", "shop", "p"))
-    for subresource in ("attach", "portforward"):
-        assert not allowed(member, AccessRequest("rt-a", "create", "", "pods", subresource,
-                                                 "shop", "p"))
+    # the API's exec sessions and port-forwards (GET .../exec, .../portforward); attaching
+    # is not granted
+    for subresource in ("exec", "portforward"):
+        assert allowed(member, AccessRequest("rt-a", "create", "", "pods", subresource,
+                                             "shop", "p"))
+    assert not allowed(member, AccessRequest("rt-a", "create", "", "pods", "attach",
+                                             "shop", "p"))
     assert allowed(member, AccessRequest("rt-a", "get", path="/apis/apps/v1"))
     # the app of a ReplicaSet an Event names, by its labels: read one, never list them
     assert allowed(member, AccessRequest("rt-a", "get", "apps", "replicasets",
