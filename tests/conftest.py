@@ -67,6 +67,8 @@ GROUP_OF: dict[str, str] = {}
 RAN: set[str] = set()
 #: the session fleet, once this process has it (:func:`_shared`)
 SHARED: list[fleet_mod.FleetState] = []
+#: seconds a module waited for the session fleet (its start, its turn), by path
+WAITED: dict[str, float] = {}
 ENABLE = ("e2e tests need Go >= 1.26 to build the fleet once (or cached binaries): "
           + build.ENABLE_HINT + "; CI=true makes this an error")
 
@@ -93,9 +95,14 @@ def _toolchain_missing() -> bool:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
-    """Fold every "no toolchain" skip into ONE summary line (pytest groups by location)."""
+    """Fold every "no toolchain" skip into ONE summary line (pytest groups by location);
+    tell the module's seconds (:func:`pytest_runtest_logreport`) how long it waited for
+    the session fleet (to start, or for its turn)."""
     outcome = yield
     report = outcome.get_result()  # type: ignore[attr-defined]
+    waited = WAITED.pop(item.nodeid.split("::", 1)[0], 0.0)
+    if waited:
+        report.user_properties.append(("fleet_wait", waited))
     longrepr = report.longrepr
     if report.skipped and isinstance(longrepr, tuple) and ENABLE in str(longrepr[2]):
         report.longrepr = (__file__, 1, longrepr[2])
@@ -283,8 +290,10 @@ E2E_MODULES: set[str] = set()
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Add up each module's seconds, but for those it waited for the session fleet."""
     module = report.nodeid.split("::", 1)[0]
-    MODULE_SECONDS[module] = MODULE_SECONDS.get(module, 0.0) + report.duration
+    waited = sum(v for k, v in report.user_properties if k == "fleet_wait")
+    MODULE_SECONDS[module] = MODULE_SECONDS.get(module, 0.0) + report.duration - waited
     worker = getattr(report, "node", None)
     if worker is not None:
         MODULE_WORKER[module] = worker.gateway.id
@@ -494,10 +503,20 @@ def _stop_shared() -> None:
 
 
 @pytest.fixture(scope="session")
-def fleet(e2e_toolchain: Path, pytestconfig: pytest.Config) -> fleet_mod.FleetState:
+def fleet(e2e_toolchain: Path, pytestconfig: pytest.Config, request: pytest.FixtureRequest
+          ) -> fleet_mod.FleetState:
     """A running fleet (host + one control plane per Cluster spec) for the session,
     shared by this run's processes."""
-    return _shared(terminal_echo(pytestconfig))
+    start = time.monotonic()
+    try:
+        return _shared(terminal_echo(pytestconfig))
+    finally:
+        _waited(request._pyfuncitem.nodeid, time.monotonic() - start)  # its first user
+
+
+def _waited(nodeid: str, seconds: float) -> None:
+    module = nodeid.split("::", 1)[0]
+    WAITED[module] = WAITED.get(module, 0.0) + seconds
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -511,16 +530,16 @@ def _fleet_turn(request: pytest.FixtureRequest) -> Iterator[None]:
         return
     base = _shared_dir()
     gate, turn = (base.with_name(base.name + suffix) for suffix in (".gate", ".turn"))
-    if request.node.get_closest_marker("fleet_alone"):
-        with _locked(gate), _locked(turn):
+    start = time.monotonic()
+    alone = request.node.get_closest_marker("fleet_alone")
+    with _locked(gate) if alone else contextlib.nullcontext():
+        if not alone:
+            with _locked(gate, fcntl.LOCK_SH):
+                pass
+        with _locked(turn, fcntl.LOCK_EX if alone else fcntl.LOCK_SH):
+            _waited(request.node.nodeid, time.monotonic() - start)
             _refresh_shared()
             yield
-        return
-    with _locked(gate, fcntl.LOCK_SH):
-        pass
-    with _locked(turn, fcntl.LOCK_SH):
-        _refresh_shared()
-        yield
 
 
 def _refresh_shared() -> None:
