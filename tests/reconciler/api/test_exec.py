@@ -92,13 +92,17 @@ def test_frames_carry_their_channel_in_the_first_byte() -> None:
         split(b"")
 
 
+def exec_policy() -> TablePolicy:
+    """alice may exec in shop; bob may only read it and its logs."""
+    return TablePolicy({"alice-token": "alice", "bob-token": "bob"}, {
+        ("alice", "exec", "PinApp", "shop"), ("bob", "read", "PinApp", "shop"),
+        ("bob", "logs", "PinApp", "shop")})
+
+
 @pytest.fixture
 def client(tmp_path: Path) -> Iterator[TestClient]:
     store = Store.open(f"sqlite:///{tmp_path / 'insight.db'}")
-    policy = TablePolicy({"alice-token": "alice", "bob-token": "bob"}, {
-        ("alice", "exec", "PinApp", "shop"), ("bob", "read", "PinApp", "shop"),
-        ("bob", "logs", "PinApp", "shop")})
-    gateway = Gateway(apps=Statuses(APPS), store=store, access=policy,
+    gateway = Gateway(apps=Statuses(APPS), store=store, access=exec_policy(),
                       limits=RateLimits(qps=1000, burst=1000))
     yield TestClient(create_app(gateway))
     store.close()

@@ -26,9 +26,9 @@ from reconciler.api.models import PodList
 from reconciler.model import AppKey
 from reconciler.store import Store
 from tests.reconciler.api.test_app import APPS
-from tests.reconciler.api.test_exec import PODS
+from tests.reconciler.api.test_exec import PODS, exec_policy
 from tests.reconciler.api.test_exec import refusal as exec_refusal
-from tests.support.api_fakes import Statuses, TablePolicy
+from tests.support.api_fakes import Statuses
 from tests.support.wait import wait_for
 
 WEB = "/api/v1/apps/PinApp/shop/web-00/portforward"
@@ -80,10 +80,7 @@ class Pods:
 @pytest.fixture
 def gateway(tmp_path: Path) -> Iterator[Gateway]:
     store = Store.open(f"sqlite:///{tmp_path / 'insight.db'}")
-    policy = TablePolicy({"alice-token": "alice", "bob-token": "bob"}, {
-        ("alice", "exec", "PinApp", "shop"), ("bob", "read", "PinApp", "shop"),
-        ("bob", "logs", "PinApp", "shop")})
-    yield Gateway(apps=Statuses(APPS), store=store, access=policy,
+    yield Gateway(apps=Statuses(APPS), store=store, access=exec_policy(),
                   limits=RateLimits(qps=1000, burst=1000), pods=Pods(),
                   forward_limits=ForwardLimits(connections_per_user=1))
     store.close()
