@@ -100,7 +100,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     the session fleet (to start, or for its turn)."""
     outcome = yield
     report = outcome.get_result()  # type: ignore[attr-defined]
-    waited = WAITED.pop(item.nodeid.split("::", 1)[0], 0.0)
+    waited = WAITED.pop(module_path(item.nodeid), 0.0)
     if waited:
         report.user_properties.append(("fleet_wait", waited))
     longrepr = report.longrepr
@@ -123,6 +123,11 @@ def terminal_echo(config: pytest.Config) -> Callable[[str], None]:
             reporter.flush()
 
     return echo
+
+
+def module_path(nodeid: str) -> str:
+    """The path of the module a test id names (``tests/x/test_y.py``)."""
+    return nodeid.split("::", 1)[0]
 
 
 def _uses(item: pytest.Item, fixture: str) -> bool:
@@ -166,7 +171,7 @@ def _groups(ordered: list[list[pytest.Item]]) -> dict[str, str]:
     groups: dict[str, str] = {}
     session: list[tuple[float, str]] = []
     for module in ordered:
-        path, order = module[0].nodeid.split("::", 1)[0], _fleet_order(module)
+        path, order = module_path(module[0].nodeid), _fleet_order(module)
         if order == 3:
             alone = any(i.get_closest_marker("fleet_alone") for i in module)
             seconds = known.get(path, UNKNOWN_SECONDS_PER_TEST
@@ -204,7 +209,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             if self.groups is None:
                 path = _groups_file()
                 self.groups = json.loads(path.read_text()) if path.exists() else {}
-            return self.groups.get(nodeid.split("::", 1)[0], nodeid)
+            return self.groups.get(module_path(nodeid), nodeid)
 
     return FleetGroups(config, log)
 
@@ -252,7 +257,7 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
             _module(nextitem) not in USERS["exclusive_fleet"]:
         _stop_started("exclusive_fleet")
     if _module(item) in USERS["fleet"]:
-        RAN.add(GROUP_OF.get(item.nodeid.split("::", 1)[0], ""))
+        RAN.add(GROUP_OF.get(module_path(item.nodeid), ""))
         if _module(nextitem) not in USERS["fleet"]:
             _done_with_shared(RAN)
             RAN.clear()
@@ -283,15 +288,13 @@ def _note(tag: str, what: str) -> None:
 MODULE_SECONDS: dict[str, float] = {}
 #: the worker that ran each module (``gw0`` ...), under xdist
 MODULE_WORKER: dict[str, str] = {}
-
-
 #: the e2e modules among them
 E2E_MODULES: set[str] = set()
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """Add up each module's seconds, but for those it waited for the session fleet."""
-    module = report.nodeid.split("::", 1)[0]
+    module = module_path(report.nodeid)
     waited = sum(v for k, v in report.user_properties if k == "fleet_wait")
     MODULE_SECONDS[module] = MODULE_SECONDS.get(module, 0.0) + report.duration - waited
     worker = getattr(report, "node", None)
@@ -517,7 +520,7 @@ def fleet(e2e_toolchain: Path, pytestconfig: pytest.Config, request: pytest.Fixt
 
 
 def _waited(nodeid: str, seconds: float) -> None:
-    module = nodeid.split("::", 1)[0]
+    module = module_path(nodeid)
     WAITED[module] = WAITED.get(module, 0.0) + seconds
 
 
