@@ -165,8 +165,11 @@ def plan_cluster(conn: ClusterAccess, desired: list[Obj], live: dict[Key, Obj],
     desired_keys = {key_of(d) for d in desired}
     if memo is not None:
         memo.keep_only(desired_keys)
+    # what is already being deleted, or is in a namespace being deleted, is on its way out
+    going = {k for k, obj in live.items() if (obj.get("metadata") or {}).get("deletionTimestamp")}
+    going_namespaces = {name for kind, _, name in going if kind == "Namespace"}
     prunable = [Change(Action.PRUNE, k, live=obj) for k, obj in live.items()
-                if k not in desired_keys]
+                if k not in desired_keys and k not in going and k[1] not in going_namespaces]
     kept = [c for c in prunable if (info := kinds.info(c.key[0])) and info.data
             and not options.prune_data]
     for change in kept:

@@ -85,9 +85,10 @@ def test_exec_cannot_read_the_fleets_kubeconfig_certificates_or_data(
     pki = fleet.dir / "pki"
     secrets = [fleet.kubeconfig, pki / "ca.key", pki / "admin.key", pki / "etcd.key"]
     assert all(path.exists() for path in secrets)
+    # every refusal on stdout (2>&1), in order: no stderr chunk lands inside env's lines
     out = run(core, PODS[0], "sh", "-c", "; ".join(
-        [f"cat {path}" for path in secrets] + [f"ls {fleet.dir} {fleet.dir / 'etcd'}",
-                                               "env"]))
+        [f"cat {path} 2>&1" for path in secrets] + [f"ls {fleet.dir} {fleet.dir / 'etcd'} 2>&1",
+                                                    "env"]))
     assert "PRIVATE KEY" not in out and "client-key" not in out, out
     assert out.count("Permission denied") == len(secrets) + 2, out
     # kwok's environment, which exec'd commands inherit, holds nothing of the user's

@@ -17,9 +17,11 @@ from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.e2e
 
+PROJECT = "crds-e2e"  # its own namespace on the shared host: other modules use "shop"
+
 APP = {
     "apiVersion": "pincompute.io/v1", "kind": "PinApp",
-    "metadata": {"name": "cart", "project": "shop", "labels": {"team": "shop"}},
+    "metadata": {"name": "cart", "project": PROJECT, "labels": {"team": "shop"}},
     "spec": {"replicas": 2, "tier": "ondemand",
              "rollout": {"maxSurge": "25%", "maxUnavailable": 0},
              "template": {"containers": [
@@ -73,12 +75,12 @@ def test_crds_are_established_and_store_a_workload(host: Any) -> None:
 
     wait_for(established, 60, "every CRD to be established")
 
-    client.CoreV1Api(host).create_namespace({"metadata": {"name": "shop"}})
+    client.CoreV1Api(host).create_namespace({"metadata": {"name": PROJECT}})
     custom = client.CustomObjectsApi(host)
     resource = custom_resource(APP)
     created = custom.create_namespaced_custom_object(
-        "pincompute.io", "v1", "shop", "pinapps", resource, field_validation="Strict")
-    assert created["metadata"]["labels"][PROJECT_LABEL] == "shop"
+        "pincompute.io", "v1", PROJECT, "pinapps", resource, field_validation="Strict")
+    assert created["metadata"]["labels"][PROJECT_LABEL] == PROJECT
     # stored exactly as written: no server-side defaults sneak in
     assert created["spec"] == resource["spec"]
 
@@ -88,13 +90,13 @@ def test_crds_are_established_and_store_a_workload(host: Any) -> None:
     typo["spec"]["replicass"] = 3
     with pytest.raises(ApiException) as refused:
         custom.create_namespaced_custom_object(
-            "pincompute.io", "v1", "shop", "pinapps", typo, field_validation="Strict")
+            "pincompute.io", "v1", PROJECT, "pinapps", typo, field_validation="Strict")
     assert refused.value.status in (400, 422) and "replicass" in str(refused.value.body)
     bad = json.loads(json.dumps(resource))
     bad["metadata"]["name"] = "bad"
     bad["spec"]["tier"] = "gold"
     with pytest.raises(ApiException) as invalid:
-        custom.create_namespaced_custom_object("pincompute.io", "v1", "shop", "pinapps", bad)
+        custom.create_namespaced_custom_object("pincompute.io", "v1", PROJECT, "pinapps", bad)
     assert invalid.value.status == 422 and "spec.tier" in str(invalid.value.body)
 
     # the status subresource: the reconciler's aggregated status, per cluster
@@ -106,13 +108,13 @@ def test_crds_are_established_and_store_a_workload(host: Any) -> None:
         "clusters": [{"name": "solo", "phase": "Healthy", "replicas": 2, "readyReplicas": 2}],
     }}
     patched = custom.patch_namespaced_custom_object_status(
-        "pincompute.io", "v1", "shop", "pinapps", "cart", status)
+        "pincompute.io", "v1", PROJECT, "pinapps", "cart", status)
     assert patched["status"]["clusters"][0]["readyReplicas"] == 2
     assert patched["spec"] == resource["spec"]
 
     # the printer columns, as kubectl get shows them
-    table = get_table(host, "/apis/pincompute.io/v1/namespaces/shop/pinapps")
+    table = get_table(host, f"/apis/pincompute.io/v1/namespaces/{PROJECT}/pinapps")
     columns = [c["name"] for c in table["columnDefinitions"]]
     assert columns == ["Name", "Project", "Tier", "Ready", "Phase", "Age"]
     (row,) = table["rows"]
-    assert row["cells"][:5] == ["cart", "shop", "ondemand", "2/2", "Healthy"]
+    assert row["cells"][:5] == ["cart", PROJECT, "ondemand", "2/2", "Healthy"]

@@ -44,7 +44,8 @@ from tests.support import api_fleet
 from tests.support.wait import wait_for
 
 playwright = pytest.importorskip("playwright.sync_api")
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.fleet_alone(
+    "writes a member's failover state on the host, which a pass beside it rewrites")]
 TENANTS, SHOP, ADS = "console-e2e-tenants", "console-shop", "console-ads"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 WAIT_MS = 20_000

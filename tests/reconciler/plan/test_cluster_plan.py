@@ -281,6 +281,39 @@ def test_a_removed_app_is_pruned_but_an_unmanaged_lookalike_is_not(
     assert live(fleet, "rt-b", "ConfigMap", "batch-notes") is not None
 
 
+def test_an_object_already_being_deleted_is_not_pruned_again(
+        converged: tuple[FakeFleet, Path]) -> None:
+    fleet, repo = converged
+    cluster = fleet.clusters["rt-b"]
+    job = live(fleet, "rt-b", "Job", "batch")
+    assert job is not None
+    job["metadata"]["finalizers"] = ["example.com/hold"]
+    cluster.put(job)
+    assert cluster.delete(job)  # held by its finalizer: terminating, still listed
+    (repo / "apps/shop/batch.yaml").unlink()
+    commit(repo, "retire batch")
+    run = FakePass(fleet, repo)
+    assert run.report.ok, run.lines
+    assert not run.report.clusters["rt-b"].pruned
+    left = live(fleet, "rt-b", "Job", "batch")
+    assert left is not None and left["metadata"]["deletionTimestamp"]
+
+
+def test_an_object_in_a_namespace_being_deleted_is_left_to_that_deletion(
+        converged: tuple[FakeFleet, Path]) -> None:
+    fleet, repo = converged
+    cluster = fleet.clusters["rt-b"]
+    namespace = live(fleet, "rt-b", "Namespace", "shop")
+    assert namespace is not None
+    namespace["metadata"]["deletionTimestamp"] = "2026-12-01T00:00:00Z"
+    cluster.put(namespace)  # as the namespace controller leaves it while it empties it
+    (repo / "apps/shop/batch.yaml").unlink()
+    commit(repo, "retire batch")
+    run = FakePass(fleet, repo)
+    assert not run.report.clusters["rt-b"].pruned, run.lines
+    assert live(fleet, "rt-b", "Job", "batch") is not None
+
+
 def test_a_prune_over_max_prune_prunes_nothing_and_says_so(
         converged: tuple[FakeFleet, Path], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
