@@ -13,15 +13,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from reconciler.store.records import Discarded, EventRecord, RevisionRecord, ScaleSample
+from reconciler.store.records import (
+    Discarded,
+    EventRecord,
+    NoSuchStore,
+    RevisionRecord,
+    ScaleSample,
+    StoreError,
+)
 
 if TYPE_CHECKING:
-    from reconciler.store.store import NoSuchStore, Store, StoreError
+    from reconciler.store.store import Store
 
 __all__ = ["Discarded", "EventRecord", "NoSuchStore", "RevisionRecord", "ScaleSample",
            "Store", "StoreError"]
 
-_LAZY = frozenset({"NoSuchStore", "Store", "StoreError"})
+_LAZY = frozenset({"Store"})
 
 
 def __getattr__(name: str) -> Any:

@@ -14,6 +14,14 @@ MESSAGE_LIMIT = 4096
 """Characters kept of an event message or a revision's detail (Kubernetes keeps 1 KiB)."""
 
 
+class StoreError(Exception):
+    """The store cannot be opened or used; the message names the store without secrets."""
+
+
+class NoSuchStore(StoreError):
+    """The URL names no store ``serve`` made (a reader asked not to create one)."""
+
+
 @dataclass(frozen=True)
 class EventRecord:
     """One event of an app: a Kubernetes Event of one of its objects in a member cluster

@@ -20,8 +20,10 @@ from reconciler.store.records import (
     MESSAGE_LIMIT,
     AppKey,
     EventRecord,
+    NoSuchStore,
     RevisionRecord,
     ScaleSample,
+    StoreError,
 )
 from reconciler.store.tables import (
     AppEvent,
@@ -37,14 +39,6 @@ READ_LIMIT = 1000
 """The most rows one read returns (a timeline is paged by ``since``)."""
 DEFAULT_RETENTION = timedelta(days=30)
 _MIGRATIONS = Path(__file__).parent / "migrations"
-
-
-class StoreError(Exception):
-    """The store cannot be opened or used; the message names the store without secrets."""
-
-
-class NoSuchStore(StoreError):
-    """The URL names no store ``serve`` made (a reader asked not to create one)."""
 
 
 def _engine(url: str) -> Engine:

@@ -31,6 +31,12 @@ with member_logs(Path(tempfile.mkdtemp())) as member:
     opened = pod_log_opener(lambda _: conn, LogQuery(tail_lines=10), 5.0)(
         LogTarget("east", "shop", "web-1", "main"))
     assert opened.read() == LINE
+    from reconciler.commands.remote import api_client
+    try:  # the whole way into the served API: this member serves no discovery, so it ends
+        with api_client(None, None, 5.0, None, False, str(member.kubeconfig), "east"):
+            pass
+    except (SystemExit, AttributeError):
+        pass
 """
 
 
