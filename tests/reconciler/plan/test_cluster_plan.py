@@ -267,15 +267,20 @@ def test_an_object_the_api_server_rejects_leaves_the_pass_unconverged(
 
 # --- prune ------------------------------------------------------------------------------------
 
+def retire_batch(fleet: FakeFleet, repo: Path) -> FakePass:
+    """The pass after a commit that removes the batch Job's spec."""
+    (repo / "apps/shop/batch.yaml").unlink()
+    commit(repo, "retire batch")
+    return FakePass(fleet, repo)
+
+
 def test_a_removed_app_is_pruned_but_an_unmanaged_lookalike_is_not(
         converged: tuple[FakeFleet, Path]) -> None:
     fleet, repo = converged
     fleet.clusters["rt-b"].create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
         "name": "batch-notes", "namespace": "shop",
         "labels": {"pincompute.io/app": "batch", "pincompute.io/project": "shop"}}})
-    (repo / "apps/shop/batch.yaml").unlink()
-    commit(repo, "retire batch")
-    run = FakePass(fleet, repo)
+    run = retire_batch(fleet, repo)
     assert [str(r) for r in run.report.clusters["rt-b"].pruned] == ["Job/shop/batch"]
     assert live(fleet, "rt-b", "Job", "batch") is None
     assert live(fleet, "rt-b", "ConfigMap", "batch-notes") is not None
@@ -290,9 +295,7 @@ def test_an_object_already_being_deleted_is_not_pruned_again(
     job["metadata"]["finalizers"] = ["example.com/hold"]
     cluster.put(job)
     assert cluster.delete(job)  # held by its finalizer: terminating, still listed
-    (repo / "apps/shop/batch.yaml").unlink()
-    commit(repo, "retire batch")
-    run = FakePass(fleet, repo)
+    run = retire_batch(fleet, repo)
     assert run.report.ok, run.lines
     assert not run.report.clusters["rt-b"].pruned
     left = live(fleet, "rt-b", "Job", "batch")
@@ -307,9 +310,7 @@ def test_an_object_in_a_namespace_being_deleted_is_left_to_that_deletion(
     assert namespace is not None
     namespace["metadata"]["deletionTimestamp"] = "2026-12-01T00:00:00Z"
     cluster.put(namespace)  # as the namespace controller leaves it while it empties it
-    (repo / "apps/shop/batch.yaml").unlink()
-    commit(repo, "retire batch")
-    run = FakePass(fleet, repo)
+    run = retire_batch(fleet, repo)
     assert not run.report.clusters["rt-b"].pruned, run.lines
     assert live(fleet, "rt-b", "Job", "batch") is not None
 
