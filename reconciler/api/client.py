@@ -176,14 +176,15 @@ class ApiClient:
             raise self._ws_failure(exc) from None
         return ExecSession(conn)
 
-    def forward_target(self, kind: str, project: str, name: str, port: int, *,
+    def forward_target(self, kind: str, project: str, name: str, port: int | str, *,
                        cluster: str | None = None, pod: str | None = None) -> dict[str, Any]:
-        """The pod a port-forward of ``port`` reaches: ``cluster``, ``namespace``, ``pod``,
-        ``port`` (chosen as exec chooses)."""
+        """The pod a port-forward of ``port`` reaches: ``cluster``, ``namespace``, ``pod``
+        (chosen as exec chooses) and ``port``, its number (a name looked up in the pod)."""
         pairs = [(k, str(v)) for k, v in (("port", port), ("cluster", cluster), ("pod", pod))
                  if v is not None]
         found = self.call_json(_app_path(kind, project, name, "portforward"), pairs)
-        if not isinstance(found, dict) or not {"cluster", "namespace", "pod"} <= set(found):
+        if not isinstance(found, dict) or not {"cluster", "namespace", "pod"} <= set(found) \
+                or not isinstance(found.get("port"), int):
             raise ApiError(502, f"{self.server} answered something that is not a target")
         return found
 

@@ -20,17 +20,20 @@ from .access import AccessError, Caller, audit
 from .exec import Upstream, accepted, deny, open_member
 from .exec_protocol import ExecTarget, NoRunningPod, NotFound
 from .forward import open_upstream, run_forward
-from .forward_protocol import SUBPROTOCOL, pick_pod
+from .forward_protocol import PORT_PATTERN, SUBPROTOCOL, pick_pod, port_number
 from .models import PodList, Problem
 
 PATH = "/api/v1/apps/{kind}/{project}/{name}/portforward"
 Port = Annotated[int, Query(ge=1, le=65535, description="the pod's port")]
+NamedPort = Annotated[str, Query(pattern=PORT_PATTERN, max_length=15,
+                                 description="the pod's port: a number, or the name of a "
+                                             "TCP port its containers declare")]
 Authorize = Callable[[HTTPConnection, Caller, str, str, str], Awaitable[None]]
 PodsOf = Callable[[Any, AppKey, str | None], PodList]
 
 
 class ForwardTarget(BaseModel):
-    """The pod a port-forward of the app reaches."""
+    """The pod a port-forward of the app reaches, and the number of the port asked for."""
 
     cluster: str
     namespace: str
@@ -42,17 +45,25 @@ def mount_forward(api: FastAPI, caller_of: Callable[[HTTPConnection], Awaitable[
                   authorize: Authorize, pods_of: PodsOf) -> None:
     @api.get(PATH, response_model=ForwardTarget, summary="The pod a port-forward reaches",
              dependencies=[Depends(caller_of)],
-             responses={code: {"model": Problem} for code in (404, 409)})
+             responses={code: {"model": Problem} for code in (404, 409, 422)})
     async def forward_target(request: Request, kind: str, project: str, name: str,
-                             port: Port, cluster: str | None = None, pod: str | None = None
-                             ) -> ForwardTarget:
-        """The Running pod ``exec`` would pick (``cluster``, ``pod``: as exec's); each
-        connection then goes to the WebSocket on this path with that cluster and pod."""
+                             port: NamedPort, cluster: str | None = None,
+                             pod: str | None = None) -> ForwardTarget:
+        """The Running pod ``exec`` would pick (``cluster``, ``pod``: as exec's), and the
+        number of ``port`` in it (a name is looked up among its containers' ports, 404 if
+        none declares it); each connection then goes to the WebSocket on this path with
+        that cluster, pod and number."""
         await authorize(request, request.state.caller, "exec", kind, project)
-        target = await _target(request.app.state.gateway, (kind, project, name), cluster,
-                               pod, pods_of)
+        app = (kind, project, name)
+        pods, target = await _target(request.app.state.gateway, app, cluster, pod, pods_of)
+        try:
+            number = port_number(pods, target, port)
+        except ValueError as exc:
+            raise HTTPException(422, str(exc)) from None
+        except NotFound as exc:
+            raise HTTPException(404, f"{'/'.join(app)}: {exc}") from None
         return ForwardTarget(cluster=target.cluster, namespace=target.namespace,
-                             pod=target.pod, port=port)
+                             pod=target.pod, port=number)
 
     @api.websocket(PATH)
     async def forward(websocket: WebSocket, kind: str, project: str, name: str, port: Port,
@@ -64,9 +75,10 @@ def mount_forward(api: FastAPI, caller_of: Callable[[HTTPConnection], Awaitable[
 
 
 async def _target(gateway: Any, app: AppKey, cluster: str | None, pod: str | None,
-                  pods_of: PodsOf) -> ExecTarget:
+                  pods_of: PodsOf) -> tuple[PodList, ExecTarget]:
     try:
-        return pick_pod(await run_in_threadpool(pods_of, gateway, app, cluster), cluster, pod)
+        pods = await run_in_threadpool(pods_of, gateway, app, cluster)
+        return pods, pick_pod(pods, cluster, pod)
     except NotFound as exc:
         raise HTTPException(404, f"{'/'.join(app)}: {exc}") from None
     except NoRunningPod as exc:
@@ -84,7 +96,7 @@ async def _serve(websocket: WebSocket, app: AppKey, port: int, cluster: str | No
     try:
         caller = await caller_of(websocket)
         await authorize(websocket, caller, "exec", app[0], app[1])
-        target = await _target(gateway, app, cluster, pod, pods_of)
+        _, target = await _target(gateway, app, cluster, pod, pods_of)
         upstream = await _open(gateway, caller, target, port)
     except (AccessError, HTTPException) as exc:
         await deny(websocket, caller, exc, port=port)

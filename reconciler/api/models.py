@@ -106,6 +106,14 @@ class Problem(BaseModel):
     detail: str
 
 
+class ContainerPort(BaseModel):
+    """A port a container declares (what ``port-forward`` resolves a named port to)."""
+
+    name: str = ""
+    containerPort: int
+    protocol: str = "TCP"
+
+
 class ContainerStatus(BaseModel):
     """One container of a pod, as its kubelet last reported it."""
 
@@ -123,6 +131,7 @@ class ContainerStatus(BaseModel):
     lastTerminationReason: str = Field(default="", description="why it last ended "
                                        "(OOMKilled, Error, ...), empty if it never did")
     lastTerminationExitCode: int | None = None
+    ports: list[ContainerPort] = Field(default=[], description="the ports its spec declares")
 
 
 class PodSummary(BaseModel):

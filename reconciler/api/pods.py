@@ -26,7 +26,7 @@ from reconciler.model import AppKey, Obj
 from reconciler.status.document import app_of
 
 from .member_events import EVENT, NAMESPACED_OBJECTS, ObjectApps, lean_event, looked_up
-from .models import ClusterProblem, ContainerStatus, PodList, PodSummary
+from .models import ClusterProblem, ContainerPort, ContainerStatus, PodList, PodSummary
 
 POD = KindInfo("v1", "Pod")
 
@@ -274,8 +274,9 @@ def lean_pod(pod: Obj) -> Obj:
     """What the readers of the pods watch use of a pod (:func:`pod_summary`, and
     :func:`~reconciler.status.document.app_of` and
     :func:`~reconciler.api.member_events.pods_objects`: its labels and owners): its managed
-    fields, the rest of its spec and status and its annotations left out. Logs and exec
-    pick their containers from :func:`pod_summary`, so they read no more."""
+    fields, the rest of its spec and status and its annotations left out. Logs, exec and
+    port-forward pick their containers and ports from :func:`pod_summary`, so they read no
+    more."""
     meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, \
         pod.get("status") or {}
     kept_meta: dict[str, Any] = {k: meta[k] for k in _META_FIELDS if k in meta}
@@ -285,8 +286,8 @@ def lean_pod(pod: Obj) -> Obj:
     kept_spec: dict[str, Any] = {k: spec[k] for k in ("nodeName",) if k in spec}
     for field in ("containers", "initContainers"):
         if field in spec:
-            kept_spec[field] = [{k: c[k] for k in ("name", "image", "restartPolicy") if k in c}
-                                for c in spec[field] or []]
+            kept_spec[field] = [{k: c[k] for k in ("name", "image", "restartPolicy", "ports")
+                                 if k in c} for c in spec[field] or []]
     kept_status: dict[str, Any] = {k: status[k] for k in ("phase",) if k in status}
     for field in ("containerStatuses", "initContainerStatuses"):
         if field in status:
@@ -317,9 +318,14 @@ def _lean_container_status(reported: Mapping[str, Any]) -> dict[str, Any]:
 def container_status(name: str, reported: Mapping[str, Any] | None,
                      spec: Mapping[str, Any], kind: str = "container") -> ContainerStatus:
     """One container as its kubelet last reported it (``kind``: container, sidecar or
-    init)."""
+    init), with the ports its spec declares."""
+    ports = [ContainerPort(name=str(p.get("name") or ""), containerPort=p["containerPort"],
+                           protocol=str(p.get("protocol") or "TCP"))
+             for p in spec.get("ports") or [] if isinstance(p, Mapping)
+             and isinstance(p.get("containerPort"), int)]
     if reported is None:
-        return ContainerStatus(name=name, type=kind, image=str(spec.get("image", "")))
+        return ContainerStatus(name=name, type=kind, image=str(spec.get("image", "")),
+                               ports=ports)
     states: dict[str, Any] = reported.get("state") or {}
     state, detail = next(iter(states.items()), ("unknown", {}))
     last: dict[str, Any] = (reported.get("lastState") or {}).get("terminated") or {}
@@ -328,4 +334,4 @@ def container_status(name: str, reported: Mapping[str, Any] | None,
         ready=bool(reported.get("ready")), restarts=int(reported.get("restartCount") or 0),
         state=str(state).capitalize(), reason=str(dict(detail or {}).get("reason") or ""),
         lastTerminationReason=str(last.get("reason") or ""),
-        lastTerminationExitCode=last.get("exitCode"))
+        lastTerminationExitCode=last.get("exitCode"), ports=ports)

@@ -14,7 +14,9 @@ import asyncio
 import contextlib
 import functools
 import inspect
+import ipaddress
 import json
+import re
 import socket
 import sys
 from collections.abc import Awaitable, Callable
@@ -27,7 +29,7 @@ from pincompile.appref import AppRef
 from pincompile.commands.common import EXIT_CLUSTER, EXIT_OK, EXIT_USAGE, fail
 from reconciler.api.client import ApiClient, ApiError, ServerUnreachable
 from reconciler.api.exec_protocol import STATUS, split
-from reconciler.api.forward_protocol import DATA, ForwardLimits
+from reconciler.api.forward_protocol import DATA, PORT_PATTERN, ForwardLimits
 from reconciler.commands.interrupt import bounded_interrupt
 from reconciler.commands.options import DURATION
 from reconciler.commands.remote import (
@@ -52,27 +54,34 @@ pod went away or stopped running while forwarding."""
 
 @dataclass(frozen=True)
 class PortPair:
-    local: int
-    """0: a free port, chosen when listening."""
-    remote: int
+    local: int | None
+    """0: a free port, chosen when listening; None: the remote port's number (``http``
+    alone)."""
+    remote: int | str
+    """A number, or the name of a port the pod's containers declare."""
 
 
 def parse_ports(text: str) -> PortPair:
     """``LOCAL:REMOTE``, ``:REMOTE`` or ``0:REMOTE`` (a free local port), or ``PORT``
-    (the same both sides), as kubectl reads them; ValueError otherwise."""
+    (the same both sides), as kubectl reads them; REMOTE may be a port's name (``http``,
+    ``8080:http``); ValueError otherwise."""
     local, colon, remote = text.strip().rpartition(":")
+    usage = f"{text!r}: give LOCAL:REMOTE, :REMOTE or PORT (e.g. 8080:80, :http)"
+    named = not remote.isdigit()
+    if named and not re.fullmatch(PORT_PATTERN, remote):
+        raise ValueError(usage)
     if not colon:
-        local = remote
-    if colon and not local:
+        local = "" if named else remote
+    elif not local:
         local = "0"
     try:
-        pair = PortPair(int(local), int(remote))
+        pair = PortPair(int(local) if local else None, remote if named else int(remote))
     except ValueError:
-        raise ValueError(f"{text!r}: give LOCAL:REMOTE, :REMOTE or PORT (e.g. 8080:80)"
-                         ) from None
-    if not 0 <= pair.local <= 65535 or not 1 <= pair.remote <= 65535:
-        raise ValueError(f"{text!r}: a remote port is 1 to 65535, a local one 0 (a free "
-                         "one) to 65535")
+        raise ValueError(usage) from None
+    if (pair.local is not None and not 0 <= pair.local <= 65535) or \
+            (isinstance(pair.remote, int) and not 1 <= pair.remote <= 65535):
+        raise ValueError(f"{text!r}: a remote port is 1 to 65535 (or a port's name), a "
+                         "local one 0 (a free one) to 65535")
     return pair
 
 
@@ -80,6 +89,43 @@ def _ports(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]
            ) -> list[PortPair]:
     try:
         return [parse_ports(v) for v in values]
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+@dataclass(frozen=True)
+class Host:
+    address: str
+    required: bool = True
+    """False for ``::1`` of ``localhost``: a machine without IPv6 listens on 127.0.0.1
+    alone, as kubectl does."""
+
+
+def parse_addresses(values: tuple[str, ...]) -> list[Host]:
+    """``--address``, repeated or comma-separated, as kubectl reads it: IP addresses, and
+    ``localhost`` for 127.0.0.1 and ::1; ValueError otherwise."""
+    hosts: list[Host] = []
+    for value in values:
+        for part in filter(None, (p.strip() for p in value.split(","))):
+            if part == "localhost":
+                hosts += [Host("127.0.0.1"), Host("::1", required=False)]
+                continue
+            try:
+                hosts.append(Host(str(ipaddress.ip_address(part))))
+            except ValueError:
+                raise ValueError(f"{part!r}: give an IP address or localhost") from None
+    if not hosts:
+        raise ValueError("give an IP address or localhost")
+    required: dict[str, bool] = {}
+    for host in hosts:  # each address once, required if named on its own
+        required[host.address] = required.get(host.address, False) or host.required
+    return [Host(address, needed) for address, needed in required.items()]
+
+
+def _addresses(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]
+               ) -> list[Host]:
+    try:
+        return parse_addresses(values)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
 
@@ -224,19 +270,47 @@ def _closed(exc: BaseException) -> bool:
     return isinstance(exc, ConnectionClosed | OSError)
 
 
-def listen(pairs: list[PortPair]) -> list[tuple[socket.socket, int]]:
-    """A socket listening on 127.0.0.1 for each pair, with its remote port; a port in
-    use (or not allowed) exits 2."""
+def listen(pairs: list[tuple[int, int]], hosts: list[Host] | None = None
+           ) -> list[tuple[socket.socket, int]]:
+    """A socket listening on each host (127.0.0.1 unless told) for each (local, remote)
+    pair, with its remote port; a free local port (0) is chosen once, the same on every
+    host. A port in use (or not allowed) on a required host exits 2."""
     opened: list[tuple[socket.socket, int]] = []
-    for pair in pairs:
-        try:
-            opened.append((socket.create_server(("127.0.0.1", pair.local)), pair.remote))
-        except OSError as exc:
-            for sock, _ in opened:
-                sock.close()
-            fail(f"cannot listen on 127.0.0.1:{pair.local}: {exc.strerror or exc}",
-                 EXIT_USAGE)
+    for local, remote in pairs:
+        for host in hosts or [Host("127.0.0.1")]:
+            family = socket.AF_INET6 if ":" in host.address else socket.AF_INET
+            try:
+                sock = socket.create_server((host.address, local), family=family)
+            except OSError as exc:
+                if not host.required:
+                    continue
+                for sock, _ in opened:
+                    sock.close()
+                fail(f"cannot listen on {_where(host.address, local)}: "
+                     f"{exc.strerror or exc}", EXIT_USAGE)
+            local = sock.getsockname()[1]
+            opened.append((sock, remote))
     return opened
+
+
+def _where(address: str, port: int) -> str:
+    return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
+
+
+def resolve(client: ApiClient, app: AppRef, ports: list[PortPair], cluster: str | None,
+            pod: str | None) -> tuple[dict[str, Any], list[tuple[int, int]]]:
+    """The pod the first port reaches (as exec picks it), and every pair as numbers: a
+    named remote port looked up in that pod (one call per name), a local one left out
+    taking the remote's number."""
+    target = client.forward_target(*app, ports[0].remote, cluster=cluster, pod=pod)
+    numbers: dict[int | str, int] = {ports[0].remote: int(target["port"])}
+    for pair in ports[1:]:
+        if pair.remote not in numbers:
+            numbers[pair.remote] = pair.remote if isinstance(pair.remote, int) else int(
+                client.forward_target(*app, pair.remote, cluster=target["cluster"],
+                                      pod=target["pod"])["port"])
+    return target, [(numbers[p.remote] if p.local is None else p.local, numbers[p.remote])
+                    for p in ports]
 
 
 @click.command("port-forward")
@@ -246,6 +320,11 @@ def listen(pairs: list[PortPair]) -> list[tuple[socket.socket, int]]:
 @click.option("--cluster", help="A pod in this member cluster.")
 @click.option("--pod", help="This pod (default: a Running pod of the app, as exec picks; "
                             "named on stderr).")
+@click.option("--address", "hosts", multiple=True, default=("localhost",), show_default=True,
+              callback=_addresses, metavar="ADDRESS",
+              help="Listen on these addresses (repeat it or separate them with commas): IP "
+                   "addresses, or localhost for 127.0.0.1 and ::1. Another address than "
+                   "localhost lets other machines reach the pod.")
 @click.option("--max-connections", type=click.IntRange(1, 1000), default=Limits.connections,
               show_default=True, help="At most this many connections at once; one more is "
                                       "closed at once.")
@@ -254,14 +333,17 @@ def listen(pairs: list[PortPair]) -> list[tuple[socket.socket, int]]:
 @click.option("-q", "--quiet", is_flag=True, help="Do not name the pod on stderr.")
 @api_options
 def port_forward(app: AppRef, ports: list[PortPair], cluster: str | None, pod: str | None,
-                 max_connections: int, idle_timeout: float, quiet: bool, **api: Any) -> None:
+                 hosts: list[Host], max_connections: int, idle_timeout: float, quiet: bool,
+                 **api: Any) -> None:
     """Forward local ports to a port of one Running pod of an app, in whichever member
-    cluster it runs in, until Ctrl-C: each connection to 127.0.0.1:LOCAL reaches REMOTE in
-    the pod. `:REMOTE` (or `0:REMOTE`) listens on a free port; `PORT` is PORT:PORT. The
-    pod is chosen as exec chooses it (a Running pod, ready ones first; --cluster, --pod);
-    each port's line, `Forwarding from 127.0.0.1:LOCAL -> REMOTE`, is printed as kubectl
-    prints it once it listens. If the pod goes away, port-forward ends (exit 3): run it
-    again to reach another.
+    cluster it runs in, until Ctrl-C: each connection to localhost:LOCAL (--address)
+    reaches REMOTE in the pod. REMOTE is a number or the name of a port the pod's
+    containers declare (`http`); `:REMOTE` (or `0:REMOTE`) listens on a free port; `PORT`
+    is PORT:PORT (`http` alone listens on its number). The pod is chosen as exec chooses it
+    (a Running pod, ready ones first; --cluster, --pod); each listener's line,
+    `Forwarding from 127.0.0.1:LOCAL -> REMOTE`, is printed as kubectl prints it once it
+    listens. If the pod goes away, port-forward ends (exit 3): run it again to reach
+    another.
 
     Authorized as exec is: through the API your token needs `create` on the app's `exec`
     subresource in its project (see docs/api/README.md); straight to the clusters, the
@@ -272,16 +354,19 @@ def port_forward(app: AppRef, ports: list[PortPair], cluster: str | None, pod: s
       pincompile port-forward PinApp/search/search-api 8080:8080
       pincompile port-forward PinApp/search/search-api :8080     # a free local port
       pincompile port-forward PinApp/search/search-api 8080 9090 --cluster use1a-general-01
+      pincompile port-forward PinApp/search/search-api 9000:proxy  # a sidecar's named port
+      pincompile port-forward PinApp/search/search-api 8080 --address 0.0.0.0
     """
     with bounded_interrupt(EXIT_OK), api_client(**api) as (client, _):
         with api_errors(str(app), client):
-            target = client.forward_target(*app, ports[0].remote, cluster=cluster, pod=pod)
-        listeners = listen(ports)
+            target, numbered = resolve(client, app, ports, cluster, pod)
+        listeners = listen(numbered, hosts)
         if not quiet:
             click.echo(f"# {target['cluster']}/{target['namespace']}/{target['pod']}",
                        err=True)
         for sock, remote in listeners:
-            click.echo(f"Forwarding from 127.0.0.1:{sock.getsockname()[1]} -> {remote}")
+            address, port = sock.getsockname()[:2]
+            click.echo(f"Forwarding from {_where(address, port)} -> {remote}")
         sys.stdout.flush()
         forwarder = Forwarder(functools.partial(_open, client, app, target),
                               Limits(max_connections, idle_timeout),

@@ -47,10 +47,11 @@ def _rest(proc: subprocess.Popen[str], timeout: float) -> str:
     return "(still running)"
 
 
-def exchange(port: int, sent: bytes, timeout: float = 20.0) -> bytes:
-    """What a connection to 127.0.0.1:``port`` gets back for ``sent``, up to as many
-    bytes (or until it closes)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+def exchange(port: int, sent: bytes, timeout: float = 20.0, host: str = "127.0.0.1"
+             ) -> bytes:
+    """What a connection to ``host``:``port`` gets back for ``sent``, up to as many bytes
+    (or until it closes)."""
+    with socket.create_connection((host, port), timeout=timeout) as sock:
         sock.sendall(sent)
         back = b""
         while len(back) < len(sent) and (data := sock.recv(65536)):

@@ -38,7 +38,11 @@ from tests.support.api_fakes import Statuses, TablePolicy
 
 def pod(cluster: str, name: str, phase: str = "Running", ready: bool = True) -> dict:
     return {"metadata": {"name": name, "namespace": "shop"},
-            "spec": {"containers": [{"name": "main"}, {"name": "proxy"}]},
+            "spec": {"containers": [
+                {"name": "main", "ports": [{"name": "http", "containerPort": 8080}]},
+                {"name": "proxy", "ports": [{"name": "admin", "containerPort": 9901},
+                                            {"name": "dns", "containerPort": 53,
+                                             "protocol": "UDP"}]}]},
             "status": {"phase": phase, "containerStatuses": [
                 {"name": "main", "ready": ready, "state": {"running": {}}},
                 {"name": "proxy", "ready": True, "state": {"running": {}}}]}}

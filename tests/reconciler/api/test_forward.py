@@ -106,6 +106,22 @@ def test_the_target_is_answered_to_whoever_may_exec(gateway: Gateway) -> None:
     assert client.get(WEB, params={"port": 0}, headers=ALICE).status_code == 422
 
 
+def test_a_named_port_is_the_number_a_container_of_that_pod_declares(gateway: Gateway
+                                                                     ) -> None:
+    client = TestClient(create_app(gateway))
+    assert client.get(WEB, params={"port": "http"}, headers=ALICE).json()["port"] == 8080
+    assert client.get(WEB, params={"port": "admin"}, headers=ALICE).json()["port"] == 9901
+    missing = client.get(WEB, params={"port": "grpc"}, headers=ALICE)
+    assert missing.status_code == 404, missing.text
+    assert "no TCP port named grpc" in missing.text and "admin (proxy 9901)" in missing.text
+    udp = client.get(WEB, params={"port": "dns"}, headers=ALICE)  # forwards carry TCP only
+    assert udp.status_code == 404, udp.text
+    for bad in ("70000", "HTTP", "-http", "a" * 16, "http;rm"):
+        assert client.get(WEB, params={"port": bad}, headers=ALICE).status_code == 422, bad
+    bob = client.get(WEB, params={"port": "grpc"}, headers={"Authorization": "Bearer bob-token"})
+    assert bob.status_code == 403 and "admin" not in bob.text  # no port names to strangers
+
+
 def refusal(client: TestClient, query: str, token: str | None) -> tuple[int, str]:
     return exec_refusal(client, f"shop/web-00/portforward?{query}", token)
 

@@ -42,6 +42,7 @@ spec:
       - name: main
         image: registry.internal/day2-shop/web:IMAGE
         resources: {{cpu: 100m, memory: 128Mi}}
+        ports: [{{name: http, containerPort: 8080}}]
     config:
       app.yaml: "port: 8080"
   placement: {{regions: [us-east-1], zones: [us-east-1a, us-east-1b], spread: zone,
@@ -158,7 +159,7 @@ def test_describe_shows_the_objects_health_in_every_cluster(day2: Day2) -> None:
 
 def test_port_forward_reaches_a_port_of_a_running_pod(day2: Day2) -> None:
     """Straight to the clusters, as exec: kwok forwards the pod's port to the fleet's
-    responder, which echoes."""
-    with port_forwarding([REF, ":8080", "-q"], day2.env) as port:
+    responder, which echoes. The port by its name, on both loopbacks."""
+    with port_forwarding([REF, ":http", "-q"], day2.env) as port:
         assert exchange(port, b"ping\n") == b"ping\n"
-        assert exchange(port, b"pong\n") == b"pong\n"  # a second connection, the same pod
+        assert exchange(port, b"pong\n", host="::1") == b"pong\n"  # a second connection
