@@ -304,6 +304,13 @@ class Connection:
                     self._dynamic = DynamicClient(self.api, discoverer=Discoverer)
                 except CONNECT_ERRORS as exc:
                     raise ClusterUnreachable(_reason(exc)) from exc
+                except (AttributeError, KeyError, TypeError, ValueError) as exc:
+                    # the client reads discovery's answer as JSON without a check: a web
+                    # server that is not an API server (200, HTML) fails it this way
+                    raise ClusterUnreachable(
+                        f"{self.api.configuration.host} is not a Kubernetes API server: "
+                        f"its discovery answer (/api, /apis) is not an API group list "
+                        f"({type(exc).__name__})") from exc
             return self._dynamic
 
     def resource(self, api_version: str, kind: str) -> Any:

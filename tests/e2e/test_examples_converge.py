@@ -2,18 +2,22 @@
 nothing — for every kind the examples compile to, autoscaled apps (PinScalers) included —
 and finds nothing to dry-run that it can prove unchanged; and what ``make demo`` promises:
 every app ends Healthy or Completed except those the examples pause or stop on purpose
-(Suspended), and stays so. The examples' nightly index build runs with fewer shards here
+(Suspended), and stays so; and describe, events and history answer for each of them. The
+examples' nightly index build runs with fewer shards here
 (``tests.e2e.support.examples_copy``): still divided, still in waves."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from pincompile.cli import cli
 from pincompile.compiler import compile_path
 from reconciler.engine import Reconciler
 from reconciler.fleet import control, demo
@@ -106,6 +110,35 @@ def test_every_example_app_ends_healthy_completed_or_suspended_and_stays_so(
         assert not not_progressing and not again, [demo.describe(p) for p in passes]
     nodes, pods = watch.of("Node"), watch.of("Pod", "not-ready")
     assert not nodes and not pods, "\n".join(map(str, nodes + pods))
+
+
+def test_describe_events_and_history_answer_for_every_example_app(
+        fleet: fleet_mod.FleetState, tmp_path: Path) -> None:
+    """What a tenant runs after `make demo`, without serve, for every app of the
+    examples: describe, events and history each answer (exit 0) about that app."""
+    root = examples_copy(tmp_path / "examples")
+    kubeconfig = str(fleet.kubeconfig)
+    rows = demo.wait_until_settled(kubeconfig, root, demo.DEFAULT_TIMEOUT)
+    assert len(rows) >= 10, rows
+    runner, failed = CliRunner(), []
+    for row in rows:
+        ref = "/".join(_key(row))
+        shown = {}
+        for command in ("describe", "events", "history"):
+            done = runner.invoke(cli, [command, ref, "-o", "json", "--kubeconfig", kubeconfig])
+            if done.exit_code != 0:
+                failed.append(f"{command} {ref}: exit {done.exit_code}: {done.output[-500:]}")
+                continue
+            shown[command] = json.loads(done.stdout)
+        if len(shown) < 3:
+            continue
+        if row["name"] not in json.dumps(shown["describe"]):
+            failed.append(f"describe {ref} does not name the app")
+        if not shown["history"].get("items"):
+            failed.append(f"history {ref}: no revision recorded by the passes")
+        if not shown["events"].get("items"):
+            failed.append(f"events {ref}: nothing within the events' TTL")
+    assert not failed, "\n".join(failed)
 
 
 def _key(row: dict[str, Any]) -> tuple[str, str, str]:

@@ -1,9 +1,11 @@
-"""The cluster client's pure parts: request classification, retries, rate limit, and a
-connection pool for every thread."""
+"""The cluster client's pure parts: request classification, retries, rate limit, a
+connection pool for every thread, and a server that is not Kubernetes said as such."""
 
 from __future__ import annotations
 
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -16,6 +18,7 @@ from reconciler.clients.connect import (
     _Hook,
     classify,
 )
+from tests.support.kubeconfig import kubeconfig_to
 
 
 @pytest.mark.parametrize(("method", "url", "want"), [
@@ -87,21 +90,55 @@ def test_a_connection_keeps_a_connection_for_every_watch_and_worker(tmp_path: An
     write at once) send requests: each of those threads gets a kept-alive connection (the
     client's default, 5 per CPU, made serve log 'Connection pool is full, discarding
     connection' and open a new TLS connection per request)."""
-    import yaml
-
     from reconciler import kinds
     from reconciler.clients.connect import Connection
     from reconciler.clients.pace import CEILING
 
-    path = tmp_path / "kubeconfig"
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "a",
-        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:9"}}],
-        "users": [{"name": "u", "user": {"token": "t"}}],
-        "contexts": [{"name": "a", "context": {"cluster": "c", "user": "u"}}]}))
-    conn = Connection("a", "a", str(path))
+    path = kubeconfig_to(tmp_path, "https://127.0.0.1:9")
+    conn = Connection("host", "host", str(path))
     try:
         pool = conn.api.rest_client.pool_manager.connection_pool_kw["maxsize"]
         assert pool >= len(kinds.MANAGED_KINDS) + CEILING
     finally:
         conn.close()
+
+
+class _NotKubernetes(BaseHTTPRequestHandler):
+    """A web server that answers every path 200 with an HTML page."""
+
+    def do_GET(self) -> None:
+        body = b"<html><body>welcome</body></html>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_args: Any) -> None:
+        pass
+
+
+def test_a_web_server_that_is_not_an_api_server_is_a_cluster_failure(tmp_path: Any) -> None:
+    """Discovery answered 200 with HTML: the client's JSON reading failed (AttributeError,
+    exit 70); it is the cluster that is wrong (exit 3), said with its address."""
+    from click.testing import CliRunner
+
+    from pincompile.cli import cli
+    from reconciler.clients.connect import Connection
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _NotKubernetes)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    path = kubeconfig_to(tmp_path, url)
+    conn = Connection("host", "host", str(path))
+    try:
+        with pytest.raises(ClusterUnreachable, match=f"{url} is not a Kubernetes API server"):
+            conn.dynamic  # noqa: B018  # discovery runs on first use
+        done = CliRunner().invoke(cli, ["get", "apps", "--kubeconfig", str(path)])
+        assert done.exit_code == 3, done.output
+        assert "not a Kubernetes API server" in done.output
+        assert "Traceback" not in done.output and "internal error" not in done.output
+    finally:
+        conn.close()
+        server.shutdown()
+        server.server_close()

@@ -7,25 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 from click.testing import CliRunner
 
 from pincompile.cli import cli
 from reconciler.api.access import AccessError
 from reconciler.commands.direct import KubeconfigAccess
+from tests.support.kubeconfig import kubeconfig_to
 
 APP = "PinApp/shop/web"
-
-
-def kubeconfig_to(tmp_path: Path, server: str) -> Path:
-    """A kubeconfig whose ``host`` context points at ``server``."""
-    path = tmp_path / "kubeconfig"
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "host",
-        "clusters": [{"name": "host", "cluster": {"server": server}}],
-        "users": [{"name": "me", "user": {"token": "kube-secret-token"}}],
-        "contexts": [{"name": "host", "context": {"cluster": "host", "user": "me"}}]}))
-    return path
 
 
 @pytest.mark.parametrize("command", ["events", "history"])
