@@ -14,7 +14,9 @@ Rules, each in one place below:
 * prune only objects we manage that are no longer desired, never Namespaces or PVCs
   without ``prune_data``, never more than ``max_prune`` of the cluster's managed objects;
 * an autoscaled workload's ``spec.replicas`` belongs to its HPA: it is set once, at
-  creation, by a separate field manager, and is never part of what ``pincompile`` applies.
+  creation, handed to a field manager of its own before the first apply that leaves it
+  out (:mod:`~reconciler.plan.execute`), and is never part of what ``pincompile`` applies
+  after that.
 """
 
 from __future__ import annotations

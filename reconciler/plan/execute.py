@@ -123,8 +123,10 @@ def _create(conn: ClusterAccess, plan: ClusterPlan, change: Change, scaled: bool
             raise
         change.action, change.reason = Action.INVALID, rejection(exc)
         return False
-    if "replicas" in change.desired.get("spec", {}) and scaled:
-        _hand_replicas_over(conn, change.desired)
+    # an autoscaled workload is created with its replicas, ours alone until its first
+    # update hands them over (_hand_over_if_sole_owner): a first apply writes each object
+    # once, as `kubectl apply --server-side` does, and one that is never updated never
+    # pays for a hand-over (the HPA, scaling it, takes them anyway)
     return True
 
 
@@ -158,10 +160,11 @@ def _with_managed_fields(conn: ClusterAccess, live: Obj) -> Obj | None:
 
 def _hand_over_if_sole_owner(conn: ClusterAccess, change: Change,
                              version: str | None = None) -> str | None:
-    """An autoscaled workload created before its scaler: its replicas, still ours alone,
-    handed to a manager of their own before we stop setting them (else the apply would
-    reset them). ``version``: only if the object is still at that resourceVersion. The
-    object's resourceVersion after the hand-over (None when there was none)."""
+    """An autoscaled workload whose replicas are still ours alone (created with them, or
+    before its scaler, and not scaled since): they are handed to a manager of their own
+    before an apply that leaves them out (else it would reset them). ``version``: only if
+    the object is still at that resourceVersion. The object's resourceVersion after the
+    hand-over (None when there was none)."""
     assert change.desired is not None
     if change.live is not None \
             and _sole_replicas_owner(_with_managed_fields(conn, change.live)):

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pincompile.compiler import compile_path
+from reconciler.clients.access import FIELD_MANAGER
 from reconciler.engine import Reconciler
 from reconciler.model import Obj
 from reconciler.plan.change import Action
@@ -20,7 +21,9 @@ from tests.support.fake_passes import (
     clusters_running,
     commit,
     edit,
+    fake_fleet,
     live,
+    spec_repo,
 )
 from tests.support.kube_fake import FakeFleet
 
@@ -148,3 +151,31 @@ def test_a_scaler_added_alone_costs_its_pass_and_the_next_pass_nothing(
     again = FakePass(fleet, repo)
     assert all(again.writes[c] == 0 for c in MEMBERS), again.lines
     assert all(again.dry_runs[c] == 0 for c in MEMBERS), (again.dry_runs, again.lines)
+
+
+def test_a_new_autoscaled_app_is_written_once_per_object_and_its_update_keeps_replicas(
+        tmp_path: Path) -> None:
+    """As `kubectl apply --server-side` would: one write per object in a first pass, the
+    Deployments of an app with a scaler created with their share of its replicas. The
+    first update after it hands them over before leaving them out: they stay."""
+    repo = spec_repo(tmp_path / "repo")
+    result = compile_path(repo)
+    fleet = fake_fleet(result)
+    first = FakePass(fleet, repo)
+    assert first.report.ok, first.lines
+    for cluster in MEMBERS:
+        objects = sum(1 for m in result.manifests if m.cluster == cluster)
+        assert first.writes[cluster] == objects, (cluster, first.written[cluster])
+    clusters = clusters_running(fleet, "api")
+    assert [replicas_owners(live(fleet, c, "Deployment", "api")) for c in clusters] == \
+        [[FIELD_MANAGER]] * len(clusters)
+    edit(repo, "apps/shop/api.yaml", lambda d: d[0]["spec"]["rollout"].update(
+        healthTimeout="45s"), "api: a longer health timeout")
+    updated = FakePass(fleet, repo)
+    assert updated.report.ok, updated.lines
+    for cluster in clusters:
+        obj = live(fleet, cluster, "Deployment", "api") or {}
+        assert (obj["spec"]["replicas"], replicas_owners(obj)) == (3, [INITIAL_REPLICAS_MANAGER])
+        assert obj["spec"]["progressDeadlineSeconds"] == 45
+    again = FakePass(fleet, repo)
+    assert all(again.writes[c] == 0 for c in MEMBERS), again.lines
