@@ -37,8 +37,6 @@ def pick_pod(pods: PodList, cluster: str | None, pod: str | None) -> ExecTarget:
     return pick_target(pods, ExecQuery((), None, cluster, pod))
 
 
-
-
 def port_number(pods: PodList, target: ExecTarget, port: str) -> int:
     """``port`` as a number: itself, or the TCP port its name names among the ports the
     target pod's containers declare (as kubectl resolves ``http``); ValueError for a
