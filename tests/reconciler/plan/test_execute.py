@@ -42,6 +42,17 @@ def replicas_owners(obj: Obj | None) -> list[str]:
             if "f:replicas" in ((m.get("fieldsV1") or {}).get("f:spec") or {})]
 
 
+def assert_handed_over_with_the_update(fleet: FakeFleet, name: str, clusters: list[str],
+                                       replicas: int) -> None:
+    """Each of ``name``'s Deployments still runs ``replicas``, owned by their own manager,
+    and carries the update (a 45 s health timeout) applied beside the hand-over."""
+    for cluster in clusters:
+        obj = live(fleet, cluster, "Deployment", name) or {}
+        assert (obj["spec"]["replicas"], replicas_owners(obj)) == (
+            replicas, [INITIAL_REPLICAS_MANAGER]), cluster
+        assert obj["spec"]["progressDeadlineSeconds"] == 45, cluster
+
+
 def test_a_record_is_not_written_over_a_change_made_after_the_plan(
         converged: tuple[FakeFleet, Path]) -> None:
     """An unchanged object whose record is gone is applied once more only to record it,
@@ -120,10 +131,7 @@ def test_an_app_that_gets_a_scaler_keeps_its_replicas_handed_to_their_own_manage
     commit(repo, "web autoscaled")
     run = FakePass(fleet, repo)
     assert run.report.ok, run.lines
-    for cluster in clusters:
-        obj = live(fleet, cluster, "Deployment", "web") or {}
-        assert (obj["spec"]["replicas"], replicas_owners(obj)) == (2, [INITIAL_REPLICAS_MANAGER])
-        assert obj["spec"]["progressDeadlineSeconds"] == 45
+    assert_handed_over_with_the_update(fleet, "web", clusters, 2)
     again = FakePass(fleet, repo)
     assert all(again.writes[c] == 0 for c in MEMBERS), again.lines
     assert all(again.dry_runs[c] == 0 for c in MEMBERS), (again.dry_runs, again.lines)
@@ -173,9 +181,6 @@ def test_a_new_autoscaled_app_is_written_once_per_object_and_its_update_keeps_re
         healthTimeout="45s"), "api: a longer health timeout")
     updated = FakePass(fleet, repo)
     assert updated.report.ok, updated.lines
-    for cluster in clusters:
-        obj = live(fleet, cluster, "Deployment", "api") or {}
-        assert (obj["spec"]["replicas"], replicas_owners(obj)) == (3, [INITIAL_REPLICAS_MANAGER])
-        assert obj["spec"]["progressDeadlineSeconds"] == 45
+    assert_handed_over_with_the_update(fleet, "api", clusters, 3)
     again = FakePass(fleet, repo)
     assert all(again.writes[c] == 0 for c in MEMBERS), again.lines
